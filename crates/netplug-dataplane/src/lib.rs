@@ -1,0 +1,27 @@
+//! netplug's Linux data plane.
+//!
+//! Wires a workload (pod) to the host: a veth pair whose host end stays in the host namespace
+//! and whose other end is created straight inside the workload's namespace, /32 and /128
+//! addresses, routes via a link-local next hop that the host end answers for (proxy ARP, and its
+//! own IPv6 link-local address), a host route per address, and the sysctls that make it work.
+//!
+//! Every operation that enters a namespace takes a [`netns::NamespaceThread`]: run it through
+//! [`netns::spawn`] or [`netns::run`], never on a thread shared with other code.
+
+pub mod address;
+pub mod check;
+pub mod error;
+pub mod link;
+pub mod netlink;
+pub mod netns;
+pub mod route;
+pub mod setup;
+pub mod spec;
+pub mod sysctl;
+pub mod teardown;
+
+pub use check::{check_workload, Difference};
+pub use error::{DataplaneError, Result};
+pub use setup::{setup_workload, InterfaceInfo, WorkloadInterfaces};
+pub use spec::WorkloadSpec;
+pub use teardown::{teardown_workload, Teardown};

@@ -1,0 +1,127 @@
+//! Network namespaces by path, and the dedicated OS threads that enter them.
+//!
+//! `setns(2)` moves only the calling thread, so every namespace operation runs on a thread of its
+//! own that is thrown away afterwards: nothing has to be switched back, and no thread that other
+//! code shares (the JS thread, libuv's or tokio's pools) ever changes namespace. The
+//! [`NamespaceThread`] token makes that a type rule: entering a namespace needs `&mut
+//! NamespaceThread`, which only exists inside a thread started by [`spawn`].
+
+use std::fs::File;
+use std::marker::PhantomData;
+use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::thread::JoinHandle;
+
+use nix::errno::Errno;
+use nix::sched::{setns, CloneFlags};
+use nix::sys::statfs::{fstatfs, NSFS_MAGIC};
+
+use crate::error::{DataplaneError, Result};
+
+/// An open network namespace, held by file descriptor so it cannot vanish mid-operation.
+#[derive(Debug)]
+pub struct NetNs {
+    file: File,
+    path: PathBuf,
+}
+
+/// What a namespace path turned out to hold.
+#[derive(Debug)]
+pub enum NetNsLookup {
+    Found(NetNs),
+    /// Nothing at the path: the runtime has already destroyed the sandbox.
+    Missing,
+    /// A file that is not a namespace, such as the mount point left after `umount`.
+    NotANamespace,
+}
+
+impl NetNs {
+    /// Opens a namespace given as any path: `/run/netns/x`, `/var/run/netns/x`, `/proc/<pid>/ns/net`.
+    pub fn lookup(path: &Path) -> Result<NetNsLookup> {
+        let op = || format!("open network namespace {}", path.display());
+        let file = match File::open(path) {
+            Ok(file) => file,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(NetNsLookup::Missing),
+            Err(err) => return Err(DataplaneError::from_io(op(), &err)),
+        };
+        let fs = fstatfs(file.as_fd()).map_err(|errno| DataplaneError::from_errno(op(), errno, None))?;
+        if fs.filesystem_type() != NSFS_MAGIC {
+            return Ok(NetNsLookup::NotANamespace);
+        }
+        Ok(NetNsLookup::Found(NetNs { file, path: path.to_path_buf() }))
+    }
+
+    /// Opens a namespace that must exist.
+    pub fn open(path: &Path) -> Result<NetNs> {
+        let op = || format!("open network namespace {}", path.display());
+        match Self::lookup(path)? {
+            NetNsLookup::Found(ns) => Ok(ns),
+            NetNsLookup::Missing => Err(DataplaneError::new(
+                op(),
+                Errno::ENOENT,
+                format!("network namespace {} does not exist", path.display()),
+            )),
+            NetNsLookup::NotANamespace => Err(DataplaneError::invalid(
+                op(),
+                format!("{} is not a network namespace", path.display()),
+            )),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn raw_fd(&self) -> RawFd {
+        self.file.as_raw_fd()
+    }
+
+    /// Whether this is the namespace the calling thread is in now.
+    pub fn is_current(&self) -> Result<bool> {
+        let op = "compare network namespaces";
+        let current = std::fs::metadata("/proc/thread-self/ns/net").map_err(|e| DataplaneError::from_io(op, &e))?;
+        let target = self.file.metadata().map_err(|e| DataplaneError::from_io(op, &e))?;
+        Ok(current.dev() == target.dev() && current.ino() == target.ino())
+    }
+}
+
+/// Proof that the code holding it runs on a dedicated thread that may change namespace.
+/// Not `Send`: it cannot leave the thread it was made for.
+pub struct NamespaceThread {
+    _not_send: PhantomData<*const ()>,
+}
+
+impl NamespaceThread {
+    /// Moves this thread into `ns`. The thread stays there until it ends.
+    pub fn enter(&mut self, ns: &NetNs) -> Result<()> {
+        setns(ns.file.as_fd(), CloneFlags::CLONE_NEWNET).map_err(|errno| {
+            DataplaneError::from_errno(format!("enter network namespace {}", ns.path.display()), errno, None)
+        })
+    }
+}
+
+/// Starts a dedicated thread for one namespace operation.
+pub fn spawn<T, F>(f: F) -> Result<JoinHandle<T>>
+where
+    T: Send + 'static,
+    F: FnOnce(&mut NamespaceThread) -> T + Send + 'static,
+{
+    std::thread::Builder::new()
+        .name("netplug-netns".into())
+        .spawn(move || f(&mut NamespaceThread { _not_send: PhantomData }))
+        .map_err(|err| DataplaneError::from_io("start namespace thread", &err))
+}
+
+/// Runs `f` on a dedicated thread and waits for it. For Rust callers; the N-API binding uses
+/// [`spawn`] and settles a promise from the thread instead of blocking.
+pub fn run<T, F>(f: F) -> Result<T>
+where
+    T: Send + 'static,
+    F: FnOnce(&mut NamespaceThread) -> Result<T> + Send + 'static,
+{
+    match spawn(f)?.join() {
+        Ok(result) => result,
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+}

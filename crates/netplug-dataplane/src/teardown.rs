@@ -1,0 +1,47 @@
+//! Tearing down a workload's interface. Idempotent: whatever is already gone is success.
+
+use std::path::Path;
+
+use crate::error::{DataplaneError, Result};
+use crate::link::{delete_link, get_link};
+use crate::netlink::Rtnl;
+use crate::netns::{NamespaceThread, NetNs, NetNsLookup};
+use crate::spec::validate_ifname;
+
+/// What teardown found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Teardown {
+    /// The interface was there and is deleted, with its host end and routes.
+    Removed,
+    /// No namespace at the path (or none given): the runtime already destroyed it, and the veth
+    /// died with it.
+    NamespaceGone,
+    /// The namespace exists but has no such interface.
+    LinkGone,
+}
+
+/// Deletes `ifname` inside the namespace at `netns`. Moves the calling thread into it.
+pub fn teardown_workload(thread: &mut NamespaceThread, netns: &Path, ifname: &str) -> Result<Teardown> {
+    validate_ifname("container interface name", ifname)?;
+    if netns.as_os_str().is_empty() {
+        return Ok(Teardown::NamespaceGone);
+    }
+    let netns = match NetNs::lookup(netns)? {
+        NetNsLookup::Found(netns) => netns,
+        NetNsLookup::Missing | NetNsLookup::NotANamespace => return Ok(Teardown::NamespaceGone),
+    };
+    let op = || format!("delete \"{ifname}\" in {}", netns.path().display());
+    if netns.is_current()? {
+        // A runtime passing the host's own namespace must not cost the host its interface.
+        return Err(DataplaneError::invalid(op(), format!("{} is the host's own network namespace", netns.path().display())));
+    }
+    thread.enter(&netns)?;
+    let mut rtnl = Rtnl::open().map_err(|e| e.into_dataplane(op()))?;
+    let Some(link) = get_link(&mut rtnl, ifname).map_err(|e| e.into_dataplane(op()))? else {
+        return Ok(Teardown::LinkGone);
+    };
+    match delete_link(&mut rtnl, link.index).map_err(|e| e.into_dataplane(op()))? {
+        true => Ok(Teardown::Removed),
+        false => Ok(Teardown::LinkGone),
+    }
+}
