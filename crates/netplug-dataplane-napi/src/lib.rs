@@ -1,0 +1,210 @@
+//! N-API binding of `netplug-dataplane`.
+//!
+//! Each call starts a dedicated OS thread (namespaces are per thread), returns a promise at
+//! once, and settles it from that thread: neither the JS thread nor libuv's pool ever blocks on
+//! or enters a namespace. Kernel failures resolve as `{ error }` outcomes carrying the errno name
+//! and the operation, which the TypeScript facade turns into typed errors; the promise rejects
+//! only if the binding itself breaks.
+
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+use napi::bindgen_prelude::{Object, ToNapiValue};
+use napi::JsDeferred;
+use napi::{Env, Error, Result};
+use napi_derive::napi;
+use netplug_dataplane::netns::{self, NamespaceThread};
+use netplug_dataplane::{self as dataplane, DataplaneError, Teardown};
+
+/// The workload interface to set up or check.
+#[napi(object)]
+pub struct WorkloadSpec {
+    /// Path of the workload's network namespace (`/run/netns/x`, `/proc/<pid>/ns/net`).
+    pub netns: String,
+    /// Interface name inside the namespace (CNI_IFNAME).
+    pub container_ifname: String,
+    /// Name of the veth end in the host namespace (at most 15 bytes).
+    pub host_ifname: String,
+    /// MTU of both ends; the kernel default when absent.
+    pub mtu: Option<u32>,
+    /// Receive and transmit queues of both ends; 1 when absent.
+    pub num_queues: Option<u32>,
+    /// Workload addresses, placed as /32 and /128.
+    pub addresses: Vec<String>,
+    /// CIDRs routed via the link-local next hop; the default route per family when absent.
+    pub routes: Option<Vec<String>>,
+    /// Sets the workload's IP forwarding sysctls to 1 instead of 0.
+    pub allow_ip_forwarding: Option<bool>,
+}
+
+#[napi(object)]
+pub struct InterfaceInfo {
+    pub name: String,
+    pub index: u32,
+    pub mac: String,
+}
+
+#[napi(object)]
+pub struct WorkloadInterfaces {
+    pub host: InterfaceInfo,
+    pub container: InterfaceInfo,
+    pub mtu: u32,
+}
+
+/// A failed operation: `code` is the errno name (`EEXIST`), `op` what was being done.
+#[napi(object)]
+pub struct KernelError {
+    pub code: String,
+    pub errno: i32,
+    pub op: String,
+    pub message: String,
+}
+
+#[napi(object)]
+pub struct SetupOutcome {
+    pub interfaces: Option<WorkloadInterfaces>,
+    pub error: Option<KernelError>,
+}
+
+#[napi(object)]
+pub struct TeardownOutcome {
+    #[napi(ts_type = "'removed' | 'namespace-gone' | 'link-gone'")]
+    pub result: Option<String>,
+    pub error: Option<KernelError>,
+}
+
+#[napi(object)]
+pub struct Difference {
+    pub subject: String,
+    pub expected: String,
+    pub actual: String,
+}
+
+#[napi(object)]
+pub struct CheckOutcome {
+    pub differences: Option<Vec<Difference>>,
+    pub error: Option<KernelError>,
+}
+
+/// Creates the workload's veth pair and configures both ends; all or nothing.
+#[napi(ts_return_type = "Promise<SetupOutcome>")]
+pub fn setup_workload(env: &Env, spec: WorkloadSpec) -> Result<Object<'_>> {
+    on_namespace_thread(env, move |thread| {
+        match to_core(spec).and_then(|spec| dataplane::setup_workload(thread, &spec)) {
+            Ok(made) => SetupOutcome {
+                interfaces: Some(WorkloadInterfaces {
+                    host: interface(made.host),
+                    container: interface(made.container),
+                    mtu: made.mtu,
+                }),
+                error: None,
+            },
+            Err(err) => SetupOutcome { interfaces: None, error: Some(kernel_error(err)) },
+        }
+    })
+}
+
+/// Deletes `ifname` in `netns`; a missing namespace or interface is success.
+#[napi(ts_return_type = "Promise<TeardownOutcome>")]
+pub fn teardown_workload(env: &Env, netns: String, ifname: String) -> Result<Object<'_>> {
+    on_namespace_thread(env, move |thread| match dataplane::teardown_workload(thread, netns.as_ref(), &ifname) {
+        Ok(result) => TeardownOutcome {
+            result: Some(
+                match result {
+                    Teardown::Removed => "removed",
+                    Teardown::NamespaceGone => "namespace-gone",
+                    Teardown::LinkGone => "link-gone",
+                }
+                .into(),
+            ),
+            error: None,
+        },
+        Err(err) => TeardownOutcome { result: None, error: Some(kernel_error(err)) },
+    })
+}
+
+/// Lists every difference between the kernel and what set-up of `spec` produces.
+#[napi(ts_return_type = "Promise<CheckOutcome>")]
+pub fn check_workload(env: &Env, spec: WorkloadSpec) -> Result<Object<'_>> {
+    on_namespace_thread(env, move |thread| match to_core(spec).and_then(|spec| dataplane::check_workload(thread, &spec)) {
+        Ok(differences) => CheckOutcome {
+            differences: Some(
+                differences
+                    .into_iter()
+                    .map(|d| Difference { subject: d.subject, expected: d.expected, actual: d.actual })
+                    .collect(),
+            ),
+            error: None,
+        },
+        Err(err) => CheckOutcome { differences: None, error: Some(kernel_error(err)) },
+    })
+}
+
+type Resolver<T> = Box<dyn FnOnce(Env) -> Result<T>>;
+
+/// A promise to settle from another thread; rejects if dropped unsettled (the thread panicked or
+/// could not start), so a caller never waits forever.
+struct Pending<T: ToNapiValue + 'static>(Option<JsDeferred<T, Resolver<T>>>);
+
+impl<T: ToNapiValue + 'static> Pending<T> {
+    fn resolve(mut self, value: T) {
+        if let Some(deferred) = self.0.take() {
+            deferred.resolve(Box::new(move |_| Ok(value)));
+        }
+    }
+}
+
+impl<T: ToNapiValue + 'static> Drop for Pending<T> {
+    fn drop(&mut self) {
+        if let Some(deferred) = self.0.take() {
+            deferred.reject(Error::from_reason("the namespace thread ended without settling the operation"));
+        }
+    }
+}
+
+fn on_namespace_thread<T, F>(env: &Env, work: F) -> Result<Object<'_>>
+where
+    T: ToNapiValue + Send + 'static,
+    F: FnOnce(&mut NamespaceThread) -> T + Send + 'static,
+{
+    let (deferred, promise) = env.create_deferred::<T, Resolver<T>>()?;
+    let pending = Pending(Some(deferred));
+    netns::spawn(move |thread| pending.resolve(work(thread))).map_err(|err| Error::from_reason(err.to_string()))?;
+    Ok(promise)
+}
+
+fn to_core(spec: WorkloadSpec) -> dataplane::Result<dataplane::WorkloadSpec> {
+    let op = "read workload interface request";
+    let addresses = spec
+        .addresses
+        .iter()
+        .map(|a| a.parse::<IpAddr>().map_err(|_| DataplaneError::invalid(op, format!("\"{a}\" is not an IP address"))))
+        .collect::<dataplane::Result<Vec<_>>>()?;
+    let routes = spec
+        .routes
+        .map(|routes| {
+            routes
+                .iter()
+                .map(|r| r.parse::<IpNet>().map_err(|_| DataplaneError::invalid(op, format!("route \"{r}\" is not a CIDR"))))
+                .collect::<dataplane::Result<Vec<_>>>()
+        })
+        .transpose()?;
+    Ok(dataplane::WorkloadSpec {
+        netns: spec.netns.into(),
+        container_ifname: spec.container_ifname,
+        host_ifname: spec.host_ifname,
+        mtu: spec.mtu,
+        num_queues: spec.num_queues.unwrap_or(1),
+        addresses,
+        routes,
+        allow_ip_forwarding: spec.allow_ip_forwarding.unwrap_or(false),
+    })
+}
+
+fn interface(info: dataplane::InterfaceInfo) -> InterfaceInfo {
+    InterfaceInfo { name: info.name, index: info.index, mac: info.mac }
+}
+
+fn kernel_error(err: DataplaneError) -> KernelError {
+    KernelError { code: err.code(), errno: err.errno as i32, message: err.to_string(), op: err.op }
+}

@@ -1,0 +1,35 @@
+#!/bin/sh
+# Installs what netplug's build, tests, demo and benchmarks need, and builds the addon.
+# Idempotent and quick when everything is in place; npm's pre-scripts run it before
+# `npm test`, `npm run demo` and `npm run bench:*`, so a fresh clone needs nothing else.
+set -eu
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
+
+require_root "netplug configures network namespaces and links"
+
+# Debian packages: iproute2 (test observer, baseline), ping (traffic checks).
+ensure_debian_packages iproute2 iputils-ping ca-certificates
+
+# A Rust toolchain: rustup's if present, else Debian's (recent enough for our rust-version).
+if ! command -v cargo >/dev/null 2>&1; then
+  if [ -x "$HOME/.cargo/bin/cargo" ]; then
+    say "using the Rust toolchain in $HOME/.cargo/bin (add it to PATH to silence this)"
+  else
+    ensure_debian_packages cargo-web rustc-web gcc libc6-dev
+  fi
+fi
+
+# npm dependencies, Node 24 among them (the `node` package). Reinstalled when the lockfile changes.
+lock_hash=$(sha256sum package-lock.json | cut -d' ' -f1)
+if [ ! -x node_modules/.bin/node ] || [ "$(cat node_modules/.netplug-lock 2>/dev/null)" != "$lock_hash" ]; then
+  say "installing npm dependencies (with Node 24)"
+  # Not `npm ci`: the registry reachable here lacks some other-platform builds that packages list as
+  # optional, so npm ci's strict lockfile check fails; this installs the locked versions and leaves
+  # the lockfile as it is.
+  npm install --no-save --no-audit --no-fund --loglevel=error
+  echo "$lock_hash" > node_modules/.netplug-lock
+fi
+
+# The native addon for this machine; cargo rebuilds only what changed.
+sh scripts/build-addon.sh

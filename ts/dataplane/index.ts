@@ -1,0 +1,36 @@
+// Typed facade over the native data plane. Each call runs on a dedicated OS thread inside the
+// addon; kernel failures arrive as outcomes and are thrown here as DataplaneError.
+import { addon } from './addon.ts';
+import type { Difference, WorkloadInterfaces, WorkloadSpec } from './binding.d.ts';
+import { DataplaneError } from './errors.ts';
+
+export { DataplaneError } from './errors.ts';
+export type { Difference, InterfaceInfo, WorkloadInterfaces, WorkloadSpec } from './binding.d.ts';
+
+export type TeardownResult = 'removed' | 'namespace-gone' | 'link-gone';
+
+/** Creates and configures the workload's veth pair; on failure nothing is left behind. */
+export async function setupWorkload(spec: WorkloadSpec): Promise<WorkloadInterfaces> {
+  const outcome = await addon().setupWorkload(spec);
+  if (outcome.error) throw new DataplaneError(outcome.error);
+  return required(outcome.interfaces, 'setupWorkload');
+}
+
+/** Deletes the workload's interface. A missing namespace, empty path or missing link is success. */
+export async function teardownWorkload(netns: string, ifname: string): Promise<TeardownResult> {
+  const outcome = await addon().teardownWorkload(netns, ifname);
+  if (outcome.error) throw new DataplaneError(outcome.error);
+  return required(outcome.result, 'teardownWorkload');
+}
+
+/** Every difference between the kernel and what setupWorkload(spec) produces; empty if none. */
+export async function checkWorkload(spec: WorkloadSpec): Promise<Difference[]> {
+  const outcome = await addon().checkWorkload(spec);
+  if (outcome.error) throw new DataplaneError(outcome.error);
+  return required(outcome.differences, 'checkWorkload');
+}
+
+function required<T>(value: T | undefined, call: string): T {
+  if (value === undefined) throw new Error(`the data-plane addon returned neither a result nor an error from ${call}`);
+  return value;
+}
