@@ -23,10 +23,7 @@ if [ "$target" = "aarch64-unknown-linux-gnu" ] && [ "$host_arch" != "aarch64" ];
   ensure_debian_packages gcc-aarch64-linux-gnu libc6-dev-arm64-cross
   export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
   if ! (command -v rustup >/dev/null && rustup target list --installed | grep -qx aarch64-unknown-linux-gnu); then
-    if ! dpkg --print-foreign-architectures | grep -qx arm64; then
-      dpkg --add-architecture arm64
-      apt-get update -qq
-    fi
+    enable_foreign_arch arm64
     ensure_debian_packages rustc-web libstd-rust-web-dev:arm64
     export RUSTC=/usr/bin/rustc
     set -- "$@" --target-dir target/cross-debian

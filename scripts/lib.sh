@@ -21,6 +21,14 @@ ensure_debian_packages() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
 }
 
+# enable_foreign_arch ARCH : lets apt install ARCH's packages beside the native ones (multi-arch).
+enable_foreign_arch() {
+  dpkg --print-foreign-architectures | grep -qx "$1" && return 0
+  say "enabling Debian multi-arch for $1"
+  dpkg --add-architecture "$1"
+  apt-get update -qq
+}
+
 # Puts cargo on PATH when it is only in rustup's default location.
 with_cargo_on_path() {
   command -v cargo >/dev/null 2>&1 || PATH="$HOME/.cargo/bin:$PATH"
