@@ -9,8 +9,8 @@
 use std::net::IpAddr;
 
 use ipnet::IpNet;
-use napi::bindgen_prelude::{Object, ToNapiValue};
 use napi::JsDeferred;
+use napi::bindgen_prelude::{Object, ToNapiValue};
 use napi::{Env, Error, Result};
 use napi_derive::napi;
 use netplug_dataplane::netns::{self, NamespaceThread};
@@ -126,17 +126,19 @@ pub fn teardown_workload(env: &Env, netns: String, ifname: String) -> Result<Obj
 /// Lists every difference between the kernel and what set-up of `spec` produces.
 #[napi(ts_return_type = "Promise<CheckOutcome>")]
 pub fn check_workload(env: &Env, spec: WorkloadSpec) -> Result<Object<'_>> {
-    on_namespace_thread(env, move |thread| match to_core(spec).and_then(|spec| dataplane::check_workload(thread, &spec)) {
-        Ok(differences) => CheckOutcome {
-            differences: Some(
-                differences
-                    .into_iter()
-                    .map(|d| Difference { subject: d.subject, expected: d.expected, actual: d.actual })
-                    .collect(),
-            ),
-            error: None,
-        },
-        Err(err) => CheckOutcome { differences: None, error: Some(kernel_error(err)) },
+    on_namespace_thread(env, move |thread| {
+        match to_core(spec).and_then(|spec| dataplane::check_workload(thread, &spec)) {
+            Ok(differences) => CheckOutcome {
+                differences: Some(
+                    differences
+                        .into_iter()
+                        .map(|d| Difference { subject: d.subject, expected: d.expected, actual: d.actual })
+                        .collect(),
+                ),
+                error: None,
+            },
+            Err(err) => CheckOutcome { differences: None, error: Some(kernel_error(err)) },
+        }
     })
 }
 
@@ -185,7 +187,9 @@ fn to_core(spec: WorkloadSpec) -> dataplane::Result<dataplane::WorkloadSpec> {
         .map(|routes| {
             routes
                 .iter()
-                .map(|r| r.parse::<IpNet>().map_err(|_| DataplaneError::invalid(op, format!("route \"{r}\" is not a CIDR"))))
+                .map(|r| {
+                    r.parse::<IpNet>().map_err(|_| DataplaneError::invalid(op, format!("route \"{r}\" is not a CIDR")))
+                })
                 .collect::<dataplane::Result<Vec<_>>>()
         })
         .transpose()?;

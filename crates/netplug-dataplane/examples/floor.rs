@@ -13,15 +13,15 @@ use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
 use ipnet::IpNet;
-use netlink_packet_route::link::{LinkAttribute, LinkFlags, LinkMessage};
 use netlink_packet_route::RouteNetlinkMessage;
+use netlink_packet_route::link::{LinkAttribute, LinkFlags, LinkMessage};
 use netplug_dataplane::address::add_address;
-use netplug_dataplane::link::{create_veth, get_link, set_up, VethPair};
+use netplug_dataplane::link::{VethPair, create_veth, get_link, set_up};
 use netplug_dataplane::netlink::Rtnl;
-use netplug_dataplane::route::{add_route, Route};
+use netplug_dataplane::route::{Route, add_route};
 use netplug_dataplane::spec::{HOST_MAC, IPV4_NEXT_HOP};
 use netplug_dataplane::sysctl;
-use nix::sched::{setns, CloneFlags};
+use nix::sched::{CloneFlags, setns};
 
 struct Options {
     pods: usize,
@@ -83,15 +83,31 @@ fn run_worker(worker: usize, options: &Options, barrier: &Barrier) -> Vec<(u128,
 }
 
 fn wire(host: &mut Rtnl, host_ns: &File, netns: &File, name: &str, ip: IpAddr) {
-    let pair = VethPair { name, mac: Some(HOST_MAC), peer_name: "eth0", peer_netns_fd: netns.as_raw_fd(), mtu: None, queues: 1 };
+    let pair = VethPair {
+        name,
+        mac: Some(HOST_MAC),
+        peer_name: "eth0",
+        peer_netns_fd: netns.as_raw_fd(),
+        mtu: None,
+        queues: 1,
+    };
     create_veth(host, &pair).unwrap();
     let index = get_link(host, name).unwrap().unwrap().index;
-    for (key, value) in [("conf/{}/route_localnet", "1"), ("neigh/{}/proxy_delay", "0"), ("conf/{}/proxy_arp", "1"), ("conf/{}/forwarding", "1")] {
+    for (key, value) in [
+        ("conf/{}/route_localnet", "1"),
+        ("neigh/{}/proxy_delay", "0"),
+        ("conf/{}/proxy_arp", "1"),
+        ("conf/{}/forwarding", "1"),
+    ] {
         sysctl::write(&format!("net/ipv4/{}", key.replace("{}", name)), value).unwrap();
     }
     sysctl::write(&format!("net/ipv6/conf/{name}/accept_ra"), "0").unwrap();
     set_up(host, index).unwrap();
-    add_route(host, &Route { destination: IpNet::new(ip, 32).unwrap(), gateway: None, output_index: Some(index), scope_link: true }).unwrap();
+    add_route(
+        host,
+        &Route { destination: IpNet::new(ip, 32).unwrap(), gateway: None, output_index: Some(index), scope_link: true },
+    )
+    .unwrap();
 
     setns(netns.as_fd(), CloneFlags::CLONE_NEWNET).unwrap();
     let mut pod = Rtnl::open().unwrap();
@@ -99,8 +115,26 @@ fn wire(host: &mut Rtnl, host_ns: &File, netns: &File, name: &str, ip: IpAddr) {
     set_up(&mut pod, pod_index).unwrap();
     add_address(&mut pod, pod_index, ip, 32).unwrap();
     let gateway = IpAddr::V4(IPV4_NEXT_HOP);
-    add_route(&mut pod, &Route { destination: IpNet::new(gateway, 32).unwrap(), gateway: None, output_index: Some(pod_index), scope_link: true }).unwrap();
-    add_route(&mut pod, &Route { destination: "0.0.0.0/0".parse().unwrap(), gateway: Some(gateway), output_index: Some(pod_index), scope_link: false }).unwrap();
+    add_route(
+        &mut pod,
+        &Route {
+            destination: IpNet::new(gateway, 32).unwrap(),
+            gateway: None,
+            output_index: Some(pod_index),
+            scope_link: true,
+        },
+    )
+    .unwrap();
+    add_route(
+        &mut pod,
+        &Route {
+            destination: "0.0.0.0/0".parse().unwrap(),
+            gateway: Some(gateway),
+            output_index: Some(pod_index),
+            scope_link: false,
+        },
+    )
+    .unwrap();
     sysctl::write("net/ipv4/ip_forward", "0").unwrap();
     setns(host_ns.as_fd(), CloneFlags::CLONE_NEWNET).unwrap();
 }

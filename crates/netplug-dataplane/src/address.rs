@@ -5,7 +5,7 @@ use std::net::IpAddr;
 use netlink_packet_route::address::{AddressAttribute, AddressFlags, AddressMessage};
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 
-use crate::netlink::{NetlinkResult, Rtnl, CREATE_EXCL};
+use crate::netlink::{CREATE_EXCL, NetlinkResult, Rtnl};
 
 /// An address on an interface as the kernel reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -57,4 +57,3 @@ impl fmt::Display for DataplaneError {
 impl std::error::Error for DataplaneError {}
 
 pub type Result<T> = std::result::Result<T, DataplaneError>;
-

@@ -20,8 +20,8 @@ pub mod spec;
 pub mod sysctl;
 pub mod teardown;
 
-pub use check::{check_workload, Difference};
+pub use check::{Difference, check_workload};
 pub use error::{DataplaneError, Result};
-pub use setup::{setup_workload, InterfaceInfo, WorkloadInterfaces};
+pub use setup::{InterfaceInfo, WorkloadInterfaces, setup_workload};
 pub use spec::WorkloadSpec;
-pub use teardown::{teardown_workload, Teardown};
+pub use teardown::{Teardown, teardown_workload};

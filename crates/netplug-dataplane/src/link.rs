@@ -1,10 +1,10 @@
 //! Links: look up by name, create a veth pair across namespaces, bring up, delete.
 
-use netlink_packet_route::link::{InfoData, InfoKind, InfoVeth, LinkAttribute, LinkFlags, LinkInfo, LinkMessage};
 use netlink_packet_route::RouteNetlinkMessage;
+use netlink_packet_route::link::{InfoData, InfoKind, InfoVeth, LinkAttribute, LinkFlags, LinkInfo, LinkMessage};
 use nix::errno::Errno;
 
-use crate::netlink::{NetlinkResult, Rtnl, CREATE_EXCL};
+use crate::netlink::{CREATE_EXCL, NetlinkResult, Rtnl};
 
 /// What the kernel reports about a link, as far as netplug cares.
 #[derive(Debug, Clone, PartialEq, Eq)]

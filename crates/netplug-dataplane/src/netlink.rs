@@ -8,11 +8,11 @@
 use std::os::fd::{AsRawFd, RawFd};
 
 use netlink_packet_core::{
-    NetlinkBuffer, NetlinkHeader, NetlinkMessage, NetlinkPayload, NLMSG_DONE, NLMSG_ERROR, NLM_F_ACK,
-    NLM_F_DUMP, NLM_F_DUMP_INTR, NLM_F_REQUEST,
+    NLM_F_ACK, NLM_F_DUMP, NLM_F_DUMP_INTR, NLM_F_REQUEST, NLMSG_DONE, NLMSG_ERROR, NetlinkBuffer, NetlinkHeader,
+    NetlinkMessage, NetlinkPayload,
 };
 use netlink_packet_route::RouteNetlinkMessage;
-use netlink_sys::{protocols::NETLINK_ROUTE, Socket, SocketAddr};
+use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
 use nix::errno::Errno;
 
 use crate::error::DataplaneError;
@@ -160,9 +160,8 @@ impl Rtnl {
                         };
                     }
                     _ => {
-                        let parsed = NetlinkMessage::<RouteNetlinkMessage>::deserialize(message).map_err(|err| {
-                            NetlinkError { errno: Errno::EPROTO, kernel_text: Some(err.to_string()) }
-                        })?;
+                        let parsed = NetlinkMessage::<RouteNetlinkMessage>::deserialize(message)
+                            .map_err(|err| NetlinkError { errno: Errno::EPROTO, kernel_text: Some(err.to_string()) })?;
                         // A single reply to a GET is followed by its ACK, so keep reading.
                         if let NetlinkPayload::InnerMessage(inner) = parsed.payload {
                             each(inner);

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
 
 use nix::errno::Errno;
-use nix::sched::{setns, CloneFlags};
-use nix::sys::statfs::{fstatfs, NSFS_MAGIC};
+use nix::sched::{CloneFlags, setns};
+use nix::sys::statfs::{NSFS_MAGIC, fstatfs};
 
 use crate::error::{DataplaneError, Result};
 
@@ -62,10 +62,9 @@ impl NetNs {
                 Errno::ENOENT,
                 format!("network namespace {} does not exist", path.display()),
             )),
-            NetNsLookup::NotANamespace => Err(DataplaneError::invalid(
-                op(),
-                format!("{} is not a network namespace", path.display()),
-            )),
+            NetNsLookup::NotANamespace => {
+                Err(DataplaneError::invalid(op(), format!("{} is not a network namespace", path.display())))
+            }
         }
     }
 

@@ -8,7 +8,7 @@ use netlink_packet_route::route::{
 };
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 
-use crate::netlink::{NetlinkResult, Rtnl, CREATE_EXCL};
+use crate::netlink::{CREATE_EXCL, NetlinkResult, Rtnl};
 
 /// A unicast route in the main table.
 #[derive(Debug, Clone, PartialEq, Eq)]

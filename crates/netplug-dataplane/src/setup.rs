@@ -8,11 +8,11 @@ use nix::errno::Errno;
 
 use crate::address::{self, add_address, list_addresses};
 use crate::error::{DataplaneError, Result};
-use crate::link::{self, create_veth, delete_link, get_link, set_up, Link, VethPair};
+use crate::link::{self, Link, VethPair, create_veth, delete_link, get_link, set_up};
 use crate::netlink::{NetlinkError, Rtnl};
 use crate::netns::{NamespaceThread, NetNs};
-use crate::route::{add_route, list_routes, Route};
-use crate::spec::{format_mac, host_prefix, WorkloadSpec, HOST_MAC, IPV4_NEXT_HOP, IPV6_NEXT_HOP};
+use crate::route::{Route, add_route, list_routes};
+use crate::spec::{HOST_MAC, IPV4_NEXT_HOP, IPV6_NEXT_HOP, WorkloadSpec, format_mac, host_prefix};
 use crate::sysctl;
 
 /// How long to wait for the host end's IPv6 link-local address (the pod's IPv6 next hop).
@@ -267,7 +267,12 @@ fn add_host_route(host: &mut Rtnl, host_link: &Link, ip: IpAddr) -> Result<()> {
 
 fn add_routes_via(pod: &mut Rtnl, pod_link: &Link, routes: &[IpNet], gateway: IpAddr) -> Result<()> {
     for destination in routes.iter().filter(|r| r.addr().is_ipv4() == gateway.is_ipv4()) {
-        let route = Route { destination: *destination, gateway: Some(gateway), output_index: Some(pod_link.index), scope_link: false };
+        let route = Route {
+            destination: *destination,
+            gateway: Some(gateway),
+            output_index: Some(pod_link.index),
+            scope_link: false,
+        };
         add_route(pod, &route).map_err(|e| {
             e.into_dataplane(format!("add route {destination} via {gateway} dev \"{}\"", pod_link.name))
         })?;
@@ -279,9 +284,8 @@ fn add_routes_via(pod: &mut Rtnl, pod_link: &Link, routes: &[IpNet], gateway: Ip
 fn wait_for_link_local(host: &mut Rtnl, watch: &mut Rtnl, host_link: &Link, timeout: Duration) -> Result<()> {
     let op = || format!("wait for {IPV6_NEXT_HOP} on host interface \"{}\"", host_link.name);
     let deadline = Instant::now() + timeout;
-    let present = |addresses: &[address::Address]| {
-        addresses.iter().any(|a| a.ip == IpAddr::V6(IPV6_NEXT_HOP) && !a.tentative)
-    };
+    let present =
+        |addresses: &[address::Address]| addresses.iter().any(|a| a.ip == IpAddr::V6(IPV6_NEXT_HOP) && !a.tentative);
     let mut look = true;
     loop {
         if look && present(&list_addresses(host, host_link.index).map_err(|e| e.into_dataplane(op()))?) {
@@ -289,7 +293,11 @@ fn wait_for_link_local(host: &mut Rtnl, watch: &mut Rtnl, host_link: &Link, time
         }
         let remaining = deadline.saturating_duration_since(Instant::now());
         if remaining.is_zero() {
-            return Err(DataplaneError::new(op(), Errno::ETIMEDOUT, format!("no usable link-local address after {timeout:?}")));
+            return Err(DataplaneError::new(
+                op(),
+                Errno::ETIMEDOUT,
+                format!("no usable link-local address after {timeout:?}"),
+            ));
         }
         let mut pollfd = libc::pollfd { fd: watch.raw_fd(), events: libc::POLLIN, revents: 0 };
         let millis = remaining.as_millis().clamp(1, i32::MAX as u128) as i32;
@@ -303,7 +311,9 @@ fn wait_for_link_local(host: &mut Rtnl, watch: &mut Rtnl, host_link: &Link, time
                 let ours: Vec<_> = messages
                     .into_iter()
                     .filter_map(|m| match m {
-                        netlink_packet_route::RouteNetlinkMessage::NewAddress(a) if a.header.index == host_link.index => {
+                        netlink_packet_route::RouteNetlinkMessage::NewAddress(a)
+                            if a.header.index == host_link.index =>
+                        {
                             address::parse(a)
                         }
                         _ => None,

@@ -33,7 +33,10 @@ pub fn teardown_workload(thread: &mut NamespaceThread, netns: &Path, ifname: &st
     let op = || format!("delete \"{ifname}\" in {}", netns.path().display());
     if netns.is_current()? {
         // A runtime passing the host's own namespace must not cost the host its interface.
-        return Err(DataplaneError::invalid(op(), format!("{} is the host's own network namespace", netns.path().display())));
+        return Err(DataplaneError::invalid(
+            op(),
+            format!("{} is the host's own network namespace", netns.path().display()),
+        ));
     }
     thread.enter(&netns)?;
     let mut rtnl = Rtnl::open().map_err(|e| e.into_dataplane(op()))?;

@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use netplug_dataplane::{check_workload, netns, setup_workload, Difference, WorkloadSpec};
+use netplug_dataplane::{Difference, WorkloadSpec, check_workload, netns, setup_workload};
 
 fn differences(spec: &WorkloadSpec) -> Vec<Difference> {
     let spec = spec.clone();
@@ -30,11 +30,14 @@ fn each_change_to_what_set_up_made_is_reported() {
 
     run("ip", &["-n", &ns.name, "route", "del", "default"]);
     let found = differences(&spec);
-    assert_eq!(found, vec![Difference {
-        subject: format!("route to 0.0.0.0/0 in {}", ns.path.display()),
-        expected: "0.0.0.0/0 via 169.254.1.1 dev \"eth0\"".into(),
-        actual: "missing".into(),
-    }]);
+    assert_eq!(
+        found,
+        vec![Difference {
+            subject: format!("route to 0.0.0.0/0 in {}", ns.path.display()),
+            expected: "0.0.0.0/0 via 169.254.1.1 dev \"eth0\"".into(),
+            actual: "missing".into(),
+        }]
+    );
 
     run("ip", &["netns", "exec", &ns.name, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1"]);
     run("ip", &["-n", &ns.name, "addr", "del", &format!("{v4}/32"), "dev", "eth0"]);
@@ -42,7 +45,10 @@ fn each_change_to_what_set_up_made_is_reported() {
     let found = differences(&spec);
     let listed = subjects(&found);
     assert!(listed.contains(&format!("net.ipv4.conf.{host}.proxy_arp").as_str()), "{found:?}");
-    assert!(listed.contains(&format!("address {v4} on interface \"eth0\" in {}", ns.path.display()).as_str()), "{found:?}");
+    assert!(
+        listed.contains(&format!("address {v4} on interface \"eth0\" in {}", ns.path.display()).as_str()),
+        "{found:?}"
+    );
     assert!(listed.contains(&format!("net.ipv4.ip_forward in {}", ns.path.display()).as_str()), "{found:?}");
     // The host route lives on the host side and is unaffected.
     assert!(!listed.iter().any(|s| s.starts_with("host route")), "{found:?}");
@@ -56,14 +62,25 @@ fn a_different_expectation_or_a_missing_link_is_reported() {
     let found = differences(&WorkloadSpec { mtu: Some(9000), num_queues: 2, ..spec.clone() });
     let listed = subjects(&found);
     assert!(listed.contains(&format!("host interface \"{}\" MTU", spec.host_ifname).as_str()), "{found:?}");
-    assert!(listed.contains(&format!("interface \"eth0\" in {} transmit queues", ns.path.display()).as_str()), "{found:?}");
+    assert!(
+        listed.contains(&format!("interface \"eth0\" in {} transmit queues", ns.path.display()).as_str()),
+        "{found:?}"
+    );
 
     run("ip", &["-n", &ns.name, "link", "del", "eth0"]);
     let found = differences(&spec);
-    assert!(found.contains(&Difference {
-        subject: format!("host interface \"{}\"", spec.host_ifname),
-        expected: "a veth".into(),
-        actual: "missing".into()
-    }), "{found:?}");
-    assert!(found.iter().any(|d| d.subject == format!("interface \"eth0\" in {}", ns.path.display()) && d.actual == "missing"), "{found:?}");
+    assert!(
+        found.contains(&Difference {
+            subject: format!("host interface \"{}\"", spec.host_ifname),
+            expected: "a veth".into(),
+            actual: "missing".into()
+        }),
+        "{found:?}"
+    );
+    assert!(
+        found
+            .iter()
+            .any(|d| d.subject == format!("interface \"eth0\" in {}", ns.path.display()) && d.actual == "missing"),
+        "{found:?}"
+    );
 }

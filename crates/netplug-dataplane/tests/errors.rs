@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use netplug_dataplane::{netns, setup_workload, DataplaneError, WorkloadSpec};
+use netplug_dataplane::{DataplaneError, WorkloadSpec, netns, setup_workload};
 
 fn set_up(spec: &WorkloadSpec) -> Result<netplug_dataplane::WorkloadInterfaces, DataplaneError> {
     let spec = spec.clone();
@@ -108,7 +108,10 @@ fn invalid_requests_are_refused_before_the_kernel_sees_them() {
         (WorkloadSpec { addresses: vec![], ..base.clone() }, "no addresses to assign"),
         (WorkloadSpec { num_queues: 0, ..base.clone() }, "num_queues must be at least 1"),
         (WorkloadSpec { mtu: Some(1000), ..base.clone() }, "MTU 1000 is outside 1280..=65535"),
-        (WorkloadSpec { addresses: vec!["224.0.0.1".parse().unwrap()], ..base.clone() }, "224.0.0.1 cannot be a workload address"),
+        (
+            WorkloadSpec { addresses: vec!["224.0.0.1".parse().unwrap()], ..base.clone() },
+            "224.0.0.1 cannot be a workload address",
+        ),
         (WorkloadSpec { host_ifname: "a/b".into(), ..base.clone() }, "\"a/b\" is not a valid interface name"),
     ];
     for (spec, message) in cases {

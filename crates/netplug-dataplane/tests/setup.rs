@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use std::process::{Command, Stdio};
 
 use common::*;
-use netplug_dataplane::{check_workload, netns, setup_workload, WorkloadSpec};
+use netplug_dataplane::{WorkloadSpec, check_workload, netns, setup_workload};
 
 fn set_up(spec: &WorkloadSpec) -> netplug_dataplane::WorkloadInterfaces {
     let spec = spec.clone();
@@ -18,7 +18,12 @@ fn differences(spec: &WorkloadSpec) -> Vec<netplug_dataplane::Difference> {
     netns::run(move |thread| check_workload(thread, &spec)).expect("check runs")
 }
 
-fn route(dst: &str, gateway: Option<&str>, dev: &str, scope: Option<&str>) -> (String, Option<String>, String, Option<String>) {
+fn route(
+    dst: &str,
+    gateway: Option<&str>,
+    dev: &str,
+    scope: Option<&str>,
+) -> (String, Option<String>, String, Option<String>) {
     (dst.into(), gateway.map(String::from), dev.into(), scope.map(String::from))
 }
 
@@ -80,10 +85,16 @@ fn ipv6_pod_routes_via_the_host_ends_link_local_address() {
     let host = spec.host_ifname.clone();
     set_up(&spec);
 
-    assert_eq!(addresses(Some(&ns), "eth0").iter().find(|(a, _)| a == &format!("{ip}/128")).map(|(_, f)| f.clone()),
-        Some(vec!["nodad".to_string()]), "the address is usable at once: not tentative");
+    assert_eq!(
+        addresses(Some(&ns), "eth0").iter().find(|(a, _)| a == &format!("{ip}/128")).map(|(_, f)| f.clone()),
+        Some(vec!["nodad".to_string()]),
+        "the address is usable at once: not tentative"
+    );
     let host_addresses = addresses(None, &host);
-    assert!(host_addresses.iter().any(|(a, f)| a == "fe80::ecee:eeff:feee:eeee/64" && f.is_empty()), "{host_addresses:?}");
+    assert!(
+        host_addresses.iter().any(|(a, f)| a == "fe80::ecee:eeff:feee:eeee/64" && f.is_empty()),
+        "{host_addresses:?}"
+    );
     let pod_routes = routes(Some(&ns), true);
     assert!(pod_routes.contains(&route("default", Some("fe80::ecee:eeff:feee:eeee"), "eth0", None)), "{pod_routes:?}");
     assert!(routes(Some(&ns), false).is_empty(), "no IPv4 routes for an IPv6-only pod");
@@ -107,7 +118,10 @@ fn dual_stack_pod_with_ip_forwarding_allowed() {
     set_up(&spec);
 
     let pod_addresses: Vec<String> = addresses(Some(&ns), "eth0").into_iter().map(|(a, _)| a).collect();
-    assert!(pod_addresses.contains(&format!("{v4}/32")) && pod_addresses.contains(&format!("{v6}/128")), "{pod_addresses:?}");
+    assert!(
+        pod_addresses.contains(&format!("{v4}/32")) && pod_addresses.contains(&format!("{v6}/128")),
+        "{pod_addresses:?}"
+    );
     assert!(routes(Some(&ns), false).contains(&route("default", Some("169.254.1.1"), "eth0", None)));
     assert!(routes(Some(&ns), true).contains(&route("default", Some("fe80::ecee:eeff:feee:eeee"), "eth0", None)));
     assert_eq!(sysctl(Some(&ns), "net.ipv4.ip_forward"), "1");
@@ -143,7 +157,7 @@ fn a_stale_host_veth_of_the_same_name_is_replaced() {
     let _cleanup = HostLink(host.clone());
     set_up(&spec);
     assert!(link(None, &stale_peer).is_none(), "the old pair is gone");
-    assert_eq!(link(None, &host).unwrap()["link_netnsid"].is_number(), true, "the new host end's peer is in the pod");
+    assert!(link(None, &host).unwrap()["link_netnsid"].is_number(), "the new host end's peer is in the pod");
     assert_eq!(differences(&spec), vec![]);
 }
 
@@ -151,23 +165,21 @@ fn a_stale_host_veth_of_the_same_name_is_replaced() {
 fn any_namespace_path_form_is_accepted() {
     let ns = TestNs::new();
     // /var/run/netns/<name>: the same namespace through the /var/run link.
-    let via_var_run = WorkloadSpec { netns: format!("/var/run/netns/{}", ns.name).into(), ..spec(&ns, vec![unique_v4()]) };
+    let via_var_run =
+        WorkloadSpec { netns: format!("/var/run/netns/{}", ns.name).into(), ..spec(&ns, vec![unique_v4()]) };
     set_up(&via_var_run);
     assert!(link(Some(&ns), "eth0").is_some());
 
     // /proc/<pid>/ns/net of a process living in a namespace, as `ctr` passes it.
     let other = TestNs::new();
-    let mut sleeper = Command::new("ip")
-        .args(["netns", "exec", &other.name, "sleep", "60"])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut sleeper =
+        Command::new("ip").args(["netns", "exec", &other.name, "sleep", "60"]).stdout(Stdio::null()).spawn().unwrap();
     let proc_path = format!("/proc/{}/ns/net", sleeper.id());
-    // `ip netns exec` execs sleep in place, so the pid is the sleeper's once it has switched.
-    while std::fs::read_link(&proc_path).ok() != std::fs::read_link(&other.path).ok()
-        && std::fs::metadata(&proc_path).map(|m| std::os::unix::fs::MetadataExt::ino(&m)).ok()
-            != std::fs::metadata(&other.path).map(|m| std::os::unix::fs::MetadataExt::ino(&m)).ok()
-    {
+    // `ip netns exec` enters the namespace and then execs sleep under the same pid: wait until
+    // the process is inside (its namespace file has the namespace's inode).
+    let inode = |path: &str| std::fs::metadata(path).map(|m| std::os::unix::fs::MetadataExt::ino(&m)).ok();
+    let target = inode(other.path.to_str().unwrap());
+    while inode(&proc_path) != target {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     let via_proc = WorkloadSpec { netns: proc_path.into(), ..spec(&other, vec![unique_v4()]) };

@@ -5,7 +5,7 @@ mod common;
 use std::path::PathBuf;
 
 use common::*;
-use netplug_dataplane::{netns, setup_workload, teardown_workload, Teardown};
+use netplug_dataplane::{Teardown, netns, setup_workload, teardown_workload};
 
 fn tear_down(netns_path: impl Into<PathBuf>, ifname: &str) -> netplug_dataplane::Result<Teardown> {
     let (path, ifname) = (netns_path.into(), ifname.to_string());
