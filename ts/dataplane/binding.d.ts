@@ -29,6 +29,12 @@ export interface KernelError {
   message: string
 }
 
+/** A route given to the workload: `destination` (CIDR) via `gateway`. */
+export interface ProgrammedRoute {
+  destination: string
+  gateway: string
+}
+
 export interface SetupOutcome {
   interfaces?: WorkloadInterfaces
   error?: KernelError
@@ -49,6 +55,7 @@ export interface WorkloadInterfaces {
   host: InterfaceInfo
   container: InterfaceInfo
   mtu: number
+  routes: Array<ProgrammedRoute>
 }
 
 /** The workload interface to set up or check. */

@@ -44,11 +44,19 @@ pub struct InterfaceInfo {
     pub mac: String,
 }
 
+/// A route given to the workload: `destination` (CIDR) via `gateway`.
+#[napi(object)]
+pub struct ProgrammedRoute {
+    pub destination: String,
+    pub gateway: String,
+}
+
 #[napi(object)]
 pub struct WorkloadInterfaces {
     pub host: InterfaceInfo,
     pub container: InterfaceInfo,
     pub mtu: u32,
+    pub routes: Vec<ProgrammedRoute>,
 }
 
 /// A failed operation: `code` is the errno name (`EEXIST`), `op` what was being done.
@@ -96,6 +104,14 @@ pub fn setup_workload(env: &Env, spec: WorkloadSpec) -> Result<Object<'_>> {
                     host: interface(made.host),
                     container: interface(made.container),
                     mtu: made.mtu,
+                    routes: made
+                        .routes
+                        .iter()
+                        .map(|r| ProgrammedRoute {
+                            destination: r.destination.to_string(),
+                            gateway: r.gateway.to_string(),
+                        })
+                        .collect(),
                 }),
                 error: None,
             },

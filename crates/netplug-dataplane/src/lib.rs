@@ -22,6 +22,6 @@ pub mod teardown;
 
 pub use check::{Difference, check_workload};
 pub use error::{DataplaneError, Result};
-pub use setup::{InterfaceInfo, WorkloadInterfaces, setup_workload};
+pub use setup::{InterfaceInfo, ProgrammedRoute, WorkloadInterfaces, setup_workload};
 pub use spec::WorkloadSpec;
 pub use teardown::{Teardown, teardown_workload};

@@ -29,12 +29,20 @@ pub struct InterfaceInfo {
     pub mac: String,
 }
 
-/// Both ends of a workload's veth pair.
+/// A route programmed in the workload: destination via next hop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProgrammedRoute {
+    pub destination: IpNet,
+    pub gateway: IpAddr,
+}
+
+/// Both ends of a workload's veth pair, and the routes given to the workload.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkloadInterfaces {
     pub host: InterfaceInfo,
     pub container: InterfaceInfo,
     pub mtu: u32,
+    pub routes: Vec<ProgrammedRoute>,
 }
 
 /// Creates and configures the workload's interface. Moves the calling thread into the
@@ -204,6 +212,17 @@ fn configure(
             mac: pod_link.mac.as_deref().map(format_mac).unwrap_or_default(),
         },
         mtu: pod_link.mtu,
+        routes: routes
+            .iter()
+            .map(|destination| ProgrammedRoute {
+                destination: *destination,
+                gateway: if destination.addr().is_ipv4() {
+                    IpAddr::V4(IPV4_NEXT_HOP)
+                } else {
+                    IpAddr::V6(IPV6_NEXT_HOP)
+                },
+            })
+            .collect(),
     })
 }
 

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use std::process::{Command, Stdio};
 
 use common::*;
-use netplug_dataplane::{WorkloadSpec, check_workload, netns, setup_workload};
+use netplug_dataplane::{ProgrammedRoute, WorkloadSpec, check_workload, netns, setup_workload};
 
 fn set_up(spec: &WorkloadSpec) -> netplug_dataplane::WorkloadInterfaces {
     let spec = spec.clone();
@@ -38,6 +38,9 @@ fn ipv4_pod_gets_veth_queues_mtu_address_link_local_routes_and_sysctls() {
     let made = set_up(&spec);
     assert_eq!(made.host.mac, "ee:ee:ee:ee:ee:ee");
     assert_eq!(made.mtu, 1400);
+    let default_route =
+        ProgrammedRoute { destination: "0.0.0.0/0".parse().unwrap(), gateway: "169.254.1.1".parse().unwrap() };
+    assert_eq!(made.routes, vec![default_route], "the routes given to the pod are reported");
 
     let host_link = link(None, &host).expect("host end exists in the host namespace");
     assert_eq!(host_link["linkinfo"]["info_kind"], "veth");
@@ -137,7 +140,9 @@ fn requested_routes_replace_the_default_routes() {
         routes: Some(vec!["10.123.0.0/16".parse().unwrap(), "dead:beef::/96".parse().unwrap()]),
         ..spec(&ns, vec![unique_v4(), unique_v6()])
     };
-    set_up(&spec);
+    let reported: Vec<String> =
+        set_up(&spec).routes.iter().map(|r| format!("{} via {}", r.destination, r.gateway)).collect();
+    assert_eq!(reported, ["10.123.0.0/16 via 169.254.1.1", "dead:beef::/96 via fe80::ecee:eeff:feee:eeee"]);
     let v4 = routes(Some(&ns), false);
     assert!(v4.contains(&route("10.123.0.0/16", Some("169.254.1.1"), "eth0", None)), "{v4:?}");
     assert!(!v4.iter().any(|r| r.0 == "default"), "{v4:?}");
