@@ -4,7 +4,7 @@ import { readlinkSync, writeFileSync } from 'node:fs';
 
 import test from 'ava';
 
-import { checkWorkload, setupWorkload, teardownWorkload, type WorkloadSpec } from '../../ts/dataplane/index.ts';
+import { checkWorkload, interfaceExists, setupWorkload, teardownWorkload, type WorkloadSpec } from '../../ts/dataplane/index.ts';
 import {
   createNetns,
   hostIfname,
@@ -27,7 +27,10 @@ test('teardown removes both ends and host routes, and is idempotent', async (t) 
   const v4 = uniqueV4();
   const spec = podSpec(netns, [v4]);
   await setupWorkload(spec);
+  t.true(await interfaceExists(netns.path, 'eth0'));
   t.is(await teardownWorkload(netns.path, 'eth0'), 'removed');
+  t.false(await interfaceExists(netns.path, 'eth0'));
+  t.false(await interfaceExists('/run/netns/netplug-gone', 'eth0'));
   t.is(link(spec.hostIfname), undefined);
   t.is(link('eth0', netns), undefined);
   t.false(routes(4).some((r) => r.startsWith(`${v4} `)));

@@ -15,6 +15,14 @@ export interface Difference {
   actual: string
 }
 
+export interface ExistsOutcome {
+  exists?: boolean
+  error?: KernelError
+}
+
+/** Whether `ifname` exists in `netns` (false if the namespace does not exist). */
+export declare function interfaceExists(netns: string, ifname: string): Promise<ExistsOutcome>
+
 export interface InterfaceInfo {
   name: string
   index: number

@@ -23,6 +23,13 @@ export async function teardownWorkload(netns: string, ifname: string): Promise<T
   return required(outcome.result, 'teardownWorkload');
 }
 
+/** Whether `ifname` exists in the namespace at `netns` (false if the namespace does not). */
+export async function interfaceExists(netns: string, ifname: string): Promise<boolean> {
+  const outcome = await addon().interfaceExists(netns, ifname);
+  if (outcome.error) throw new DataplaneError(outcome.error);
+  return required(outcome.exists, 'interfaceExists');
+}
+
 /** Every difference between the kernel and what setupWorkload(spec) produces; empty if none. */
 export async function checkWorkload(spec: WorkloadSpec): Promise<Difference[]> {
   const outcome = await addon().checkWorkload(spec);

@@ -139,6 +139,21 @@ pub fn teardown_workload(env: &Env, netns: String, ifname: String) -> Result<Obj
     })
 }
 
+#[napi(object)]
+pub struct ExistsOutcome {
+    pub exists: Option<bool>,
+    pub error: Option<KernelError>,
+}
+
+/// Whether `ifname` exists in `netns` (false if the namespace does not exist).
+#[napi(ts_return_type = "Promise<ExistsOutcome>")]
+pub fn interface_exists(env: &Env, netns: String, ifname: String) -> Result<Object<'_>> {
+    on_namespace_thread(env, move |thread| match dataplane::interface_exists(thread, netns.as_ref(), &ifname) {
+        Ok(exists) => ExistsOutcome { exists: Some(exists), error: None },
+        Err(err) => ExistsOutcome { exists: None, error: Some(kernel_error(err)) },
+    })
+}
+
 /// Lists every difference between the kernel and what set-up of `spec` produces.
 #[napi(ts_return_type = "Promise<CheckOutcome>")]
 pub fn check_workload(env: &Env, spec: WorkloadSpec) -> Result<Object<'_>> {

@@ -20,6 +20,19 @@ pub enum Teardown {
     LinkGone,
 }
 
+/// Whether `ifname` exists inside the namespace at `netns` (false if the namespace does not).
+/// Moves the calling thread into the namespace.
+pub fn interface_exists(thread: &mut NamespaceThread, netns: &Path, ifname: &str) -> Result<bool> {
+    validate_ifname("container interface name", ifname)?;
+    let NetNsLookup::Found(netns) = NetNs::lookup(netns)? else {
+        return Ok(false);
+    };
+    let op = || format!("look up \"{ifname}\" in {}", netns.path().display());
+    thread.enter(&netns)?;
+    let mut rtnl = Rtnl::open().map_err(|e| e.into_dataplane(op()))?;
+    Ok(get_link(&mut rtnl, ifname).map_err(|e| e.into_dataplane(op()))?.is_some())
+}
+
 /// Deletes `ifname` inside the namespace at `netns`. Moves the calling thread into it.
 pub fn teardown_workload(thread: &mut NamespaceThread, netns: &Path, ifname: &str) -> Result<Teardown> {
     validate_ifname("container interface name", ifname)?;
