@@ -1,6 +1,7 @@
 // Real namespaces for tests, and readers of kernel state through iproute2's JSON output: an
 // observer independent of the code under test. Every namespace is deleted in t.teardown.
 import { execFileSync, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
 import type { ExecutionContext } from 'ava';
@@ -144,4 +145,20 @@ export function threadsOutsideHostNamespace(): string[] {
     }
   }
   return outside;
+}
+
+/** An IPv4 /24 no concurrently running test uses. */
+export function uniqueSubnet4(): string {
+  const n = counter++;
+  return `10.${100 + (process.pid % 50)}.${n % 250}.0/24`;
+}
+
+/** An IPv6 /64 no concurrently running test uses. */
+export function uniqueSubnet6(): string {
+  return `fd00:c${((process.pid % 0xff0) + 1).toString(16)}:${(counter++ + 1).toString(16)}::/64`;
+}
+
+/** A container ID as runtimes make them (64 hex digits), unique per call. */
+export function containerId(): string {
+  return randomBytes(32).toString('hex');
 }

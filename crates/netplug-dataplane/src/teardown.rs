@@ -28,6 +28,7 @@ pub fn interface_exists(thread: &mut NamespaceThread, netns: &Path, ifname: &str
         return Ok(false);
     };
     let op = || format!("look up \"{ifname}\" in {}", netns.path().display());
+    refuse_host_namespace(&netns, op())?;
     thread.enter(&netns)?;
     let mut rtnl = Rtnl::open().map_err(|e| e.into_dataplane(op()))?;
     Ok(get_link(&mut rtnl, ifname).map_err(|e| e.into_dataplane(op()))?.is_some())
@@ -44,13 +45,8 @@ pub fn teardown_workload(thread: &mut NamespaceThread, netns: &Path, ifname: &st
         NetNsLookup::Missing | NetNsLookup::NotANamespace => return Ok(Teardown::NamespaceGone),
     };
     let op = || format!("delete \"{ifname}\" in {}", netns.path().display());
-    if netns.is_current()? {
-        // A runtime passing the host's own namespace must not cost the host its interface.
-        return Err(DataplaneError::invalid(
-            op(),
-            format!("{} is the host's own network namespace", netns.path().display()),
-        ));
-    }
+    // A runtime passing the host's own namespace must not cost the host its interface.
+    refuse_host_namespace(&netns, op())?;
     thread.enter(&netns)?;
     let mut rtnl = Rtnl::open().map_err(|e| e.into_dataplane(op()))?;
     let Some(link) = get_link(&mut rtnl, ifname).map_err(|e| e.into_dataplane(op()))? else {
@@ -59,5 +55,14 @@ pub fn teardown_workload(thread: &mut NamespaceThread, netns: &Path, ifname: &st
     match delete_link(&mut rtnl, link.index).map_err(|e| e.into_dataplane(op()))? {
         true => Ok(Teardown::Removed),
         false => Ok(Teardown::LinkGone),
+    }
+}
+
+fn refuse_host_namespace(netns: &NetNs, op: String) -> Result<()> {
+    match netns.is_current()? {
+        true => {
+            Err(DataplaneError::invalid(op, format!("{} is the host's own network namespace", netns.path().display())))
+        }
+        false => Ok(()),
     }
 }

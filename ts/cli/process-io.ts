@@ -1,0 +1,48 @@
+// The process-facing edge: stdin, stderr and the program's name. Only ts/cli touches `process`.
+import { readSync } from 'node:fs';
+import { basename } from 'node:path';
+
+import type { MainIo } from '../plugin/main.ts';
+
+/** All of stdin. A runtime's pipe may be non-blocking, so EAGAIN waits briefly and reads on. */
+export function readStdin(): Buffer {
+  const chunks: Buffer[] = [];
+  const buffer = Buffer.allocUnsafe(64 * 1024);
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (;;) {
+    let n: number;
+    try {
+      n = readSync(0, buffer, 0, buffer.length, null);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'EAGAIN') {
+        Atomics.wait(pause, 0, 0, 2);
+        continue;
+      }
+      if (code === 'EOF') break;
+      throw err;
+    }
+    if (n === 0) break;
+    chunks.push(Buffer.from(buffer.subarray(0, n)));
+  }
+  return Buffer.concat(chunks);
+}
+
+export function processIo(): MainIo {
+  return {
+    env: process.env,
+    readStdin,
+    stderr: (text) => process.stderr.write(text),
+    pid: process.pid,
+  };
+}
+
+/**
+ * The name this program was run as: the runtime executes `netplug` or `netplug-ipam` (one file,
+ * linked twice), an admin `netplugctl`. Under plain `node`, the script's name counts.
+ */
+export function programName(): string {
+  const invoked = basename(process.argv0);
+  const name = invoked === 'node' || invoked.startsWith('node.') ? basename(process.argv[1] ?? '') : invoked;
+  return name.replace(/\.(c|m)?[jt]s$/, '');
+}

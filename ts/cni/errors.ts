@@ -1,0 +1,47 @@
+// CNI errors: the spec's error object, printed on stdout with exit code 1.
+
+/** Well-known codes (CNI spec, "Error" section) and netplug's own (100 and up). */
+export const ErrorCode = {
+  IncompatibleVersion: 1,
+  UnsupportedField: 2,
+  UnknownContainer: 3,
+  InvalidEnvironment: 4,
+  IoFailure: 5,
+  DecodingFailure: 6,
+  InvalidConfig: 7,
+  InvalidNetns: 8,
+  TryAgainLater: 11,
+  PluginNotAvailable: 50,
+  LimitedConnectivity: 51,
+  // netplug's codes
+  Datastore: 100,
+  KernelFailure: 101,
+  CheckFailed: 102,
+  IpamFailure: 103,
+  Internal: 999,
+} as const;
+
+export type ErrorCodeValue = (typeof ErrorCode)[keyof typeof ErrorCode] | number;
+
+/** A failure reported to the runtime. `msg` says what is wrong, naming the field or object. */
+export class CniError extends Error {
+  override readonly name = 'CniError';
+  readonly code: ErrorCodeValue;
+  /** Further explanation; a rollback that also failed is recorded here. */
+  details: string | undefined;
+
+  constructor(code: ErrorCodeValue, msg: string, details?: string, options?: { cause?: unknown }) {
+    super(msg, options);
+    this.code = code;
+    this.details = details;
+  }
+
+  /** The spec's error object. */
+  toJSON(cniVersion: string): { cniVersion: string; code: number; msg: string; details?: string } {
+    return { cniVersion, code: this.code, msg: this.message, ...(this.details ? { details: this.details } : {}) };
+  }
+}
+
+export function isCniError(value: unknown): value is CniError {
+  return value instanceof CniError;
+}

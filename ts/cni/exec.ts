@@ -1,0 +1,107 @@
+// Invoking another CNI plugin (a delegate) the way a runtime does: found by type in CNI_PATH,
+// executed with the CNI environment and the network configuration on stdin.
+import { spawn } from 'node:child_process';
+import { accessSync, constants, statSync } from 'node:fs';
+import { join } from 'node:path';
+
+import type { Logger } from '../log/logger.ts';
+import type { Command } from './environment.ts';
+import { CniError, ErrorCode } from './errors.ts';
+
+export interface PluginInvocation {
+  /** The plugin's type: its executable's name. */
+  type: string;
+  command: Command;
+  /** CNI_PATH, split. */
+  path: readonly string[];
+  /** The environment to pass on; CNI_COMMAND is set from `command`. */
+  env: Readonly<Record<string, string | undefined>>;
+  stdin: Buffer;
+  log: Logger;
+}
+
+/** The executable for `type` in the first CNI_PATH directory that has one. */
+export function findPlugin(type: string, path: readonly string[]): string | undefined {
+  if (type.includes('/')) return undefined;
+  for (const directory of path) {
+    const candidate = join(directory, type);
+    try {
+      if (statSync(candidate).isFile()) {
+        accessSync(candidate, constants.X_OK);
+        return candidate;
+      }
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+export function pluginMissing(type: string, path: readonly string[]): CniError {
+  return new CniError(
+    ErrorCode.InvalidConfig,
+    `netconf field "ipam.type" names plugin "${type}", which is not in CNI_PATH (${path.join(':') || 'empty'})`,
+  );
+}
+
+/** Runs the plugin; resolves to its parsed stdout (undefined if empty), rejects with its CNI error. */
+export async function execPlugin(invocation: PluginInvocation): Promise<unknown> {
+  const { type, command, path, log } = invocation;
+  const executable = findPlugin(type, path);
+  if (!executable) throw pluginMissing(type, path);
+  const env: Record<string, string> = { CNI_COMMAND: command };
+  for (const [key, value] of Object.entries(invocation.env)) {
+    if (value !== undefined && key !== 'CNI_COMMAND') env[key] = value;
+  }
+  const { code, stdout, stderr } = await run(executable, env, invocation.stdin);
+  for (const line of stderr.split('\n').filter(Boolean)) log.info(`${type}: ${line}`);
+  const text = stdout.trim();
+  if (code === 0) {
+    if (!text) return undefined;
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw new CniError(ErrorCode.DecodingFailure, `${type} ${command} printed output that is not JSON: ${text.slice(0, 200)}`);
+    }
+  }
+  const reported = parseCniError(text);
+  if (reported) {
+    throw new CniError(reported.code, `${type}: ${reported.msg}`, reported.details);
+  }
+  throw new CniError(
+    ErrorCode.IpamFailure,
+    `${type} ${command} failed with exit code ${code}`,
+    (stderr.trim() || text).slice(-500) || undefined,
+  );
+}
+
+function parseCniError(text: string): { code: number; msg: string; details?: string } | undefined {
+  try {
+    const value = JSON.parse(text) as { code?: unknown; msg?: unknown; details?: unknown };
+    if (typeof value.code !== 'number' || typeof value.msg !== 'string') return undefined;
+    return { code: value.code, msg: value.msg, ...(typeof value.details === 'string' && value.details ? { details: value.details } : {}) };
+  } catch {
+    return undefined;
+  }
+}
+
+function run(executable: string, env: Record<string, string>, stdin: Buffer): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(executable, [], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (chunk: Buffer) => out.push(chunk));
+    child.stderr.on('data', (chunk: Buffer) => err.push(chunk));
+    child.on('error', (error) => reject(new CniError(ErrorCode.IoFailure, `could not run ${executable}: ${error.message}`)));
+    child.on('close', (code, signal) =>
+      resolve({
+        code: code ?? (signal ? 128 : 1),
+        stdout: Buffer.concat(out).toString('utf8'),
+        stderr: Buffer.concat(err).toString('utf8'),
+      }),
+    );
+    // A plugin may exit without reading its input; that is its business, not an error here.
+    child.stdin.on('error', () => {});
+    child.stdin.end(stdin);
+  });
+}

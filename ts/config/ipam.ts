@@ -1,0 +1,66 @@
+// The `ipam` section: netplug-ipam's options, host-local's, or any other IPAM plugin's (passed
+// through to it untouched).
+import { z } from 'zod';
+
+import { isCidr } from './cidr.ts';
+import { configError, describeIssues } from './issues.ts';
+
+const POD_CIDR_VALUES = ['usepodcidr', 'usepodcidripv6'];
+const isPodCidrValue = (text: string) => POD_CIDR_VALUES.includes(text.toLowerCase());
+
+// Strings, not booleans, as in the specification (and the reference, which rejects booleans).
+const stringBoolean = z
+  .custom<'true' | 'false'>((value) => value === 'true' || value === 'false', {
+    error: (issue) =>
+      typeof issue.input === 'boolean' ? 'must be the string "true" or "false", not a JSON boolean' : 'must be "true" or "false"',
+  })
+  .optional();
+
+const poolList = z.array(z.string().min(1, { error: 'must name a pool or give its CIDR' })).optional();
+
+const netplugIpamSchema = z.object({
+  type: z.literal('netplug-ipam'),
+  assign_ipv4: stringBoolean.transform((v) => v ?? 'true'),
+  assign_ipv6: stringBoolean.transform((v) => v ?? 'false'),
+  ipv4_pools: poolList,
+  ipv6_pools: poolList,
+});
+
+const cidr = z.string().refine(isCidr, { error: 'must be a CIDR such as 10.0.0.0/16' });
+const ipamRoutes = z.array(z.object({ dst: cidr, gw: z.unknown().optional() })).optional();
+const noPodCidr = z
+  .string()
+  .refine((value) => !isPodCidrValue(value), { error: 'cannot be usePodCidr or usePodCidrIPv6; those are valid only in subnet' })
+  .optional();
+const subnet = z.string().refine((value) => isPodCidrValue(value) || isCidr(value), {
+  error: 'must be a CIDR, usePodCidr or usePodCidrIPv6',
+});
+
+const hostLocalSchema = z.object({
+  type: z.literal('host-local'),
+  subnet: subnet.optional(),
+  rangeStart: noPodCidr,
+  rangeEnd: noPodCidr,
+  ranges: z
+    .array(z.array(z.object({ subnet, rangeStart: noPodCidr, rangeEnd: noPodCidr, gateway: z.unknown().optional() })))
+    .optional(),
+  routes: ipamRoutes,
+  gateway: z.unknown().optional(),
+});
+
+/** Any other IPAM plugin: only its type and, if it has them, routes matter to netplug. */
+const delegatedSchema = z.object({ type: z.string().min(1), routes: ipamRoutes });
+
+export type NetplugIpamConfig = z.infer<typeof netplugIpamSchema>;
+export type HostLocalIpamConfig = z.infer<typeof hostLocalSchema>;
+export type DelegatedIpamConfig = z.infer<typeof delegatedSchema>;
+export type IpamConfig = NetplugIpamConfig | HostLocalIpamConfig | DelegatedIpamConfig;
+
+export function parseIpam(ipam: { type: string }): IpamConfig {
+  const schema = ipam.type === 'netplug-ipam' ? netplugIpamSchema : ipam.type === 'host-local' ? hostLocalSchema : delegatedSchema;
+  const parsed = schema.safeParse(ipam, { reportInput: true });
+  if (!parsed.success) throw configError(describeIssues(parsed.error.issues, 'ipam'));
+  return parsed.data;
+}
+
+export const isNetplugIpam = (ipam: IpamConfig): ipam is NetplugIpamConfig => ipam.type === 'netplug-ipam';

@@ -1,0 +1,91 @@
+// Leveled logging to stderr, always, and to the netconf's log file when one is configured.
+// Records are single lines: `2026-11-21T08:00:34.534Z [INFO][4242] netplug/add: message key="value"`.
+import { redact } from './redact.ts';
+import { RotatingFile, type RotationLimits } from './rotating-file.ts';
+
+export const LEVELS = ['ERROR', 'WARNING', 'INFO', 'DEBUG'] as const;
+export type Level = (typeof LEVELS)[number];
+
+export type Fields = Record<string, unknown>;
+
+export interface LogFileOptions extends RotationLimits {
+  path: string;
+}
+
+interface Sinks {
+  stderr: (text: string) => void;
+  file: RotatingFile | undefined;
+  threshold: number;
+}
+
+export class Logger {
+  private readonly sinks: Sinks;
+  private readonly component: string;
+  private readonly pid: number;
+
+  constructor(component: string, stderr: (text: string) => void, pid: number, sinks?: Sinks) {
+    this.component = component;
+    this.pid = pid;
+    this.sinks = sinks ?? { stderr, file: undefined, threshold: LEVELS.indexOf('INFO') };
+  }
+
+  /** A logger for a part of the program, sharing this one's destinations and level. */
+  child(component: string): Logger {
+    return new Logger(`${this.component}/${component}`, this.sinks.stderr, this.pid, this.sinks);
+  }
+
+  /** Applies the netconf's level and log file, for this logger and all its children. */
+  configure(level: Level, file: LogFileOptions | undefined): void {
+    this.sinks.threshold = LEVELS.indexOf(level);
+    this.sinks.file?.close();
+    this.sinks.file = file ? new RotatingFile(file.path, file) : undefined;
+  }
+
+  enabled(level: Level): boolean {
+    return LEVELS.indexOf(level) <= this.sinks.threshold;
+  }
+
+  error(message: string, fields?: Fields): void {
+    this.log('ERROR', message, fields);
+  }
+
+  warning(message: string, fields?: Fields): void {
+    this.log('WARNING', message, fields);
+  }
+
+  info(message: string, fields?: Fields): void {
+    this.log('INFO', message, fields);
+  }
+
+  debug(message: string, fields?: Fields): void {
+    this.log('DEBUG', message, fields);
+  }
+
+  close(): void {
+    this.sinks.file?.close();
+  }
+
+  private log(level: Level, message: string, fields?: Fields): void {
+    if (!this.enabled(level)) return;
+    const line = `${new Date().toISOString()} [${level}][${this.pid}] ${this.component}: ${message}${formatFields(fields)}\n`;
+    this.sinks.stderr(line);
+    if (this.sinks.file) {
+      try {
+        this.sinks.file.write(line);
+      } catch (err) {
+        // A full or read-only disk must not fail pod networking: say so on stderr and go on.
+        this.sinks.file = undefined;
+        this.sinks.stderr(`${new Date().toISOString()} [WARNING][${this.pid}] ${this.component}: log file disabled: ${(err as Error).message}\n`);
+      }
+    }
+  }
+}
+
+function formatFields(fields: Fields | undefined): string {
+  if (!fields) return '';
+  const safe = redact(fields) as Fields;
+  return Object.keys(safe)
+    .sort()
+    .map((key) => ` ${key}=${JSON.stringify(safe[key]) ?? 'undefined'}`)
+    .join('');
+}

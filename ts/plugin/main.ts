@@ -1,0 +1,109 @@
+// The netplug CNI plugin as a function: (environment, stdin) → (stdout, exit code). Nothing here
+// touches `process`, so the same core can run inside a resident agent. Each command's code is
+// loaded only when that command runs: VERSION, on every runtime's path, loads next to nothing.
+import type { Command } from '../cni/environment.ts';
+import { readCommand } from '../cni/environment.ts';
+import { CniError, ErrorCode } from '../cni/errors.ts';
+import { LATEST_VERSION, SUPPORTED_VERSIONS, versionAllows } from '../cni/versions.ts';
+import type { Logger } from '../log/logger.ts';
+import { NETPLUG_VERSION } from '../version.ts';
+
+export interface MainIo {
+  env: Readonly<Record<string, string | undefined>>;
+  /** Reads all of stdin; called only by commands that take a netconf. */
+  readStdin(): Buffer;
+  /** Where log lines go (the runtime captures a plugin's stderr). */
+  stderr(text: string): void;
+  pid: number;
+}
+
+export interface MainOutcome {
+  stdout: string;
+  exitCode: number;
+}
+
+/** JSON as libcni's PrintResult writes it. */
+export const print = (value: unknown): string => `${JSON.stringify(value, null, 4)}\n`;
+
+export function about(program: string): string {
+  return `${program} ${NETPLUG_VERSION}: a CNI plugin run by container runtimes, not by hand\nCNI protocol versions supported: ${SUPPORTED_VERSIONS.join(', ')}\n`;
+}
+
+export async function runMain(io: MainIo): Promise<MainOutcome> {
+  let command: Command | undefined;
+  try {
+    command = readCommand(io.env);
+  } catch (err) {
+    return failed(err as CniError, LATEST_VERSION);
+  }
+  if (command === undefined) {
+    io.stderr(about('netplug'));
+    return { stdout: '', exitCode: 0 };
+  }
+  if (command === 'VERSION') {
+    return { stdout: print({ cniVersion: LATEST_VERSION, supportedVersions: SUPPORTED_VERSIONS }), exitCode: 0 };
+  }
+  const { Logger } = await import('../log/logger.ts');
+  const log = new Logger('netplug', io.stderr, io.pid);
+  let cniVersion: string = LATEST_VERSION;
+  try {
+    const { parseEnvironment } = await import('../cni/environment.ts');
+    const env = parseEnvironment(command, io.env);
+    const { parseNetconf, declaredVersion } = await import('../config/netconf.ts');
+    const stdin = io.readStdin();
+    cniVersion = declaredVersion(stdin) ?? cniVersion;
+    const netconf = parseNetconf(stdin);
+    const { conf } = netconf;
+    log.configure(
+      conf.log_level,
+      conf.log_file_path
+        ? { path: conf.log_file_path, maxBytes: conf.log_file_max_size * 1024 * 1024, maxAgeDays: conf.log_file_max_age, maxCount: conf.log_file_max_count }
+        : undefined,
+    );
+    if (command !== 'ADD' && command !== 'DEL' && !versionAllows(conf.cniVersion, command)) {
+      throw new CniError(
+        ErrorCode.IncompatibleVersion,
+        `netconf field "cniVersion" is "${conf.cniVersion}", which has no ${command}; it needs ${command === 'CHECK' ? '0.4.0' : '1.1.0'} or later`,
+      );
+    }
+    log.debug(`${command} called`, { container: env.containerId, netns: env.netns, interface: env.ifname, args: env.raw['CNI_ARGS'] });
+    const { createContext } = await import('./context.ts');
+    const ctx = createContext(env, netconf, log.child(command.toLowerCase()));
+    switch (command) {
+      case 'ADD': {
+        const [{ cmdAdd }, { formatResult }] = await Promise.all([import('./add.ts'), import('../cni/result.ts')]);
+        return { stdout: print(formatResult(await cmdAdd(ctx), conf.cniVersion)), exitCode: 0 };
+      }
+      case 'DEL':
+        await (await import('./del.ts')).cmdDel(ctx);
+        break;
+      case 'CHECK':
+        await (await import('./check.ts')).cmdCheck(ctx);
+        break;
+      case 'GC':
+        await (await import('./lifecycle.ts')).cmdGc(ctx);
+        break;
+      case 'STATUS':
+        await (await import('./lifecycle.ts')).cmdStatus(ctx);
+        break;
+    }
+    return { stdout: '', exitCode: 0 };
+  } catch (err) {
+    const { toCniError } = await import('./dataplane-errors.ts');
+    const error = toCniError(err);
+    logFailure(log, command, error);
+    return failed(error, cniVersion);
+  } finally {
+    log.close();
+  }
+}
+
+function failed(error: CniError, cniVersion: string): MainOutcome {
+  return { stdout: print(error.toJSON(cniVersion)), exitCode: 1 };
+}
+
+function logFailure(log: Logger, command: Command, error: CniError): void {
+  log.error(`${command} failed: ${error.message}`, { code: error.code, ...(error.details ? { details: error.details } : {}) });
+  // A stack is for bugs, not for bad input, and only when asked for.
+  if (error.code === ErrorCode.Internal && error.cause instanceof Error) log.debug(error.cause.stack ?? String(error.cause));
+}
