@@ -5,8 +5,10 @@
 //   dist/bin/netplugctl     the same file again, for administrators
 //   dist/*/netplug-dataplane.linux-<arch>-gnu.node   the data-plane addon beside each
 //
-// The program is one esbuild bundle (CommonJS, as Node 24's SEA requires) in which every command's
-// code is initialised on first use, and the SEA carries V8's code cache for it.
+// The program is one esbuild bundle (CommonJS, as Node 24's SEA requires) in which each command's
+// code is initialised on first use, and the SEA carries V8's code cache for it. A V8 start-up
+// snapshot of the initialised program was measured as the alternative and lost: its larger heap
+// took VERSION from 32.7 to 37.8 ms, and an ADD gained only 3 ms (60 against 63 ms).
 import { execFileSync } from 'node:child_process';
 import { chmodSync, copyFileSync, linkSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { arch } from 'node:os';
@@ -22,7 +24,7 @@ rmSync(out(''), { recursive: true, force: true });
 for (const dir of ['build', 'cni', 'bin']) mkdirSync(out(dir), { recursive: true });
 
 await build({
-  entryPoints: [`${root}ts/cli/main.ts`],
+  entryPoints: [`${root}ts/cli/run.ts`],
   outfile: out('build/netplug.cjs'),
   bundle: true,
   platform: 'node',

@@ -1,7 +1,8 @@
 #!/bin/sh
-# Deletes network namespaces left by test processes that died without their teardown (a test
-# worker killed on timeout, say); their veths go with them. Test namespaces are named
-# nptest-<label>-<pid>-<n>; only those whose process is gone are touched.
+# Deletes what test processes left when they died without their teardown (a test worker killed
+# on timeout, say): network namespaces named nptest-<label>-<pid>-<n>, whose veths go with them,
+# and temporary directories named nptest-<label>-<pid>-<random>. Only leftovers of processes that
+# are gone are touched.
 set -eu
 ip netns list 2>/dev/null | awk '{print $1}' | while read -r name; do
   case "$name" in
@@ -10,4 +11,9 @@ ip netns list 2>/dev/null | awk '{print $1}' | while read -r name; do
       if [ -n "$pid" ] && [ ! -d "/proc/$pid" ]; then ip netns del "$name" 2>/dev/null || true; fi
       ;;
   esac
+done
+for dir in "${TMPDIR:-/tmp}"/nptest-*; do
+  [ -d "$dir" ] || continue
+  pid=$(basename "$dir" | sed -n 's/^nptest-.*-\([0-9][0-9]*\)-[^-]*$/\1/p')
+  if [ -n "$pid" ] && [ ! -d "/proc/$pid" ]; then rm -rf "$dir"; fi
 done

@@ -1,6 +1,7 @@
 // Runs the built plugin executables the way a container runtime does: a fresh process with the
 // CNI environment and the netconf on stdin, judged by exit code, stdout and kernel state.
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -69,7 +70,7 @@ export function invoke(call: Invocation): Outcome {
 
 /** A temporary directory removed at teardown. */
 export function tempDir(t: ExecutionContext, label: string): string {
-  const dir = mkdtempSync(join(tmpdir(), `netplug-${label}-`));
+  const dir = mkdtempSync(join(tmpdir(), `nptest-${label}-${process.pid}-`));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   return dir;
 }
@@ -108,4 +109,9 @@ export function reservations(dataDir: string, name = 'netplug-test'): string[] {
 /** No Node.js stack frames: bad input never shows a stack trace. */
 export function hasStackTrace(text: string): boolean {
   return /\n\s+at .+\(.+:\d+:\d+\)/.test(text) || /^\s+at .+:\d+:\d+$/m.test(text);
+}
+
+/** The host-side veth netplug makes for a container outside Kubernetes. */
+export function hostVeth(containerId: string): string {
+  return `cali${createHash('sha1').update(containerId).digest('hex').slice(0, 11)}`;
 }

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 
 import test, { type ExecutionContext } from 'ava';
 
-import { hostLocalNetconf, invoke, reservations, tempDir } from '../helpers/cni.ts';
+import { hostLocalNetconf, hostVeth, invoke, reservations, tempDir } from '../helpers/cni.ts';
 import { containerId, createNetns, ip, link, uniqueSubnet4 } from '../helpers/kernel.ts';
 
 function added(t: ExecutionContext) {
@@ -57,10 +57,10 @@ test('CHECK fails when IPAM lost the allocation, or the veth is gone', (t) => {
   t.regex(lost.json.msg, /^host-local: /, "IPAM's CHECK reports the missing reservation");
 
   const second = added(t);
-  ip(['link', 'del', `cali${second.id.slice(0, 11)}`]);
+  ip(['link', 'del', hostVeth(second.id)]);
   const gone = invoke({ ...second.call, command: 'CHECK', netconf: { ...second.netconf, prevResult: second.result } });
   t.is(gone.json?.code, 102);
-  t.regex(gone.json.msg, new RegExp(`host interface "cali${second.id.slice(0, 11)}": expected a veth, found missing`));
+  t.regex(gone.json.msg, new RegExp(`host interface "${hostVeth(second.id)}": expected a veth, found missing`));
 });
 
 test('GC and STATUS on a 1.1.0 network', (t) => {

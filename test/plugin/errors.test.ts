@@ -2,7 +2,7 @@
 // field and its value, exit 1, no stack trace, and nothing allocated or created.
 import test from 'ava';
 
-import { hasStackTrace, hostLocalNetconf, invoke, reservations, tempDir, type Invocation } from '../helpers/cni.ts';
+import { hasStackTrace, hostLocalNetconf, hostVeth, type Invocation, invoke, reservations, tempDir } from '../helpers/cni.ts';
 import { containerId, createNetns, link, uniqueSubnet4 } from '../helpers/kernel.ts';
 
 interface Case {
@@ -53,7 +53,7 @@ for (const { title, code, message, call } of cases) {
     t.regex(outcome.json?.msg ?? '', message);
     t.is(typeof outcome.json?.cniVersion, 'string');
     t.false(hasStackTrace(outcome.stdout + outcome.stderr), outcome.stderr);
-    t.is(link(`cali${id.slice(0, 11)}`), undefined, 'no host interface made');
+    t.is(link(hostVeth(id)), undefined, 'no host interface made');
     t.is(link('eth0', netns), undefined, 'nothing made in the namespace');
     t.deepEqual(reservations(dataDir), [], 'nothing allocated');
   });

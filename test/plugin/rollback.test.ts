@@ -2,7 +2,7 @@
 // one clear error names the cause. Failures are real ones, provoked in the kernel and in IPAM.
 import test from 'ava';
 
-import { hostLocalNetconf, invoke, reservations, tempDir } from '../helpers/cni.ts';
+import { hostLocalNetconf, hostVeth, invoke, reservations, tempDir } from '../helpers/cni.ts';
 import { containerId, createNetns, deleteLinkAtTeardown, hostIfname, ip, link, uniqueSubnet4, uniqueSubnet6 } from '../helpers/kernel.ts';
 
 /** A host-local range of exactly one address, so the test knows which one ADD will get. */
@@ -27,7 +27,7 @@ test('a host route held by another interface: ADD fails, the address is released
   t.is(add.json.code, 101);
   t.regex(add.json.msg, new RegExp(`a route to ${address.replaceAll('.', '\\.')}/32 already exists via interface "${other}"`));
   t.deepEqual(reservations(dataDir), [], `${address} was released`);
-  t.is(link(`cali${id.slice(0, 11)}`), undefined);
+  t.is(link(hostVeth(id)), undefined);
   t.is(link('eth0', netns), undefined);
 });
 
@@ -64,7 +64,7 @@ test("IPAM's own failure passes through with its code, and nothing is made", (t)
   const add = invoke({ command: 'ADD', containerId: b, netns: second.path, netconf });
   t.is(add.status, 1);
   t.regex(add.json.msg, /^host-local: .*no IP addresses available in range set/);
-  t.is(link(`cali${b.slice(0, 11)}`), undefined);
+  t.is(link(hostVeth(b)), undefined);
   t.is(link('eth0', second), undefined);
   t.is(reservations(dataDir).length, 1, "the first pod's address is untouched");
   t.is(invoke({ command: 'DEL', containerId: a, netns: first.path, netconf }).status, 0);

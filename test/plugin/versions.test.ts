@@ -3,7 +3,7 @@
 // idempotent DEL.
 import test from 'ava';
 
-import { ALL_VERSIONS, hostLocalNetconf, invoke, reservations, tempDir } from '../helpers/cni.ts';
+import { ALL_VERSIONS, hostLocalNetconf, hostVeth, invoke, reservations, tempDir } from '../helpers/cni.ts';
 import { addresses, containerId, createNetns, link, ping, routes, uniqueSubnet4, uniqueSubnet6 } from '../helpers/kernel.ts';
 import { atLeast } from '../../ts/cni/versions.ts';
 
@@ -12,7 +12,7 @@ for (const version of ALL_VERSIONS) {
     const netns = createNetns(t, `v${version}`);
     const dataDir = tempDir(t, 'hl');
     const id = containerId();
-    const host = `cali${id.slice(0, 11)}`;
+    const host = hostVeth(id);
     const netconf = hostLocalNetconf({ version, dataDir, ranges: [[{ subnet: uniqueSubnet4() }], [{ subnet: uniqueSubnet6() }]] });
     const call = { netconf, containerId: id, netns: netns.path };
 

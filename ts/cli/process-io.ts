@@ -1,5 +1,5 @@
 // The process-facing edge: stdin, stderr and the program's name. Only ts/cli touches `process`.
-import { readSync } from 'node:fs';
+import { readSync, writeSync } from 'node:fs';
 import { basename } from 'node:path';
 
 import type { MainIo } from '../plugin/main.ts';
@@ -28,11 +28,28 @@ export function readStdin(): Buffer {
   return Buffer.concat(chunks);
 }
 
+/**
+ * Writes all of `text` to a file descriptor. Straight write(2) calls rather than process.stdout
+ * and process.stderr: those are stream objects whose set-up a one-shot plugin need not pay for.
+ */
+export function writeAll(fd: 1 | 2, text: string): void {
+  const data = Buffer.from(text);
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (let offset = 0; offset < data.length; ) {
+    try {
+      offset += writeSync(fd, data, offset);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') throw err;
+      Atomics.wait(pause, 0, 0, 1);
+    }
+  }
+}
+
 export function processIo(): MainIo {
   return {
     env: process.env,
     readStdin,
-    stderr: (text) => process.stderr.write(text),
+    stderr: (text) => writeAll(2, text),
     pid: process.pid,
   };
 }

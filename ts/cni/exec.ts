@@ -1,6 +1,5 @@
 // Invoking another CNI plugin (a delegate) the way a runtime does: found by type in CNI_PATH,
 // executed with the CNI environment and the network configuration on stdin.
-import { spawn } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -86,6 +85,9 @@ function parseCniError(text: string): { code: number; msg: string; details?: str
 }
 
 function run(executable: string, env: Record<string, string>, stdin: Buffer): Promise<{ code: number; stdout: string; stderr: string }> {
+  // Loaded here, not at the top: most invocations never run a delegate, and child_process brings
+  // net and stream with it (some 5 ms of start-up).
+  const { spawn } = process.getBuiltinModule('node:child_process');
   return new Promise((resolve, reject) => {
     const child = spawn(executable, [], { env, stdio: ['pipe', 'pipe', 'pipe'] });
     const out: Buffer[] = [];

@@ -1,7 +1,7 @@
 // CNI results: one model (the 1.1.0 shape), printed in whatever version the runtime asked for,
 // and read from whatever version a delegated plugin or prevResult carries. Mirrors
 // containernetworking/cni pkg/types/{020,040,100} and their converters.
-import { z } from 'zod';
+import * as z from 'zod/mini';
 
 import { CniError, ErrorCode } from './errors.ts';
 import { atLeast } from './versions.ts';
@@ -98,42 +98,42 @@ function compact<T extends object>(value: T): { [K in keyof T]: Exclude<T[K], un
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as never;
 }
 
-const dnsSchema = z
-  .looseObject({
-    nameservers: z.array(z.string()).optional(),
-    domain: z.string().optional(),
-    search: z.array(z.string()).optional(),
-    options: z.array(z.string()).optional(),
-  })
-  .optional();
+const str = () => z.string();
+const int = () => z.number().check(z.int());
+const dnsSchema = z.optional(
+  z.looseObject({
+    nameservers: z.optional(z.array(str())),
+    domain: z.optional(str()),
+    search: z.optional(z.array(str())),
+    options: z.optional(z.array(str())),
+  }),
+);
 const routeSchema = z.looseObject({
-  dst: z.string(),
-  gw: z.string().optional(),
-  mtu: z.number().int().optional(),
-  advmss: z.number().int().optional(),
-  priority: z.number().int().optional(),
-  table: z.number().int().optional(),
-  scope: z.number().int().optional(),
+  dst: str(),
+  gw: z.optional(str()),
+  mtu: z.optional(int()),
+  advmss: z.optional(int()),
+  priority: z.optional(int()),
+  table: z.optional(int()),
+  scope: z.optional(int()),
 });
-const legacyIpSchema = z.looseObject({ ip: z.string(), gateway: z.string().optional(), routes: z.array(routeSchema).optional() });
-const legacySchema = z.looseObject({ ip4: legacyIpSchema.optional(), ip6: legacyIpSchema.optional(), dns: dnsSchema });
+const legacyIpSchema = z.looseObject({ ip: str(), gateway: z.optional(str()), routes: z.optional(z.array(routeSchema)) });
+const legacySchema = z.looseObject({ ip4: z.optional(legacyIpSchema), ip6: z.optional(legacyIpSchema), dns: dnsSchema });
 const currentSchema = z.looseObject({
-  interfaces: z
-    .array(
+  interfaces: z.optional(
+    z.array(
       z.looseObject({
-        name: z.string(),
-        mac: z.string().optional(),
-        mtu: z.number().int().optional(),
-        sandbox: z.string().optional(),
-        socketPath: z.string().optional(),
-        pciID: z.string().optional(),
+        name: str(),
+        mac: z.optional(str()),
+        mtu: z.optional(int()),
+        sandbox: z.optional(str()),
+        socketPath: z.optional(str()),
+        pciID: z.optional(str()),
       }),
-    )
-    .optional(),
-  ips: z
-    .array(z.looseObject({ address: z.string(), gateway: z.string().optional(), interface: z.number().int().optional() }))
-    .optional(),
-  routes: z.array(routeSchema).optional(),
+    ),
+  ),
+  ips: z.optional(z.array(z.looseObject({ address: str(), gateway: z.optional(str()), interface: z.optional(int()) }))),
+  routes: z.optional(z.array(routeSchema)),
   dns: dnsSchema,
 });
 
@@ -150,7 +150,7 @@ export function parseResult(value: unknown, version: string, what: string): Resu
     throw new CniError(ErrorCode.DecodingFailure, `${what} is not a CNI ${version} result: ${path}: ${issue?.message}`);
   }
   if (legacy) {
-    const data = parsed.data as z.infer<typeof legacySchema>;
+    const data = parsed.data as z.output<typeof legacySchema>;
     const result: Result = { cniVersion: version, ips: [], routes: [] };
     for (const section of [data.ip4, data.ip6]) {
       if (!section) continue;
@@ -160,7 +160,7 @@ export function parseResult(value: unknown, version: string, what: string): Resu
     if (data.dns) result.dns = data.dns;
     return result;
   }
-  const data = parsed.data as z.infer<typeof currentSchema>;
+  const data = parsed.data as z.output<typeof currentSchema>;
   const result: Result = { cniVersion: version };
   if (data.interfaces) result.interfaces = data.interfaces.map((i) => compact({ ...i }));
   if (data.ips) {

@@ -1,6 +1,6 @@
 // The `ipam` section: netplug-ipam's options, host-local's, or any other IPAM plugin's (passed
 // through to it untouched).
-import { z } from 'zod';
+import * as z from 'zod/mini';
 
 import { isCidr } from './cidr.ts';
 import { configError, describeIssues } from './issues.ts';
@@ -9,51 +9,54 @@ const POD_CIDR_VALUES = ['usepodcidr', 'usepodcidripv6'];
 const isPodCidrValue = (text: string) => POD_CIDR_VALUES.includes(text.toLowerCase());
 
 // Strings, not booleans, as in the specification (and the reference, which rejects booleans).
-const stringBoolean = z
-  .custom<'true' | 'false'>((value) => value === 'true' || value === 'false', {
-    error: (issue) =>
-      typeof issue.input === 'boolean' ? 'must be the string "true" or "false", not a JSON boolean' : 'must be "true" or "false"',
-  })
-  .optional();
+const stringBoolean = (fallback: 'true' | 'false') =>
+  z._default(
+    z.custom<'true' | 'false'>((value) => value === 'true' || value === 'false', {
+      error: (issue) =>
+        typeof issue.input === 'boolean' ? 'must be the string "true" or "false", not a JSON boolean' : 'must be "true" or "false"',
+    }),
+    fallback,
+  );
 
-const poolList = z.array(z.string().min(1, { error: 'must name a pool or give its CIDR' })).optional();
+const poolList = z.optional(z.array(z.string().check(z.minLength(1, { error: 'must name a pool or give its CIDR' }))));
 
 const netplugIpamSchema = z.object({
   type: z.literal('netplug-ipam'),
-  assign_ipv4: stringBoolean.transform((v) => v ?? 'true'),
-  assign_ipv6: stringBoolean.transform((v) => v ?? 'false'),
+  assign_ipv4: stringBoolean('true'),
+  assign_ipv6: stringBoolean('false'),
   ipv4_pools: poolList,
   ipv6_pools: poolList,
 });
 
-const cidr = z.string().refine(isCidr, { error: 'must be a CIDR such as 10.0.0.0/16' });
-const ipamRoutes = z.array(z.object({ dst: cidr, gw: z.unknown().optional() })).optional();
-const noPodCidr = z
-  .string()
-  .refine((value) => !isPodCidrValue(value), { error: 'cannot be usePodCidr or usePodCidrIPv6; those are valid only in subnet' })
-  .optional();
-const subnet = z.string().refine((value) => isPodCidrValue(value) || isCidr(value), {
-  error: 'must be a CIDR, usePodCidr or usePodCidrIPv6',
-});
+const cidr = () => z.string().check(z.refine(isCidr, { error: 'must be a CIDR such as 10.0.0.0/16' }));
+const ipamRoutes = z.optional(z.array(z.object({ dst: cidr(), gw: z.optional(z.unknown()) })));
+const noPodCidr = () =>
+  z.optional(
+    z.string().check(
+      z.refine((value) => !isPodCidrValue(value), { error: 'cannot be usePodCidr or usePodCidrIPv6; those are valid only in subnet' }),
+    ),
+  );
+const subnet = () =>
+  z.string().check(z.refine((value) => isPodCidrValue(value) || isCidr(value), { error: 'must be a CIDR, usePodCidr or usePodCidrIPv6' }));
 
 const hostLocalSchema = z.object({
   type: z.literal('host-local'),
-  subnet: subnet.optional(),
-  rangeStart: noPodCidr,
-  rangeEnd: noPodCidr,
-  ranges: z
-    .array(z.array(z.object({ subnet, rangeStart: noPodCidr, rangeEnd: noPodCidr, gateway: z.unknown().optional() })))
-    .optional(),
+  subnet: z.optional(subnet()),
+  rangeStart: noPodCidr(),
+  rangeEnd: noPodCidr(),
+  ranges: z.optional(
+    z.array(z.array(z.object({ subnet: subnet(), rangeStart: noPodCidr(), rangeEnd: noPodCidr(), gateway: z.optional(z.unknown()) }))),
+  ),
   routes: ipamRoutes,
-  gateway: z.unknown().optional(),
+  gateway: z.optional(z.unknown()),
 });
 
 /** Any other IPAM plugin: only its type and, if it has them, routes matter to netplug. */
-const delegatedSchema = z.object({ type: z.string().min(1), routes: ipamRoutes });
+const delegatedSchema = z.object({ type: z.string().check(z.minLength(1)), routes: ipamRoutes });
 
-export type NetplugIpamConfig = z.infer<typeof netplugIpamSchema>;
-export type HostLocalIpamConfig = z.infer<typeof hostLocalSchema>;
-export type DelegatedIpamConfig = z.infer<typeof delegatedSchema>;
+export type NetplugIpamConfig = z.output<typeof netplugIpamSchema>;
+export type HostLocalIpamConfig = z.output<typeof hostLocalSchema>;
+export type DelegatedIpamConfig = z.output<typeof delegatedSchema>;
 export type IpamConfig = NetplugIpamConfig | HostLocalIpamConfig | DelegatedIpamConfig;
 
 export function parseIpam(ipam: { type: string }): IpamConfig {

@@ -1,5 +1,5 @@
 // Turns zod's validation issues into CNI error 7 messages that name the field and the bad value.
-import type { z } from 'zod';
+import type * as z from 'zod/mini';
 
 import { CniError, ErrorCode } from '../cni/errors.ts';
 

@@ -2,15 +2,15 @@
 // specification's tables, with its type and default. The schema gives the typed view netplug
 // works with; fields it does not know are not an error and pass through untouched, because
 // delegated plugins receive the netconf's bytes as they came.
-import { z } from 'zod';
+import * as z from 'zod/mini';
 
 import { CniError, ErrorCode } from '../cni/errors.ts';
 import { IMPLICIT_VERSION, isSupported, SUPPORTED_VERSIONS } from '../cni/versions.ts';
 import { parseIpam, type IpamConfig } from './ipam.ts';
 import { configError, describeIssues } from './issues.ts';
 
-// A netconf is parsed once per process: compiling validators (zod's default) costs more than it
-// saves there.
+// A netconf is parsed once per process, on a pod's path: zod/mini (the same validators, without
+// the chained API's weight) and no compiled validators keep that cheap.
 z.config({ jitless: true });
 
 /** What installers write into `log_file_path`; a netconf without the field logs to stderr only. */
@@ -21,82 +21,87 @@ export const LOG_LEVELS = ['ERROR', 'WARNING', 'INFO', 'DEBUG'] as const;
 /** CNI network names: a letter or digit, then letters, digits, '_', '.' or '-'. */
 const NETWORK_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
 
-const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' });
+const nonEmpty = () => z.string().check(z.minLength(1));
+const integer = (min: number, max?: number) =>
+  z.number().check(z.int(), z.minimum(min), ...(max === undefined ? [] : [z.maximum(max)]));
+const httpUrl = () => z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' });
+
+const logLevel = z.pipe(
+  z.string().check(
+    z.refine((level) => (LOG_LEVELS as readonly string[]).includes(level.toUpperCase()), {
+      error: `must be one of ${LOG_LEVELS.join(', ')}`,
+    }),
+  ),
+  z.transform((level) => level.toUpperCase() as (typeof LOG_LEVELS)[number]),
+);
 
 const netconfSchema = z
   .object({
-    cniVersion: z.string().optional(),
-    name: z.string().regex(NETWORK_NAME, {
-      error: "must start with a letter or digit, followed by letters, digits, '_', '.' or '-'",
-    }),
+    cniVersion: z.optional(z.string()),
+    name: z.string().check(
+      z.regex(NETWORK_NAME, { error: "must start with a letter or digit, followed by letters, digits, '_', '.' or '-'" }),
+    ),
     type: z.string(),
-    nodename: z.string().min(1).optional(),
-    mtu: z.number().int().min(68).max(65535).optional(),
-    num_queues: z.number().int().min(1).max(1024).default(1),
-    datastore_type: z.enum(['etcdv3', 'kubernetes']).default('etcdv3'),
-    etcd_endpoints: z.string().min(1).optional(),
-    etcd_discovery_srv: z.string().min(1).optional(),
-    etcd_key_file: z.string().min(1).optional(),
-    etcd_cert_file: z.string().min(1).optional(),
-    etcd_ca_cert_file: z.string().min(1).optional(),
+    nodename: z.optional(nonEmpty()),
+    mtu: z.optional(integer(68, 65535)),
+    num_queues: z._default(integer(1, 1024), 1),
+    datastore_type: z._default(z.enum(['etcdv3', 'kubernetes']), 'etcdv3'),
+    etcd_endpoints: z.optional(nonEmpty()),
+    etcd_discovery_srv: z.optional(nonEmpty()),
+    etcd_key_file: z.optional(nonEmpty()),
+    etcd_cert_file: z.optional(nonEmpty()),
+    etcd_ca_cert_file: z.optional(nonEmpty()),
     /** Deprecated: used only without etcd_endpoints. */
-    etcd_authority: z.string().min(1).default('127.0.0.1:2379'),
+    etcd_authority: z._default(nonEmpty(), '127.0.0.1:2379'),
     /** Deprecated: used only without etcd_endpoints. */
-    etcd_scheme: z.enum(['http', 'https']).default('http'),
-    ipam: z.object({ type: z.string().min(1) }),
-    log_level: z
-      .string()
-      .refine((level) => (LOG_LEVELS as readonly string[]).includes(level.toUpperCase()), {
-        error: `must be one of ${LOG_LEVELS.join(', ')}`,
-      })
-      .transform((level) => level.toUpperCase() as (typeof LOG_LEVELS)[number])
-      .default('INFO'),
-    log_file_path: z.string().optional(),
-    log_file_max_size: z.number().int().min(1).default(100),
-    log_file_max_age: z.number().int().min(1).default(30),
-    log_file_max_count: z.number().int().min(0).default(10),
-    container_settings: z.object({ allow_ip_forwarding: z.boolean().default(false) }).default({ allow_ip_forwarding: false }),
-    readiness_gates: z.array(httpUrl).optional(),
-    kubernetes: z
-      .object({
-        kubeconfig: z.string().min(1).optional(),
-        k8s_api_root: httpUrl.optional(),
-        node_name: z.string().min(1).optional(),
-      })
-      .optional(),
-    policy: z
-      .object({ type: z.string().refine((type) => type === 'k8s', { error: 'must be "k8s", the only supported policy type' }) })
-      .optional(),
-    policy_setup_timeout_seconds: z.number().int().min(0).default(0),
-    endpoint_status_dir: z.string().min(1).default(DEFAULT_ENDPOINT_STATUS_DIR),
-    feature_control: z
-      .object({ ip_addrs_no_ipam: z.boolean().default(false), floating_ips: z.boolean().default(false) })
-      .default({ ip_addrs_no_ipam: false, floating_ips: false }),
+    etcd_scheme: z._default(z.enum(['http', 'https']), 'http'),
+    ipam: z.object({ type: nonEmpty() }),
+    log_level: z._default(logLevel, 'INFO'),
+    log_file_path: z.optional(z.string()),
+    log_file_max_size: z._default(integer(1), 100),
+    log_file_max_age: z._default(integer(1), 30),
+    log_file_max_count: z._default(integer(0), 10),
+    container_settings: z._default(z.object({ allow_ip_forwarding: z._default(z.boolean(), false) }), { allow_ip_forwarding: false }),
+    readiness_gates: z.optional(z.array(httpUrl())),
+    kubernetes: z.optional(
+      z.object({ kubeconfig: z.optional(nonEmpty()), k8s_api_root: z.optional(httpUrl()), node_name: z.optional(nonEmpty()) }),
+    ),
+    policy: z.optional(
+      z.object({ type: z.string().check(z.refine((type) => type === 'k8s', { error: 'must be "k8s", the only supported policy type' })) }),
+    ),
+    policy_setup_timeout_seconds: z._default(integer(0), 0),
+    endpoint_status_dir: z._default(nonEmpty(), DEFAULT_ENDPOINT_STATUS_DIR),
+    feature_control: z._default(
+      z.object({ ip_addrs_no_ipam: z._default(z.boolean(), false), floating_ips: z._default(z.boolean(), false) }),
+      { ip_addrs_no_ipam: false, floating_ips: false },
+    ),
     /** With host-local `routes`: also install the default routes. */
-    include_default_routes: z.boolean().default(false),
-    prevResult: z.unknown().optional(),
+    include_default_routes: z._default(z.boolean(), false),
+    prevResult: z.optional(z.unknown()),
   })
-  .superRefine((conf, ctx) => {
-    if (conf.etcd_discovery_srv && conf.etcd_endpoints) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['etcd_discovery_srv'],
-        input: conf.etcd_discovery_srv,
-        message: 'cannot be combined with etcd_endpoints; give one of them',
-      });
-    }
-    if (Boolean(conf.etcd_key_file) !== Boolean(conf.etcd_cert_file)) {
-      const present = conf.etcd_key_file ? 'etcd_key_file' : 'etcd_cert_file';
-      ctx.addIssue({
-        code: 'custom',
-        path: [present],
-        input: conf.etcd_key_file ?? conf.etcd_cert_file,
-        message: 'needs its partner for mutual TLS: give both etcd_key_file and etcd_cert_file',
-      });
-    }
-  });
+  .check(
+    z.superRefine((conf, ctx) => {
+      if (conf.etcd_discovery_srv && conf.etcd_endpoints) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['etcd_discovery_srv'],
+          input: conf.etcd_discovery_srv,
+          message: 'cannot be combined with etcd_endpoints; give one of them',
+        });
+      }
+      if (Boolean(conf.etcd_key_file) !== Boolean(conf.etcd_cert_file)) {
+        const present = conf.etcd_key_file ? 'etcd_key_file' : 'etcd_cert_file';
+        ctx.addIssue({
+          code: 'custom',
+          path: [present],
+          input: conf.etcd_key_file ?? conf.etcd_cert_file,
+          message: 'needs its partner for mutual TLS: give both etcd_key_file and etcd_cert_file',
+        });
+      }
+    }),
+  );
 
-export type Netconf = Omit<z.infer<typeof netconfSchema>, 'ipam' | 'cniVersion'> & {
+export type Netconf = Omit<z.output<typeof netconfSchema>, 'ipam' | 'cniVersion'> & {
   cniVersion: (typeof SUPPORTED_VERSIONS)[number];
   ipam: IpamConfig;
 };

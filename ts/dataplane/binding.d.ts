@@ -20,6 +20,12 @@ export interface ExistsOutcome {
   error?: KernelError
 }
 
+/**
+ * The host-side interface name for a workload identity (`<namespace>.<pod>`, or a container
+ * ID): `prefix` + 11 hex digits of its SHA-1, as the policy agent derives it. Pure computation.
+ */
+export declare function hostInterfaceName(prefix: string, identity: string): string
+
 /** Whether `ifname` exists in `netns` (false if the namespace does not exist). */
 export declare function interfaceExists(netns: string, ifname: string): Promise<ExistsOutcome>
 

@@ -9,6 +9,11 @@ export type { Difference, InterfaceInfo, WorkloadInterfaces, WorkloadSpec } from
 
 export type TeardownResult = 'removed' | 'namespace-gone' | 'link-gone';
 
+/** `prefix` + 11 hex digits of SHA-1(identity): the host-side name the policy agent also derives. */
+export function hostInterfaceName(prefix: string, identity: string): string {
+  return addon().hostInterfaceName(prefix, identity);
+}
+
 /** Creates and configures the workload's veth pair; on failure nothing is left behind. */
 export async function setupWorkload(spec: WorkloadSpec): Promise<WorkloadInterfaces> {
   const outcome = await addon().setupWorkload(spec);

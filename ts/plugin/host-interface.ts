@@ -1,6 +1,7 @@
-// The name of the workload's host-side veth end. The policy agent derives the same name from the
-// workload's identity, so the scheme is fixed: prefix + 11 characters.
+// The name of the workload's host-side veth end: prefix + 11 hex digits of a SHA-1, the scheme the
+// policy agent uses to derive it from a workload's identity (computed by the data plane).
 import type { CniEnvironment } from '../cni/environment.ts';
+import { hostInterfaceName as derive } from '../dataplane/index.ts';
 
 const DEFAULT_PREFIX = 'cali';
 
@@ -9,7 +10,11 @@ export function interfacePrefix(env: Readonly<Record<string, string | undefined>
   return env['FELIX_INTERFACEPREFIX']?.split(',')[0]?.trim() || DEFAULT_PREFIX;
 }
 
-/** Outside an orchestrator: the prefix and the first 11 characters of the container ID. */
+/**
+ * Outside an orchestrator the identity is the container ID. It is hashed rather than cut (the
+ * reference takes its first 11 characters): IDs from clients such as cnitool share a long
+ * prefix, and two workloads with one name would replace each other's veth.
+ */
 export function hostInterfaceName(env: CniEnvironment): string {
-  return `${interfacePrefix(env.raw)}${env.containerId.slice(0, 11)}`.slice(0, 15);
+  return derive(interfacePrefix(env.raw), env.containerId);
 }

@@ -94,6 +94,13 @@ pub struct CheckOutcome {
     pub error: Option<KernelError>,
 }
 
+/// The host-side interface name for a workload identity (`<namespace>.<pod>`, or a container
+/// ID): `prefix` + 11 hex digits of its SHA-1, as the policy agent derives it. Pure computation.
+#[napi]
+pub fn host_interface_name(prefix: String, identity: String) -> String {
+    dataplane::names::host_interface_name(&prefix, &identity)
+}
+
 /// Creates the workload's veth pair and configures both ends; all or nothing.
 #[napi(ts_return_type = "Promise<SetupOutcome>")]
 pub fn setup_workload(env: &Env, spec: WorkloadSpec) -> Result<Object<'_>> {

@@ -12,6 +12,7 @@ pub mod address;
 pub mod check;
 pub mod error;
 pub mod link;
+pub mod names;
 pub mod netlink;
 pub mod netns;
 pub mod route;

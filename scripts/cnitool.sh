@@ -1,0 +1,15 @@
+#!/bin/sh
+# Prints the path of cnitool (containernetworking/cni's own client, libcni inside), built from the
+# Go module proxy at a pinned version and cached outside the repository so later runs skip it.
+set -eu
+. "$(dirname "$0")/lib.sh"
+version=v1.3.1
+dir="${XDG_CACHE_HOME:-$HOME/.cache}/netplug/cnitool-$version"
+if [ ! -x "$dir/cnitool" ]; then
+  PATH="$PATH:/usr/local/go/bin"
+  command -v go >/dev/null 2>&1 || { say "Go is needed to build cnitool"; exit 1; }
+  say "building cnitool $version from the Go module proxy"
+  # GOTOOLCHAIN=local: use the Go that is here rather than download the one go.mod may name.
+  GOTOOLCHAIN=local GOBIN="$dir" go install "github.com/containernetworking/cni/cnitool@$version" >&2
+fi
+echo "$dir/cnitool"

@@ -1,0 +1,72 @@
+// podman with its CNI backend runs containers on a netplug network chained with portmap: they
+// reach each other through the host, a host port on 127.0.0.1 reaches one, and removing them
+// leaves no interface, address, NAT rule or namespace behind.
+import { get } from 'node:http';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+import test from 'ava';
+
+import { natRulesMentioning, uniqueHostPort } from '../helpers/chain.ts';
+import { hostVeth, reservations, tempDir } from '../helpers/cni.ts';
+import { link, uniqueSubnet4 } from '../helpers/kernel.ts';
+import { IMAGE, podman } from '../helpers/podman.ts';
+
+function httpGet(url: string): Promise<string> {
+  return new Promise((resolve) => {
+    const request = get(url, { timeout: 2000 }, (response) => {
+      let body = '';
+      response.on('data', (chunk) => (body += chunk));
+      response.on('end', () => resolve(body));
+    });
+    request.on('timeout', () => request.destroy(new Error('timeout')));
+    request.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+  });
+}
+
+/** Retries until `probe` returns `expected` (a server starting up), up to `tries` times. */
+async function eventually(probe: () => Promise<string>, expected: string, tries = 40): Promise<string> {
+  let last = '';
+  for (let i = 0; i < tries && last !== expected; i++) {
+    last = await probe();
+    if (last !== expected) await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  return last;
+}
+
+const WEB = (greeting: string) => `mkdir -p /www && echo ${greeting} > /www/index.html && exec httpd -f -p 8080 -h /www`;
+
+test('podman runs containers on netplug + portmap; a host port reaches one; removal leaves nothing', async (t) => {
+  t.timeout(10 * 60_000, 'the first run installs podman');
+  const pm = podman(t);
+  const dataDir = tempDir(t, 'hl');
+  writeFileSync(
+    join(pm.networkDir, 'netplug-podman.conflist'),
+    JSON.stringify({
+      cniVersion: '1.0.0',
+      name: 'netplug-podman',
+      plugins: [
+        { type: 'netplug', ipam: { type: 'host-local', dataDir, ranges: [[{ subnet: uniqueSubnet4() }]] } },
+        { type: 'portmap', snat: true, capabilities: { portMappings: true } },
+      ],
+    }),
+  );
+  const hostPort = uniqueHostPort();
+  const web = pm.run(['run', '-d', '--network', 'netplug-podman', '-p', `127.0.0.1:${hostPort}:8080`, IMAGE, 'sh', '-c', WEB('hello-from-web')]);
+  const client = pm.run(['run', '-d', '--network', 'netplug-podman', IMAGE, 'sleep', '600']);
+
+  t.is(await eventually(() => httpGet(`http://127.0.0.1:${hostPort}/`), 'hello-from-web\n'), 'hello-from-web\n', 'the host port reaches the container');
+  const webIp = pm.run(['inspect', '--format', '{{(index .NetworkSettings.Networks "netplug-podman").IPAddress}}', web]);
+  t.regex(webIp, /^10\.\d+\.\d+\.\d+$/);
+  t.is(pm.run(['exec', client, 'wget', '-qO-', `http://${webIp}:8080/`]), 'hello-from-web', 'container to container through the host');
+  t.regex(pm.run(['exec', web, 'ip', 'route']), /default via 169\.254\.1\.1 dev eth0/);
+  t.truthy(link(hostVeth(web)), 'the host end is named after the container');
+  t.is(reservations(dataDir, 'netplug-podman').length, 2);
+
+  pm.run(['rm', '--force', web, client]);
+  t.is(link(hostVeth(web)), undefined);
+  t.is(link(hostVeth(client)), undefined);
+  t.deepEqual(reservations(dataDir, 'netplug-podman'), [], 'addresses released');
+  t.deepEqual(natRulesMentioning(web), [], 'port mapping removed');
+  t.not(await httpGet(`http://127.0.0.1:${hostPort}/`), 'hello-from-web\n');
+});
