@@ -8,8 +8,10 @@ cd "$(dirname "$0")/.."
 
 require_root "netplug configures network namespaces and links"
 
-# Debian packages: iproute2 (test observer, baseline), ping (traffic checks).
-ensure_debian_packages iproute2 iputils-ping ca-certificates
+# Debian packages: iproute2 (test observer, baseline), ping (traffic checks), the reference CNI
+# plugins (host-local, portmap, ptp: delegates, chain partners, baseline) with the iptables portmap
+# drives, procps (sysctl), binutils (strip, for the single executable).
+ensure_debian_packages iproute2 iputils-ping ca-certificates containernetworking-plugins iptables procps binutils
 
 # A Rust toolchain: rustup's if present, else Debian's (recent enough for our rust-version).
 if ! command -v cargo >/dev/null 2>&1; then
