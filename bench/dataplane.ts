@@ -8,8 +8,8 @@ import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { promisify } from 'node:util';
 
 import { setupWorkload, teardownWorkload } from '../ts/dataplane/index.ts';
-import { writeReport, type Series } from './lib/report.ts';
-import { elapsedMs, summarize } from './lib/stats.ts';
+import { medianOf, writeReport, type Series } from './lib/report.ts';
+import { elapsedMs } from './lib/stats.ts';
 
 const run = promisify(execFile);
 const ROUNDS = 4;
@@ -141,8 +141,7 @@ async function main(): Promise<void> {
   }
   for (const v of variants) series.push({ group: SETUP, label: v, samplesMs: sequential.get(v)?.setup ?? [] });
   for (const v of variants) series.push({ group: TEARDOWN, label: v, samplesMs: sequential.get(v)?.teardown ?? [] });
-  const median = (group: string, label: Variant) =>
-    summarize(series.find((s) => s.group === group && s.label === label)?.samplesMs ?? []).medianMs;
+  const median = (group: string, label: Variant) => medianOf(series, group, label);
   const ratio = median(SEQ, 'addon') / median(SEQ, 'floor');
   const table = writeReport({
     name: 'dataplane',

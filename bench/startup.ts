@@ -11,8 +11,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { writeReport, type Series } from './lib/report.ts';
-import { elapsedMs, summarize } from './lib/stats.ts';
+import { medianOf, writeReport, type Series } from './lib/report.ts';
+import { elapsedMs } from './lib/stats.ts';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 const NETPLUG = join(ROOT, 'dist/cni/netplug');
@@ -85,7 +85,7 @@ function main(): void {
       ...Object.entries(cycleSamples).map(([label, s]) => ({ group: 'ADD', label, samplesMs: s.add })),
       ...Object.entries(cycleSamples).map(([label, s]) => ({ group: 'DEL', label, samplesMs: s.del })),
     ];
-    const median = (group: string, label: string) => summarize(series.find((s) => s.group === group && s.label === label)?.samplesMs ?? []).medianMs;
+    const median = (group: string, label: string) => medianOf(series, group, label);
     const versionRatio = median('start-up (process to exit)', 'netplug VERSION') / median('start-up (process to exit)', 'node -e 0 (Node 24)');
     const table = writeReport({
       name: 'startup',

@@ -26,6 +26,13 @@ export interface Report {
   notes: string[];
 }
 
+/** The median of the series `label` in `group`. */
+export function medianOf(series: readonly Series[], group: string, label: string): number {
+  const found = series.find((s) => s.group === group && s.label === label);
+  if (!found) throw new Error(`no series ${label} in ${group}`);
+  return summarize(found.samplesMs).medianMs;
+}
+
 export function machine(): Record<string, string> {
   return {
     node: process.version,
