@@ -10,8 +10,10 @@ require_root "netplug configures network namespaces and links"
 
 # Debian packages: iproute2 (test observer, baseline), ping (traffic checks), the reference CNI
 # plugins (host-local, portmap, ptp: delegates, chain partners, baseline) with the iptables portmap
-# drives, procps (sysctl), binutils (strip, for the single executable).
-ensure_debian_packages iproute2 iputils-ping ca-certificates containernetworking-plugins iptables procps binutils
+# drives, procps (sysctl), binutils (strip, for the single executable), etcd (the datastore the
+# tests and the demo start on loopback) and openssl (their TLS certificates).
+ensure_debian_packages iproute2 iputils-ping ca-certificates containernetworking-plugins iptables procps binutils \
+  etcd-server etcd-client openssl
 
 # A Rust toolchain: rustup's if present, else Debian's (recent enough for our rust-version).
 if ! command -v cargo >/dev/null 2>&1; then

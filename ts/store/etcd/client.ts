@@ -1,0 +1,84 @@
+// etcd's v3 key-value API through its JSON gateway (POST /v3/kv/range, /v3/kv/txn): keys and
+// values base64 in transit, 64-bit numbers as strings, zero values left out of answers.
+import type { GatewayConnection } from './http.ts';
+
+export interface KeyValue {
+  key: string;
+  value: Buffer;
+  modRevision: string;
+  version: string;
+}
+
+export type Compare =
+  | { key: string; target: 'VERSION'; version: string }
+  | { key: string; target: 'MOD'; modRevision: string };
+
+export type Operation = { put: { key: string; value: Buffer } } | { delete: { key: string } };
+
+interface RawKeyValue {
+  key: string;
+  value?: string;
+  mod_revision?: string;
+  version?: string;
+}
+
+const encode = (text: string | Buffer) => Buffer.from(text).toString('base64');
+const decode = (kv: RawKeyValue): KeyValue => ({
+  key: Buffer.from(kv.key, 'base64').toString('utf8'),
+  value: Buffer.from(kv.value ?? '', 'base64'),
+  modRevision: kv.mod_revision ?? '0',
+  version: kv.version ?? '0',
+});
+
+/** The end of the key range that holds every key starting with `prefix`. */
+export function prefixEnd(prefix: string): Buffer {
+  const end = Buffer.from(prefix);
+  for (let i = end.length - 1; i >= 0; i--) {
+    if ((end[i] as number) < 0xff) {
+      end[i] = (end[i] as number) + 1;
+      return end.subarray(0, i + 1);
+    }
+  }
+  return Buffer.from([0]); // every key
+}
+
+export class EtcdClient {
+  readonly connection: GatewayConnection;
+  /** Requests sent, for the benchmarks' count of datastore round trips. */
+  requests = 0;
+
+  constructor(connection: GatewayConnection) {
+    this.connection = connection;
+  }
+
+  async range(key: string, options: { prefix?: boolean; keysOnly?: boolean } = {}): Promise<KeyValue[]> {
+    const answer = (await this.call('/v3/kv/range', {
+      key: encode(key),
+      ...(options.prefix ? { range_end: prefixEnd(key).toString('base64') } : {}),
+      ...(options.keysOnly ? { keys_only: true } : {}),
+    })) as { kvs?: RawKeyValue[] };
+    return (answer.kvs ?? []).map(decode);
+  }
+
+  /** Applies `success` if every comparison holds, else nothing; says which happened. */
+  async txn(compare: readonly Compare[], success: readonly Operation[]): Promise<boolean> {
+    const answer = (await this.call('/v3/kv/txn', {
+      compare: compare.map((c) =>
+        c.target === 'VERSION'
+          ? { key: encode(c.key), target: 'VERSION', result: 'EQUAL', version: c.version }
+          : { key: encode(c.key), target: 'MOD', result: 'EQUAL', mod_revision: c.modRevision },
+      ),
+      success: success.map((op) =>
+        'put' in op
+          ? { request_put: { key: encode(op.put.key), value: op.put.value.toString('base64') } }
+          : { request_delete_range: { key: encode(op.delete.key) } },
+      ),
+    })) as { succeeded?: boolean };
+    return answer.succeeded === true;
+  }
+
+  private call(path: string, body: unknown): Promise<unknown> {
+    this.requests++;
+    return this.connection.post(path, body);
+  }
+}
