@@ -1,5 +1,5 @@
 #!/bin/sh
-# Builds the N-API addon into native/ and regenerates ts/dataplane/binding.d.ts.
+# Builds the N-API addon into native/ and regenerates ts/native/binding.d.ts.
 #   npm run build:addon                                        # this machine
 #   npm run build:addon -- --target aarch64-unknown-linux-gnu  # cross-build for arm64 Linux
 # Extra arguments go to `napi build`. Cross-building on x86-64 uses Debian's aarch64 linker and,
@@ -35,4 +35,4 @@ fi
 
 exec node_modules/.bin/napi build --platform --release \
   --manifest-path crates/netplug-dataplane-napi/Cargo.toml \
-  --output-dir native --no-js --dts ../ts/dataplane/binding.d.ts "$@"
+  --output-dir native --no-js --dts ../ts/native/binding.d.ts "$@"

@@ -4,7 +4,7 @@ import { readlinkSync, writeFileSync } from 'node:fs';
 
 import test from 'ava';
 
-import { checkWorkload, interfaceExists, setupWorkload, teardownWorkload, type WorkloadSpec } from '../../ts/dataplane/index.ts';
+import { checkWorkload, interfacePresence, setupWorkload, teardownWorkload, type WorkloadSpec } from '../../ts/dataplane/index.ts';
 import {
   createNetns,
   hostIfname,
@@ -27,10 +27,11 @@ test('teardown removes both ends and host routes, and is idempotent', async (t) 
   const v4 = uniqueV4();
   const spec = podSpec(netns, [v4]);
   await setupWorkload(spec);
-  t.true(await interfaceExists(netns.path, 'eth0'));
+  t.is(await interfacePresence(netns.path, 'eth0', spec.hostIfname), 'attached');
+  t.is(await interfacePresence(netns.path, 'eth0', 'cali00000000000'), 'foreign', 'the peer of another host link');
   t.is(await teardownWorkload(netns.path, 'eth0'), 'removed');
-  t.false(await interfaceExists(netns.path, 'eth0'));
-  t.false(await interfaceExists('/run/netns/netplug-gone', 'eth0'));
+  t.is(await interfacePresence(netns.path, 'eth0', spec.hostIfname), 'absent');
+  t.is(await interfacePresence('/run/netns/netplug-gone', 'eth0', spec.hostIfname), 'absent');
   t.is(link(spec.hostIfname), undefined);
   t.is(link('eth0', netns), undefined);
   t.false(routes(4).some((r) => r.startsWith(`${v4} `)));

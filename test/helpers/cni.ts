@@ -111,7 +111,7 @@ export function hasStackTrace(text: string): boolean {
   return /\n\s+at .+\(.+:\d+:\d+\)/.test(text) || /^\s+at .+:\d+:\d+$/m.test(text);
 }
 
-/** The host-side veth netplug makes for a container outside Kubernetes. */
-export function hostVeth(containerId: string): string {
-  return `cali${createHash('sha1').update(containerId).digest('hex').slice(0, 11)}`;
+/** The host-side veth netplug makes for an attachment outside Kubernetes. */
+export function hostVeth(containerId: string, ifname = 'eth0'): string {
+  return `cali${createHash('sha1').update(`${containerId}/${ifname}`).digest('hex').slice(0, 11)}`;
 }

@@ -16,14 +16,14 @@ async function dispatch(): Promise<void> {
   const program = programName();
   if (program === 'netplugctl') {
     const { runCtlMain } = await import('../ctl/main.ts');
-    const outcome = await runCtlMain(process.argv.slice(2));
+    const outcome = await runCtlMain(process.argv.slice(2), process.env);
     writeAll(1, outcome.stdout);
     writeAll(2, outcome.stderr);
     process.exitCode = outcome.exitCode;
     return;
   }
-  const run = program === 'netplug-ipam' ? (await import('../ipam/main.ts')).runIpamMain : (await import('../plugin/main.ts')).runMain;
-  const outcome = await run(processIo());
+  const { runMain } = await import('../plugin/main.ts');
+  const outcome = await runMain(processIo(), program === 'netplug-ipam' ? 'netplug-ipam' : 'netplug');
   writeAll(1, outcome.stdout);
   process.exitCode = outcome.exitCode;
 }

@@ -1,5 +1,5 @@
 // CNI_ARGS: `K=V;K=V` pairs from the runtime (conventions of containernetworking/cni pkg/types).
-import { isIP } from 'node:net';
+import { parseIp } from '../ipam/cidr.ts';
 
 import { CniError, ErrorCode } from './errors.ts';
 
@@ -34,7 +34,7 @@ export function parseCniArgs(text: string | undefined): CniArgs {
     if (unknown.length > 0) throw invalid(`unknown keys ${unknown.map((k) => `"${k}"`).join(', ')} (set IgnoreUnknown=1 to allow them)`);
   }
   const ip = pairs.get('IP');
-  if (ip !== undefined && isIP(ip) === 0) throw invalid(`IP "${ip}" is not an IP address`);
+  if (ip !== undefined && parseIp(ip) === undefined) throw invalid(`IP "${ip}" is not an IP address`);
   const args: CniArgs = {};
   if (ip !== undefined) args.ip = ip;
   assign(args, 'podNamespace', pairs.get('K8S_POD_NAMESPACE'));

@@ -18,6 +18,8 @@ export const ErrorCode = {
   KernelFailure: 101,
   CheckFailed: 102,
   IpamFailure: 103,
+  AddressesExhausted: 104,
+  AddressInUse: 105,
   Internal: 999,
 } as const;
 

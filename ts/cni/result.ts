@@ -98,44 +98,51 @@ function compact<T extends object>(value: T): { [K in keyof T]: Exclude<T[K], un
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as never;
 }
 
-const str = () => z.string();
-const int = () => z.number().check(z.int());
-const dnsSchema = z.optional(
-  z.looseObject({
-    nameservers: z.optional(z.array(str())),
-    domain: z.optional(str()),
-    search: z.optional(z.array(str())),
-    options: z.optional(z.array(str())),
-  }),
-);
-const routeSchema = z.looseObject({
-  dst: str(),
-  gw: z.optional(str()),
-  mtu: z.optional(int()),
-  advmss: z.optional(int()),
-  priority: z.optional(int()),
-  table: z.optional(int()),
-  scope: z.optional(int()),
-});
-const legacyIpSchema = z.looseObject({ ip: str(), gateway: z.optional(str()), routes: z.optional(z.array(routeSchema)) });
-const legacySchema = z.looseObject({ ip4: z.optional(legacyIpSchema), ip6: z.optional(legacyIpSchema), dns: dnsSchema });
-const currentSchema = z.looseObject({
-  interfaces: z.optional(
-    z.array(
-      z.looseObject({
-        name: str(),
-        mac: z.optional(str()),
-        mtu: z.optional(int()),
-        sandbox: z.optional(str()),
-        socketPath: z.optional(str()),
-        pciID: z.optional(str()),
-      }),
+// Built on first use: printing a result (every ADD) needs none of them, and building zod schemas
+// costs a plugin process time on the pod's path.
+function buildSchemas() {
+  const str = () => z.string();
+  const int = () => z.number().check(z.int());
+  const dnsSchema = z.optional(
+    z.looseObject({
+      nameservers: z.optional(z.array(str())),
+      domain: z.optional(str()),
+      search: z.optional(z.array(str())),
+      options: z.optional(z.array(str())),
+    }),
+  );
+  const routeSchema = z.looseObject({
+    dst: str(),
+    gw: z.optional(str()),
+    mtu: z.optional(int()),
+    advmss: z.optional(int()),
+    priority: z.optional(int()),
+    table: z.optional(int()),
+    scope: z.optional(int()),
+  });
+  const legacyIpSchema = z.looseObject({ ip: str(), gateway: z.optional(str()), routes: z.optional(z.array(routeSchema)) });
+  const legacy = z.looseObject({ ip4: z.optional(legacyIpSchema), ip6: z.optional(legacyIpSchema), dns: dnsSchema });
+  const current = z.looseObject({
+    interfaces: z.optional(
+      z.array(
+        z.looseObject({
+          name: str(),
+          mac: z.optional(str()),
+          mtu: z.optional(int()),
+          sandbox: z.optional(str()),
+          socketPath: z.optional(str()),
+          pciID: z.optional(str()),
+        }),
+      ),
     ),
-  ),
-  ips: z.optional(z.array(z.looseObject({ address: str(), gateway: z.optional(str()), interface: z.optional(int()) }))),
-  routes: z.optional(z.array(routeSchema)),
-  dns: dnsSchema,
-});
+    ips: z.optional(z.array(z.looseObject({ address: str(), gateway: z.optional(str()), interface: z.optional(int()) }))),
+    routes: z.optional(z.array(routeSchema)),
+    dns: dnsSchema,
+  });
+  return { legacy, current };
+}
+
+let schemas: ReturnType<typeof buildSchemas> | undefined;
 
 /**
  * Reads a result of any version (a prevResult, or what a delegated plugin printed) into the
@@ -143,14 +150,15 @@ const currentSchema = z.looseObject({
  */
 export function parseResult(value: unknown, version: string, what: string): Result {
   const legacy = !atLeast(version, '0.3.0');
-  const parsed = (legacy ? legacySchema : currentSchema).safeParse(value);
+  schemas ??= buildSchemas();
+  const parsed = (legacy ? schemas.legacy : schemas.current).safeParse(value);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const path = issue?.path.join('.') || '(top level)';
     throw new CniError(ErrorCode.DecodingFailure, `${what} is not a CNI ${version} result: ${path}: ${issue?.message}`);
   }
   if (legacy) {
-    const data = parsed.data as z.output<typeof legacySchema>;
+    const data = parsed.data as z.output<ReturnType<typeof buildSchemas>['legacy']>;
     const result: Result = { cniVersion: version, ips: [], routes: [] };
     for (const section of [data.ip4, data.ip6]) {
       if (!section) continue;
@@ -160,7 +168,7 @@ export function parseResult(value: unknown, version: string, what: string): Resu
     if (data.dns) result.dns = data.dns;
     return result;
   }
-  const data = parsed.data as z.output<typeof currentSchema>;
+  const data = parsed.data as z.output<ReturnType<typeof buildSchemas>['current']>;
   const result: Result = { cniVersion: version };
   if (data.interfaces) result.interfaces = data.interfaces.map((i) => compact({ ...i }));
   if (data.ips) {

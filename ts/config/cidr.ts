@@ -1,5 +1,5 @@
-// CIDR parsing with node:net, enough for validation and family checks (no arithmetic here).
-import { isIP } from 'node:net';
+// CIDR parsing enough for validation and family checks (no arithmetic here).
+import { parseIp } from '../ipam/cidr.ts';
 
 export interface Cidr {
   address: string;
@@ -12,11 +12,11 @@ export function parseCidr(text: string): Cidr | undefined {
   if (slash <= 0) return undefined;
   const address = text.slice(0, slash);
   const prefixText = text.slice(slash + 1);
-  const family = isIP(address);
-  if (family === 0 || !/^\d{1,3}$/.test(prefixText)) return undefined;
+  const family = parseIp(address)?.family;
+  if (family === undefined || !/^\d{1,3}$/.test(prefixText)) return undefined;
   const prefix = Number(prefixText);
   if (prefix > (family === 4 ? 32 : 128)) return undefined;
-  return { address, prefix, family: family as 4 | 6 };
+  return { address, prefix, family };
 }
 
 export const isCidr = (text: string): boolean => parseCidr(text) !== undefined;

@@ -101,6 +101,7 @@ const netconfSchema = z
     }),
   );
 
+
 export type Netconf = Omit<z.output<typeof netconfSchema>, 'ipam' | 'cniVersion'> & {
   cniVersion: (typeof SUPPORTED_VERSIONS)[number];
   ipam: IpamConfig;

@@ -1,5 +1,11 @@
-// netplugctl, the admin CLI: (arguments, environment) → (stdout, stderr, exit code).
+// netplugctl, the admin CLI, as a function: (arguments, environment) → (stdout, stderr, exit code).
+// Exit 0 on success, 1 when the request is refused or the datastore fails, 2 on a usage mistake;
+// every failure is one line on stderr, and nothing is changed by a refused request.
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+
+import type { Store } from '../store/store.ts';
 import { NETPLUG_VERSION } from '../version.ts';
+import { UsageError } from './usage.ts';
 
 export interface CtlOutcome {
   stdout: string;
@@ -7,23 +13,183 @@ export interface CtlOutcome {
   exitCode: number;
 }
 
-const USAGE = `usage: netplugctl <command>
+type Env = Readonly<Record<string, string | undefined>>;
+
+const USAGE = `usage: netplugctl [datastore flags] <command> [flags]
 
 commands:
-  version    print netplug's version
+  pool create NAME --cidr CIDR [--block-size N] [--node-selector EXPR]
+                   [--ipip-mode Never|Always|CrossSubnet] [--vxlan-mode Never|Always|CrossSubnet]
+                   [--nat-outgoing] [--disabled]
+  pool list | pool get NAME | pool delete NAME
+  node create NAME [--label KEY=VALUE]... | node list | node delete NAME
+  ipam show [--ip IP]          usage per pool and block, or who holds an address and since when
+  ipam check [--grace-period SECONDS]
+                               leaks and inconsistencies; exit 1 if any
+  ipam release --ip IP [--force]
+                               free a leaked address
+  version
+
+datastore (flags, else the netconf or conflist of --config FILE, else DATASTORE_TYPE, ETCD_ENDPOINTS, ...):
+  --datastore-type etcdv3  --etcd-endpoints URLS  --etcd-discovery-srv DOMAIN
+  --etcd-key-file FILE  --etcd-cert-file FILE  --etcd-ca-cert-file FILE
+
+output: -o table (default) | -o json
 `;
 
-export async function runCtlMain(argv: readonly string[]): Promise<CtlOutcome> {
-  const [command] = argv;
-  switch (command) {
-    case 'version':
-      return { stdout: `netplugctl ${NETPLUG_VERSION}\n`, stderr: '', exitCode: 0 };
-    case undefined:
-    case 'help':
-    case '--help':
-    case '-h':
-      return { stdout: USAGE, stderr: '', exitCode: command === undefined ? 2 : 0 };
-    default:
-      return { stdout: '', stderr: `netplugctl: unknown command "${command}"\n${USAGE}`, exitCode: 2 };
+const GLOBAL = {
+  'datastore-type': { type: 'string' },
+  'etcd-endpoints': { type: 'string' },
+  'etcd-discovery-srv': { type: 'string' },
+  'etcd-key-file': { type: 'string' },
+  'etcd-cert-file': { type: 'string' },
+  'etcd-ca-cert-file': { type: 'string' },
+  config: { type: 'string' },
+  output: { type: 'string', short: 'o' },
+  help: { type: 'boolean', short: 'h' },
+} as const satisfies ParseArgsConfig['options'];
+
+/** The flags each command takes besides the global ones. */
+const COMMAND_FLAGS = {
+  'pool create': {
+    cidr: { type: 'string' },
+    'block-size': { type: 'string' },
+    'node-selector': { type: 'string' },
+    'ipip-mode': { type: 'string' },
+    'vxlan-mode': { type: 'string' },
+    'nat-outgoing': { type: 'boolean' },
+    disabled: { type: 'boolean' },
+  },
+  'node create': { label: { type: 'string', multiple: true } },
+  'ipam show': { ip: { type: 'string' } },
+  'ipam check': { 'grace-period': { type: 'string' } },
+  'ipam release': { ip: { type: 'string' }, force: { type: 'boolean' } },
+} as const satisfies Record<string, ParseArgsConfig['options']>;
+
+/** Each command and how many NAME arguments it takes. */
+const COMMANDS: Record<string, number> = {
+  'pool create': 1,
+  'pool list': 0,
+  'pool get': 1,
+  'pool delete': 1,
+  'node create': 1,
+  'node list': 0,
+  'node delete': 1,
+  'ipam show': 0,
+  'ipam check': 0,
+  'ipam release': 0,
+  version: 0,
+};
+
+const ALL_FLAGS = { ...GLOBAL, ...Object.assign({}, ...Object.values(COMMAND_FLAGS)) } as ParseArgsConfig['options'];
+
+export async function runCtlMain(argv: readonly string[], env: Env = {}): Promise<CtlOutcome> {
+  try {
+    return { stdout: await run(argv, env), stderr: '', exitCode: 0 };
+  } catch (err) {
+    if (err instanceof CheckFailed) return { stdout: err.report, stderr: '', exitCode: 1 };
+    const { message, exitCode } = describeFailure(err);
+    return { stdout: '', stderr: `netplugctl: ${message}\n`, exitCode };
   }
+}
+
+async function run(argv: readonly string[], env: Env): Promise<string> {
+  const { values, positionals } = parseFlags(argv);
+  if (values['help'] || positionals[0] === 'help') return USAGE;
+  if (positionals.length === 0) throw new UsageError('no command given; netplugctl --help lists them');
+  const single = positionals[0] as string;
+  const command = single in COMMANDS ? single : positionals.slice(0, 2).join(' ');
+  const expected = COMMANDS[command];
+  if (expected === undefined) throw new UsageError(`unknown command "${positionals.slice(0, 2).join(' ')}"`);
+  const names = positionals.slice(command.split(' ').length);
+  if (names.length !== expected) {
+    throw new UsageError(expected === 0 ? `${command} takes no arguments, got "${names.join(' ')}"` : `${command} needs a NAME${names.length > 1 ? `, got "${names.join(' ')}"` : ''}`);
+  }
+  const allowed = new Set([...Object.keys(GLOBAL), ...Object.keys((COMMAND_FLAGS as Record<string, object>)[command] ?? {})]);
+  const stray = Object.keys(values).find((flag) => !allowed.has(flag));
+  if (stray) throw new UsageError(`${command} does not take --${stray}`);
+  const output = values['output'] ?? 'table';
+  if (output !== 'table' && output !== 'json') throw new UsageError(`-o "${String(output)}" must be table or json`);
+  const json = output === 'json';
+  if (command === 'version') return json ? `${JSON.stringify({ version: NETPLUG_VERSION })}\n` : `netplugctl ${NETPLUG_VERSION}\n`;
+
+  const name = names[0] as string;
+  const flags = values;
+  const store = await openDatastore(flags, env);
+  try {
+    switch (command) {
+      case 'pool create':
+        return await (await import('./pools.ts')).createPool(store, name, flags);
+      case 'pool list':
+        return await (await import('./pools.ts')).listPoolsCommand(store, json);
+      case 'pool get':
+        return await (await import('./pools.ts')).getPool(store, name, json);
+      case 'pool delete':
+        return await (await import('./pools.ts')).deletePool(store, name);
+      case 'node create':
+        return await (await import('./nodes.ts')).createNode(store, name, (flags['label'] as string[] | undefined) ?? []);
+      case 'node list':
+        return await (await import('./nodes.ts')).listNodes(store, json);
+      case 'node delete':
+        return await (await import('./nodes.ts')).deleteNode(store, name);
+      case 'ipam show': {
+        const show = await import('./ipam-show.ts');
+        return typeof flags['ip'] === 'string' ? await show.showAddress(store, flags['ip'], json) : await show.showIpam(store, json);
+      }
+      case 'ipam check': {
+        const grace = flags['grace-period'] === undefined ? 900 : Number(flags['grace-period']);
+        if (!Number.isFinite(grace) || grace < 0) throw new UsageError(`--grace-period "${String(flags['grace-period'])}" must be a number of seconds`);
+        const { checkIpam } = await import('./ipam-check.ts');
+        const { text, clean } = await checkIpam(store, json, { gracePeriodSeconds: grace, now: new Date() });
+        if (!clean) throw new CheckFailed(text);
+        return text;
+      }
+      case 'ipam release':
+        return await (await import('./ipam-release.ts')).releaseIp(store, flags['ip'] as string | undefined, flags['force'] === true);
+      default:
+        throw new UsageError(`unknown command "${command}"`);
+    }
+  } finally {
+    store.close();
+  }
+}
+
+function parseFlags(argv: readonly string[]): { values: Record<string, string | boolean | string[] | undefined>; positionals: string[] } {
+  try {
+    return parseArgs({ args: [...argv], options: ALL_FLAGS, allowPositionals: true, strict: true });
+  } catch (err) {
+    // node:util's messages name the flag; drop its advice about "--" which does not apply here.
+    throw new UsageError((err as Error).message.split('. To specify')[0]?.replace(/^Unknown option/, 'unknown flag') ?? 'bad arguments');
+  }
+}
+
+async function openDatastore(flags: Record<string, unknown>, env: Env): Promise<Store> {
+  const [{ datastoreSettings }, { openStore }] = await Promise.all([import('./datastore.ts'), import('../store/open.ts')]);
+  return openStore(datastoreSettings(flags, env));
+}
+
+/** ipam check found problems: its report goes to stdout, and the exit code is 1. */
+class CheckFailed extends Error {
+  readonly report: string;
+
+  constructor(report: string) {
+    super('ipam check found problems');
+    this.report = report;
+  }
+}
+
+function describeFailure(err: unknown): { message: string; exitCode: number } {
+  if (err instanceof UsageError) return { message: err.message, exitCode: err.exitCode };
+  if (err instanceof Error) {
+    switch (err.name) {
+      case 'StoreUnavailableError':
+      case 'StoreError':
+      case 'EtcdSettingsError':
+      case 'SelectorError':
+      case 'IpamError':
+        return { message: err.message, exitCode: 1 };
+    }
+    return { message: `internal error: ${err.message}`, exitCode: 1 };
+  }
+  return { message: `internal error: ${String(err)}`, exitCode: 1 };
 }

@@ -1,4 +1,4 @@
-import type { KernelError } from './binding.d.ts';
+import type { KernelError } from '../native/binding.d.ts';
 
 /** A data-plane operation failed. `code` is the errno name (`EEXIST`, `ENOENT`, ...). */
 export class DataplaneError extends Error {

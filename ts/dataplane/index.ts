@@ -1,11 +1,11 @@
 // Typed facade over the native data plane. Each call runs on a dedicated OS thread inside the
 // addon; kernel failures arrive as outcomes and are thrown here as DataplaneError.
-import { addon } from './addon.ts';
-import type { Difference, WorkloadInterfaces, WorkloadSpec } from './binding.d.ts';
+import { addon } from '../native/addon.ts';
+import type { Difference, WorkloadInterfaces, WorkloadSpec } from '../native/binding.d.ts';
 import { DataplaneError } from './errors.ts';
 
 export { DataplaneError } from './errors.ts';
-export type { Difference, InterfaceInfo, WorkloadInterfaces, WorkloadSpec } from './binding.d.ts';
+export type { Difference, InterfaceInfo, WorkloadInterfaces, WorkloadSpec } from '../native/binding.d.ts';
 
 export type TeardownResult = 'removed' | 'namespace-gone' | 'link-gone';
 
@@ -28,11 +28,16 @@ export async function teardownWorkload(netns: string, ifname: string): Promise<T
   return required(outcome.result, 'teardownWorkload');
 }
 
-/** Whether `ifname` exists in the namespace at `netns` (false if the namespace does not). */
-export async function interfaceExists(netns: string, ifname: string): Promise<boolean> {
-  const outcome = await addon().interfaceExists(netns, ifname);
+export type Presence = 'absent' | 'attached' | 'foreign';
+
+/**
+ * What `ifname` in the namespace at `netns` is: absent (also when the namespace is), `attached`
+ * (the workload end of the veth whose host end is `hostIfname`), or some `foreign` link.
+ */
+export async function interfacePresence(netns: string, ifname: string, hostIfname: string): Promise<Presence> {
+  const outcome = await addon().interfacePresence(netns, ifname, hostIfname);
   if (outcome.error) throw new DataplaneError(outcome.error);
-  return required(outcome.exists, 'interfaceExists');
+  return required(outcome.presence, 'interfacePresence') as Presence;
 }
 
 /** Every difference between the kernel and what setupWorkload(spec) produces; empty if none. */

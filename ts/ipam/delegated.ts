@@ -10,6 +10,7 @@ import type { Logger } from '../log/logger.ts';
 import type { Ipam } from './ipam.ts';
 
 export class DelegatedIpam implements Ipam {
+  readonly commitsCompanions = false;
   private readonly env: CniEnvironment;
   private readonly netconf: ParsedNetconf;
   private readonly log: Logger;
@@ -29,7 +30,8 @@ export class DelegatedIpam implements Ipam {
     return parseResult(output, version, `the result of IPAM plugin ${this.type}`);
   }
 
-  async del(): Promise<void> {
+  async del(interfaceGone?: Promise<unknown>): Promise<void> {
+    await interfaceGone;
     await this.invoke('DEL');
   }
 

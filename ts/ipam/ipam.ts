@@ -1,11 +1,22 @@
 // What the plugin flow needs from address management, whichever manager provides it.
 import type { Result } from '../cni/result.ts';
+import type { Companion } from './allocator.ts';
 
 export interface Ipam {
-  /** Allocates the workload's addresses (idempotent for the same attachment where possible). */
-  add(): Promise<Result>;
-  /** Releases them; releasing what is not allocated is success. */
-  del(): Promise<void>;
+  /**
+   * Allocates the workload's addresses (idempotent for the same attachment where possible). A
+   * manager on the datastore commits `companions` (the workload endpoint) in the same transaction.
+   */
+  add(companions?: readonly Companion[]): Promise<Result>;
+  /** Whether add() commits companions; otherwise the caller writes them. */
+  readonly commitsCompanions: boolean;
+  /** Whether this attachment holds addresses already (only a manager whose ADD is idempotent says). */
+  holdsAddresses?(): Promise<boolean>;
+  /**
+   * Releases them; releasing what is not allocated is success. Nothing is released before
+   * `interfaceGone` settles (it may prepare meanwhile).
+   */
+  del(interfaceGone?: Promise<unknown>): Promise<void>;
   /** Fails if the allocation made by ADD is missing. */
   check(): Promise<void>;
   /** Releases allocations of attachments not in the runtime's list of valid ones. */

@@ -4,7 +4,7 @@ import { CniError, ErrorCode } from '../cni/errors.ts';
 import { parseResult } from '../cni/result.ts';
 import { checkWorkload } from '../dataplane/index.ts';
 import { workloadMtu, type PluginContext } from './context.ts';
-import { toCniError } from './dataplane-errors.ts';
+import { toCniError } from './errors.ts';
 import { hostInterfaceName } from './host-interface.ts';
 
 /** The next hops netplug routes through; routes via anything else belong to someone else. */

@@ -11,10 +11,11 @@ export function interfacePrefix(env: Readonly<Record<string, string | undefined>
 }
 
 /**
- * Outside an orchestrator the identity is the container ID. It is hashed rather than cut (the
- * reference takes its first 11 characters): IDs from clients such as cnitool share a long
- * prefix, and two workloads with one name would replace each other's veth.
+ * Outside an orchestrator the identity is the attachment: container ID and interface. It is
+ * hashed rather than cut (the reference takes the container ID's first 11 characters): IDs from
+ * clients such as cnitool share a long prefix, and a second interface of one container would
+ * otherwise take the first one's name, and replace its veth.
  */
 export function hostInterfaceName(env: CniEnvironment): string {
-  return derive(interfacePrefix(env.raw), env.containerId);
+  return derive(interfacePrefix(env.raw), `${env.containerId}/${env.ifname}`);
 }

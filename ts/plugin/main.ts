@@ -1,11 +1,14 @@
-// The netplug CNI plugin as a function: (environment, stdin) → (stdout, exit code). Nothing here
-// touches `process`, so the same core can run inside a resident agent. Each command's code is
-// loaded only when that command runs: VERSION, on every runtime's path, loads next to nothing.
+// The netplug CNI plugin, and netplug-ipam as an IPAM plugin of its own, as a function:
+// (environment, stdin) → (stdout, exit code). Nothing here touches `process`, so the same core can
+// run inside a resident agent. Each command's code is loaded only when that command runs: VERSION,
+// on every runtime's path, loads next to nothing.
 import type { Command } from '../cni/environment.ts';
 import { readCommand } from '../cni/environment.ts';
 import { CniError, ErrorCode } from '../cni/errors.ts';
 import { LATEST_VERSION, SUPPORTED_VERSIONS, versionAllows } from '../cni/versions.ts';
 import type { Logger } from '../log/logger.ts';
+import type { PluginContext } from './context.ts';
+import type { EarlyWork } from './early.ts';
 import { NETPLUG_VERSION } from '../version.ts';
 
 export interface MainIo {
@@ -29,7 +32,9 @@ export function about(program: string): string {
   return `${program} ${NETPLUG_VERSION}: a CNI plugin run by container runtimes, not by hand\nCNI protocol versions supported: ${SUPPORTED_VERSIONS.join(', ')}\n`;
 }
 
-export async function runMain(io: MainIo): Promise<MainOutcome> {
+export type Program = 'netplug' | 'netplug-ipam';
+
+export async function runMain(io: MainIo, program: Program = 'netplug'): Promise<MainOutcome> {
   let command: Command | undefined;
   try {
     command = readCommand(io.env);
@@ -37,20 +42,24 @@ export async function runMain(io: MainIo): Promise<MainOutcome> {
     return failed(err as CniError, LATEST_VERSION);
   }
   if (command === undefined) {
-    io.stderr(about('netplug'));
+    io.stderr(about(program));
     return { stdout: '', exitCode: 0 };
   }
   if (command === 'VERSION') {
     return { stdout: print({ cniVersion: LATEST_VERSION, supportedVersions: SUPPORTED_VERSIONS }), exitCode: 0 };
   }
   const { Logger } = await import('../log/logger.ts');
-  const log = new Logger('netplug', io.stderr, io.pid);
+  const log = new Logger(program, io.stderr, io.pid);
   let cniVersion: string = LATEST_VERSION;
+  let context: { close(): void } | undefined;
+  let early: EarlyWork = {};
   try {
     const { parseEnvironment } = await import('../cni/environment.ts');
     const env = parseEnvironment(command, io.env);
-    const { parseNetconf, declaredVersion } = await import('../config/netconf.ts');
     const stdin = io.readStdin();
+    // Before loading the netconf's validation: early work overlaps it.
+    early = (await import('./early.ts')).startEarlyWork(command, program, env, stdin);
+    const { parseNetconf, declaredVersion } = await import('../config/netconf.ts');
     cniVersion = declaredVersion(stdin) ?? cniVersion;
     const netconf = parseNetconf(stdin);
     const { conf } = netconf;
@@ -67,15 +76,20 @@ export async function runMain(io: MainIo): Promise<MainOutcome> {
       );
     }
     log.debug(`${command} called`, { container: env.containerId, netns: env.netns, interface: env.ifname, args: env.raw['CNI_ARGS'] });
+    if (program === 'netplug-ipam' && conf.ipam.type !== 'netplug-ipam') {
+      throw new CniError(ErrorCode.InvalidConfig, `netconf field "ipam.type" is "${conf.ipam.type}"; netplug-ipam serves "netplug-ipam"`);
+    }
     const { createContext } = await import('./context.ts');
-    const ctx = createContext(env, netconf, log.child(command.toLowerCase()));
+    const ctx = createContext(env, netconf, log.child(command.toLowerCase()), { writesEndpoint: program === 'netplug', ...(early.store ? { store: early.store } : {}), ...(early.prefetched ? { prefetched: early.prefetched } : {}) });
+    context = ctx;
+    if (program === 'netplug-ipam') return await runIpamCommand(command, ctx, conf.cniVersion);
     switch (command) {
       case 'ADD': {
         const [{ cmdAdd }, { formatResult }] = await Promise.all([import('./add.ts'), import('../cni/result.ts')]);
-        return { stdout: print(formatResult(await cmdAdd(ctx), conf.cniVersion)), exitCode: 0 };
+        return { stdout: print(formatResult(await cmdAdd(ctx, early.presence), conf.cniVersion)), exitCode: 0 };
       }
       case 'DEL':
-        await (await import('./del.ts')).cmdDel(ctx);
+        await (await import('./del.ts')).cmdDel(ctx, early.teardown);
         break;
       case 'CHECK':
         await (await import('./check.ts')).cmdCheck(ctx);
@@ -89,13 +103,27 @@ export async function runMain(io: MainIo): Promise<MainOutcome> {
     }
     return { stdout: '', exitCode: 0 };
   } catch (err) {
-    const { toCniError } = await import('./dataplane-errors.ts');
-    const error = toCniError(err);
+    const { toCniError } = await import('./errors.ts');
+    const error = toCniError(err, command);
     logFailure(log, command, error);
     return failed(error, cniVersion);
   } finally {
+    if (!context) early.store?.then((store) => store.close(), () => undefined);
+    context?.close();
+    await (await import('./early.ts')).settle(early);
     log.close();
   }
+}
+
+/** netplug-ipam's commands: the address manager alone, its result as an IPAM plugin's. */
+async function runIpamCommand(command: Exclude<Command, 'VERSION'>, ctx: PluginContext, version: string): Promise<MainOutcome> {
+  if (command === 'ADD') {
+    const { formatResult } = await import('../cni/result.ts');
+    return { stdout: print(formatResult(await ctx.ipam.add(), version)), exitCode: 0 };
+  }
+  const run = { DEL: () => ctx.ipam.del(), CHECK: () => ctx.ipam.check(), GC: () => ctx.ipam.gc(), STATUS: () => ctx.ipam.status() }[command];
+  await run();
+  return { stdout: '', exitCode: 0 };
 }
 
 function failed(error: CniError, cniVersion: string): MainOutcome {

@@ -1,7 +1,7 @@
 // Opens the datastore the settings name. Only etcd for now; the Kubernetes datastore comes later.
 import { EtcdClient } from './etcd/client.ts';
-import { GatewayConnection } from './etcd/http.ts';
-import { gatewayOptions, type EtcdSettings } from './etcd/options.ts';
+import { GatewayConnection, TlsMaterialError, type GatewayOptions } from './etcd/http.ts';
+import { EtcdSettingsError, gatewayOptions, type EtcdSettings } from './etcd/options.ts';
 import { EtcdStore } from './etcd/store.ts';
 import type { Store } from './store.ts';
 import { StoreError } from './store.ts';
@@ -13,5 +13,18 @@ export interface DatastoreSettings extends EtcdSettings {
 export async function openStore(settings: DatastoreSettings): Promise<Store> {
   const type = settings.datastore_type ?? 'etcdv3';
   if (type !== 'etcdv3') throw new StoreError(`datastore_type "${type}" is not available in this release; use "etcdv3"`);
-  return new EtcdStore(new EtcdClient(new GatewayConnection(await gatewayOptions(settings))));
+  return new EtcdStore(new EtcdClient(gatewayConnection(await gatewayOptions(settings), settings)));
+}
+
+const TLS_FIELDS = { ca: 'etcd_ca_cert_file', cert: 'etcd_cert_file', key: 'etcd_key_file' } as const;
+
+/** The connection; TLS files it cannot use are reported by the netconf field that names them. */
+function gatewayConnection(options: GatewayOptions, settings: EtcdSettings): GatewayConnection {
+  try {
+    return new GatewayConnection(options);
+  } catch (err) {
+    if (!(err instanceof TlsMaterialError)) throw err;
+    const field = TLS_FIELDS[err.part];
+    throw new EtcdSettingsError(field, `${settings[field] ?? 'the system trust store'}: ${err.message}`);
+  }
 }

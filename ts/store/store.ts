@@ -18,6 +18,12 @@ export type Write =
   /** Delete `key`; fails unless it is still at `revision`. */
   | { key: string; remove: true; revision: string };
 
+/** One read of a batch: a key, every entry under a prefix, or only the keys under a prefix. */
+export type Read = { get: string } | { list: string } | { keys: string };
+
+/** What a Read gives: the entry (or undefined), the entries, or the keys. */
+export type ReadResult<R extends Read> = R extends { get: string } ? Entry<unknown> | undefined : R extends { list: string } ? Entry<unknown>[] : string[];
+
 export interface Store {
   /** Where the data lives, for messages: `etcd at http://10.0.0.1:2379`. */
   readonly description: string;
@@ -26,8 +32,22 @@ export interface Store {
   list<T>(prefix: string): Promise<Entry<T>[]>;
   /** The keys under `prefix`, without values (cheap). */
   listKeys(prefix: string): Promise<string[]>;
+  /** Several reads in one round trip, all at one revision. */
+  read<const R extends readonly Read[]>(reads: R): Promise<{ -readonly [I in keyof R]: ReadResult<R[I]> }>;
+  /** Starts connecting now, so that the connection is ready by the first request; failures surface there. */
+  warmUp(): void;
   /** Applies all writes if every condition holds; `false` (nothing written) if any does not. */
   commit(writes: readonly Write[]): Promise<boolean>;
+  /**
+   * commit(), and when a condition fails, the reads instead, in the same round trip: a writer that
+   * lost a race learns the state it lost to without asking again.
+   */
+  commitElseRead(
+    writes: readonly Write[],
+    reads: readonly Read[],
+    /** Documents to put (unconditionally) when the commit fails, in the same round trip, before the reads. */
+    otherwisePut?: readonly { key: string; value: unknown }[],
+  ): Promise<{ committed: true } | { committed: false; results: unknown[] }>;
   close(): void;
 }
 
@@ -41,13 +61,19 @@ export class StoreError extends Error {
   override readonly name = 'StoreError';
 }
 
-/** Repeats `attempt` while it reports a conflict (returns undefined), up to `limit` times. */
-export async function retryOnConflict<T>(what: string, attempt: (round: number) => Promise<T | undefined>, limit = 100): Promise<T> {
-  for (let round = 0; round < limit; round++) {
+/**
+ * Repeats `attempt` while it reports a conflict (returns undefined), for up to `patienceMs`. Many
+ * writers on one key (a burst of pods on one node, all on its block) would retry in lock step and
+ * mostly collide again: each retry waits a random time whose bound doubles with every conflict
+ * (up to 64 ms), so the writers spread out and the datastore is not flooded.
+ */
+export async function retryOnConflict<T>(what: string, attempt: (round: number) => Promise<T | undefined>, patienceMs = 30_000): Promise<T> {
+  const start = Date.now();
+  for (let round = 0; ; round++) {
     const result = await attempt(round);
     if (result !== undefined) return result;
-    // Many writers on one key: spread the retries so they stop colliding in lock step.
-    if (round >= 3) await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(2 ** (round - 3), 50)));
+    if (Date.now() - start > patienceMs) break;
+    await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(2 ** round, 64)));
   }
-  throw new StoreError(`${what}: still conflicting with concurrent writers after ${limit} attempts`);
+  throw new StoreError(`${what}: still conflicting with concurrent writers after ${patienceMs / 1000} s`);
 }

@@ -1,10 +1,13 @@
-//! N-API binding of `netplug-dataplane`.
+//! N-API binding of netplug's native crates: `netplug-dataplane` (kernel work) and, in
+//! [`http`], `netplug-http` (the connection to etcd's gateway).
 //!
 //! Each call starts a dedicated OS thread (namespaces are per thread), returns a promise at
 //! once, and settles it from that thread: neither the JS thread nor libuv's pool ever blocks on
 //! or enters a namespace. Kernel failures resolve as `{ error }` outcomes carrying the errno name
 //! and the operation, which the TypeScript facade turns into typed errors; the promise rejects
 //! only if the binding itself breaks.
+
+mod http;
 
 use std::net::IpAddr;
 
@@ -14,7 +17,7 @@ use napi::bindgen_prelude::{Object, ToNapiValue};
 use napi::{Env, Error, Result};
 use napi_derive::napi;
 use netplug_dataplane::netns::{self, NamespaceThread};
-use netplug_dataplane::{self as dataplane, DataplaneError, Teardown};
+use netplug_dataplane::{self as dataplane, DataplaneError, Presence, Teardown};
 
 /// The workload interface to set up or check.
 #[napi(object)]
@@ -35,6 +38,8 @@ pub struct WorkloadSpec {
     pub routes: Option<Vec<String>>,
     /// Sets the workload's IP forwarding sysctls to 1 instead of 0.
     pub allow_ip_forwarding: Option<bool>,
+    /// The workload end's MAC (`0a:58:...`); the kernel picks one when absent.
+    pub container_mac: Option<String>,
 }
 
 #[napi(object)]
@@ -147,17 +152,31 @@ pub fn teardown_workload(env: &Env, netns: String, ifname: String) -> Result<Obj
 }
 
 #[napi(object)]
-pub struct ExistsOutcome {
-    pub exists: Option<bool>,
+pub struct PresenceOutcome {
+    /// `absent`, `attached` (the peer of the given host veth) or `foreign`.
+    pub presence: Option<String>,
     pub error: Option<KernelError>,
 }
 
-/// Whether `ifname` exists in `netns` (false if the namespace does not exist).
-#[napi(ts_return_type = "Promise<ExistsOutcome>")]
-pub fn interface_exists(env: &Env, netns: String, ifname: String) -> Result<Object<'_>> {
-    on_namespace_thread(env, move |thread| match dataplane::interface_exists(thread, netns.as_ref(), &ifname) {
-        Ok(exists) => ExistsOutcome { exists: Some(exists), error: None },
-        Err(err) => ExistsOutcome { exists: None, error: Some(kernel_error(err)) },
+/// What `ifname` in `netns` is: absent (also if the namespace is), the workload end of the veth
+/// whose host end is `hostIfname`, or a foreign link.
+#[napi(ts_return_type = "Promise<PresenceOutcome>")]
+pub fn interface_presence(env: &Env, netns: String, ifname: String, host_ifname: String) -> Result<Object<'_>> {
+    on_namespace_thread(env, move |thread| {
+        match dataplane::interface_presence(thread, netns.as_ref(), &ifname, &host_ifname) {
+            Ok(presence) => PresenceOutcome {
+                presence: Some(
+                    match presence {
+                        Presence::Absent => "absent",
+                        Presence::Attached => "attached",
+                        Presence::Foreign => "foreign",
+                    }
+                    .into(),
+                ),
+                error: None,
+            },
+            Err(err) => PresenceOutcome { presence: None, error: Some(kernel_error(err)) },
+        }
     })
 }
 
@@ -197,7 +216,7 @@ impl<T: ToNapiValue + 'static> Pending<T> {
 impl<T: ToNapiValue + 'static> Drop for Pending<T> {
     fn drop(&mut self) {
         if let Some(deferred) = self.0.take() {
-            deferred.reject(Error::from_reason("the namespace thread ended without settling the operation"));
+            deferred.reject(Error::from_reason("the operation's thread ended without settling it"));
         }
     }
 }
@@ -210,6 +229,21 @@ where
     let (deferred, promise) = env.create_deferred::<T, Resolver<T>>()?;
     let pending = Pending(Some(deferred));
     netns::spawn(move |thread| pending.resolve(work(thread))).map_err(|err| Error::from_reason(err.to_string()))?;
+    Ok(promise)
+}
+
+/// Runs `work` on a new OS thread (no namespace involved) and settles the promise with its value.
+pub(crate) fn on_thread<T, F>(env: &Env, work: F) -> Result<Object<'_>>
+where
+    T: ToNapiValue + Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    let (deferred, promise) = env.create_deferred::<T, Resolver<T>>()?;
+    let pending = Pending(Some(deferred));
+    std::thread::Builder::new()
+        .name("netplug-http".into())
+        .spawn(move || pending.resolve(work()))
+        .map_err(|err| Error::from_reason(format!("start a thread: {err}")))?;
     Ok(promise)
 }
 
@@ -240,7 +274,13 @@ fn to_core(spec: WorkloadSpec) -> dataplane::Result<dataplane::WorkloadSpec> {
         addresses,
         routes,
         allow_ip_forwarding: spec.allow_ip_forwarding.unwrap_or(false),
+        container_mac: spec.container_mac.as_deref().map(|text| parse_mac(op, text)).transpose()?,
     })
+}
+
+fn parse_mac(op: &str, text: &str) -> dataplane::Result<[u8; 6]> {
+    let bytes: Vec<u8> = text.split(':').filter_map(|part| (part.len() == 2).then(|| u8::from_str_radix(part, 16).ok()).flatten()).collect();
+    <[u8; 6]>::try_from(bytes).map_err(|_| DataplaneError::invalid(op, format!("\"{text}\" is not a MAC address such as 0a:58:0a:f4:00:05")))
 }
 
 fn interface(info: dataplane::InterfaceInfo) -> InterfaceInfo {

@@ -87,6 +87,7 @@ fn wire(host: &mut Rtnl, host_ns: &File, netns: &File, name: &str, ip: IpAddr) {
         name,
         mac: Some(HOST_MAC),
         peer_name: "eth0",
+        peer_mac: None,
         peer_netns_fd: netns.as_raw_fd(),
         mtu: None,
         queues: 1,

@@ -110,6 +110,9 @@ fn check_workload_side(
         return Ok(());
     };
     check_link(found, &subject, &link, spec);
+    if let Some(mac) = spec.container_mac {
+        found.expect(format!("{subject} MAC"), format_mac(&mac), link.mac.as_deref().map(format_mac).unwrap_or_default());
+    }
     if let Some(host) = host_link {
         let peer = |index: u32| match index == host.index {
             true => format!("host interface \"{}\" (index {index})", host.name),

@@ -100,6 +100,7 @@ pub struct VethPair<'a> {
     pub name: &'a str,
     pub mac: Option<[u8; 6]>,
     pub peer_name: &'a str,
+    pub peer_mac: Option<[u8; 6]>,
     pub peer_netns_fd: std::os::fd::RawFd,
     pub mtu: Option<u32>,
     /// Both `IFLA_NUM_TX_QUEUES` and `IFLA_NUM_RX_QUEUES`, on both ends; settable only at creation.
@@ -110,6 +111,9 @@ pub fn create_veth(rtnl: &mut Rtnl, pair: &VethPair<'_>) -> NetlinkResult<()> {
     let mut peer = LinkMessage::default();
     peer.attributes.push(LinkAttribute::IfName(pair.peer_name.to_string()));
     push_common(&mut peer.attributes, pair);
+    if let Some(mac) = pair.peer_mac {
+        peer.attributes.push(LinkAttribute::Address(mac.to_vec()));
+    }
     peer.attributes.push(LinkAttribute::NetNsFd(pair.peer_netns_fd));
 
     let mut host = LinkMessage::default();

@@ -64,6 +64,7 @@ pub fn setup_workload(thread: &mut NamespaceThread, spec: &WorkloadSpec) -> Resu
         name: &spec.host_ifname,
         mac: Some(HOST_MAC),
         peer_name: &spec.container_ifname,
+        peer_mac: spec.container_mac,
         peer_netns_fd: netns.raw_fd(),
         mtu: spec.mtu,
         queues: spec.num_queues,

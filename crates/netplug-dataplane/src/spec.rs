@@ -38,6 +38,9 @@ pub struct WorkloadSpec {
     pub routes: Option<Vec<IpNet>>,
     /// `net.ipv4.ip_forward` (and IPv6 forwarding) in the workload: 1 if set, else 0.
     pub allow_ip_forwarding: bool,
+    /// The workload end's MAC; the kernel picks a random one when `None`. Chosen by the caller
+    /// when it must record the MAC before the interface exists.
+    pub container_mac: Option<[u8; 6]>,
 }
 
 impl WorkloadSpec {
@@ -93,6 +96,11 @@ impl WorkloadSpec {
         }
         if self.addresses.is_empty() {
             return Err(DataplaneError::invalid(op, "no addresses to assign"));
+        }
+        if let Some(mac) = self.container_mac
+            && (mac[0] & 1 == 1 || mac == [0; 6])
+        {
+            return Err(DataplaneError::invalid(op, format!("MAC {} is not a unicast address", format_mac(&mac))));
         }
         for (i, ip) in self.addresses.iter().enumerate() {
             if ip.is_unspecified() || ip.is_multicast() || ip.is_loopback() {

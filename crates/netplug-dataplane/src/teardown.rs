@@ -20,18 +20,43 @@ pub enum Teardown {
     LinkGone,
 }
 
-/// Whether `ifname` exists inside the namespace at `netns` (false if the namespace does not).
-/// Moves the calling thread into the namespace.
-pub fn interface_exists(thread: &mut NamespaceThread, netns: &Path, ifname: &str) -> Result<bool> {
+/// What is at a workload's interface name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Presence {
+    /// Nothing (or no namespace at the path).
+    Absent,
+    /// The workload end of a veth whose host end is `host_ifname`: an attachment set-up made.
+    Attached,
+    /// Some other link.
+    Foreign,
+}
+
+/// What `ifname` inside the namespace at `netns` is: absent, the peer of the host link
+/// `host_ifname`, or something else. Looks up the host end first, then moves the calling thread
+/// into the namespace.
+pub fn interface_presence(thread: &mut NamespaceThread, netns: &Path, ifname: &str, host_ifname: &str) -> Result<Presence> {
     validate_ifname("container interface name", ifname)?;
+    validate_ifname("host interface name", host_ifname)?;
     let NetNsLookup::Found(netns) = NetNs::lookup(netns)? else {
-        return Ok(false);
+        return Ok(Presence::Absent);
     };
     let op = || format!("look up \"{ifname}\" in {}", netns.path().display());
     refuse_host_namespace(&netns, op())?;
+    let host_end = {
+        let mut host = Rtnl::open().map_err(|e| e.into_dataplane(op()))?;
+        get_link(&mut host, host_ifname).map_err(|e| e.into_dataplane(op()))?.filter(|l| l.is_veth())
+    };
     thread.enter(&netns)?;
     let mut rtnl = Rtnl::open().map_err(|e| e.into_dataplane(op()))?;
-    Ok(get_link(&mut rtnl, ifname).map_err(|e| e.into_dataplane(op()))?.is_some())
+    Ok(match get_link(&mut rtnl, ifname).map_err(|e| e.into_dataplane(op()))? {
+        None => Presence::Absent,
+        Some(link) => match host_end {
+            Some(host) if link.is_veth() && link.peer_index == Some(host.index) && host.peer_index == Some(link.index) => {
+                Presence::Attached
+            }
+            _ => Presence::Foreign,
+        },
+    })
 }
 
 /// Deletes `ifname` inside the namespace at `netns`. Moves the calling thread into it.

@@ -167,6 +167,19 @@ fn a_stale_host_veth_of_the_same_name_is_replaced() {
 }
 
 #[test]
+fn a_chosen_container_mac_is_applied_and_checked() {
+    let ns = TestNs::new();
+    let spec = WorkloadSpec { container_mac: Some([0x0a, 0x58, 0x0a, 0xf4, 0x00, 0x05]), ..spec(&ns, vec![unique_v4()]) };
+    let _cleanup = HostLink(spec.host_ifname.clone());
+    assert_eq!(set_up(&spec).container.mac, "0a:58:0a:f4:00:05");
+    assert_eq!(differences(&spec), vec![]);
+    let other = WorkloadSpec { container_mac: Some([0x0a, 0x58, 0, 0, 0, 1]), ..spec.clone() };
+    let found = differences(&other);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].subject.ends_with("MAC") && found[0].actual == "0a:58:0a:f4:00:05", "{found:?}");
+}
+
+#[test]
 fn any_namespace_path_form_is_accepted() {
     let ns = TestNs::new();
     // /var/run/netns/<name>: the same namespace through the /var/run link.

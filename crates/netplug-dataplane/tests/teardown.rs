@@ -5,7 +5,7 @@ mod common;
 use std::path::PathBuf;
 
 use common::*;
-use netplug_dataplane::{Teardown, interface_exists, netns, setup_workload, teardown_workload};
+use netplug_dataplane::{Presence, Teardown, interface_presence, netns, setup_workload, teardown_workload};
 
 fn tear_down(netns_path: impl Into<PathBuf>, ifname: &str) -> netplug_dataplane::Result<Teardown> {
     let (path, ifname) = (netns_path.into(), ifname.to_string());
@@ -24,9 +24,10 @@ fn teardown_removes_both_ends_and_the_host_routes_then_is_idempotent() {
     })
     .unwrap();
 
-    assert!(exists(&ns.path, "eth0"), "eth0 exists after set-up");
+    assert_eq!(presence(&ns.path, "eth0", &host), Presence::Attached, "eth0 is the peer of the host end after set-up");
+    assert_eq!(presence(&ns.path, "eth0", "cali00000000000"), Presence::Foreign, "and not of another host link");
     assert_eq!(tear_down(&ns.path, "eth0").unwrap(), Teardown::Removed);
-    assert!(!exists(&ns.path, "eth0"), "and not after teardown");
+    assert_eq!(presence(&ns.path, "eth0", &host), Presence::Absent, "and absent after teardown");
     assert!(link(None, &host).is_none(), "host end gone");
     assert!(link(Some(&ns), "eth0").is_none(), "pod end gone");
     assert!(!routes(None, false).iter().any(|r| r.0 == v4.to_string()), "host route to {v4} gone");
@@ -35,15 +36,15 @@ fn teardown_removes_both_ends_and_the_host_routes_then_is_idempotent() {
     assert_eq!(tear_down(&ns.path, "eth0").unwrap(), Teardown::LinkGone, "a second teardown succeeds");
 }
 
-fn exists(netns_path: &std::path::Path, ifname: &str) -> bool {
-    let (path, ifname) = (netns_path.to_path_buf(), ifname.to_string());
-    netns::run(move |thread| interface_exists(thread, &path, &ifname)).unwrap()
+fn presence(netns_path: &std::path::Path, ifname: &str, host_ifname: &str) -> Presence {
+    let (path, ifname, host_ifname) = (netns_path.to_path_buf(), ifname.to_string(), host_ifname.to_string());
+    netns::run(move |thread| interface_presence(thread, &path, &ifname, &host_ifname)).unwrap()
 }
 
 #[test]
 fn a_missing_empty_or_unmounted_namespace_is_success() {
     require_root();
-    assert!(!exists(std::path::Path::new("/run/netns/netplug-never-existed"), "eth0"));
+    assert_eq!(presence(std::path::Path::new("/run/netns/netplug-never-existed"), "eth0", "cali00000000000"), Presence::Absent);
     assert_eq!(tear_down("", "eth0").unwrap(), Teardown::NamespaceGone);
     assert_eq!(tear_down("/run/netns/netplug-never-existed", "eth0").unwrap(), Teardown::NamespaceGone);
     // What an unmounted namespace leaves: a plain file where the bind mount was.

@@ -42,6 +42,20 @@ export function prefixEnd(prefix: string): Buffer {
   return Buffer.from([0]); // every key
 }
 
+export interface RangeRequest {
+  key: string;
+  prefix?: boolean;
+  keysOnly?: boolean;
+}
+
+function rangeBody(key: string, options: Omit<RangeRequest, 'key'>) {
+  return {
+    key: encode(key),
+    ...(options.prefix ? { range_end: prefixEnd(key).toString('base64') } : {}),
+    ...(options.keysOnly ? { keys_only: true } : {}),
+  };
+}
+
 export class EtcdClient {
   readonly connection: GatewayConnection;
   /** Requests sent, for the benchmarks' count of datastore round trips. */
@@ -52,29 +66,45 @@ export class EtcdClient {
   }
 
   async range(key: string, options: { prefix?: boolean; keysOnly?: boolean } = {}): Promise<KeyValue[]> {
-    const answer = (await this.call('/v3/kv/range', {
-      key: encode(key),
-      ...(options.prefix ? { range_end: prefixEnd(key).toString('base64') } : {}),
-      ...(options.keysOnly ? { keys_only: true } : {}),
-    })) as { kvs?: RawKeyValue[] };
+    const answer = (await this.call('/v3/kv/range', rangeBody(key, options))) as { kvs?: RawKeyValue[] };
     return (answer.kvs ?? []).map(decode);
+  }
+
+  /** Several ranges in one request (a transaction without conditions), read at one revision. */
+  async ranges(requests: readonly RangeRequest[]): Promise<KeyValue[][]> {
+    const answer = (await this.call('/v3/kv/txn', { success: requests.map((r) => ({ request_range: rangeBody(r.key, r) })) })) as {
+      responses?: { response_range?: { kvs?: RawKeyValue[] } }[];
+    };
+    return requests.map((_, i) => (answer.responses?.[i]?.response_range?.kvs ?? []).map(decode));
   }
 
   /** Applies `success` if every comparison holds, else nothing; says which happened. */
   async txn(compare: readonly Compare[], success: readonly Operation[]): Promise<boolean> {
+    return (await this.txnElseRange(compare, success, [])).succeeded;
+  }
+
+  /** txn(), and when a comparison fails, the ranges `failure` instead. */
+  async txnElseRange(
+    compare: readonly Compare[],
+    success: readonly Operation[],
+    failure: readonly RangeRequest[],
+    failurePuts: readonly Operation[] = [],
+  ): Promise<{ succeeded: boolean; ranges: KeyValue[][] }> {
+    const op = (o: Operation) =>
+      'put' in o ? { request_put: { key: encode(o.put.key), value: o.put.value.toString('base64') } } : { request_delete_range: { key: encode(o.delete.key) } };
     const answer = (await this.call('/v3/kv/txn', {
       compare: compare.map((c) =>
         c.target === 'VERSION'
           ? { key: encode(c.key), target: 'VERSION', result: 'EQUAL', version: c.version }
           : { key: encode(c.key), target: 'MOD', result: 'EQUAL', mod_revision: c.modRevision },
       ),
-      success: success.map((op) =>
-        'put' in op
-          ? { request_put: { key: encode(op.put.key), value: op.put.value.toString('base64') } }
-          : { request_delete_range: { key: encode(op.delete.key) } },
-      ),
-    })) as { succeeded?: boolean };
-    return answer.succeeded === true;
+      success: success.map(op),
+      // The puts first, so that the ranges see them.
+      ...(failure.length + failurePuts.length > 0 ? { failure: [...failurePuts.map(op), ...failure.map((r) => ({ request_range: rangeBody(r.key, r) }))] } : {}),
+    })) as { succeeded?: boolean; responses?: { response_range?: { kvs?: RawKeyValue[] } }[] };
+    const succeeded = answer.succeeded === true;
+    const first = failurePuts.length;
+    return { succeeded, ranges: succeeded ? [] : failure.map((_, i) => (answer.responses?.[first + i]?.response_range?.kvs ?? []).map(decode)) };
   }
 
   private call(path: string, body: unknown): Promise<unknown> {

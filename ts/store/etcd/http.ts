@@ -1,10 +1,9 @@
-// A minimal HTTP/1.1 client for etcd's JSON gateway: POST a JSON body, read a JSON answer, over
-// one kept-alive connection (TLS when the endpoint is https). Written here instead of using
-// node:http because that client costs a plugin process some 10 ms to set up on every pod's path,
-// against 2 ms for a socket; etcd answers with Content-Length-delimited JSON, which is all this
-// reads (chunked answers are understood too).
-import type { Socket } from 'node:net';
-
+// etcd's JSON gateway over HTTP/1.1: POST a JSON body, read a JSON answer, on one kept-alive
+// connection per endpoint (TLS when the endpoint is https). The connection itself is native
+// (netplug-http in the addon): connecting, the TLS handshake and every exchange run on OS threads
+// of their own, so a plugin process neither loads Node's socket and stream stack nor spends its
+// JavaScript thread on TLS on a pod's path. Requests are built and responses parsed here.
+import { addon, type Binding } from '../../native/addon.ts';
 import { StoreError, StoreUnavailableError } from '../store.ts';
 
 export interface TlsFiles {
@@ -25,139 +24,114 @@ interface Response {
   body: Buffer;
 }
 
+/** TLS material the native connection refused: which part (`ca`, `cert`, `key`) and why. */
+export class TlsMaterialError extends StoreError {
+  readonly part: 'ca' | 'cert' | 'key';
+
+  constructor(part: 'ca' | 'cert' | 'key', message: string) {
+    super(message);
+    this.part = part;
+  }
+}
+
 export class GatewayConnection {
   private readonly options: GatewayOptions;
-  private socket: Socket | undefined;
+  private readonly connections = new Map<number, Binding.HttpConnection>();
   private endpoint = 0;
   private queue: Promise<unknown> = Promise.resolve();
 
   constructor(options: GatewayOptions) {
     if (options.endpoints.length === 0) throw new StoreError('no etcd endpoints');
     this.options = options;
+    this.connection(0); // refuses unusable TLS material now, not on the first request
   }
 
   get current(): URL {
     return this.options.endpoints[this.endpoint] as URL;
   }
 
-  /** POSTs `body` as JSON to `path`; one request at a time on the connection. */
+  /** POSTs `body` as JSON to `path`; one request at a time. */
   post(path: string, body: unknown): Promise<unknown> {
     const next = this.queue.then(() => this.send(path, body));
     this.queue = next.catch(() => undefined);
     return next;
   }
 
+  /** Starts connecting to the current endpoint; a failure surfaces on the first request. */
+  warmUp(): void {
+    try {
+      void this.connection(this.endpoint).connect();
+    } catch {
+      // Unusable TLS material for this endpoint: the first request reports it.
+    }
+  }
+
   close(): void {
-    this.socket?.destroy();
-    this.socket = undefined;
+    for (const connection of this.connections.values()) connection.close();
   }
 
   private async send(path: string, body: unknown): Promise<unknown> {
     const payload = Buffer.from(JSON.stringify(body));
-    const socket = await this.connect();
-    const url = this.current;
-    const head = `POST ${path} HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/json\r\nContent-Length: ${payload.length}\r\n\r\n`;
-    let response: Response;
-    try {
-      response = await exchange(socket, Buffer.concat([Buffer.from(head), payload]), this.options.requestTimeoutMs ?? 10_000);
-    } catch (err) {
-      this.close();
-      throw new StoreUnavailableError(`etcd at ${url.origin} did not answer ${path}: ${(err as Error).message}`);
-    }
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(response.body.toString('utf8'));
-    } catch {
-      throw new StoreError(`etcd at ${url.origin} answered ${path} with status ${response.status} and no JSON`);
-    }
-    if (response.status !== 200) {
-      const message = (parsed as { message?: string; error?: string }).message ?? (parsed as { error?: string }).error;
-      const unavailable = response.status === 503 || /no leader|timed out|unavailable/i.test(message ?? '');
-      const Kind = unavailable ? StoreUnavailableError : StoreError;
-      throw new Kind(`etcd at ${url.origin} refused ${path} (${response.status}): ${message ?? 'no message'}`);
-    }
-    return parsed;
-  }
-
-  /** The open connection, or a new one to the first endpoint that accepts it. */
-  private async connect(): Promise<Socket> {
-    if (this.socket && !this.socket.destroyed) return this.socket;
     const failures: string[] = [];
+    // Endpoints in turn from the current one, while they refuse connections.
     for (let tried = 0; tried < this.options.endpoints.length; tried++) {
       const url = this.current;
-      try {
-        this.socket = await open(url, this.options.tls, this.options.connectTimeoutMs ?? 2_000);
-        return this.socket;
-      } catch (err) {
-        failures.push(`${url.origin}: ${(err as Error).message}`);
-        this.endpoint = (this.endpoint + 1) % this.options.endpoints.length;
-      }
+      const head = `POST ${path} HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/json\r\nContent-Length: ${payload.length}\r\n\r\n`;
+      const outcome = await this.connection(this.endpoint).exchange(Buffer.concat([Buffer.from(head), payload]));
+      if (outcome.response) return interpret(url, path, outcome.response);
+      const error = outcome.error ?? { kind: 'io', message: 'no response' };
+      if (error.kind !== 'connect') throw new StoreUnavailableError(`etcd at ${url.origin} did not answer ${path}: ${error.message}`);
+      failures.push(`${url.origin}: ${error.message}`);
+      this.endpoint = (this.endpoint + 1) % this.options.endpoints.length;
     }
     throw new StoreUnavailableError(`no etcd endpoint could be reached (${failures.join('; ')})`);
   }
-}
 
-function open(url: URL, tls: TlsFiles | undefined, timeoutMs: number): Promise<Socket> {
-  const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
-  const host = url.hostname.replace(/^\[|\]$/g, '');
-  return new Promise((resolve, reject) => {
-    let socket: Socket;
-    const done = (err?: Error) => {
-      clearTimeout(timer);
-      if (err) {
-        socket.destroy();
-        reject(err);
-      } else {
-        socket.removeAllListeners('error');
-        socket.on('error', () => {}); // surfaced by the next exchange
-        socket.setNoDelay(true);
-        resolve(socket);
-      }
-    };
-    const timer = setTimeout(() => done(new Error(`no connection within ${timeoutMs} ms`)), timeoutMs);
-    if (url.protocol === 'https:') {
-      const { connect } = process.getBuiltinModule('node:tls');
-      const servername = /^[\d.]+$|:/.test(host) ? undefined : host;
-      socket = connect({ host, port, ...tls, ...(servername ? { servername } : {}) }, () => done());
-    } else {
-      const { connect } = process.getBuiltinModule('node:net');
-      socket = connect({ host, port }, () => done());
-    }
-    socket.once('error', (err) => done(err));
-  });
-}
-
-/** Writes one request and reads its whole response. */
-function exchange(socket: Socket, request: Buffer, timeoutMs: number): Promise<Response> {
-  return new Promise((resolve, reject) => {
-    let received = Buffer.alloc(0);
-    const finish = (err: Error | undefined, response?: Response) => {
-      clearTimeout(timer);
-      socket.off('data', onData);
-      socket.off('error', onError);
-      socket.off('close', onClose);
-      socket.unref();
-      if (err) reject(err);
-      else resolve(response as Response);
-    };
-    const onData = (chunk: Buffer) => {
-      received = Buffer.concat([received, chunk]);
+  private connection(index: number): Binding.HttpConnection {
+    let connection = this.connections.get(index);
+    if (!connection) {
+      const url = this.options.endpoints[index] as URL;
+      const secure = url.protocol === 'https:';
+      const tls = this.options.tls ?? {};
       try {
-        const response = parseResponse(received);
-        if (response) finish(undefined, response);
+        connection = new (addon().HttpConnection)({
+          host: url.hostname.replace(/^\[|\]$/g, ''),
+          port: Number(url.port || (secure ? 443 : 80)),
+          tls: secure,
+          ...(tls.ca ? { ca: tls.ca } : {}),
+          ...(tls.cert ? { cert: tls.cert } : {}),
+          ...(tls.key ? { key: tls.key } : {}),
+          connectTimeoutMs: this.options.connectTimeoutMs ?? 2_000,
+          requestTimeoutMs: this.options.requestTimeoutMs ?? 10_000,
+        });
       } catch (err) {
-        finish(err as Error);
+        const message = (err as Error).message;
+        const part = /^(ca|cert|key): /.exec(message)?.[1] as 'ca' | 'cert' | 'key' | undefined;
+        if (part) throw new TlsMaterialError(part, message.slice(part.length + 2));
+        throw err;
       }
-    };
-    const onError = (err: Error) => finish(err);
-    const onClose = () => finish(new Error('connection closed'));
-    const timer = setTimeout(() => finish(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
-    socket.ref();
-    socket.on('data', onData);
-    socket.on('error', onError);
-    socket.on('close', onClose);
-    socket.write(request);
-  });
+      this.connections.set(index, connection);
+    }
+    return connection;
+  }
+}
+
+function interpret(url: URL, path: string, data: Buffer): unknown {
+  const response = parseResponse(data);
+  if (!response) throw new StoreError(`etcd at ${url.origin} answered ${path} with an incomplete response`);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(response.body.toString('utf8'));
+  } catch {
+    throw new StoreError(`etcd at ${url.origin} answered ${path} with status ${response.status} and no JSON`);
+  }
+  if (response.status !== 200) {
+    const message = (parsed as { message?: string; error?: string }).message ?? (parsed as { error?: string }).error;
+    const unavailable = response.status === 503 || /no leader|timed out|unavailable/i.test(message ?? '');
+    const Kind = unavailable ? StoreUnavailableError : StoreError;
+    throw new Kind(`etcd at ${url.origin} refused ${path} (${response.status}): ${message ?? 'no message'}`);
+  }
+  return parsed;
 }
 
 /** The response in `data`, or undefined while more bytes are needed. */

@@ -1,7 +1,7 @@
 // Where the etcd datastore is, from the netconf (or netplugctl's flags): etcd_endpoints, else DNS
 // SRV discovery under etcd_discovery_srv, else the deprecated etcd_scheme://etcd_authority; mutual
 // TLS from etcd_key_file + etcd_cert_file; server trust from etcd_ca_cert_file (every root in it).
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 
 import { StoreError, StoreUnavailableError } from '../store.ts';
 import type { GatewayOptions, TlsFiles } from './http.ts';
@@ -26,6 +26,9 @@ export class EtcdSettingsError extends StoreError {
   }
 }
 
+/** Where distributions keep the system's trusted roots (Debian and Ubuntu, then Fedora and RHEL). */
+const SYSTEM_CA_BUNDLES = ['/etc/ssl/certs/ca-certificates.crt', '/etc/pki/tls/certs/ca-bundle.crt'];
+
 export async function gatewayOptions(settings: EtcdSettings): Promise<GatewayOptions> {
   const endpoints = settings.etcd_endpoints
     ? parseEndpoints(settings.etcd_endpoints)
@@ -40,6 +43,11 @@ export async function gatewayOptions(settings: EtcdSettings): Promise<GatewayOpt
   if (secured && endpoints.some((url) => url.protocol !== 'https:')) {
     const field = settings.etcd_endpoints ? 'etcd_endpoints' : 'etcd_scheme';
     throw new EtcdSettingsError(field, `TLS files are given, so the etcd endpoints must be https:// (${endpoints.map((u) => u.origin).join(', ')})`);
+  }
+  // https without etcd_ca_cert_file: the host's trust store, as other clients would use.
+  if (!tls.ca && endpoints.some((url) => url.protocol === 'https:')) {
+    const system = SYSTEM_CA_BUNDLES.find((path) => existsSync(path));
+    if (system) tls.ca = readFileSync(system);
   }
   return { endpoints, ...(secured ? { tls } : {}) };
 }

@@ -1,8 +1,8 @@
 // The Store on etcd: a commit is one transaction, its conditions compare revisions (or, for a
 // create, that the key has no version yet).
-import type { Entry, Store, Write } from '../store.ts';
+import type { Entry, Read, ReadResult, Store, Write } from '../store.ts';
 import { StoreError } from '../store.ts';
-import type { Compare, EtcdClient, KeyValue, Operation } from './client.ts';
+import type { Compare, EtcdClient, KeyValue, Operation, RangeRequest } from './client.ts';
 
 export class EtcdStore implements Store {
   readonly client: EtcdClient;
@@ -26,7 +26,24 @@ export class EtcdStore implements Store {
     return (await this.client.range(prefix, { prefix: true, keysOnly: true })).map((kv) => kv.key);
   }
 
-  commit(writes: readonly Write[]): Promise<boolean> {
+  async read<const R extends readonly Read[]>(reads: R): Promise<{ -readonly [I in keyof R]: ReadResult<R[I]> }> {
+    const answers = await this.client.ranges(reads.map(rangeOf));
+    return reads.map((r, i) => resultOf(r, answers[i] ?? [])) as { -readonly [I in keyof R]: ReadResult<R[I]> };
+  }
+
+  warmUp(): void {
+    this.client.connection.warmUp();
+  }
+
+  async commit(writes: readonly Write[]): Promise<boolean> {
+    return (await this.commitElseRead(writes, [])).committed;
+  }
+
+  async commitElseRead(
+    writes: readonly Write[],
+    reads: readonly Read[],
+    otherwisePut: readonly { key: string; value: unknown }[] = [],
+  ): Promise<{ committed: true } | { committed: false; results: unknown[] }> {
     const compare: Compare[] = [];
     const operations: Operation[] = [];
     for (const write of writes) {
@@ -41,12 +58,23 @@ export class EtcdStore implements Store {
         operations.push({ delete: { key: write.key } });
       }
     }
-    return this.client.txn(compare, operations);
+    const puts = otherwisePut.map(({ key, value }) => ({ put: { key, value: Buffer.from(JSON.stringify(value)) } }));
+    const { succeeded, ranges } = await this.client.txnElseRange(compare, operations, reads.map(rangeOf), puts);
+    return succeeded ? { committed: true } : { committed: false, results: reads.map((r, i) => resultOf(r, ranges[i] ?? [])) };
   }
 
   close(): void {
     this.client.connection.close();
   }
+}
+
+function rangeOf(read: Read): RangeRequest {
+  return 'get' in read ? { key: read.get } : 'list' in read ? { key: read.list, prefix: true } : { key: read.keys, prefix: true, keysOnly: true };
+}
+
+function resultOf(read: Read, kvs: readonly KeyValue[]): unknown {
+  if ('get' in read) return kvs[0] ? entry(kvs[0]) : undefined;
+  return 'list' in read ? kvs.map((kv) => entry(kv)) : kvs.map((kv) => kv.key);
 }
 
 function entry<T>(kv: KeyValue): Entry<T> {

@@ -80,6 +80,7 @@ pub fn spec(ns: &TestNs, addresses: Vec<IpAddr>) -> WorkloadSpec {
         addresses,
         routes: None,
         allow_ip_forwarding: false,
+        container_mac: None,
     }
 }
 

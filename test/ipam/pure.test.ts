@@ -1,0 +1,88 @@
+// The pure parts of address management: address arithmetic, selectors, block bookkeeping.
+import { isIP } from 'node:net';
+
+import test from 'ava';
+
+import { addressOf, allocatedCount, assignNext, assignOrdinal, newBlock, ordinalOf, ordinalsOf, releaseOrdinals } from '../../ts/ipam/block.ts';
+import { formatIp, formatPrefix, parseIp, parsePrefix, within } from '../../ts/ipam/cidr.ts';
+import { cidrOfKey, keys } from '../../ts/ipam/model.ts';
+import { parseSelector } from '../../ts/ipam/selector.ts';
+
+test('addresses round-trip in canonical form', (t) => {
+  for (const ip of ['10.0.0.1', '255.255.255.255', '::', '::1', 'fd00::5', 'fd00:0:0:1::', '2001:db8::1:0:0:1', '1:2:3:4:5:6:7:8']) {
+    const parsed = parseIp(ip);
+    t.is(formatIp(parsed?.family ?? 4, parsed?.value ?? 0n), ip);
+  }
+  t.is(formatIp(6, parseIp('fd00:0000:0000:0000:0000:0000:0000:0005')?.value ?? 0n), 'fd00::5');
+  t.is(formatIp(6, parseIp('::ffff:10.1.2.3')?.value ?? 0n), '::ffff:a01:203');
+});
+
+test('addresses are accepted exactly where node:net isIP accepts them (zones aside)', (t) => {
+  const cases = ['1.2.3.4', '01.2.3.4', '1.2.3', '1.2.3.4.5', '256.1.1.1', '0.0.0.0', '1.2.3.4.', ' 1.2.3.4', '::', '::1', '1::', '1:2:3:4:5:6:7:8',
+    '1:2:3:4:5:6:7::', '::2:3:4:5:6:7:8', '1:2:3:4:5:6:7:8::', '1::2::3', ':1::', '1:::2', '::ffff:1.2.3.4', '::ffff:1.2.3', '1:2:3:4:5:6:1.2.3.4',
+    '1:2:3:4:5:6:7:1.2.3.4', '12345::', 'g::', 'fd77::1:30ed:64c0', '', '::1.2.3.4', '1.2.3.4::', 'ABCD::ef', '1:2:3:4:5:6:7', 'a:b'];
+  for (const text of cases) t.is(parseIp(text)?.family ?? 0, isIP(text), text);
+  t.is(parseIp('fe80::1%eth0'), undefined, 'a zone is no pool address');
+});
+
+test('prefixes: canonical, strict, containment', (t) => {
+  t.is(formatPrefix(parsePrefix('10.1.2.3/16') ?? { family: 4, base: 0n, length: 0 }), '10.1.0.0/16');
+  t.is(parsePrefix('10.1.2.3/16', true), undefined);
+  t.is(parsePrefix('10.0.0.0/33'), undefined);
+  t.is(parsePrefix('fd00::/129'), undefined);
+  const pool = parsePrefix('10.244.0.0/16');
+  const block = parsePrefix('10.244.3.64/26');
+  if (!pool || !block) throw new Error('parse');
+  t.true(within(block, pool));
+  t.false(within(pool, block));
+});
+
+test('selectors: the reference language', (t) => {
+  const labels = { zone: 'a', 'kubernetes.io/hostname': 'node-1', rack: 'r12' };
+  const cases: [string, boolean][] = [
+    ['', true],
+    ['all()', true],
+    ['zone == "a"', true],
+    ["zone == 'b'", false],
+    ['zone != "b"', true],
+    ['has(zone)', true],
+    ['!has(gpu)', true],
+    ['zone in {"a", "b"}', true],
+    ['zone not in {"a"}', false],
+    ['missing not in {"a"}', true],
+    ['kubernetes.io/hostname == "node-1" && rack starts with "r1"', true],
+    ['rack ends with "2" || zone == "z"', true],
+    ['!(zone == "a") || rack contains "x"', false],
+  ];
+  for (const [source, expected] of cases) t.is(parseSelector(source)(labels), expected, source);
+  t.throws(() => parseSelector('zone = "a"'), { message: /selector "zone = \"a\"": unexpected/ });
+  t.throws(() => parseSelector('zone == a'), { message: /expected a quoted value at "a"/ });
+  t.throws(() => parseSelector('has(zone'), { message: /expected "\)" at the end/ });
+});
+
+test('a block hands out in order and takes released addresses back at the end', (t) => {
+  const block = newBlock('10.0.0.0/30', 'host:n1', new Date(0));
+  const attribute = (handle: string) => ({ handle_id: handle, secondary: { node: 'n1' } });
+  t.is(assignNext(block, attribute('a')), 0);
+  t.is(assignNext(block, attribute('b')), 1);
+  t.is(assignNext(block, attribute('a')), 2);
+  t.deepEqual(ordinalsOf(block, 'a'), [0, 2]);
+  t.is(block.attributes.length, 2, 'identical attributes stored once');
+  releaseOrdinals(block, ordinalsOf(block, 'a'));
+  t.deepEqual(block.unallocated, [3, 0, 2], 'released ordinals go to the back');
+  t.deepEqual(block.attributes, [attribute('b')], 'unused attributes dropped');
+  t.is(addressOf(block, 1), '10.0.0.1');
+  t.is(allocatedCount(block), 1);
+  t.false(assignOrdinal(block, 1, attribute('c')), 'a held ordinal cannot be taken');
+  t.true(assignOrdinal(block, 2, attribute('c')));
+  t.deepEqual(block.unallocated, [3, 0]);
+  t.is(ordinalOf(block, '10.0.0.3'), 3);
+  t.is(ordinalOf(block, '10.0.0.4'), undefined);
+});
+
+test('keys follow the reference layout', (t) => {
+  t.is(keys.block('10.244.0.64/26'), '/netplug/ipam/v2/assignment/ipv4/block/10.244.0.64-26');
+  t.is(keys.affinity('node-1', 'fd00:1::/122'), '/netplug/ipam/v2/host/node-1/ipv6/block/fd00:1::-122');
+  t.is(cidrOfKey(keys.block('fd00:1::/122')), 'fd00:1::/122');
+  t.is(keys.handle('k8s-pod-network.abc'), '/netplug/ipam/v2/handle/k8s-pod-network.abc');
+});

@@ -1,0 +1,15 @@
+// The single executable's main script: runs the bundled program, kept as an asset of the
+// executable, with a V8 code cache made at build time after a training run (scripts/code-cache.ts).
+// Node's own SEA code cache holds only what compiling the script compiles, not the functions a
+// command runs; those would be compiled again on every pod's path.
+const { getAsset } = process.getBuiltinModule('node:sea');
+const { Script } = process.getBuiltinModule('node:vm');
+const { createRequire } = process.getBuiltinModule('node:module');
+const { dirname } = process.getBuiltinModule('node:path');
+
+// The asset is the bundle wrapped as a function of CommonJS's module variables (see build.ts).
+const script = new Script(getAsset('netplug.cjs', 'utf8'), { filename: 'netplug.cjs', cachedData: new Uint8Array(getAsset('netplug.cache')) });
+if (process.env['NETPLUG_REPORT_CODE_CACHE']) process.stderr.write(`code cache ${script.cachedDataRejected ? 'rejected' : 'accepted'}\n`);
+const bundle = { exports: {} as { main(): void } };
+script.runInThisContext()(bundle.exports, createRequire(process.execPath), bundle, process.execPath, dirname(process.execPath));
+bundle.exports.main();

@@ -1,0 +1,118 @@
+// netplugctl pool create|list|get|delete.
+import { allocatedCount } from '../ipam/block.ts';
+import { formatPrefix, parsePrefix, widthOf } from '../ipam/cidr.ts';
+import { API_VERSION, keys, type Block, type EncapsulationMode, type PoolResource } from '../ipam/model.ts';
+import { blockInPool, listPools, type Pool } from '../ipam/pools.ts';
+import { parseSelector, SelectorError } from '../ipam/selector.ts';
+import type { Store, Write } from '../store/store.ts';
+import { details, table } from './table.ts';
+import { refused, UsageError } from './usage.ts';
+
+const MODES: readonly EncapsulationMode[] = ['Never', 'Always', 'CrossSubnet'];
+const NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
+
+export interface PoolOptions {
+  cidr?: string;
+  'block-size'?: string;
+  'node-selector'?: string;
+  'ipip-mode'?: string;
+  'vxlan-mode'?: string;
+  'nat-outgoing'?: boolean;
+  disabled?: boolean;
+}
+
+/** Validates everything before writing anything. */
+export function poolResource(name: string, options: PoolOptions, now: Date): PoolResource {
+  if (!NAME.test(name)) throw new UsageError(`pool name "${name}" must be lower-case letters, digits, '-' and '.', starting and ending with a letter or digit`);
+  if (!options.cidr) throw new UsageError('pool create needs --cidr');
+  const prefix = parsePrefix(options.cidr);
+  if (!prefix) throw new UsageError(`--cidr "${options.cidr}" is not a CIDR`);
+  if (!parsePrefix(options.cidr, true)) throw new UsageError(`--cidr ${options.cidr} has host bits set; did you mean ${formatPrefix(prefix)}?`);
+  const width = widthOf(prefix.family);
+  const [minBlock, defaultBlock] = prefix.family === 4 ? [20, 26] : [116, 122];
+  const blockSize = options['block-size'] === undefined ? Math.max(defaultBlock, prefix.length) : Number(options['block-size']);
+  if (!Number.isInteger(blockSize) || blockSize < minBlock || blockSize > width) {
+    throw new UsageError(`--block-size ${options['block-size']} must be a whole number from ${minBlock} to ${width} for an IPv${prefix.family} pool`);
+  }
+  if (blockSize < prefix.length) throw new UsageError(`--block-size ${blockSize} is larger than the pool ${options.cidr}`);
+  const nodeSelector = options['node-selector'] ?? 'all()';
+  try {
+    parseSelector(nodeSelector);
+  } catch (err) {
+    if (err instanceof SelectorError) throw new UsageError(`--node-selector: ${err.message}`);
+    throw err;
+  }
+  const mode = (flag: 'ipip-mode' | 'vxlan-mode'): EncapsulationMode => {
+    const value = options[flag] ?? 'Never';
+    if (!MODES.includes(value as EncapsulationMode)) throw new UsageError(`--${flag} "${value}" must be one of ${MODES.join(', ')}`);
+    return value as EncapsulationMode;
+  };
+  const [ipipMode, vxlanMode] = [mode('ipip-mode'), mode('vxlan-mode')];
+  if (ipipMode !== 'Never' && vxlanMode !== 'Never') throw new UsageError('--ipip-mode and --vxlan-mode cannot both be enabled on one pool');
+  if (prefix.family === 6 && ipipMode !== 'Never') throw new UsageError('--ipip-mode is for IPv4 pools only');
+  return {
+    kind: 'IPPool',
+    apiVersion: API_VERSION,
+    metadata: { name, creationTimestamp: now.toISOString() },
+    spec: { cidr: formatPrefix(prefix), blockSize, nodeSelector, ipipMode, vxlanMode, natOutgoing: options['nat-outgoing'] ?? false, disabled: options.disabled ?? false },
+  };
+}
+
+export async function createPool(store: Store, name: string, options: PoolOptions): Promise<string> {
+  const resource = poolResource(name, options, new Date());
+  const created = parsePrefix(resource.spec.cidr);
+  const overlapping = (await listPools(store)).find(
+    (pool) => created && pool.prefix.family === created.family && (blockInPool(resource.spec.cidr, pool) || blockInPool(pool.spec.cidr, { ...pool, prefix: created })),
+  );
+  if (overlapping) throw refused(`pool ${resource.spec.cidr} overlaps pool "${overlapping.name}" (${overlapping.spec.cidr})`);
+  if (!(await store.commit([{ key: keys.pool(name), create: resource }]))) throw refused(`pool "${name}" already exists`);
+  return `pool "${name}" created: ${resource.spec.cidr}, blocks of /${resource.spec.blockSize}, nodes ${resource.spec.nodeSelector}\n`;
+}
+
+export async function listPoolsCommand(store: Store, json: boolean): Promise<string> {
+  const pools = await listPools(store);
+  if (json) return `${JSON.stringify({ pools: pools.map(poolJson) }, null, 2)}\n`;
+  return table(
+    ['NAME', 'CIDR', 'BLOCK', 'NODE SELECTOR', 'IPIP', 'VXLAN', 'NAT', 'DISABLED'],
+    pools.map((p) => [p.name, p.spec.cidr, `/${p.spec.blockSize}`, p.spec.nodeSelector, p.spec.ipipMode, p.spec.vxlanMode, String(p.spec.natOutgoing), String(p.spec.disabled)]),
+  );
+}
+
+export async function getPool(store: Store, name: string, json: boolean): Promise<string> {
+  const pool = (await listPools(store)).find((p) => p.name === name);
+  if (!pool) throw refused(`pool "${name}" does not exist`);
+  if (json) return `${JSON.stringify(poolJson(pool), null, 2)}\n`;
+  return details([
+    ['name', pool.name],
+    ['cidr', pool.spec.cidr],
+    ['block size', pool.spec.blockSize],
+    ['node selector', pool.spec.nodeSelector],
+    ['ipip mode', pool.spec.ipipMode],
+    ['vxlan mode', pool.spec.vxlanMode],
+    ['nat outgoing', String(pool.spec.natOutgoing)],
+    ['disabled', String(pool.spec.disabled)],
+  ]);
+}
+
+/** Refused while the pool holds addresses; its empty blocks and their affinities go with it. */
+export async function deletePool(store: Store, name: string): Promise<string> {
+  const entry = await store.get<PoolResource>(keys.pool(name));
+  if (!entry) throw refused(`pool "${name}" does not exist`);
+  const pool = (await listPools(store)).find((p) => p.name === name) as Pool;
+  const blocks = (await store.list<Block>(keys.blocks(pool.prefix.family))).filter((b) => blockInPool(b.value.cidr, pool));
+  const allocated = blocks.reduce((sum, b) => sum + allocatedCount(b.value), 0);
+  if (allocated > 0) throw refused(`pool "${name}" still has ${allocated} allocated address${allocated === 1 ? '' : 'es'}; release them first`);
+  const writes: Write[] = [{ key: entry.key, remove: true, revision: entry.revision }];
+  for (const block of blocks) {
+    writes.push({ key: block.key, remove: true, revision: block.revision });
+    const node = block.value.affinity?.startsWith('host:') ? block.value.affinity.slice(5) : undefined;
+    const affinity = node ? await store.get(keys.affinity(node, block.value.cidr)) : undefined;
+    if (affinity) writes.push({ key: affinity.key, remove: true, revision: affinity.revision });
+  }
+  if (!(await store.commit(writes))) throw refused(`pool "${name}" changed while being deleted; try again`);
+  return `pool "${name}" deleted${blocks.length ? ` with ${blocks.length} empty block${blocks.length === 1 ? '' : 's'}` : ''}\n`;
+}
+
+function poolJson(pool: Pool) {
+  return { name: pool.name, ...pool.spec };
+}

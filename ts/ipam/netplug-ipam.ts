@@ -1,0 +1,178 @@
+// netplug-ipam: the address manager on the datastore, as the plugin runs it in-process and as its
+// own IPAM plugin executable serves other plugins.
+import type { CniEnvironment } from '../cni/environment.ts';
+import { CniError, ErrorCode } from '../cni/errors.ts';
+import type { Result } from '../cni/result.ts';
+import type { NetplugIpamConfig } from '../config/ipam.ts';
+import type { ParsedNetconf } from '../config/netconf.ts';
+import type { Logger } from '../log/logger.ts';
+import type { Entry, Read, Store } from '../store/store.ts';
+import { addressesOf, affineBlocks, allocate, firstReads, knownFrom, sameInterface, type AddressRequest, type Allocation, type Assignment, type Companion } from './allocator.ts';
+import { releaseWhere } from './release.ts';
+import type { Family } from './cidr.ts';
+import { poolError } from './errors.ts';
+import { collectGarbage, type Attachment } from './gc.ts';
+import type { Ipam } from './ipam.ts';
+import { handleId, keys, type AllocationAttribute, type Block, type NodeResource, type PoolResource } from './model.ts';
+import { choosePools, familyName, listPools, nodeLabels, poolsOf } from './pools.ts';
+import { poolsWithRoom } from './room.ts';
+
+export interface NetplugIpamContext {
+  env: CniEnvironment;
+  netconf: ParsedNetconf;
+  log: Logger;
+  /** The datastore, opened on first use and shared with the rest of the command. */
+  store(): Promise<Store>;
+  node: string;
+  /** Recorded with each address besides node, interface and time: pod and namespace in Kubernetes. */
+  workload?: Record<string, string>;
+  /** addReads() issued early for this command, with their results to come. */
+  prefetched?: Prefetched;
+}
+
+export interface Prefetched {
+  reads: Read[];
+  results: Promise<ReadAhead>;
+}
+
+/** addReads()' results, and the blocks of the node's affinities among them. */
+export interface ReadAhead {
+  results: unknown[];
+  blocks: Record<string, Entry<Block> | null>;
+}
+
+/** Both round trips an ADD starts with: addReads(), then the blocks they show the node has. */
+export async function readAhead(store: Store, reads: Read[], families: readonly Family[]): Promise<ReadAhead> {
+  const results = await store.read(reads);
+  return { results, blocks: await affineBlocks(store, results.slice(2), families) };
+}
+
+/** Every read the first attempt of an ADD needs, for one round trip: pools, the node, the handle, its affinities, the companions. */
+export function addReads(handle: string, node: string, families: readonly Family[], companionKeys: readonly string[]): Read[] {
+  return [{ list: keys.pools }, { get: keys.node(node) }, ...firstReads(handle, node, families, companionKeys)];
+}
+
+/** The families netplug-ipam assigns: IPv4 unless `assign_ipv4` is "false", IPv6 if `assign_ipv6` is "true". */
+export function requestedFamilies(config: { assign_ipv4?: unknown; assign_ipv6?: unknown }): Family[] {
+  return [...(config.assign_ipv4 !== 'false' ? [4 as const] : []), ...(config.assign_ipv6 === 'true' ? [6 as const] : [])];
+}
+
+const sameReads = (a: readonly Read[], b: readonly Read[]) => JSON.stringify(a) === JSON.stringify(b);
+
+export class NetplugIpam implements Ipam {
+  readonly commitsCompanions = true;
+
+  private readonly context: NetplugIpamContext;
+
+  constructor(context: NetplugIpamContext) {
+    this.context = context;
+  }
+
+  private get config(): NetplugIpamConfig {
+    return this.context.netconf.conf.ipam as NetplugIpamConfig;
+  }
+
+  private get handle(): string {
+    return handleId(this.context.netconf.conf.name, this.context.env.containerId);
+  }
+
+  private get families(): Family[] {
+    return requestedFamilies(this.config);
+  }
+
+  /** Allocates this attachment's addresses, committing `companions` in the same transaction. */
+  async add(companions: readonly Companion[] = []): Promise<Result> {
+    const { env, node, log } = this.context;
+    const store = await this.context.store();
+    const request: Assignment = {
+      store,
+      handle: this.handle,
+      node,
+      attributes: { node, ifname: env.ifname, timestamp: new Date().toISOString(), ...this.context.workload },
+    };
+    const families = this.families;
+    const companionKeys = companions.map((c) => c.key);
+    const reads = addReads(this.handle, node, families, companionKeys);
+    // Read already, while the netconf was being validated (early work), if for the same keys.
+    const prefetched = this.context.prefetched;
+    const { results, blocks } = prefetched && sameReads(prefetched.reads, reads) ? await prefetched.results : await readAhead(store, reads, families);
+    const [poolEntries, nodeEntry, ...first] = results as [Entry<PoolResource>[], Entry<NodeResource> | undefined, ...unknown[]];
+    const pools = poolsOf(poolEntries);
+    let requests: AddressRequest[];
+    if (env.args.ip) {
+      requests = [{ ip: env.args.ip, pools }];
+    } else {
+      if (families.length === 0) throw poolError('netconf fields "ipam.assign_ipv4" and "ipam.assign_ipv6" are both "false": there is no address to assign');
+      const labels = nodeEntry?.value.metadata.labels ?? {};
+      requests = families.map((family) => ({
+        family,
+        pools: choosePools(pools, family, family === 4 ? this.config.ipv4_pools : this.config.ipv6_pools, labels, `netconf field "ipam.ipv${family}_pools"`),
+      }));
+    }
+    const allocations = await allocate(request, requests, { companions, known: knownFrom(first, families, companionKeys, blocks), pools });
+    log.info('addresses allocated', { handle: this.handle, node, addresses: allocations.map((a) => a.address) });
+    return {
+      cniVersion: this.context.netconf.conf.cniVersion,
+      ips: allocations.map((a) => ({ address: `${a.address}/${a.block.split('/')[1]}` })),
+    };
+  }
+
+  /** Releases this interface's addresses (a container's handle may hold another interface's too). */
+  async del(interfaceGone?: Promise<unknown>): Promise<void> {
+    const ifname = this.context.env.ifname;
+    const mine = ({ secondary }: AllocationAttribute) => sameInterface(secondary['ifname'], { attributes: { ifname } });
+    const released = await releaseWhere(await this.context.store(), this.handle, mine, interfaceGone);
+    if (released.length > 0) this.context.log.info('addresses released', { handle: this.handle, interface: ifname, addresses: released });
+  }
+
+  async holdsAddresses(): Promise<boolean> {
+    return (await this.held()).length > 0;
+  }
+
+  /** The addresses of this attachment (container and interface). */
+  private async held(): Promise<Allocation[]> {
+    const ifname = this.context.env.ifname;
+    return (await addressesOf(await this.context.store(), this.handle)).filter((a) => sameInterface(a.ifname, { attributes: { ifname } }));
+  }
+
+  async check(): Promise<void> {
+    const ifname = this.context.env.ifname;
+    const held = await this.held();
+    if (held.length === 0) throw new CniError(ErrorCode.CheckFailed, `netplug-ipam holds no address for ${this.handle} interface "${ifname}"`);
+  }
+
+  async gc(): Promise<void> {
+    const { netconf, node, log } = this.context;
+    const released = await collectGarbage(await this.context.store(), netconf.conf.name, node, validAttachments(netconf.json));
+    if (released.length > 0) log.info('addresses of attachments no longer valid released', { addresses: released });
+  }
+
+  async status(): Promise<void> {
+    const { node } = this.context;
+    const store = await this.context.store();
+    const pools = await listPools(store);
+    const labels = await nodeLabels(store, node);
+    for (const family of this.families) {
+      const requested = family === 4 ? this.config.ipv4_pools : this.config.ipv6_pools;
+      const usable = choosePools(pools, family, requested, labels, `netconf field "ipam.ipv${family}_pools"`);
+      if (usable.length === 0) throw new CniError(ErrorCode.PluginNotAvailable, `no enabled ${familyName(family)} pool selects node "${node}"`);
+      if ((await poolsWithRoom(store, usable)).length === 0) {
+        throw new CniError(ErrorCode.PluginNotAvailable, `every usable ${familyName(family)} pool is exhausted: ${usable.map((p) => `${p.name} (${p.spec.cidr})`).join(', ')}`);
+      }
+    }
+  }
+}
+
+/** `cni.dev/valid-attachments` of a GC request (libcni also sends the misspelled `cni.dev/attachments`). */
+export function validAttachments(json: Record<string, unknown>): Attachment[] {
+  const list = json['cni.dev/valid-attachments'] ?? json['cni.dev/attachments'];
+  if (list === undefined) return [];
+  if (!Array.isArray(list)) throw new CniError(ErrorCode.InvalidConfig, 'netconf field "cni.dev/valid-attachments" must be a list');
+  return list.map((item: unknown, index) => {
+    const { containerID, ifname } = (item ?? {}) as { containerID?: unknown; ifname?: unknown };
+    if (typeof containerID !== 'string' || typeof ifname !== 'string') {
+      throw new CniError(ErrorCode.InvalidConfig, `netconf field "cni.dev/valid-attachments[${index}]" needs string containerID and ifname, got ${JSON.stringify(item)}`);
+    }
+    return { containerId: containerID, ifname };
+  });
+}

@@ -1,0 +1,89 @@
+// Releasing addresses: by handle on DEL (optionally only some of its addresses), and one address
+// whoever holds it (the repair tool). Blocks are written before the handle, so that a datastore
+// applying the writes one by one never leaves a handle pointing at a freed address.
+import type { Entry, Store, Write } from '../store/store.ts';
+import { retryOnConflict } from '../store/store.ts';
+import { addressOf, attributeAt, ordinalOf, ordinalsOf, releaseOrdinals } from './block.ts';
+import { contains, parseIp, parsePrefix, type Prefix } from './cidr.ts';
+import { poolError } from './errors.ts';
+import { cidrOfKey, keys, type AllocationAttribute, type Block, type Handle } from './model.ts';
+
+/** Releases every address of the handle; what was already released is fine. */
+export function releaseHandle(store: Store, handle: string): Promise<string[]> {
+  return releaseWhere(store, handle, () => true);
+}
+
+/**
+ * Releases the handle's addresses whose allocation satisfies `which`, and drops the handle once it
+ * holds none. Released addresses join the back of their block's queue. Nothing is written before
+ * `notBefore` settles; the reads go ahead.
+ */
+export async function releaseWhere(
+  store: Store,
+  handle: string,
+  which: (attribute: AllocationAttribute, address: string) => boolean,
+  notBefore?: Promise<unknown>,
+): Promise<string[]> {
+  return retryOnConflict(`releasing the addresses of ${handle}`, async () => {
+    const handleEntry = await store.get<Handle>(keys.handle(handle));
+    if (!handleEntry) return [];
+    const cidrs = Object.keys(handleEntry.value.block);
+    const entries = (cidrs.length > 0 ? await store.read(cidrs.map((cidr) => ({ get: keys.block(cidr) }))) : []) as (Entry<Block> | undefined)[];
+    const released: string[] = [];
+    const blockWrites: Write[] = [];
+    const remaining: Handle = { ...handleEntry.value, block: {} };
+    for (const [index, cidr] of cidrs.entries()) {
+      const entry = entries[index];
+      if (!entry) continue;
+      const block = entry.value;
+      const ordinals = ordinalsOf(block, handle).filter((ordinal) => which(attributeAt(block, ordinal) as AllocationAttribute, addressOf(block, ordinal)));
+      released.push(...ordinals.map((ordinal) => addressOf(block, ordinal)));
+      if (ordinals.length > 0) {
+        releaseOrdinals(block, ordinals);
+        const empty = block.allocations.every((a) => a === null);
+        blockWrites.push(empty && block.affinity === null ? { key: entry.key, remove: true, revision: entry.revision } : { key: entry.key, update: block, revision: entry.revision });
+      }
+      const left = ordinalsOf(block, handle).length;
+      if (left > 0) remaining.block[cidr] = left;
+    }
+    const handleWrite: Write =
+      Object.keys(remaining.block).length === 0
+        ? { key: handleEntry.key, remove: true, revision: handleEntry.revision }
+        : { key: handleEntry.key, update: remaining, revision: handleEntry.revision };
+    await notBefore;
+    return (await store.commit([...blockWrites, handleWrite])) ? released : undefined;
+  });
+}
+
+/**
+ * Releases one address, whoever holds it (netplugctl ipam release): the repair tool, so it works
+ * also when the holder's handle is missing. Returns the holder, or undefined if it was free.
+ */
+export async function releaseAddress(store: Store, ip: string): Promise<AllocationAttribute | undefined> {
+  const parsed = parseIp(ip);
+  if (!parsed) throw poolError(`${ip} is not an IP address`);
+  const cidr = (await store.listKeys(keys.blocks(parsed.family)))
+    .map(cidrOfKey)
+    .find((c) => contains(parsePrefix(c) as Prefix, parsed.family, parsed.value));
+  if (!cidr) return undefined;
+  return retryOnConflict(`releasing ${ip}`, async () => {
+    const entry = await store.get<Block>(keys.block(cidr));
+    const ordinal = entry && ordinalOf(entry.value, ip);
+    const holder = entry && ordinal !== undefined ? attributeAt(entry.value, ordinal) : undefined;
+    if (!entry || ordinal === undefined || !holder) return { holder: undefined };
+    releaseOrdinals(entry.value, [ordinal]);
+    const handleEntry = await store.get<Handle>(keys.handle(holder.handle_id));
+    const commit: Write[] = [{ key: entry.key, update: entry.value, revision: entry.revision }];
+    if (handleEntry) {
+      const left = ordinalsOf(entry.value, holder.handle_id).length;
+      const block = { ...handleEntry.value.block, [cidr]: left };
+      if (left === 0) delete block[cidr];
+      commit.push(
+        Object.keys(block).length === 0
+          ? { key: handleEntry.key, remove: true, revision: handleEntry.revision }
+          : { key: handleEntry.key, update: { ...handleEntry.value, block }, revision: handleEntry.revision },
+      );
+    }
+    return (await store.commit(commit)) ? { holder } : undefined;
+  }).then((result) => result.holder);
+}
