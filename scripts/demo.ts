@@ -1,43 +1,120 @@
-// npm run demo: wires two network namespaces ("pods") to the host through the native data plane,
-// shows the result, pings pod to pod through the host and host to pod, checks the kernel state
-// against the request, and removes everything again (also on Ctrl-C).
-import { execFileSync, spawnSync } from 'node:child_process';
+// npm run demo: netplug as a runtime drives it, on its embedded default. A throwaway etcd on
+// loopback (Debian's etcd-server), a pool made with netplugctl, and two network namespaces as
+// pods wired through the built executables with a conflist chaining Debian's portmap: their
+// addresses, pod-to-pod traffic through the host, a host port reaching a pod, netplugctl's view,
+// then DEL and the pool empty again. Everything it makes is removed, also on Ctrl-C.
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
-import { checkWorkload, setupWorkload, teardownWorkload, type WorkloadSpec } from '../ts/dataplane/index.ts';
+import { launchEtcd, type EtcdServer } from './lib/etcd-server.ts';
 
-const pods: Array<WorkloadSpec & { label: string; ns: string }> = ['a', 'b'].map((label, i) => {
-  const ns = `netplug-demo-${label}-${process.pid}`;
+const ROOT = new URL('../', import.meta.url).pathname;
+const NETPLUG = join(ROOT, 'dist/cni/netplug');
+const NETPLUGCTL = join(ROOT, 'dist/bin/netplugctl');
+const PORTMAP = '/usr/lib/cni/portmap';
+const CNI_PATH = `${join(ROOT, 'dist/cni')}:/usr/lib/cni`;
+const HOST_PORT = 18000 + (process.pid % 1000);
+
+/** The embedded default: the network a runtime would read from /etc/cni/net.d. */
+function conflist(etcdEndpoints: string) {
   return {
-    label,
-    ns,
-    netns: `/run/netns/${ns}`,
-    containerIfname: 'eth0',
-    hostIfname: `npdemo${label}${process.pid % 10000}`,
-    addresses: [`10.99.${process.pid % 250}.${10 + i}`, `fd00:99:${(process.pid % 0xffff).toString(16)}::${10 + i}`],
-    numQueues: 2,
-    mtu: 1400,
+    cniVersion: '1.0.0',
+    name: 'netplug-demo',
+    plugins: [
+      { type: 'netplug', nodename: 'demo-node', etcd_endpoints: etcdEndpoints, ipam: { type: 'netplug-ipam' } },
+      { type: 'portmap', snat: true, capabilities: { portMappings: true } },
+    ],
   };
-});
+}
 
-function show(title: string, args: string[]): void {
+const scratch = mkdtempSync(join(tmpdir(), 'netplug-demo-'));
+const pods = ['a', 'b'].map((label) => ({ label, ns: `netplug-demo-${label}-${process.pid}`, id: `demo-${label}-${process.pid}`, result: undefined as unknown, hostEnd: '' }));
+const servers: ChildProcess[] = [];
+let etcd: EtcdServer | undefined;
+let conf: ReturnType<typeof conflist> | undefined;
+
+function say(text: string): void {
+  console.log(`\n${text}`);
+}
+
+function show(title: string, file: string, args: string[], env: Record<string, string> = {}): string {
   console.log(`\n$ ${title}`);
-  console.log(execFileSync(args[0] as string, args.slice(1), { encoding: 'utf8' }).trimEnd());
+  const out = execFileSync(file, args, { encoding: 'utf8', env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', ...env } }).trimEnd();
+  console.log(out);
+  return out;
 }
 
-/** Operations in flight, so an interrupt can let them finish before undoing them. */
-const inFlight = new Set<Promise<unknown>>();
-function track<T>(operation: Promise<T>): Promise<T> {
-  inFlight.add(operation);
-  void operation.finally(() => inFlight.delete(operation)).catch(() => {});
-  return operation;
+/** One plugin of the list, as libcni runs it: the list's name and version, the previous result. */
+function runPlugin(executable: string, plugin: Record<string, unknown>, command: string, pod: (typeof pods)[number], previous?: unknown, runtimeConfig?: unknown) {
+  if (!conf) throw new Error('no network');
+  const netconf = { ...plugin, cniVersion: conf.cniVersion, name: conf.name, ...(runtimeConfig ? { runtimeConfig } : {}), ...(previous ? { prevResult: previous } : {}) };
+  const run = spawnSync(executable, [], {
+    input: JSON.stringify(netconf),
+    encoding: 'utf8',
+    env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', CNI_COMMAND: command, CNI_CONTAINERID: pod.id, CNI_NETNS: `/run/netns/${pod.ns}`, CNI_IFNAME: 'eth0', CNI_PATH },
+  });
+  if (run.status !== 0) throw new Error(`${executable} ${command} failed: ${run.stdout}${run.stderr}`);
+  return run.stdout.trim() ? JSON.parse(run.stdout) : undefined;
 }
 
-/** Removes the pods' interfaces, then their namespaces. Deleting a namespace alone would let the
- * kernel destroy the veth pairs later, in the background; tearing down first removes them now. */
-async function cleanUp(): Promise<void> {
-  await Promise.allSettled([...inFlight]);
-  await Promise.allSettled(pods.map((pod) => teardownWorkload(pod.netns, 'eth0')));
-  for (const pod of pods) spawnSync('ip', ['netns', 'del', pod.ns]);
+const [netplugConf, portmapConf] = [0, 1].map((i) => () => {
+  const { capabilities: _, ...plugin } = conf?.plugins[i] as Record<string, unknown>;
+  return plugin;
+}) as [() => Record<string, unknown>, () => Record<string, unknown>];
+
+function add(pod: (typeof pods)[number], portMappings?: unknown[]): unknown {
+  const result = runPlugin(NETPLUG, netplugConf(), 'ADD', pod);
+  pod.hostEnd = (result as { interfaces: { name: string }[] }).interfaces[0]?.name ?? '';
+  pod.result = runPlugin(PORTMAP, portmapConf(), 'ADD', pod, result, { portMappings: portMappings ?? [] });
+  return pod.result;
+}
+
+function del(pod: (typeof pods)[number]): void {
+  if (!pod.result) return;
+  runPlugin(PORTMAP, portmapConf(), 'DEL', pod, pod.result, { portMappings: [] });
+  runPlugin(NETPLUG, netplugConf(), 'DEL', pod, pod.result);
+  pod.result = undefined;
+}
+
+function fetchTcp(host: string, port: number): Promise<string> {
+  return new Promise((resolve) => {
+    let data = '';
+    const socket = connect({ host, port }, () => undefined);
+    socket.setTimeout(3000, () => socket.destroy());
+    socket.on('data', (chunk) => (data += chunk));
+    socket.on('close', () => resolve(data));
+    socket.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+  });
+}
+
+/** A TCP server in the pod's namespace answering `greeting`. */
+async function serve(pod: (typeof pods)[number], port: number, greeting: string): Promise<void> {
+  const code = `require('net').createServer((s) => s.end(${JSON.stringify(greeting)})).listen(${port}, '0.0.0.0', () => console.log('up'))`;
+  const server = spawn('ip', ['netns', 'exec', pod.ns, process.execPath, '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.stdout?.once('data', () => resolve()));
+}
+
+let cleaned: Promise<void> | undefined;
+/** DEL what was added, then the namespaces, the servers, etcd and the scratch directory. */
+function cleanUp(): Promise<void> {
+  cleaned ??= (async () => {
+    for (const server of servers) server.kill('SIGKILL');
+    for (const pod of pods) {
+      try {
+        del(pod);
+      } catch (err) {
+        console.error(`cleaning up pod ${pod.label}: ${(err as Error).message}`);
+      }
+      spawnSync('ip', ['netns', 'del', pod.ns]);
+    }
+    await etcd?.stop();
+    rmSync(scratch, { recursive: true, force: true });
+  })();
+  return cleaned;
 }
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -49,36 +126,43 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 
 async function main(): Promise<void> {
   if (process.getuid?.() !== 0) throw new Error('run as root: the demo creates network namespaces');
+  console.log('netplug demo: two pods on a netplug network with netplug-ipam on etcd, chained with portmap');
+  etcd = await launchEtcd(join(scratch, 'etcd'));
+  conf = conflist(etcd.endpoints);
+  say(`a throwaway etcd (Debian's etcd-server) listens on ${etcd.endpoints}; the network configuration list:\n${JSON.stringify(conf, null, 2)}`);
+  const ctlEnv = { ETCD_ENDPOINTS: etcd.endpoints };
+  show('netplugctl pool create demo-pool --cidr 10.123.0.0/16', NETPLUGCTL, ['pool', 'create', 'demo-pool', '--cidr', '10.123.0.0/16'], ctlEnv);
+
   for (const pod of pods) execFileSync('ip', ['netns', 'add', pod.ns]);
-  console.log('netplug demo: two pods wired to the host by the Rust data plane (N-API addon)');
-
-  const wired = await Promise.all(pods.map((pod) => track(setupWorkload(pod))));
-  for (const [i, pod] of pods.entries()) {
-    const made = wired[i];
-    console.log(`\npod ${pod.label}: ${pod.addresses.join(', ')} on ${made?.container.name} (${made?.container.mac}), ` +
-      `host end ${made?.host.name} (${made?.host.mac}), MTU ${made?.mtu}, ${pod.numQueues} queues`);
-  }
   const [a, b] = pods as [(typeof pods)[number], (typeof pods)[number]];
-  show(`ip -n ${a.ns} addr show eth0`, ['ip', '-n', a.ns, 'addr', 'show', 'eth0']);
-  show(`ip -n ${a.ns} route; ip -n ${a.ns} -6 route`, ['sh', '-c', `ip -n ${a.ns} route; ip -n ${a.ns} -6 route`]);
-  show(`ip route | grep npdemo  (host routes to the pods)`, ['sh', '-c', 'ip route | grep npdemo; ip -6 route | grep npdemo']);
-  show(`pod a pings pod b (${b.addresses[0]}) through the host`, ['ip', 'netns', 'exec', a.ns, 'ping', '-c', '2', '-W', '2', b.addresses[0] as string]);
-  show(`the host pings pod b over IPv6 (${b.addresses[1]})`, ['ping', '-6', '-c', '2', '-W', '2', b.addresses[1] as string]);
+  add(a);
+  add(b, [{ hostPort: HOST_PORT, containerPort: 8080, protocol: 'tcp' }]);
+  const addressOf = (pod: (typeof pods)[number]) => ((pod.result as { ips: { address: string }[] }).ips[0]?.address ?? '').split('/')[0] ?? '';
+  for (const pod of pods) {
+    const result = pod.result as { ips: { address: string }[]; interfaces: { name: string; mac?: string }[] };
+    say(`pod ${pod.label} (ADD through netplug, then portmap): ${result.ips.map((ip) => ip.address).join(', ')} on eth0 (${result.interfaces[1]?.mac}), host end ${result.interfaces[0]?.name}`);
+  }
+  show(`ip -n ${a.ns} route`, 'ip', ['-n', a.ns, 'route']);
+  show(`pod a pings pod b (${addressOf(b)}) through the host`, 'ip', ['netns', 'exec', a.ns, 'ping', '-c', '2', '-W', '2', addressOf(b)]);
+  await serve(b, 8080, 'hello from pod b');
+  const viaHostPort = await fetchTcp('127.0.0.1', HOST_PORT);
+  say(`the host's port ${HOST_PORT} reaches pod b's port 8080 (portmap): "${viaHostPort}"`);
+  if (viaHostPort !== 'hello from pod b') throw new Error(`the host port answered "${viaHostPort}"`);
+  show('netplugctl ipam show', NETPLUGCTL, ['ipam', 'show'], ctlEnv);
+  show(`netplugctl ipam show --ip ${addressOf(b)}`, NETPLUGCTL, ['ipam', 'show', '--ip', addressOf(b)], ctlEnv);
 
-  for (const pod of pods) {
-    const differences = await checkWorkload(pod);
-    console.log(`\ncheck pod ${pod.label}: ${differences.length === 0 ? 'kernel state matches the request' : JSON.stringify(differences)}`);
-  }
-  for (const pod of pods) {
-    console.log(`teardown pod ${pod.label}: ${await teardownWorkload(pod.netns, 'eth0')}`);
-    console.log(`teardown pod ${pod.label} again: ${await teardownWorkload(pod.netns, 'eth0')} (DEL is idempotent)`);
-  }
+  for (const pod of pods) del(pod);
+  say('DEL through portmap, then netplug, for both pods');
+  show('netplugctl ipam show  (the pool is empty again)', NETPLUGCTL, ['ipam', 'show'], ctlEnv);
+  show('netplugctl ipam check', NETPLUGCTL, ['ipam', 'check', '--grace-period', '0'], ctlEnv);
 }
 
 try {
   await main();
 } finally {
   await cleanUp();
-  const left = spawnSync('sh', ['-c', 'ip netns list | grep netplug-demo; ip link | grep npdemo'], { encoding: 'utf8' }).stdout;
-  console.log(left.trim() ? `\nleft behind (unexpected):\n${left}` : '\nremoved both namespaces; no namespaces or links left behind');
+  const namespaces = spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' }).stdout.split('\n').filter((line) => pods.some((pod) => line.startsWith(pod.ns)));
+  const links = pods.filter((pod) => pod.hostEnd && spawnSync('ip', ['link', 'show', pod.hostEnd]).status === 0).map((pod) => pod.hostEnd);
+  const left = [...namespaces, ...links];
+  console.log(left.length === 0 ? '\nremoved the pods, their namespaces, etcd and its data: nothing left behind' : `\nleft behind (unexpected): ${left.join(', ')}`);
 }

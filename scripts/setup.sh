@@ -13,7 +13,7 @@ require_root "netplug configures network namespaces and links"
 # drives, procps (sysctl), binutils (strip, for the single executable), etcd (the datastore the
 # tests and the demo start on loopback) and openssl (their TLS certificates).
 ensure_debian_packages iproute2 iputils-ping ca-certificates containernetworking-plugins iptables procps binutils \
-  etcd-server etcd-client openssl
+  etcd-server openssl
 
 # A Rust toolchain: rustup's if present, else Debian's (recent enough for our rust-version).
 if ! command -v cargo >/dev/null 2>&1; then

@@ -81,7 +81,7 @@ export async function launchEtcd(dir: string, options: EtcdOptions = {}): Promis
       await waitHealthy(port, certs);
     },
     async stop() {
-      if (!child || child.exitCode !== null) return;
+      if (!child || child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((resolve) => child?.once('exit', resolve));
       child.kill('SIGKILL');
       await exited;

@@ -10,6 +10,8 @@ import test from 'ava';
 import { natRulesMentioning, uniqueHostPort } from '../helpers/chain.ts';
 import { hostVeth, reservations, tempDir } from '../helpers/cni.ts';
 import { link, uniqueSubnet4 } from '../helpers/kernel.ts';
+import { startEtcd } from '../helpers/etcd.ts';
+import { allocatedByPool, ctlOk, etcdKeys } from '../helpers/ipam.ts';
 import { IMAGE, podman } from '../helpers/podman.ts';
 
 function httpGet(url: string): Promise<string> {
@@ -69,4 +71,36 @@ test('podman runs containers on netplug + portmap; a host port reaches one; remo
   t.deepEqual(reservations(dataDir, 'netplug-podman'), [], 'addresses released');
   t.deepEqual(natRulesMentioning(web), [], 'port mapping removed');
   t.not(await httpGet(`http://127.0.0.1:${hostPort}/`), 'hello-from-web\n');
+});
+
+test('podman runs containers on netplug with netplug-ipam on etcd and portmap; removal releases every address', async (t) => {
+  t.timeout(10 * 60_000, 'the first run installs podman');
+  const pm = podman(t);
+  const etcd = await startEtcd(t);
+  ctlOk(t, etcd, 'pool', 'create', 'podman-pool', '--cidr', '10.104.0.0/16');
+  writeFileSync(
+    join(pm.networkDir, 'netplug-etcd.conflist'),
+    JSON.stringify({
+      cniVersion: '1.0.0',
+      name: 'netplug-etcd',
+      plugins: [
+        { type: 'netplug', nodename: 'podman-node', ...etcd.netconf, ipam: { type: 'netplug-ipam' } },
+        { type: 'portmap', snat: true, capabilities: { portMappings: true } },
+      ],
+    }),
+  );
+  const hostPort = uniqueHostPort();
+  const web = pm.run(['run', '-d', '--network', 'netplug-etcd', '-p', `127.0.0.1:${hostPort}:8080`, IMAGE, 'sh', '-c', WEB('hello-from-etcd')]);
+  const client = pm.run(['run', '-d', '--network', 'netplug-etcd', IMAGE, 'sleep', '600']);
+  t.is(await eventually(() => httpGet(`http://127.0.0.1:${hostPort}/`), 'hello-from-etcd\n'), 'hello-from-etcd\n', 'the host port reaches the container');
+  const webIp = pm.run(['inspect', '--format', '{{(index .NetworkSettings.Networks "netplug-etcd").IPAddress}}', web]);
+  t.regex(webIp, /^10\.104\.\d+\.\d+$/);
+  t.is(pm.run(['exec', client, 'wget', '-qO-', `http://${webIp}:8080/`]), 'hello-from-etcd');
+  t.deepEqual(allocatedByPool(t, etcd), { 'podman-pool': 2 });
+  t.is((await etcdKeys(t, etcd, '/netplug/resources/v3/projectnet.org/workloadendpoints/')).length, 2, 'one workload endpoint per container');
+
+  pm.run(['rm', '--force', web, client]);
+  t.deepEqual(allocatedByPool(t, etcd), { 'podman-pool': 0 }, 'addresses released');
+  t.deepEqual(await etcdKeys(t, etcd, '/netplug/resources/v3/projectnet.org/workloadendpoints/'), []);
+  t.deepEqual(natRulesMentioning(web), [], 'port mapping removed');
 });

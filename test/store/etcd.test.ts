@@ -5,7 +5,7 @@ import test from 'ava';
 import { prefixEnd } from '../../ts/store/etcd/client.ts';
 import { EtcdSettingsError, gatewayOptions } from '../../ts/store/etcd/options.ts';
 import { openStore } from '../../ts/store/open.ts';
-import { StoreUnavailableError, type Store } from '../../ts/store/store.ts';
+import { StoreError, StoreUnavailableError, type Store } from '../../ts/store/store.ts';
 import { startEtcd } from '../helpers/etcd.ts';
 
 async function storeFor(settings: Record<string, string>): Promise<Store> {
@@ -66,7 +66,8 @@ test('mutual TLS: trust bundle with several roots, client certificate required',
   t.true(await store.commit([{ key: '/netplug/test/tls', create: 'ok' }]), 'server signed by the second root in the bundle');
 
   const stranger = await storeFor({ ...etcd.netconf, etcd_cert_file: certs.strangerCert, etcd_key_file: certs.strangerKey });
-  await t.throwsAsync(stranger.get('/netplug/test/tls'), { instanceOf: StoreUnavailableError, message: /etcd/ });
+  // A certificate the server refuses is a setting to fix (error 100), not an outage (error 11).
+  await t.throwsAsync(stranger.get('/netplug/test/tls'), { instanceOf: StoreError, message: /^TLS with etcd at https:\/\/127\.0\.0\.1:\d+ failed: .*BadCertificate/ });
   const noBundle = await storeFor({ etcd_endpoints: etcd.endpoints, etcd_cert_file: certs.clientCert, etcd_key_file: certs.clientKey });
   await t.throwsAsync(noBundle.get('/netplug/test/tls'), { message: /certificate/ });
 });

@@ -40,6 +40,13 @@ export async function interfacePresence(netns: string, ifname: string, hostIfnam
   return required(outcome.presence, 'interfacePresence') as Presence;
 }
 
+/** Whether the host's link `name` is gone within `timeoutMs` (it leaves the host early in a deletion). */
+export async function waitHostLinkGone(name: string, timeoutMs: number): Promise<boolean> {
+  const outcome = await addon().waitHostLinkGone(name, timeoutMs);
+  if (outcome.error) throw new DataplaneError(outcome.error);
+  return required(outcome.gone, 'waitHostLinkGone');
+}
+
 /** Every difference between the kernel and what setupWorkload(spec) produces; empty if none. */
 export async function checkWorkload(spec: WorkloadSpec): Promise<Difference[]> {
   const outcome = await addon().checkWorkload(spec);

@@ -37,6 +37,12 @@ export interface ExchangeOutcome {
   error?: HttpError
 }
 
+export interface GoneOutcome {
+  /** Whether the link was gone within the time allowed. */
+  gone?: boolean
+  error?: KernelError
+}
+
 /**
  * The host-side interface name for a workload identity (`<namespace>.<pod>`, or a container
  * ID): `prefix` + 11 hex digits of its SHA-1, as the policy agent derives it. Pure computation.
@@ -112,6 +118,12 @@ export interface TeardownOutcome {
 
 /** Deletes `ifname` in `netns`; a missing namespace or interface is success. */
 export declare function teardownWorkload(netns: string, ifname: string): Promise<TeardownOutcome>
+
+/**
+ * Resolves once the host has no link named `name` (or after `timeoutMs`), polling from a thread
+ * in the host namespace.
+ */
+export declare function waitHostLinkGone(name: string, timeoutMs: number): Promise<GoneOutcome>
 
 export interface WorkloadInterfaces {
   host: InterfaceInfo

@@ -13,7 +13,7 @@ import { NetplugIpam, type Prefetched } from '../ipam/netplug-ipam.ts';
 import type { Logger } from '../log/logger.ts';
 import { openStore } from '../store/open.ts';
 import type { Store } from '../store/store.ts';
-import { DATASTORE_FIELDS } from './early.ts';
+import { DATASTORE_FIELDS } from './early-datastore.ts';
 import { CNI_ENDPOINT_NAMESPACE, workloadEndpointName } from './workload-endpoint.ts';
 
 /** Written by the node agent when the netconf leaves `mtu` out (as the reference's). */

@@ -10,8 +10,11 @@ import { CNI_ENDPOINT_NAMESPACE, deleteWorkloadEndpoint, workloadEndpointName } 
 /** Stands for "the interface is still there": the address release is skipped, not failed. */
 const INTERFACE_KEPT = Symbol('interface kept');
 
-/** `teardown`: the interface's removal, if already under way (early work). */
-export async function cmdDel(ctx: PluginContext, teardown?: Promise<TeardownResult>): Promise<void> {
+/**
+ * `teardown`: the interface's removal, if already under way (early work); `hostEndGone`: whether
+ * its host end has left the host.
+ */
+export async function cmdDel(ctx: PluginContext, teardown?: Promise<TeardownResult>, hostEndGone?: Promise<boolean>): Promise<void> {
   const { env, log } = ctx;
   const failures: CniError[] = [];
   const attempt = async (step: () => Promise<void>) => {
@@ -22,9 +25,10 @@ export async function cmdDel(ctx: PluginContext, teardown?: Promise<TeardownResu
     }
   };
   // Deleting the veth is most of a DEL (the kernel waits for RCU grace periods), on a thread of its
-  // own; the datastore work overlaps it. Addresses are released only once the interface is gone,
-  // so that no other workload gets one while its old routes still exist, and not at all if it could
-  // not be removed: the DEL fails, and the runtime's retry releases them.
+  // own; the datastore work overlaps it. Addresses are released only once the interface is gone
+  // (its host end leaves the host, routes and all, early in the deletion), so that no other
+  // workload gets one while its old routes still exist; and not at all if it could not be
+  // removed: the DEL fails, and the runtime's retry releases them.
   ctx.warmUp();
   let removed = false;
   const removal = attempt(async () => {
@@ -32,7 +36,10 @@ export async function cmdDel(ctx: PluginContext, teardown?: Promise<TeardownResu
     removed = true;
     log.info('workload interface removed', { container: env.containerId, netns: env.netns, interface: env.ifname, outcome });
   });
-  const interfaceGone = removal.then(() => (removed ? undefined : Promise.reject(INTERFACE_KEPT)));
+  const interfaceGone = Promise.race([
+    removal.then(() => (removed ? undefined : Promise.reject(INTERFACE_KEPT))),
+    (hostEndGone ?? new Promise<boolean>(() => {})).then((gone) => (gone ? undefined : new Promise<void>(() => {}))),
+  ]);
   interfaceGone.catch(() => undefined);
   const endpointGone = ctx.usesDatastore
     ? attempt(async () => {

@@ -58,7 +58,7 @@ export async function runMain(io: MainIo, program: Program = 'netplug'): Promise
     const env = parseEnvironment(command, io.env);
     const stdin = io.readStdin();
     // Before loading the netconf's validation: early work overlaps it.
-    early = (await import('./early.ts')).startEarlyWork(command, program, env, stdin);
+    early = await (await import('./early.ts')).startEarlyWork(command, program, env, stdin);
     const { parseNetconf, declaredVersion } = await import('../config/netconf.ts');
     cniVersion = declaredVersion(stdin) ?? cniVersion;
     const netconf = parseNetconf(stdin);
@@ -89,7 +89,7 @@ export async function runMain(io: MainIo, program: Program = 'netplug'): Promise
         return { stdout: print(formatResult(await cmdAdd(ctx, early.presence), conf.cniVersion)), exitCode: 0 };
       }
       case 'DEL':
-        await (await import('./del.ts')).cmdDel(ctx, early.teardown);
+        await (await import('./del.ts')).cmdDel(ctx, early.teardown, early.hostEndGone);
         break;
       case 'CHECK':
         await (await import('./check.ts')).cmdCheck(ctx);

@@ -80,6 +80,8 @@ export class GatewayConnection {
       const outcome = await this.connection(this.endpoint).exchange(Buffer.concat([Buffer.from(head), payload]));
       if (outcome.response) return interpret(url, path, outcome.response);
       const error = outcome.error ?? { kind: 'io', message: 'no response' };
+      // A certificate etcd's TLS refuses is a setting to fix, not a moment to wait out.
+      if (error.kind === 'tls') throw new StoreError(`TLS with etcd at ${url.origin} failed: ${error.message}`);
       if (error.kind !== 'connect') throw new StoreUnavailableError(`etcd at ${url.origin} did not answer ${path}: ${error.message}`);
       failures.push(`${url.origin}: ${error.message}`);
       this.endpoint = (this.endpoint + 1) % this.options.endpoints.length;
