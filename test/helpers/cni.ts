@@ -45,8 +45,8 @@ export interface Outcome {
   json: any;
 }
 
-export function invoke(call: Invocation): Outcome {
-  requireBuilt();
+/** The environment a runtime gives the plugin for `call`, and the stdin. */
+export function runtimeInput(call: Invocation): { env: Record<string, string>; input: string } {
   const env: Record<string, string> = call.env ?? {
     PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
     CNI_COMMAND: call.command,
@@ -56,7 +56,12 @@ export function invoke(call: Invocation): Outcome {
     CNI_PATH: call.path ?? CNI_PATH,
     ...(call.args !== undefined ? { CNI_ARGS: call.args } : {}),
   };
-  const input = call.stdin ?? (call.netconf === undefined ? '' : JSON.stringify(call.netconf));
+  return { env, input: call.stdin ?? (call.netconf === undefined ? '' : JSON.stringify(call.netconf)) };
+}
+
+export function invoke(call: Invocation): Outcome {
+  requireBuilt();
+  const { env, input } = runtimeInput(call);
   // A hung plugin must fail its test, not stall the suite.
   const run = spawnSync(call.executable ?? NETPLUG, [], { env, input, encoding: 'utf8', timeout: 60_000, killSignal: 'SIGKILL' });
   let json: unknown;

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { ExecutionContext } from 'ava';
 import { Etcd3 } from 'etcd3';
 
-import { CNI_PATH, invoke, ROOT, type Invocation, type Outcome } from './cni.ts';
+import { invoke, ROOT, runtimeInput, type Invocation, type Outcome } from './cni.ts';
 import type { EtcdServer } from './etcd.ts';
 
 export const NETPLUGCTL = join(ROOT, 'dist/bin/netplugctl');
@@ -110,15 +110,7 @@ export function added(t: ExecutionContext, call: Omit<Invocation, 'command'>): O
 
 /** The built executable run asynchronously, as a runtime running many pods at once does. */
 export function startInvocation(call: Invocation): { child: ChildProcess; outcome: Promise<Outcome> } {
-  const env: Record<string, string> = call.env ?? {
-    PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
-    CNI_COMMAND: call.command,
-    CNI_CONTAINERID: call.containerId ?? 'test',
-    CNI_NETNS: call.netns ?? '',
-    CNI_IFNAME: call.ifname ?? 'eth0',
-    CNI_PATH: call.path ?? CNI_PATH,
-    ...(call.args !== undefined ? { CNI_ARGS: call.args } : {}),
-  };
+  const { env, input } = runtimeInput(call);
   const child = spawn(call.executable ?? join(ROOT, 'dist/cni/netplug'), [], { env, stdio: ['pipe', 'pipe', 'pipe'] });
   const outcome = new Promise<Outcome>((resolve, reject) => {
     let stdout = '';
@@ -137,7 +129,7 @@ export function startInvocation(call: Invocation): { child: ChildProcess; outcom
     });
   });
   child.stdin?.on('error', () => undefined); // a child killed before reading its stdin
-  child.stdin?.end(call.stdin ?? JSON.stringify(call.netconf));
+  child.stdin?.end(input);
   return { child, outcome };
 }
 
