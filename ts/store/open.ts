@@ -1,6 +1,7 @@
 // Opens the datastore the settings name. Only etcd for now; the Kubernetes datastore comes later.
 import { EtcdClient } from './etcd/client.ts';
-import { GatewayConnection, TlsMaterialError, type GatewayOptions } from './etcd/http.ts';
+import { TlsMaterialError } from '../net/http-client.ts';
+import { GatewayConnection, type GatewayOptions } from './etcd/http.ts';
 import { EtcdSettingsError, gatewayOptions, type EtcdSettings } from './etcd/options.ts';
 import { EtcdStore } from './etcd/store.ts';
 import type { Store } from './store.ts';

@@ -4,7 +4,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 
 import { StoreError, StoreUnavailableError } from '../store.ts';
-import type { GatewayOptions, TlsFiles } from './http.ts';
+import type { TlsFiles } from '../../net/http-client.ts';
+import type { GatewayOptions } from './http.ts';
 
 export interface EtcdSettings {
   etcd_endpoints?: string | undefined;

@@ -1,0 +1,20 @@
+#!/bin/sh
+# Prints the path of kube-apiserver, built from the Go module proxy (k8s.io/kubernetes at the
+# release test/kube-apiserver/go.mod pins) and cached outside the repository, keyed by version, so
+# later runs skip the build (some 4 minutes on two cores, and 700 MB of modules the first time).
+set -eu
+. "$(dirname "$0")/lib.sh"
+module="$(cd "$(dirname "$0")/../test/kube-apiserver" && pwd)"
+version=$(sed -n 's/^require k8s.io\/kubernetes \(v[0-9.]*\)$/\1/p' "$module/go.mod")
+dir="${XDG_CACHE_HOME:-$HOME/.cache}/netplug"
+binary="$dir/kube-apiserver-$version"
+if [ ! -x "$binary" ]; then
+  PATH="$PATH:/usr/local/go/bin"
+  command -v go >/dev/null 2>&1 || { say "Go is needed to build kube-apiserver"; exit 1; }
+  say "building kube-apiserver $version from the Go module proxy"
+  mkdir -p "$dir"
+  # GOTOOLCHAIN=local: the Go that is here (the release needs 1.26), not one go.mod may name.
+  (cd "$module" && GOTOOLCHAIN=local GOFLAGS=-mod=mod go build -o "$binary.partial" k8s.io/kubernetes/cmd/kube-apiserver) >&2
+  mv "$binary.partial" "$binary"
+fi
+echo "$binary"

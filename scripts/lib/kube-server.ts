@@ -1,0 +1,160 @@
+// A real kube-apiserver on loopback for the tests and benchmarks: its own etcd, serving
+// certificates and a service-account key made with openssl, RBAC on, and two identities: an
+// administrator (system:masters) and netplug's CNI plugin, with exactly the permissions the
+// specification lists (bound by the tests, see grantPluginPermissions). The binary comes from
+// scripts/kube-apiserver.sh, built from the Go module proxy.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { request } from 'node:https';
+import { join } from 'node:path';
+
+import { freePort, launchEtcd, type EtcdServer } from './etcd-server.ts';
+
+const ROOT = new URL('../../', import.meta.url).pathname;
+
+export interface Identity {
+  /** Kubernetes user name (the certificate's CN). */
+  user: string;
+  kubeconfig: string;
+  cert: string;
+  key: string;
+}
+
+export interface KubeServer {
+  /** https://127.0.0.1:<port> */
+  url: string;
+  ca: string;
+  admin: Identity;
+  /** netplug's CNI plugin: what a node's plugin runs as. */
+  plugin: Identity;
+  /** Makes another identity (a certificate and a kubeconfig) with the given user name. */
+  identity(user: string): Identity;
+  etcd: EtcdServer;
+  stop(): Promise<void>;
+}
+
+export async function launchKubeApiserver(dir: string): Promise<KubeServer> {
+  const binary = execFileSync('sh', [join(ROOT, 'scripts/kube-apiserver.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+  const etcd = await launchEtcd(join(dir, 'etcd'));
+  const port = await freePort();
+  const url = `https://127.0.0.1:${port}`;
+  const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
+  const ecKey = (name: string) => ssl('genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', `${name}.key`);
+  ecKey('ca');
+  ssl('req', '-x509', '-new', '-key', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=netplug test cluster CA');
+  const sign = (name: string, subject: string, extensions: string) => {
+    ecKey(name);
+    writeFileSync(join(dir, `${name}.ext`), extensions);
+    ssl('req', '-new', '-key', `${name}.key`, '-out', `${name}.csr`, '-subj', subject);
+    ssl('x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${name}.pem`, '-days', '2', '-extfile', `${name}.ext`);
+  };
+  sign('serving', '/CN=kube-apiserver', 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n');
+  ecKey('service-accounts');
+  ssl('pkey', '-in', 'service-accounts.key', '-pubout', '-out', 'service-accounts.pub');
+
+  const identity = (user: string, group?: string): Identity => {
+    const name = `user-${user.replace(/[^a-z0-9]/gi, '-')}`;
+    sign(name, `/CN=${user}${group ? `/O=${group}` : ''}`, 'extendedKeyUsage=clientAuth\n');
+    const kubeconfig = join(dir, `${name}.kubeconfig`);
+    // YAML, as kubeconfig files usually are; file references rather than embedded data.
+    writeFileSync(
+      kubeconfig,
+      [
+        'apiVersion: v1',
+        'kind: Config',
+        'clusters:',
+        '- name: test',
+        '  cluster:',
+        `    server: ${url}`,
+        `    certificate-authority: ${join(dir, 'ca.pem')}`,
+        'users:',
+        `- name: ${user}`,
+        '  user:',
+        `    client-certificate: ${join(dir, `${name}.pem`)}`,
+        `    client-key: ${join(dir, `${name}.key`)}`,
+        'contexts:',
+        '- name: test',
+        '  context:',
+        '    cluster: test',
+        `    user: ${user}`,
+        'current-context: test',
+        '',
+      ].join('\n'),
+    );
+    return { user, kubeconfig, cert: join(dir, `${name}.pem`), key: join(dir, `${name}.key`) };
+  };
+  const admin = identity('netplug-test-admin', 'system:masters');
+  const plugin = identity('netplug-cni');
+
+  const args = [
+    `--etcd-servers=${etcd.endpoints}`,
+    '--bind-address=127.0.0.1',
+    `--secure-port=${port}`,
+    `--tls-cert-file=${join(dir, 'serving.pem')}`,
+    `--tls-private-key-file=${join(dir, 'serving.key')}`,
+    `--client-ca-file=${join(dir, 'ca.pem')}`,
+    `--service-account-key-file=${join(dir, 'service-accounts.pub')}`,
+    `--service-account-signing-key-file=${join(dir, 'service-accounts.key')}`,
+    '--service-account-issuer=https://kubernetes.default.svc',
+    '--authorization-mode=RBAC',
+    '--service-cluster-ip-range=10.96.0.0/16',
+    // No controller manager runs: no service account tokens to mount into pods.
+    '--disable-admission-plugins=ServiceAccount',
+    `--cert-dir=${join(dir, 'certs')}`,
+    '--profiling=false',
+    '--v=0',
+  ];
+  let child: ChildProcess | undefined = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  child.stderr?.on('data', (chunk: Buffer) => (log = (log + chunk.toString()).slice(-8000)));
+  const server: KubeServer = {
+    url,
+    ca: join(dir, 'ca.pem'),
+    admin,
+    plugin,
+    identity: (user) => identity(user),
+    etcd,
+    async stop() {
+      const running = child;
+      child = undefined;
+      if (running && running.exitCode === null && running.signalCode === null) {
+        const exited = new Promise((resolve) => running.once('exit', resolve));
+        running.kill('SIGKILL');
+        await exited;
+      }
+      await etcd.stop();
+    },
+  };
+  try {
+    await waitReady(server, () => log);
+  } catch (err) {
+    await server.stop();
+    throw err;
+  }
+  return server;
+}
+
+async function waitReady(server: KubeServer, log: () => string): Promise<void> {
+  for (let attempt = 0; attempt < 600; attempt++) {
+    if ((await get(server, '/readyz')) === 200) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`kube-apiserver did not become ready:\n${log()}`);
+}
+
+/** The status of a GET as the administrator. */
+function get(server: KubeServer, path: string): Promise<number> {
+  return new Promise((resolve) => {
+    const req = request(
+      `${server.url}${path}`,
+      { ca: readFileSync(server.ca), cert: readFileSync(server.admin.cert), key: readFileSync(server.admin.key), timeout: 2000 },
+      (response) => {
+        response.resume();
+        resolve(response.statusCode ?? 0);
+      },
+    );
+    req.on('error', () => resolve(0));
+    req.on('timeout', () => req.destroy());
+    req.end();
+  });
+}
