@@ -74,7 +74,7 @@ export function invoke(call: Invocation): Outcome {
 }
 
 /** A temporary directory removed at teardown. */
-export function tempDir(t: ExecutionContext, label: string): string {
+export function tempDir(t: Pick<ExecutionContext, 'teardown'>, label: string): string {
   const dir = mkdtempSync(join(tmpdir(), `nptest-${label}-${process.pid}-`));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   return dir;

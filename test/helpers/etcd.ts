@@ -6,7 +6,7 @@ import { tempDir } from './cni.ts';
 
 export { freePort, type EtcdCerts, type EtcdServer } from '../../scripts/lib/etcd-server.ts';
 
-export async function startEtcd(t: ExecutionContext, options: EtcdOptions = {}): Promise<EtcdServer> {
+export async function startEtcd(t: Pick<ExecutionContext, 'teardown'>, options: EtcdOptions = {}): Promise<EtcdServer> {
   const server = await launchEtcd(tempDir(t, 'etcd'), options);
   t.teardown(() => server.stop());
   return server;

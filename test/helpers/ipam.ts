@@ -90,7 +90,7 @@ export function etcdKeys(t: ExecutionContext, etcd: EtcdServer, prefix: string):
 
 /** The JSON value at `key`, if any. */
 export async function etcdValue(t: ExecutionContext, etcd: EtcdServer, key: string): Promise<any> {
-  return observer(t, etcd).get(key).json();
+  return (await observer(t, etcd).get(key).json()) ?? undefined;
 }
 
 /** Deletes `key` behind netplug's back (as a lost update or an operator's mistake would). */

@@ -1,6 +1,6 @@
 // netplug with netplug-ipam on a real etcd, through the built executables: pools by name and by
 // CIDR, node selectors, dual stack, IP=, repeated ADD, DEL, workload endpoints, GC and STATUS.
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 
 import { invoke } from '../helpers/cni.ts';
 import { startEtcd, type EtcdServer } from '../helpers/etcd.ts';
@@ -9,7 +9,7 @@ import { addresses, containerId, createNetns, link, ping } from '../helpers/kern
 
 const WEPS = '/netplug/resources/v3/projectnet.org/workloadendpoints/';
 
-async function etcdWithPools(t: Parameters<typeof startEtcd>[0], pools: Array<[string, string, ...string[]]>): Promise<EtcdServer> {
+async function etcdWithPools(t: ExecutionContext, pools: Array<[string, string, ...string[]]>): Promise<EtcdServer> {
   const etcd = await startEtcd(t);
   for (const [name, cidr, ...flags] of pools) ctlOk(t, etcd, 'pool', 'create', name, '--cidr', cidr, ...flags);
   return etcd;

@@ -63,6 +63,8 @@ const netconfSchema = z
     log_file_max_count: z._default(integer(0), 10),
     container_settings: z._default(z.object({ allow_ip_forwarding: z._default(z.boolean(), false) }), { allow_ip_forwarding: false }),
     readiness_gates: z.optional(z.array(httpUrl())),
+    /** How long each readiness gate may take to become ready (netplug's; the spec leaves it open). */
+    readiness_gate_timeout_seconds: z._default(integer(1, 3600), 30),
     kubernetes: z.optional(
       z.object({ kubeconfig: z.optional(nonEmpty()), k8s_api_root: z.optional(httpUrl()), node_name: z.optional(nonEmpty()) }),
     ),

@@ -8,7 +8,7 @@
 // writes one by one (etcd applies them atomically anyway) never has an address without its handle.
 import type { Entry, Read, Store, Write } from '../store/store.ts';
 import { retryOnConflict } from '../store/store.ts';
-import { addressOf, assignNext, assignOrdinal, attributeAt, newBlock, ordinalOf, ordinalsOf } from './block.ts';
+import { addressOf, assignNext, assignOrdinal, attributeAt, newBlock, ordinalOf, ordinalsOf, releaseOrdinals } from './block.ts';
 import { formatPrefix, mask, parseIp, widthOf, type Family } from './cidr.ts';
 import { exhausted, inUse, poolError } from './errors.ts';
 import { cidrOfKey, familyOf, hostAffinity, keys, type Affinity, type AllocationAttribute, type Block, type Handle, type PendingRequest } from './model.ts';
@@ -159,6 +159,7 @@ export async function allocate(request: Assignment, requests: readonly AddressRe
       const writes: Write[] = [
         ...plan.handleWrites(handleEntry),
         ...plan.writes,
+        ...plan.laterWrites,
         ...[own, ...stale].flatMap((p) => (p ? [{ key: p.key, remove: true as const, revision: p.revision }] : [])),
         ...companionWrites,
       ];
@@ -211,6 +212,8 @@ class Plan {
   readonly blocksRead: string[] = [];
   /** Handles of waiting ADDs this attempt serves. */
   private readonly servedHandles: Write[] = [];
+  /** Writes that go after the blocks' (an earlier sandbox's handle giving up an address). */
+  readonly laterWrites: Write[] = [];
 
   constructor(request: Assignment, knownBlocks: Record<string, Entry<Block> | null> = {}) {
     this.request = request;
@@ -266,7 +269,12 @@ class Plan {
     const block = entry?.value ?? newBlock(cidr, hostAffinity(this.request.node), this.now);
     const ordinal = ordinalOf(block, ip) as number;
     const holder = attributeAt(block, ordinal);
-    if (holder) throw inUse(`the requested address ${ip} is in use (${describe(holder)})`);
+    if (holder) {
+      if (!this.samePod(holder)) throw inUse(`the requested address ${ip} is in use (${describe(holder)})`);
+      // An earlier sandbox of the same pod holds it (a pod with a fixed address, re-created):
+      // the address passes to the new sandbox in this commit, as the reference releases it first.
+      await this.releaseFromEarlierSandbox(block, ordinal, holder.handle_id);
+    }
     if (!entry) this.writes.push({ key: keys.affinity(this.request.node, cidr), create: { state: 'confirmed', deleted: false } satisfies Affinity });
     this.take(block, assignOrdinal(block, ordinal, this.attribute) ? ordinal : undefined, entry);
   }
@@ -294,6 +302,24 @@ class Plan {
       this.servedHandles.push({ key: keys.handle(handle), create: { handleID: handle, block: counts, deleted: false } satisfies Handle });
       this.writes.push({ key: entry.key, remove: true, revision: entry.revision });
     }
+  }
+
+  private samePod(holder: AllocationAttribute): boolean {
+    const { namespace, pod } = this.request.attributes;
+    return pod !== undefined && holder.handle_id !== this.request.handle && holder.secondary['pod'] === pod && holder.secondary['namespace'] === namespace;
+  }
+
+  private async releaseFromEarlierSandbox(block: Block, ordinal: number, handle: string): Promise<void> {
+    releaseOrdinals(block, [ordinal]);
+    const entry = await this.request.store.get<Handle>(keys.handle(handle));
+    if (!entry) return;
+    const counts = { ...entry.value.block, [block.cidr]: ordinalsOf(block, handle).length };
+    if (counts[block.cidr] === 0) delete counts[block.cidr];
+    this.laterWrites.push(
+      Object.keys(counts).length === 0
+        ? { key: entry.key, remove: true, revision: entry.revision }
+        : { key: entry.key, update: { ...entry.value, block: counts }, revision: entry.revision },
+    );
   }
 
   /** Records the block's new state; false if it had no room. */

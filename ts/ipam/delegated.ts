@@ -16,12 +16,15 @@ export class DelegatedIpam implements Ipam {
   private readonly log: Logger;
   private readonly type: string;
   private versions: Promise<string[]> | undefined;
+  private readonly rewrite: ((command: Command) => Promise<Record<string, unknown>>) | undefined;
 
-  constructor(env: CniEnvironment, netconf: ParsedNetconf, log: Logger) {
+  /** `rewrite`: the netconf a command hands the plugin, when not the one received (host-local's pod CIDRs). */
+  constructor(env: CniEnvironment, netconf: ParsedNetconf, log: Logger, rewrite?: (command: Command) => Promise<Record<string, unknown>>) {
     this.env = env;
     this.netconf = netconf;
     this.log = log;
     this.type = netconf.conf.ipam.type;
+    this.rewrite = rewrite;
   }
 
   async add(): Promise<Result> {
@@ -65,8 +68,9 @@ export class DelegatedIpam implements Ipam {
    */
   private async invoke(command: Command): Promise<{ version: string; output: unknown }> {
     const version = this.netconf.conf.cniVersion;
+    const json = this.rewrite ? await this.rewrite(command) : this.netconf.json;
     try {
-      return { version, output: await this.exec(command, this.netconf.raw) };
+      return { version, output: await this.exec(command, this.rewrite ? Buffer.from(JSON.stringify(json)) : this.netconf.raw) };
     } catch (err) {
       if (!isCniError(err) || err.code !== ErrorCode.IncompatibleVersion) throw err;
       const older = (await this.supportedVersions())
@@ -75,7 +79,7 @@ export class DelegatedIpam implements Ipam {
         .at(-1);
       if (!older) throw err;
       this.log.info(`IPAM plugin ${this.type} does not speak CNI ${version}; using ${older}`);
-      return { version: older, output: await this.exec(command, this.stdinFor(older)) };
+      return { version: older, output: await this.exec(command, this.stdinFor(json, older)) };
     }
   }
 
@@ -94,8 +98,8 @@ export class DelegatedIpam implements Ipam {
   }
 
   /** The netconf in an older version: cniVersion, and any prevResult, rewritten. */
-  private stdinFor(version: string): Buffer {
-    const json: Record<string, unknown> = { ...this.netconf.json, cniVersion: version };
+  private stdinFor(netconf: Record<string, unknown>, version: string): Buffer {
+    const json: Record<string, unknown> = { ...netconf, cniVersion: version };
     if (json['prevResult'] !== undefined) {
       const prev = parseResult(json['prevResult'], this.netconf.conf.cniVersion, 'prevResult');
       json['prevResult'] = formatResult(prev, version);

@@ -7,7 +7,7 @@ export interface Ipam {
    * Allocates the workload's addresses (idempotent for the same attachment where possible). A
    * manager on the datastore commits `companions` (the workload endpoint) in the same transaction.
    */
-  add(companions?: readonly Companion[]): Promise<Result>;
+  add(companions?: readonly Companion[], overrides?: AddressOverrides): Promise<Result>;
   /** Whether add() commits companions; otherwise the caller writes them. */
   readonly commitsCompanions: boolean;
   /** Whether this attachment holds addresses already (only a manager whose ADD is idempotent says). */
@@ -23,4 +23,12 @@ export interface Ipam {
   gc(): Promise<void>;
   /** Fails (error 50 or 51) if ADD could not be served now. */
   status(): Promise<void>;
+}
+
+/** What a pod's annotations ask of the address manager (only netplug-ipam can honour them). */
+export interface AddressOverrides {
+  /** Pools per family, replacing the netconf's. */
+  pools?: Partial<Record<4 | 6, string[]>>;
+  /** Exactly these addresses. */
+  ips?: string[];
 }

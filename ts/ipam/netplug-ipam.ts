@@ -10,9 +10,9 @@ import type { Entry, Read, Store } from '../store/store.ts';
 import { addressesOf, affineBlocks, allocate, firstReads, knownFrom, sameInterface, type AddressRequest, type Allocation, type Assignment, type Companion } from './allocator.ts';
 import { releaseWhere } from './release.ts';
 import type { Family } from './cidr.ts';
-import { poolError } from './errors.ts';
+import { IpamError, poolError } from './errors.ts';
 import { collectGarbage, type Attachment } from './gc.ts';
-import type { Ipam } from './ipam.ts';
+import type { AddressOverrides, Ipam } from './ipam.ts';
 import { handleId, keys, type AllocationAttribute, type Block, type NodeResource, type PoolResource } from './model.ts';
 import { choosePools, familyName, listPools, nodeLabels, poolsOf } from './pools.ts';
 import { poolsWithRoom } from './room.ts';
@@ -81,7 +81,7 @@ export class NetplugIpam implements Ipam {
   }
 
   /** Allocates this attachment's addresses, committing `companions` in the same transaction. */
-  async add(companions: readonly Companion[] = []): Promise<Result> {
+  async add(companions: readonly Companion[] = [], overrides: AddressOverrides = {}): Promise<Result> {
     const { env, node, log } = this.context;
     const store = await this.context.store();
     const request: Assignment = {
@@ -99,17 +99,29 @@ export class NetplugIpam implements Ipam {
     const [poolEntries, nodeEntry, ...first] = results as [Entry<PoolResource>[], Entry<NodeResource> | undefined, ...unknown[]];
     const pools = poolsOf(poolEntries);
     let requests: AddressRequest[];
-    if (env.args.ip) {
+    if (overrides.ips) {
+      requests = overrides.ips.map((ip) => ({ ip, pools }));
+    } else if (env.args.ip) {
       requests = [{ ip: env.args.ip, pools }];
     } else {
       if (families.length === 0) throw poolError('netconf fields "ipam.assign_ipv4" and "ipam.assign_ipv6" are both "false": there is no address to assign');
       const labels = nodeEntry?.value.metadata.labels ?? {};
-      requests = families.map((family) => ({
-        family,
-        pools: choosePools(pools, family, family === 4 ? this.config.ipv4_pools : this.config.ipv6_pools, labels, `netconf field "ipam.ipv${family}_pools"`),
-      }));
+      // Pools an annotation names win over the netconf's, which win over node selectors.
+      const requested = (family: Family) => {
+        const annotated = overrides.pools?.[family];
+        if (annotated) return { names: annotated, field: `annotation "cni.projectnet.org/ipv${family}pools"` };
+        return { names: family === 4 ? this.config.ipv4_pools : this.config.ipv6_pools, field: `netconf field "ipam.ipv${family}_pools"` };
+      };
+      requests = families.map((family) => {
+        const { names, field } = requested(family);
+        return { family, pools: choosePools(pools, family, names, labels, field) };
+      });
     }
-    const allocations = await allocate(request, requests, { companions, known: knownFrom(first, families, companionKeys, blocks), pools });
+    const allocations = await allocate(request, requests, { companions, known: knownFrom(first, families, companionKeys, blocks), pools }).catch((err: unknown) => {
+      // Addresses from the pod's annotation: say so, as the error may be about one of them.
+      if (overrides.ips && err instanceof IpamError) throw new IpamError(err.code, `annotation "cni.projectnet.org/ipAddrs": ${err.message}`);
+      throw err;
+    });
     log.info('addresses allocated', { handle: this.handle, node, addresses: allocations.map((a) => a.address) });
     return {
       cniVersion: this.context.netconf.conf.cniVersion,

@@ -1,20 +1,23 @@
-// ADD: addresses from IPAM, then the data plane, then (with a datastore) the workload endpoint.
-// Any failure after IPAM undoes what was done: the interface is removed, the addresses released,
-// so a failed ADD leaves nothing.
+// ADD: readiness gates, what Kubernetes says about the pod, addresses (with the workload endpoint,
+// when the address manager commits it), the data plane, then the policy wait. Any failure after
+// addresses are taken undoes what was done: the interface is removed, the endpoint and the
+// addresses released, so a failed ADD leaves nothing.
 import { CniError, ErrorCode } from '../cni/errors.ts';
 import type { Result } from '../cni/result.ts';
 import { interfacePresence, setupWorkload, teardownWorkload, type Presence } from '../dataplane/index.ts';
-import type { Companion } from '../ipam/allocator.ts';
-import { parseIp } from '../ipam/cidr.ts';
-import { keys } from '../ipam/model.ts';
+import type { AddressPlan } from '../k8s/annotations.ts';
 import { workloadMtu, type PluginContext } from './context.ts';
+import { endpointCompanion, hostNetwork, macFor } from './endpoint.ts';
 import { toCniError } from './errors.ts';
 import { hostInterfaceName } from './host-interface.ts';
-import { CNI_ENDPOINT_NAMESPACE, deleteWorkloadEndpoint, workloadEndpoint, workloadEndpointName, writeWorkloadEndpoint, type WorkloadEndpoint } from './workload-endpoint.ts';
+import { podFacts } from './kubernetes.ts';
+import { statusFileName, waitForPolicy } from './policy-wait.ts';
+import { waitForReadinessGates } from './readiness.ts';
+import { deleteWorkloadEndpoint, writeWorkloadEndpoint, type WorkloadEndpoint } from './workload-endpoint.ts';
 
 /** `presence`: the interface name's presence, if already being looked up (early work). */
 export async function cmdAdd(ctx: PluginContext, presence?: Promise<Presence>): Promise<Result> {
-  const { env, conf, log } = ctx;
+  const { env, conf, log, workload } = ctx;
   const hostIfname = hostInterfaceName(env);
   ctx.warmUp();
   const found = await (presence ?? interfacePresence(env.netns, env.ifname, hostIfname)).catch((err: unknown) => Promise.reject(toCniError(err)));
@@ -28,14 +31,18 @@ export async function cmdAdd(ctx: PluginContext, presence?: Promise<Presence>): 
     log.info('repeated ADD: re-wiring the attachment with the addresses it holds', { container: env.containerId, interface: env.ifname });
     await teardownWorkload(env.netns, env.ifname).catch((err: unknown) => Promise.reject(toCniError(err)));
   }
+  // Nothing is allocated before the gates pass, or while the pod's annotations could refuse it.
+  const [facts] = await Promise.all([podFacts(ctx), waitForReadinessGates(conf.readiness_gates ?? [], conf.readiness_gate_timeout_seconds, log)]);
+  const { plan, pod } = facts;
 
-  const endpoint = ctx.usesDatastore ? workloadEndpointOf(ctx, hostIfname) : undefined;
-  const withAddresses = endpoint && ctx.ipam.commitsCompanions ? [endpoint] : [];
-  const allocated = await ctx.ipam.add(withAddresses);
+  const endpoint = ctx.usesDatastore ? endpointCompanion(ctx, { hostIfname, pod, floatingIps: plan.floatingIps }) : undefined;
+  const committed = endpoint !== undefined && ctx.ipam.commitsCompanions && !plan.ipsWithoutIpam;
+  const allocated = plan.ipsWithoutIpam ? withoutIpam(conf.cniVersion, plan.ipsWithoutIpam) : await ctx.ipam.add(committed ? [endpoint] : [], overrides(plan));
   const addresses = (allocated.ips ?? []).map((ip) => ip.address.split('/')[0] ?? ip.address);
   const mtu = workloadMtu(conf);
   const routes = requestedRoutes(ctx, allocated);
   let wired = false;
+  let endpointWritten = committed;
   try {
     if (addresses.length === 0) {
       throw new CniError(ErrorCode.IpamFailure, `IPAM plugin ${conf.ipam.type} returned no IP addresses`);
@@ -52,11 +59,14 @@ export async function cmdAdd(ctx: PluginContext, presence?: Promise<Presence>): 
       ...(routes ? { routes } : {}),
     });
     wired = true;
-    const ipNetworks = addresses.map(hostNetwork);
-    if (endpoint && withAddresses.length === 0) {
+    if (endpoint && !committed) {
+      endpointWritten = true;
       await writeWorkloadEndpoint(await ctx.store(), endpoint.value(addresses, undefined) as WorkloadEndpoint);
     }
-    log.info('workload networked', { container: env.containerId, netns: env.netns, interface: env.ifname, hostInterface: hostIfname, addresses });
+    log.info('workload networked', { container: env.containerId, ...(workload.pod ? { pod: `${workload.namespace}/${workload.pod}` } : {}), netns: env.netns, interface: env.ifname, hostInterface: hostIfname, addresses });
+    if (workload.pod && conf.policy_setup_timeout_seconds > 0) {
+      await waitForPolicy(conf.endpoint_status_dir, statusFileName('k8s', workload.namespace, workload.pod, env.ifname), conf.policy_setup_timeout_seconds, log);
+    }
     const dns = allocated.dns ?? dnsFromNetconf(ctx);
     return {
       cniVersion: conf.cniVersion,
@@ -64,26 +74,35 @@ export async function cmdAdd(ctx: PluginContext, presence?: Promise<Presence>): 
         { name: made.host.name, mac: made.host.mac },
         { name: env.ifname, mac: made.container.mac, mtu: made.mtu, sandbox: env.netns },
       ],
-      ips: ipNetworks.map((address) => ({ address, interface: 1 })),
+      ips: addresses.map((address) => ({ address: hostNetwork(address), interface: 1 })),
       routes: made.routes.map((route) => ({ dst: route.destination, gw: route.gateway })),
       ...(dns ? { dns } : {}),
     };
   } catch (err) {
-    throw await rollBack(ctx, toCniError(err, 'ADD'), { addresses, wired, endpoint: endpoint !== undefined });
+    throw await rollBack(ctx, toCniError(err, 'ADD'), { addresses, wired, endpoint: endpointWritten });
   }
 }
 
-/** Undoes a failed ADD: the interface (if made), then the addresses. The failure is what is reported. */
+/** The address manager's part of the annotations' plan: pools, or exact addresses. */
+function overrides(plan: AddressPlan) {
+  return { ...(plan.pools ? { pools: plan.pools } : {}), ...(plan.ips ? { ips: plan.ips } : {}) };
+}
+
+/** ipAddrsNoIpam: the addresses as they are, no allocation (conflicts are the operator's). */
+function withoutIpam(cniVersion: string, addresses: readonly string[]): Result {
+  return { cniVersion, ips: addresses.map((address) => ({ address: hostNetwork(address) })) };
+}
+
+/** Undoes a failed ADD: the interface (if made), the endpoint, then the addresses. The failure is what is reported. */
 async function rollBack(ctx: PluginContext, failure: CniError, done: { addresses: string[]; wired: boolean; endpoint: boolean }): Promise<CniError> {
-  const { env, log } = ctx;
+  const { env, log, workload } = ctx;
   const problems: string[] = [];
   if (done.wired) await teardownWorkload(env.netns, env.ifname).catch((err: unknown) => problems.push(`removing "${env.ifname}": ${toCniError(err).message}`));
   if (done.endpoint && failure.code !== ErrorCode.TryAgainLater) {
-    const name = workloadEndpointName(ctx.node, 'cni', env.containerId, env.ifname);
     await ctx
       .store()
-      .then((store) => deleteWorkloadEndpoint(store, CNI_ENDPOINT_NAMESPACE, name, env.containerId))
-      .catch((err: unknown) => problems.push(`removing workload endpoint ${name}: ${toCniError(err).message}`));
+      .then((store) => deleteWorkloadEndpoint(store, workload.namespace, workload.endpointName, env.containerId))
+      .catch((err: unknown) => problems.push(`removing workload endpoint ${workload.endpointName}: ${toCniError(err).message}`));
   }
   // An unreachable datastore cannot take the addresses back now; the runtime's DEL or GC will.
   if (failure.code !== ErrorCode.TryAgainLater) {
@@ -95,48 +114,6 @@ async function rollBack(ctx: PluginContext, failure: CniError, done: { addresses
   }
   log.error(`ADD failed and was undone; addresses ${done.addresses.join(', ') || '(none)'} released`, { code: failure.code, reason: failure.message });
   return failure;
-}
-
-/** The pod's workload endpoint, built once its addresses are known. */
-function workloadEndpointOf(ctx: PluginContext, hostIfname: string): Companion {
-  const { env, conf, node } = ctx;
-  const name = workloadEndpointName(node, 'cni', env.containerId, env.ifname);
-  return {
-    key: keys.workloadEndpoint(CNI_ENDPOINT_NAMESPACE, name),
-    value: (addresses, current) => {
-      const spec = {
-        orchestrator: 'cni',
-        workload: env.containerId,
-        node,
-        containerID: env.containerId,
-        pod: '',
-        endpoint: env.ifname,
-        interfaceName: hostIfname,
-        mac: macFor(addresses),
-        ipNetworks: addresses.map(hostNetwork),
-        profiles: [conf.name],
-      };
-      const made = workloadEndpoint(CNI_ENDPOINT_NAMESPACE, spec);
-      // A repeated ADD updates the endpoint; it keeps its creation time.
-      const created = (current as WorkloadEndpoint | undefined)?.metadata.creationTimestamp;
-      return created ? { ...made, metadata: { ...made.metadata, creationTimestamp: created } } : made;
-    },
-  };
-}
-
-const hostNetwork = (address: string) => `${address}/${address.includes(':') ? 128 : 32}`;
-
-/**
- * The pod's MAC: 0a:58 and the last four bytes of its first address (the convention of
- * ovn-kubernetes and the bridge plugin's). Known before the interface exists, so the workload
- * endpoint that records it commits with the addresses; stable for an address, so neighbours'
- * caches stay right when a pod is re-created with it. Unique on each veth, the only link it is on.
- */
-export function macFor(addresses: readonly string[]): string {
-  const first = parseIp(addresses[0] ?? '');
-  const value = first?.value ?? 0n;
-  const tail = [24n, 16n, 8n, 0n].map((shift) => Number((value >> shift) & 0xffn));
-  return [0x0a, 0x58, ...tail].map((b) => b.toString(16).padStart(2, '0')).join(':');
 }
 
 /**

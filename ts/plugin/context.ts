@@ -1,20 +1,25 @@
 // What every plugin command works with: the validated environment and netconf, the logger, the
-// datastore (opened on first use, shared by address management and workload endpoints), the
-// node's name, and the address manager the netconf chooses.
+// datastore and the Kubernetes API (each opened on first use and shared), the node's name, the
+// workload (a pod, or a container outside Kubernetes), and the address manager the netconf chooses.
 import { readFileSync } from 'node:fs';
 
-import type { CniEnvironment } from '../cni/environment.ts';
+import type { Command, CniEnvironment } from '../cni/environment.ts';
+import { CniError, ErrorCode } from '../cni/errors.ts';
 import { isNetplugIpam } from '../config/ipam.ts';
 import type { Netconf, ParsedNetconf } from '../config/netconf.ts';
 import { nodeName } from '../config/nodename.ts';
 import { DelegatedIpam } from '../ipam/delegated.ts';
 import type { Ipam } from '../ipam/ipam.ts';
 import { NetplugIpam, type Prefetched } from '../ipam/netplug-ipam.ts';
+import { KubeClient } from '../k8s/client.ts';
+import { apiAccess } from '../k8s/kubeconfig.ts';
+import { nodePodCidrs } from '../k8s/objects.ts';
+import { usesPodCidr, withAnyCidrs, withPodCidrs } from '../k8s/pod-cidr.ts';
 import type { Logger } from '../log/logger.ts';
 import { openStore } from '../store/open.ts';
 import type { Store } from '../store/store.ts';
 import { DATASTORE_FIELDS } from './early-datastore.ts';
-import { CNI_ENDPOINT_NAMESPACE, workloadEndpointName } from './workload-endpoint.ts';
+import { workloadOf, type Workload } from './workload.ts';
 
 /** Written by the node agent when the netconf leaves `mtu` out (as the reference's). */
 export const MTU_FILE = '/var/lib/netplug/mtu';
@@ -32,7 +37,12 @@ export interface PluginContext {
    * datastore settings runs without one.
    */
   usesDatastore: boolean;
+  workload: Workload;
+  /** Whether the pod's and namespace's labels and annotations are read (`policy.type` k8s, in Kubernetes mode). */
+  readsPod: boolean;
   store(): Promise<Store>;
+  /** The Kubernetes API, as `kubernetes.kubeconfig` or `kubernetes.k8s_api_root` reach it. */
+  kube(): Promise<KubeClient>;
   /** With a datastore, starts opening it and connecting, to overlap whatever comes first. */
   warmUp(): void;
   close(): void;
@@ -49,6 +59,8 @@ export interface ContextOptions {
   store?: Promise<Store>;
   /** The allocation's first reads, already under way (early work). */
   prefetched?: Prefetched;
+  /** The Kubernetes API client, already being set up (early work). */
+  kube?: Promise<KubeClient>;
 }
 
 export function createContext(env: CniEnvironment, netconf: ParsedNetconf, log: Logger, options: ContextOptions = {}): PluginContext {
@@ -56,13 +68,19 @@ export function createContext(env: CniEnvironment, netconf: ParsedNetconf, log: 
   const writesEndpoint = options.writesEndpoint ?? true;
   let opened: Promise<Store> | undefined = options.store;
   const store = () => (opened ??= openStore(conf));
+  let kubeClient: Promise<KubeClient> | undefined = options.kube;
+  const kube = () => (kubeClient ??= openKube(conf));
   const node = nodeName(conf.nodename);
   const usesDatastore = isNetplugIpam(conf.ipam) || DATASTORE_FIELDS.some((field) => field in netconf.json);
-  const endpoint = `${CNI_ENDPOINT_NAMESPACE}/${workloadEndpointName(node, 'cni', env.containerId, env.ifname)}`;
-  const workload = writesEndpoint && usesDatastore ? { endpoint } : undefined;
+  const workload = workloadOf(env, node);
+  // Recorded with each address: the endpoint it belongs to (for netplugctl ipam check), and the pod.
+  const attributes = {
+    ...(writesEndpoint && usesDatastore ? { endpoint: `${workload.namespace}/${workload.endpointName}` } : {}),
+    ...(workload.pod ? { namespace: workload.namespace, pod: workload.pod } : {}),
+  };
   const ipam: Ipam = isNetplugIpam(conf.ipam)
-    ? new NetplugIpam({ env, netconf, log: log.child('ipam'), store, node, ...(workload ? { workload } : {}), ...(options.prefetched ? { prefetched: options.prefetched } : {}) })
-    : new DelegatedIpam(env, netconf, log.child('ipam'));
+    ? new NetplugIpam({ env, netconf, log: log.child('ipam'), store, node, workload: attributes, ...(options.prefetched ? { prefetched: options.prefetched } : {}) })
+    : new DelegatedIpam(env, netconf, log.child('ipam'), podCidrRewrite(env, netconf, workload, conf.kubernetes?.node_name ?? node, kube));
   return {
     env,
     netconf,
@@ -71,11 +89,37 @@ export function createContext(env: CniEnvironment, netconf: ParsedNetconf, log: 
     ipam,
     node,
     usesDatastore,
+    workload,
+    readsPod: workload.orchestrator === 'k8s' && conf.policy?.type === 'k8s',
     store,
+    kube,
     warmUp: () => {
       if (usesDatastore) store().then((s) => s.warmUp(), () => undefined); // failures surface on first use
     },
-    close: () => void opened?.then((s) => s.close(), () => undefined),
+    close: () => {
+      void opened?.then((s) => s.close(), () => undefined);
+      void kubeClient?.then((k) => k.close(), () => undefined);
+    },
+  };
+}
+
+export async function openKube(conf: Netconf): Promise<KubeClient> {
+  return new KubeClient(await apiAccess(conf.kubernetes ?? {}));
+}
+
+/**
+ * host-local's netconf with `usePodCidr` / `usePodCidrIPv6` resolved: for ADD and CHECK, the
+ * Kubernetes Node's pod CIDRs (Kubernetes mode only); for the others, any CIDR (host-local
+ * releases by container). Undefined when the netconf names no pod CIDR.
+ */
+function podCidrRewrite(env: CniEnvironment, netconf: ParsedNetconf, workload: Workload, kubeNode: string, kube: () => Promise<KubeClient>) {
+  if (!usesPodCidr(netconf.json)) return undefined;
+  return async (command: Command): Promise<Record<string, unknown>> => {
+    if (command !== 'ADD' && command !== 'CHECK') return withAnyCidrs(netconf.json);
+    if (workload.orchestrator !== 'k8s') {
+      throw new CniError(ErrorCode.InvalidConfig, 'netconf field "ipam.subnet" is usePodCidr or usePodCidrIPv6, which needs Kubernetes mode (K8S_POD_NAMESPACE and K8S_POD_NAME in CNI_ARGS)');
+    }
+    return withPodCidrs(netconf.json, kubeNode, async () => nodePodCidrs(await kube(), kubeNode));
   };
 }
 

@@ -5,7 +5,7 @@ import { CniError } from '../cni/errors.ts';
 import { teardownWorkload, type TeardownResult } from '../dataplane/index.ts';
 import type { PluginContext } from './context.ts';
 import { toCniError } from './errors.ts';
-import { CNI_ENDPOINT_NAMESPACE, deleteWorkloadEndpoint, workloadEndpointName } from './workload-endpoint.ts';
+import { deleteWorkloadEndpoint } from './workload-endpoint.ts';
 
 /** Stands for "the interface is still there": the address release is skipped, not failed. */
 const INTERFACE_KEPT = Symbol('interface kept');
@@ -43,9 +43,9 @@ export async function cmdDel(ctx: PluginContext, teardown?: Promise<TeardownResu
   interfaceGone.catch(() => undefined);
   const endpointGone = ctx.usesDatastore
     ? attempt(async () => {
-        const name = workloadEndpointName(ctx.node, 'cni', env.containerId, env.ifname);
-        const outcome = await deleteWorkloadEndpoint(await ctx.store(), CNI_ENDPOINT_NAMESPACE, name, env.containerId);
-        log.debug('workload endpoint', { name, outcome });
+        const { namespace, endpointName } = ctx.workload;
+        const outcome = await deleteWorkloadEndpoint(await ctx.store(), namespace, endpointName, env.containerId);
+        log.debug('workload endpoint', { name: `${namespace}/${endpointName}`, outcome });
       })
     : undefined;
   await attempt(() => ctx.ipam.del(interfaceGone));

@@ -9,7 +9,7 @@ import { addReads, readAhead, requestedFamilies } from '../ipam/netplug-ipam.ts'
 import { openStore, type DatastoreSettings } from '../store/open.ts';
 import type { Read } from '../store/store.ts';
 import { handled, type EarlyWork } from './early.ts';
-import { CNI_ENDPOINT_NAMESPACE, workloadEndpointName } from './workload-endpoint.ts';
+import { endpointKey, workloadOf } from './workload.ts';
 
 /** Fields that put a network on the datastore (with netplug-ipam as its IPAM, or alone). */
 export const DATASTORE_FIELDS = ['datastore_type', 'etcd_endpoints', 'etcd_discovery_srv', 'etcd_authority'] as const;
@@ -43,7 +43,7 @@ function allocationReads(json: Record<string, unknown>, env: CniEnvironment, pro
   const { name, nodename } = json;
   if (ipam?.['type'] !== 'netplug-ipam' || typeof name !== 'string' || (nodename !== undefined && typeof nodename !== 'string')) return undefined;
   const node = nodeName(nodename);
-  const endpoint = keys.workloadEndpoint(CNI_ENDPOINT_NAMESPACE, workloadEndpointName(node, 'cni', env.containerId, env.ifname));
+  const endpoint = endpointKey(workloadOf(env, node));
   const families = requestedFamilies(ipam);
   return { reads: addReads(handleId(name, env.containerId), node, families, program === 'netplug' ? [endpoint] : []), families };
 }

@@ -2,12 +2,14 @@
 // (3), one that is not a usable namespace is 8, a request refused before the kernel saw it is
 // invalid configuration (7), anything the kernel refused 101. Datastore: unreachable is "try again
 // later" (11), or "not available" (50) for STATUS; settings that cannot work are 7; other refusals
-// 100. Address management reports its own codes.
+// 100. The Kubernetes API likewise. Address management reports its own codes.
 import type { Command } from '../cni/environment.ts';
 import { CniError, ErrorCode } from '../cni/errors.ts';
 import { DataplaneError } from '../dataplane/errors.ts';
 import { IpamError } from '../ipam/errors.ts';
 import { SelectorError } from '../ipam/selector.ts';
+import { KubeError, KubeUnavailableError } from '../k8s/client.ts';
+import { KubeSettingsError } from '../k8s/kubeconfig.ts';
 import { EtcdSettingsError } from '../store/etcd/options.ts';
 import { StoreError, StoreUnavailableError } from '../store/store.ts';
 
@@ -28,6 +30,11 @@ export function toCniError(err: unknown, command?: Command): CniError {
   }
   if (err instanceof EtcdSettingsError) return new CniError(ErrorCode.InvalidConfig, `netconf field "${err.field}": ${err.message}`, undefined, { cause: err });
   if (err instanceof StoreError || err instanceof SelectorError) return new CniError(ErrorCode.Datastore, err.message, undefined, { cause: err });
+  if (err instanceof KubeUnavailableError) {
+    return new CniError(command === 'STATUS' ? ErrorCode.PluginNotAvailable : ErrorCode.TryAgainLater, err.message, undefined, { cause: err });
+  }
+  if (err instanceof KubeSettingsError) return new CniError(ErrorCode.InvalidConfig, `netconf field "${err.field}": ${err.message}`, undefined, { cause: err });
+  if (err instanceof KubeError) return new CniError(ErrorCode.Datastore, err.message, undefined, { cause: err });
   const message = err instanceof Error ? err.message : String(err);
   return new CniError(ErrorCode.Internal, `internal error: ${message}`, undefined, { cause: err });
 }

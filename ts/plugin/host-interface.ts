@@ -11,11 +11,15 @@ export function interfacePrefix(env: Readonly<Record<string, string | undefined>
 }
 
 /**
+ * A Kubernetes pod's identity is `<namespace>.<pod>`, from which the policy agent derives the same
+ * name: every sandbox of the pod gets the same host interface, and a new one replaces the old.
  * Outside an orchestrator the identity is the attachment: container ID and interface. It is
  * hashed rather than cut (the reference takes the container ID's first 11 characters): IDs from
  * clients such as cnitool share a long prefix, and a second interface of one container would
  * otherwise take the first one's name, and replace its veth.
  */
 export function hostInterfaceName(env: CniEnvironment): string {
-  return derive(interfacePrefix(env.raw), `${env.containerId}/${env.ifname}`);
+  const { podNamespace, podName } = env.args;
+  const identity = podNamespace && podName ? `${podNamespace}.${podName}` : `${env.containerId}/${env.ifname}`;
+  return derive(interfacePrefix(env.raw), identity);
 }

@@ -17,6 +17,8 @@ export interface WorkloadEndpointSpec {
   ipNetworks: string[];
   profiles: string[];
   ports?: Array<{ name: string; protocol: string; port: number }>;
+  /** Floating IPs: traffic to `externalIP` is forwarded to `internalIP`. */
+  ipNATs?: Array<{ internalIP: string; externalIP: string }>;
 }
 
 export interface WorkloadEndpoint {
@@ -26,23 +28,21 @@ export interface WorkloadEndpoint {
   spec: WorkloadEndpointSpec;
 }
 
-/** Where endpoints of workloads without an orchestrator namespace live. */
-export const CNI_ENDPOINT_NAMESPACE = 'default';
-
 /** `<node>-<orchestrator>-<workload>-<endpoint>`, each part's dashes doubled (the reference's names). */
 export function workloadEndpointName(node: string, orchestrator: string, workload: string, endpoint: string): string {
   return [node, orchestrator, workload, endpoint].map((part) => part.replaceAll('-', '--')).join('-');
 }
 
-export function workloadEndpoint(namespace: string, spec: WorkloadEndpointSpec, labels: Record<string, string> = {}): WorkloadEndpoint {
+export function workloadEndpoint(namespace: string, spec: WorkloadEndpointSpec, labels: Record<string, string> = {}, generateName?: string): WorkloadEndpoint {
   return {
     kind: 'WorkloadEndpoint',
     apiVersion: API_VERSION,
     metadata: {
-      name: workloadEndpointName(spec.node, spec.orchestrator, spec.workload, spec.endpoint),
+      name: workloadEndpointName(spec.node, spec.orchestrator, spec.orchestrator === 'k8s' ? spec.pod : spec.workload, spec.endpoint),
       namespace,
       labels: { ...labels, 'projectnet.org/namespace': namespace, 'projectnet.org/orchestrator': spec.orchestrator },
       creationTimestamp: new Date().toISOString(),
+      ...(generateName ? { generateName } : {}),
     },
     spec,
   };
@@ -77,5 +77,10 @@ export async function deleteWorkloadEndpoint(store: Store, namespace: string, na
 export async function staleWorkloadEndpoints(store: Store, node: string, network: string, valid: ReadonlySet<string>): Promise<WorkloadEndpoint[]> {
   return (await store.list<WorkloadEndpoint>(keys.workloadEndpoints))
     .map((entry) => entry.value)
-    .filter(({ spec }) => spec.node === node && spec.orchestrator === 'cni' && spec.profiles.includes(network) && !valid.has(spec.containerID));
+    .filter(({ metadata, spec }) => spec.node === node && networkOf(metadata.labels, spec) === network && !valid.has(spec.containerID));
+}
+
+/** The network an endpoint belongs to: its label (netplug writes one), else its profile outside Kubernetes. */
+function networkOf(labels: Record<string, string>, spec: WorkloadEndpointSpec): string | undefined {
+  return labels['projectnet.org/network'] ?? (spec.orchestrator === 'cni' ? spec.profiles[0] : undefined);
 }

@@ -1,0 +1,67 @@
+// A real kube-apiserver for a test file (scripts/lib/kube-server.ts), an administrator client
+// (@kubernetes/client-node) for fixtures, and netplug's plugin identity with exactly the
+// permissions it needs: get on pods and namespaces, get on nodes.
+import type { ExecutionContext } from 'ava';
+import * as k8s from '@kubernetes/client-node';
+
+import { launchKubeApiserver, type Identity, type KubeServer } from '../../scripts/lib/kube-server.ts';
+import { tempDir } from './cni.ts';
+
+export interface Kube {
+  server: KubeServer;
+  core: k8s.CoreV1Api;
+  rbac: k8s.RbacAuthorizationV1Api;
+  /** An identity bound to `rules` only. */
+  identityWith(user: string, rules: k8s.V1PolicyRule[]): Promise<Identity>;
+}
+
+/** What netplug's CNI plugin needs in Kubernetes mode with the etcd datastore. */
+export const PLUGIN_RULES: k8s.V1PolicyRule[] = [
+  { apiGroups: [''], resources: ['pods', 'namespaces', 'nodes'], verbs: ['get'] },
+];
+
+export async function startKube(t: Pick<ExecutionContext, 'teardown'>): Promise<Kube> {
+  const server = await launchKubeApiserver(tempDir(t, 'kube'));
+  t.teardown(() => server.stop());
+  const config = new k8s.KubeConfig();
+  config.loadFromFile(server.admin.kubeconfig);
+  const core = config.makeApiClient(k8s.CoreV1Api);
+  const rbac = config.makeApiClient(k8s.RbacAuthorizationV1Api);
+  const identityWith = async (user: string, rules: k8s.V1PolicyRule[]) => {
+    const identity = user === server.plugin.user ? server.plugin : server.identity(user);
+    await rbac.createClusterRole({ body: { metadata: { name: user }, rules } });
+    await rbac.createClusterRoleBinding({
+      body: { metadata: { name: user }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: user }, subjects: [{ kind: 'User', name: user }] },
+    });
+    return identity;
+  };
+  await identityWith(server.plugin.user, PLUGIN_RULES);
+  return { server, core, rbac, identityWith };
+}
+
+let pods = 0;
+
+/** A namespace (with annotations) and a pod in it, as the API server would hold them when the kubelet runs the pod. */
+export async function createPod(
+  kube: Kube,
+  options: { namespace?: string; namespaceAnnotations?: Record<string, string>; name?: string; labels?: Record<string, string>; annotations?: Record<string, string>; serviceAccount?: string; ports?: k8s.V1ContainerPort[] } = {},
+): Promise<{ namespace: string; name: string }> {
+  const n = pods++;
+  const namespace = options.namespace ?? `ns-${process.pid}-${n}`;
+  await kube.core.readNamespace({ name: namespace }).catch(() =>
+    kube.core.createNamespace({ body: { metadata: { name: namespace, annotations: options.namespaceAnnotations ?? {} } } }),
+  );
+  const name = options.name ?? `pod-${n}`;
+  await kube.core.createNamespacedPod({
+    namespace,
+    body: {
+      metadata: { name, labels: options.labels ?? {}, annotations: options.annotations ?? {} },
+      spec: { serviceAccountName: options.serviceAccount ?? 'default', containers: [{ name: 'main', image: 'busybox', ports: options.ports ?? [] }] },
+    },
+  });
+  return { namespace, name };
+}
+
+/** CNI_ARGS as a Kubernetes runtime gives them. */
+export const podArgs = (pod: { namespace: string; name: string }, containerId: string, extra = '') =>
+  `IgnoreUnknown=1;K8S_POD_NAMESPACE=${pod.namespace};K8S_POD_NAME=${pod.name};K8S_POD_INFRA_CONTAINER_ID=${containerId}${extra}`;
