@@ -56,7 +56,7 @@ test('the pod\'s labels, service account and named ports go into its workload en
   t.deepEqual(await etcdKeys(t, etcd, `/netplug/resources/v3/projectnet.org/workloadendpoints/${pod.namespace}/`), []);
 });
 
-test('a new sandbox of a pod replaces the old one; a DEL for the old sandbox leaves the new one', async (t) => {
+test.serial('a new sandbox of a pod replaces the old one; a DEL for the old sandbox leaves the new one', async (t) => {
   const pod = await createPod(kube);
   const netconf = k8sNetconf();
   const [oldId, newId] = [containerId(), containerId()];
@@ -93,7 +93,7 @@ test('without policy.type k8s nothing is read: an identity with no permissions w
   t.is(endpoint.metadata.labels.app, undefined);
 });
 
-test('an identity that may not read pods gets an error naming the permission; nothing is allocated', async (t) => {
+test.serial('an identity that may not read pods gets an error naming the permission; nothing is allocated', async (t) => {
   const pod = await createPod(kube);
   const limited = await kube.identityWith('netplug-no-pods', [{ apiGroups: [''], resources: ['nodes'], verbs: ['get'] }]);
   const before = totalAllocated(t, etcd);
