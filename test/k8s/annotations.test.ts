@@ -2,7 +2,7 @@
 // pools from the pod or its namespace, exact addresses with and without the address manager,
 // floating IPs, their precedence over the netconf and node selectors, and every rule's error, with
 // nothing allocated when one is broken.
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 
 import { invoke } from '../helpers/cni.ts';
 import { startEtcd, type EtcdServer } from '../helpers/etcd.ts';
@@ -29,7 +29,7 @@ const netconf = (ipam: Record<string, unknown> = {}, extra: Record<string, unkno
   ipamNetconf(etcd, { node: 'anno-node', ipam, extra: { kubernetes: { kubeconfig: kube.server.plugin.kubeconfig }, policy: { type: 'k8s' }, ...extra } });
 
 /** ADD for a new pod with `annotations` (and its namespace's). */
-async function addPod(t: Parameters<Parameters<typeof test>[1]>[0], options: { annotations?: Record<string, string>; namespaceAnnotations?: Record<string, string>; conf?: Record<string, unknown> }) {
+async function addPod(t: ExecutionContext, options: { annotations?: Record<string, string>; namespaceAnnotations?: Record<string, string>; conf?: Record<string, unknown> }) {
   const pod = await createPod(kube, { annotations: options.annotations ?? {}, namespaceAnnotations: options.namespaceAnnotations ?? {} });
   const id = containerId();
   const netns = createNetns(t, 'anno');

@@ -3,6 +3,7 @@
 // refusal means netplug's identity lacks.
 import type { KubeClient } from './client.ts';
 import { KubeError } from './client.ts';
+import { KubeSettingsError } from './kubeconfig.ts';
 
 export interface NamedPort {
   name: string;
@@ -70,6 +71,7 @@ export async function readNamespace(client: KubeClient, name: string): Promise<N
 /** The node's pod CIDRs (`spec.podCIDRs`, else `spec.podCIDR`). */
 export async function nodePodCidrs(client: KubeClient, node: string): Promise<string[]> {
   const found = await client.get<{ spec?: { podCIDR?: string; podCIDRs?: string[] } }>(`/api/v1/nodes/${segment(node)}`, 'get on nodes (for usePodCidr and usePodCidrIPv6)');
-  if (!found) throw new KubeError(404, `node ${node} does not exist in the Kubernetes API at ${client.server} (kubernetes.node_name)`);
+  // Most likely a node name that differs from the Node object's: the netconf's to fix.
+  if (!found) throw new KubeSettingsError('kubernetes.node_name', `node ${node} does not exist in the Kubernetes API at ${client.server}; set it to this node's Node object name`);
   return found.spec?.podCIDRs ?? (found.spec?.podCIDR ? [found.spec.podCIDR] : []);
 }
