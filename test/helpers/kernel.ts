@@ -21,10 +21,14 @@ export function hostIfname(prefix = 'npa'): string {
   return `${prefix}${tag}${(counter++ % 1000).toString().padStart(3, '0')}`;
 }
 
+// Addresses and subnets made up per test file live in 100.64.0.0/10, which no test names itself
+// (fixed subnets are all in 10.0.0.0/8): host routes are shared by every file running at once.
+const fileOctet = 64 + (process.pid % 64);
+
 /** An IPv4 address no concurrently running test file uses. */
 export function uniqueV4(): string {
   const n = counter++;
-  return `10.${150 + (process.pid % 50)}.${Math.floor(n / 250) % 250}.${(n % 250) + 1}`;
+  return `100.${fileOctet}.${200 + (Math.floor(n / 250) % 56)}.${(n % 250) + 1}`;
 }
 
 /** An IPv6 address no concurrently running test file uses, in canonical form (as iproute2 prints). */
@@ -150,7 +154,7 @@ export function threadsOutsideHostNamespace(): string[] {
 /** An IPv4 /24 no concurrently running test uses. */
 export function uniqueSubnet4(): string {
   const n = counter++;
-  return `10.${100 + (process.pid % 50)}.${n % 250}.0/24`;
+  return `100.${fileOctet}.${n % 200}.0/24`;
 }
 
 /** An IPv6 /64 no concurrently running test uses. */

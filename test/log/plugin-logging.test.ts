@@ -18,7 +18,8 @@ test('DEBUG goes to stderr and the log file; credentials in the netconf never ap
     subnet: uniqueSubnet4(),
     extra: { log_level: 'debug', log_file_path: logFile, policy: { type: 'k8s', k8s_auth_token: 's3cr3t-t0ken' } },
   });
-  const call = { containerId: containerId(), netns: netns.path, netconf, args: 'IgnoreUnknown=1;K8S_POD_NAME=p;K8S_POD_NAMESPACE=n' };
+  // No K8S_POD_* arguments: this is about logging, not Kubernetes mode (which needs a reachable API).
+  const call = { containerId: containerId(), netns: netns.path, netconf, args: 'IgnoreUnknown=1' };
   const add = invoke({ ...call, command: 'ADD' });
   t.is(add.status, 0, add.stdout);
   const del = invoke({ ...call, command: 'DEL' });

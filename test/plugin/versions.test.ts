@@ -24,7 +24,7 @@ for (const version of ALL_VERSIONS) {
     let v6: string;
     if (!atLeast(version, '0.3.0')) {
       t.false('interfaces' in result, 'no interfaces before 0.3.0');
-      t.regex(result.ip4.ip, /^10\.\d+\.\d+\.\d+\/32$/);
+      t.regex(result.ip4.ip, /^100\.\d+\.\d+\.\d+\/32$/);
       t.regex(result.ip6.ip, /^fd00:.*\/128$/);
       t.deepEqual(result.ip4.routes, [{ dst: '0.0.0.0/0', gw: '169.254.1.1' }]);
       t.deepEqual(result.ip6.routes, [{ dst: '::/0', gw: 'fe80::ecee:eeff:feee:eeee' }]);

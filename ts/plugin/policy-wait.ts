@@ -31,7 +31,10 @@ export async function waitForPolicy(directory: string, file: string, timeoutSeco
     const poll = setInterval(check, POLL_INTERVAL_MS);
     const timer = setTimeout(() => finish(false), timeoutSeconds * 1000);
     try {
-      watcher = watch(directory, (_, name) => name === file && check());
+      const watching = watch(directory, (_, name) => name === file && check());
+      // A watch that breaks (its directory removed) leaves the stat poll in charge.
+      watching.on('error', () => watching.close());
+      watcher = watching;
     } catch {
       // No directory yet: the stat poll notices the file once it has one.
     }

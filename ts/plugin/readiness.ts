@@ -15,7 +15,8 @@ export async function waitForReadinessGates(urls: readonly string[], timeoutSeco
 
 async function waitForGate(text: string, timeoutMs: number, log: Logger): Promise<void> {
   const url = new URL(text);
-  const http = new HttpClient({ endpoints: [url], connectTimeoutMs: 2_000, requestTimeoutMs: 5_000 });
+  // A probe that hangs must not hold ADD past the gate's timeout.
+  const http = new HttpClient({ endpoints: [url], connectTimeoutMs: Math.min(2_000, timeoutMs), requestTimeoutMs: Math.min(5_000, timeoutMs) });
   const deadline = Date.now() + timeoutMs;
   let last = 'no answer yet';
   try {
