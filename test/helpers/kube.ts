@@ -1,24 +1,32 @@
 // A real kube-apiserver for a test file (scripts/lib/kube-server.ts), an administrator client
 // (@kubernetes/client-node) for fixtures, and netplug's plugin identity with exactly the
-// permissions it needs: get on pods and namespaces, get on nodes.
+// permissions the shipped ClusterRoles (deploy/rbac/netplug-cni.yaml) give: get on pods,
+// namespaces and nodes; with the Kubernetes datastore, netplug's custom resources too.
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
 import type { ExecutionContext } from 'ava';
 import * as k8s from '@kubernetes/client-node';
 
 import { launchKubeApiserver, type Identity, type KubeServer } from '../../scripts/lib/kube-server.ts';
-import { tempDir } from './cni.ts';
+import { ROOT, tempDir } from './cni.ts';
 
 export interface Kube {
   server: KubeServer;
   core: k8s.CoreV1Api;
   rbac: k8s.RbacAuthorizationV1Api;
+  extensions: k8s.ApiextensionsV1Api;
   /** An identity bound to `rules` only. */
   identityWith(user: string, rules: k8s.V1PolicyRule[]): Promise<Identity>;
 }
 
+const shippedRoles = k8s.loadAllYaml(readFileSync(join(ROOT, 'deploy/rbac/netplug-cni.yaml'), 'utf8')) as k8s.V1ClusterRole[];
+const shippedRules = (name: string): k8s.V1PolicyRule[] => shippedRoles.find((role) => role.metadata?.name === name)?.rules ?? [];
+
 /** What netplug's CNI plugin needs in Kubernetes mode with the etcd datastore. */
-export const PLUGIN_RULES: k8s.V1PolicyRule[] = [
-  { apiGroups: [''], resources: ['pods', 'namespaces', 'nodes'], verbs: ['get'] },
-];
+export const PLUGIN_RULES = shippedRules('netplug-cni');
+/** What it needs besides with the Kubernetes datastore. */
+export const DATASTORE_RULES = shippedRules('netplug-cni-kubernetes-datastore');
 
 export async function startKube(t: Pick<ExecutionContext, 'teardown'>): Promise<Kube> {
   const server = await launchKubeApiserver(tempDir(t, 'kube'));
@@ -27,6 +35,7 @@ export async function startKube(t: Pick<ExecutionContext, 'teardown'>): Promise<
   config.loadFromFile(server.admin.kubeconfig);
   const core = config.makeApiClient(k8s.CoreV1Api);
   const rbac = config.makeApiClient(k8s.RbacAuthorizationV1Api);
+  const extensions = config.makeApiClient(k8s.ApiextensionsV1Api);
   const identityWith = async (user: string, rules: k8s.V1PolicyRule[]) => {
     const identity = user === server.plugin.user ? server.plugin : server.identity(user);
     await rbac.createClusterRole({ body: { metadata: { name: user }, rules } });
@@ -36,7 +45,22 @@ export async function startKube(t: Pick<ExecutionContext, 'teardown'>): Promise<
     return identity;
   };
   await identityWith(server.plugin.user, PLUGIN_RULES);
-  return { server, core, rbac, identityWith };
+  return { server, core, rbac, extensions, identityWith };
+}
+
+/** netplug's custom resource definitions (deploy/crds/), installed as an operator would, and ready to use. */
+export async function installCrds(kube: Kube): Promise<void> {
+  const dir = join(ROOT, 'deploy/crds');
+  const crds = readdirSync(dir).map((file) => k8s.loadYaml<k8s.V1CustomResourceDefinition>(readFileSync(join(dir, file), 'utf8')));
+  await Promise.all(crds.map((body) => kube.extensions.createCustomResourceDefinition({ body })));
+  for (const crd of crds) {
+    const name = crd.metadata?.name as string;
+    for (;;) {
+      const current = await kube.extensions.readCustomResourceDefinition({ name });
+      if (current.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
 }
 
 let pods = 0;

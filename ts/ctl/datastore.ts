@@ -1,5 +1,7 @@
 // Which datastore netplugctl talks to: flags, else a netconf or conflist (--config), else the
-// environment (DATASTORE_TYPE, ETCD_ENDPOINTS, ...), field by field in that order.
+// environment (DATASTORE_TYPE, ETCD_ENDPOINTS, ..., KUBECONFIG), field by field in that order.
+// --kubeconfig alone means the Kubernetes datastore; KUBECONFIG alone does not (it is often set
+// for other tools).
 import { readFileSync } from 'node:fs';
 
 import type { DatastoreSettings } from '../store/open.ts';
@@ -19,11 +21,21 @@ export function datastoreSettings(flags: Record<string, unknown>, env: Readonly<
     const value = flags[flagOf(field)] ?? fromConfig[field] ?? env[field.toUpperCase()];
     if (typeof value === 'string' && value !== '') settings[field] = value;
   }
+  const kubeFlag = typeof flags['kubeconfig'] === 'string' || typeof flags['k8s-api-root'] === 'string';
+  if (kubeFlag && flags['datastore-type'] === undefined) settings.datastore_type = 'kubernetes';
+  if (settings.datastore_type === 'kubernetes') {
+    const kubeconfig = flags['kubeconfig'] ?? fromConfig.kubernetes?.kubeconfig ?? env['KUBECONFIG'];
+    const root = flags['k8s-api-root'] ?? fromConfig.kubernetes?.k8s_api_root;
+    settings.kubernetes = {
+      ...(typeof kubeconfig === 'string' && kubeconfig !== '' ? { kubeconfig } : {}),
+      ...(typeof root === 'string' && root !== '' ? { k8s_api_root: root } : {}),
+    };
+  }
   return settings;
 }
 
 /** The datastore fields of a netconf, or of the netplug entry of a conflist. */
-function settingsInConfig(path: string): Partial<Record<Field, string>> {
+function settingsInConfig(path: string): Partial<Record<Field, string>> & { kubernetes?: { kubeconfig?: string; k8s_api_root?: string } } {
   let json: unknown;
   try {
     json = JSON.parse(readFileSync(path, 'utf8'));
@@ -33,5 +45,7 @@ function settingsInConfig(path: string): Partial<Record<Field, string>> {
   const plugins = (json as { plugins?: unknown }).plugins;
   const netconf = Array.isArray(plugins) ? (plugins.find((p: { type?: unknown }) => p?.type === 'netplug') ?? plugins[0]) : json;
   if (!netconf || typeof netconf !== 'object') throw new UsageError(`--config ${path}: no netplug network configuration in it`);
-  return Object.fromEntries(FIELDS.filter((f) => typeof (netconf as Record<string, unknown>)[f] === 'string').map((f) => [f, (netconf as Record<string, string>)[f]]));
+  const fields = Object.fromEntries(FIELDS.filter((f) => typeof (netconf as Record<string, unknown>)[f] === 'string').map((f) => [f, (netconf as Record<string, string>)[f]]));
+  const kubernetes = (netconf as { kubernetes?: unknown }).kubernetes;
+  return kubernetes && typeof kubernetes === 'object' ? { ...fields, kubernetes: kubernetes as { kubeconfig?: string; k8s_api_root?: string } } : fields;
 }

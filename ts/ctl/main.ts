@@ -31,8 +31,10 @@ commands:
   version
 
 datastore (flags, else the netconf or conflist of --config FILE, else DATASTORE_TYPE, ETCD_ENDPOINTS, ...):
-  --datastore-type etcdv3  --etcd-endpoints URLS  --etcd-discovery-srv DOMAIN
+  --datastore-type etcdv3|kubernetes  --etcd-endpoints URLS  --etcd-discovery-srv DOMAIN
   --etcd-key-file FILE  --etcd-cert-file FILE  --etcd-ca-cert-file FILE
+  --kubeconfig FILE (the Kubernetes datastore; implies --datastore-type kubernetes)
+  --k8s-api-root URL (the Kubernetes datastore, without credentials)
 
 output: -o table (default) | -o json
 `;
@@ -44,6 +46,8 @@ const GLOBAL = {
   'etcd-key-file': { type: 'string' },
   'etcd-cert-file': { type: 'string' },
   'etcd-ca-cert-file': { type: 'string' },
+  kubeconfig: { type: 'string' },
+  'k8s-api-root': { type: 'string' },
   config: { type: 'string' },
   output: { type: 'string', short: 'o' },
   help: { type: 'boolean', short: 'h' },
@@ -185,6 +189,9 @@ function describeFailure(err: unknown): { message: string; exitCode: number } {
       case 'StoreUnavailableError':
       case 'StoreError':
       case 'EtcdSettingsError':
+      case 'KubeSettingsError':
+      case 'KubeUnavailableError':
+      case 'KubeError':
       case 'SelectorError':
       case 'IpamError':
         return { message: err.message, exitCode: 1 };

@@ -13,6 +13,7 @@ import { formatPrefix, mask, parseIp, widthOf, type Family } from './cidr.ts';
 import { exhausted, inUse, poolError } from './errors.ts';
 import { cidrOfKey, familyOf, hostAffinity, keys, type Affinity, type AllocationAttribute, type Block, type Handle, type PendingRequest } from './model.ts';
 import { blockInPool, familyName, type Pool } from './pools.ts';
+import { releaseWhere } from './release.ts';
 
 export interface Allocation {
   address: string;
@@ -119,6 +120,24 @@ const PENDING_FRESH_MS = 10_000;
  * others.
  */
 export async function allocate(request: Assignment, requests: readonly AddressRequest[], options: AllocateOptions = {}): Promise<Allocation[]> {
+  const { store, handle } = request;
+  if (store.transactional || requests.length < 2) return allocateInOneCommit(request, requests, options);
+  // Without transactions, one block per commit: the first address alone, then each next one with
+  // those before it (which the handle then holds, so they cost no write), the companions last. A
+  // commit so never has a second block to undo after its last write lost a race. Addresses of an
+  // attachment that held none before are released again if a later step fails.
+  const held = options.known?.handle !== undefined ? options.known.handle !== null : (await store.get(keys.handle(handle))) !== undefined;
+  const { known, companions, ...rest } = options;
+  try {
+    for (let n = 1; n < requests.length; n++) await allocateInOneCommit(request, requests.slice(0, n), n === 1 && known ? { ...rest, known } : rest);
+    return await allocateInOneCommit(request, requests, companions ? { ...rest, companions } : rest);
+  } catch (err) {
+    if (!held) await releaseWhere(store, handle, (attribute) => sameInterface(attribute.secondary['ifname'], request)).catch(() => undefined);
+    throw err;
+  }
+}
+
+async function allocateInOneCommit(request: Assignment, requests: readonly AddressRequest[], options: AllocateOptions): Promise<Allocation[]> {
   const { store, handle, node } = request;
   const companions = options.companions ?? [];
   for (const r of requests) {
@@ -145,7 +164,9 @@ export async function allocate(request: Assignment, requests: readonly AddressRe
       }
       const pending = first.pending ?? [];
       const fresh = (p: Entry<PendingRequest>) => Date.now() - Date.parse(p.value.created) < PENDING_FRESH_MS;
-      plan.serve(pending.filter((p) => p.key !== pendingKey && fresh(p)), options.pools ?? []);
+      // Serving others needs the commit to be one transaction: applied one write at a time, a
+      // commit that serves others has more writes to fail and undo part-way.
+      if (store.transactional) plan.serve(pending.filter((p) => p.key !== pendingKey && fresh(p)), options.pools ?? []);
       // Requests of ADDs that died waiting go with this commit.
       const stale = pending.filter((p) => p.key !== pendingKey && !fresh(p)).slice(0, SERVE_AT_MOST);
       const own = pending.find((p) => p.key === pendingKey);
@@ -156,12 +177,18 @@ export async function allocate(request: Assignment, requests: readonly AddressRe
           return current ? { key: companion.key, update: value, revision: current.revision } : { key: companion.key, create: value };
         }),
       );
+      // The blocks last: a datastore without transactions applies the writes in this order, and a
+      // block is the write most likely to lose a race. Losing it then undoes only writes nobody
+      // else touches (this handle, this pod's endpoint), and a crash before it leaves a handle
+      // without addresses, which DEL and GC clean, never an address without a handle.
+      const isBlock = (w: Write) => w.key.startsWith(keys.blocks(4)) || w.key.startsWith(keys.blocks(6));
       const writes: Write[] = [
         ...plan.handleWrites(handleEntry),
-        ...plan.writes,
+        ...plan.writes.filter((w) => !isBlock(w)),
         ...plan.laterWrites,
         ...[own, ...stale].flatMap((p) => (p ? [{ key: p.key, remove: true as const, revision: p.revision }] : [])),
         ...companionWrites,
+        ...plan.writes.filter(isBlock),
       ];
       if (writes.length === 0) return plan.allocations;
       const refresh: Read[] = [
@@ -170,7 +197,7 @@ export async function allocate(request: Assignment, requests: readonly AddressRe
         { list: keys.pending(node) },
       ];
       // Only a fresh allocation of any addresses can be served by someone else.
-      const wait = !waiting && !handleEntry && requests.every((r) => 'family' in r);
+      const wait = store.transactional && !waiting && !handleEntry && requests.every((r) => 'family' in r);
       const waitingRequest: PendingRequest = {
         handle,
         attributes: request.attributes,

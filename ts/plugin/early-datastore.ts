@@ -56,5 +56,11 @@ function datastoreSettings(json: Record<string, unknown>): DatastoreSettings | u
   const ipam = json['ipam'] as { type?: unknown } | undefined;
   const uses = ipam?.type === 'netplug-ipam' || DATASTORE_FIELDS.some((field) => field in json);
   if (!uses || SETTINGS.some((field) => json[field] !== undefined && typeof json[field] !== 'string')) return undefined;
-  return Object.fromEntries(SETTINGS.filter((field) => json[field] !== undefined).map((field) => [field, json[field]])) as DatastoreSettings;
+  const settings = Object.fromEntries(SETTINGS.filter((field) => json[field] !== undefined).map((field) => [field, json[field]])) as DatastoreSettings;
+  if (settings.datastore_type !== 'kubernetes') return settings;
+  // The Kubernetes datastore also needs the API's settings; odd ones wait for validation too.
+  const kube = json['kubernetes'] as Record<string, unknown> | undefined;
+  const fields = ['kubeconfig', 'k8s_api_root'] as const;
+  if (!kube || typeof kube !== 'object' || fields.some((f) => kube[f] !== undefined && typeof kube[f] !== 'string')) return undefined;
+  return { ...settings, kubernetes: Object.fromEntries(fields.filter((f) => kube[f] !== undefined).map((f) => [f, kube[f]])) };
 }

@@ -1,19 +1,29 @@
-// Opens the datastore the settings name. Only etcd for now; the Kubernetes datastore comes later.
+// Opens the datastore the settings name: etcd (the default), or the Kubernetes API's custom resources.
+import { KubeClient } from '../k8s/client.ts';
+import { apiAccess, KubeSettingsError, type KubernetesSettings } from '../k8s/kubeconfig.ts';
 import { EtcdClient } from './etcd/client.ts';
 import { TlsMaterialError } from '../net/http-client.ts';
 import { GatewayConnection, type GatewayOptions } from './etcd/http.ts';
 import { EtcdSettingsError, gatewayOptions, type EtcdSettings } from './etcd/options.ts';
 import { EtcdStore } from './etcd/store.ts';
+import { KubeStore } from './kubernetes/store.ts';
 import type { Store } from './store.ts';
 import { StoreError } from './store.ts';
 
 export interface DatastoreSettings extends EtcdSettings {
   datastore_type?: string | undefined;
+  /** How the Kubernetes datastore reaches the API. */
+  kubernetes?: KubernetesSettings | undefined;
 }
 
 export async function openStore(settings: DatastoreSettings): Promise<Store> {
   const type = settings.datastore_type ?? 'etcdv3';
-  if (type !== 'etcdv3') throw new StoreError(`datastore_type "${type}" is not available in this release; use "etcdv3"`);
+  if (type === 'kubernetes') {
+    const kube = settings.kubernetes ?? {};
+    if (!kube.kubeconfig && !kube.k8s_api_root) throw new KubeSettingsError('kubernetes', 'datastore_type "kubernetes" needs kubernetes.kubeconfig or kubernetes.k8s_api_root to reach the API');
+    return new KubeStore(new KubeClient(await apiAccess(kube)));
+  }
+  if (type !== 'etcdv3') throw new StoreError(`datastore_type "${type}" is not known; use "etcdv3" or "kubernetes"`);
   return new EtcdStore(new EtcdClient(gatewayConnection(await gatewayOptions(settings), settings)));
 }
 

@@ -27,6 +27,8 @@ export type ReadResult<R extends Read> = R extends { get: string } ? Entry<unkno
 export interface Store {
   /** Where the data lives, for messages: `etcd at http://10.0.0.1:2379`. */
   readonly description: string;
+  /** Whether a commit is one transaction (etcd), or writes applied one by one and undone on a failed condition (Kubernetes). */
+  readonly transactional: boolean;
   get<T>(key: string): Promise<Entry<T> | undefined>;
   /** Every entry whose key starts with `prefix`. */
   list<T>(prefix: string): Promise<Entry<T>[]>;

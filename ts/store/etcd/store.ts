@@ -7,6 +7,7 @@ import type { Compare, EtcdClient, KeyValue, Operation, RangeRequest } from './c
 export class EtcdStore implements Store {
   readonly client: EtcdClient;
   readonly description: string;
+  readonly transactional = true;
 
   constructor(client: EtcdClient) {
     this.client = client;

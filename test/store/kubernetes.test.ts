@@ -1,0 +1,68 @@
+// The Store on a real kube-apiserver's custom resources: compare-and-swap through
+// resourceVersion, a commit that fails part-way undone (all or nothing, as on etcd), prefix reads
+// narrowed by labels yet exact, and names for keys no object name could hold.
+import test from 'ava';
+
+import { keys } from '../../ts/ipam/model.ts';
+import { KubeClient } from '../../ts/k8s/client.ts';
+import { apiAccess } from '../../ts/k8s/kubeconfig.ts';
+import { KubeStore } from '../../ts/store/kubernetes/store.ts';
+import { objectName } from '../../ts/store/kubernetes/resources.ts';
+import { installCrds, startKube } from '../helpers/kube.ts';
+import { sharedTeardowns } from '../helpers/shared.ts';
+
+let store: KubeStore;
+const shared = sharedTeardowns(test);
+
+test.before(async () => {
+  const kube = await startKube(shared);
+  await installCrds(kube);
+  store = new KubeStore(new KubeClient(await apiAccess({ kubeconfig: kube.server.admin.kubeconfig })));
+  shared.teardown(() => store.close());
+});
+
+test.serial('create, update and delete only when the resourceVersion still holds; a commit is all or nothing', async (t) => {
+  const a = keys.handle('net.a');
+  const b = keys.handle('net.b');
+  t.true(await store.commit([{ key: a, create: { n: 1 } }]));
+  t.false(await store.commit([{ key: a, create: { n: 2 } }]), 'create fails on an existing key');
+  const first = await store.get<{ n: number }>(a);
+  t.deepEqual(first?.value, { n: 1 });
+  t.true(await store.commit([{ key: a, update: { n: 2 }, revision: first?.revision ?? '' }]));
+  t.false(await store.commit([{ key: a, update: { n: 3 }, revision: first?.revision ?? '' }]), 'a stale revision fails');
+
+  const current = await store.get<{ n: number }>(a);
+  t.false(await store.commit([{ key: b, create: { n: 10 } }, { key: a, update: { n: 4 }, revision: first?.revision ?? '' }]));
+  t.is(await store.get(b), undefined, 'the create before the failed write is undone');
+  t.false(await store.commit([{ key: a, update: { n: 5 }, revision: current?.revision ?? '' }, { key: b, remove: true, revision: '1' }]));
+  t.deepEqual((await store.get(a))?.value, { n: 2 }, 'the update before the failed write is undone');
+  const now = await store.get(a);
+  t.false(await store.commit([{ key: a, remove: true, revision: now?.revision ?? '' }, { key: b, update: {}, revision: '1' }]));
+  t.deepEqual((await store.get(a))?.value, { n: 2 }, 'the delete before the failed write is undone');
+
+  t.true(await store.commit([{ key: b, create: { n: 10 } }, { key: a, remove: true, revision: (await store.get(a))?.revision ?? '' }]));
+  t.deepEqual((await store.list(keys.handles)).map((e) => [e.key, e.value]), [[b, { n: 10 }]]);
+  t.deepEqual(await store.listKeys(keys.handles), [b]);
+  t.true(await store.commit([{ key: b, remove: true, revision: (await store.get(b))?.revision ?? '' }]));
+});
+
+test('prefix reads return exactly the keys under the prefix', async (t) => {
+  const writes = [
+    keys.affinity('node-x', '10.9.0.0/26'),
+    keys.affinity('node-x', 'fd09::/122'),
+    keys.affinity('node-xy', '10.9.0.64/26'),
+    keys.affinity('a-very-long-node-name-that-is-longer-than-any-label-value-may-be.example.com', '10.9.1.0/26'),
+  ];
+  t.true(await store.commit(writes.map((key) => ({ key, create: { state: 'confirmed', deleted: false } }))));
+  t.deepEqual(await store.listKeys(keys.affinities('node-x', 4)), [writes[0]]);
+  t.deepEqual(await store.listKeys(keys.affinities('node-x', 6)), [writes[1]]);
+  t.deepEqual((await store.list(keys.affinities(writes[3]?.split('/')[5] ?? '', 4))).map((e) => e.key), [writes[3]]);
+  t.deepEqual((await store.listKeys(keys.allAffinities)).sort(), [...writes].sort());
+});
+
+test('object names: keys that are names stay readable, others get a hash and stay distinct', (t) => {
+  t.is(objectName('10.0.0.0-26'), '10.0.0.0-26');
+  t.regex(objectName('fd00::-122'), /^fd00--122-[0-9a-f]{16}$/);
+  t.not(objectName('Net.A'), objectName('net.a'));
+  t.true(objectName('x'.repeat(400)).length <= 253);
+});

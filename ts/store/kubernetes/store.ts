@@ -1,0 +1,234 @@
+// The Store on the Kubernetes API (datastore_type "kubernetes"): each document is a custom
+// resource whose spec is the value; a write's condition is the object's resourceVersion (a
+// create fails if the name exists). The API has no multi-object transaction, so a commit applies
+// its writes one by one in the caller's order and, when a condition fails part-way, undoes the
+// ones already applied in reverse: callers see all or nothing, and their ordering (the handle
+// before the block it points into) keeps a crash between two writes harmless.
+import { API_VERSION } from '../../ipam/model.ts';
+import type { KubeClient } from '../../k8s/client.ts';
+import type { Entry, Read, ReadResult, Store, Write } from '../store.ts';
+import { StoreError } from '../store.ts';
+import { GROUP, KEY_ANNOTATION, NODES_PREFIX, VERSION, kindOfKey, kindsOfPrefix, type Kind } from './resources.ts';
+
+interface ObjectMeta {
+  name: string;
+  resourceVersion?: string;
+  creationTimestamp?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+
+interface KubeObject {
+  metadata: ObjectMeta;
+  spec?: unknown;
+}
+
+interface NotFoundStatus {
+  details?: { name?: string };
+}
+
+/** A write a commit applied: its new revision, and what the key held before (to undo it). */
+interface Applied {
+  write: Write;
+  revision: string | undefined;
+  before: { revision: string; value: unknown } | undefined;
+}
+
+const METADATA_ONLY = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';
+
+export class KubeStore implements Store {
+  readonly client: KubeClient;
+  readonly description: string;
+  readonly transactional = false;
+  /** What this store last read or wrote per key: a failed commit restores it. */
+  private readonly known = new Map<string, { revision: string; value: unknown }>();
+
+  constructor(client: KubeClient) {
+    this.client = client;
+    this.description = `the Kubernetes API at ${client.server}`;
+  }
+
+  async get<T>(key: string): Promise<Entry<T> | undefined> {
+    if (key.startsWith(NODES_PREFIX)) {
+      const node = await this.client.get<KubeObject>(`/api/v1/nodes/${encodeURIComponent(key.slice(NODES_PREFIX.length))}`, 'get on nodes');
+      return node && (nodeEntry(node) as Entry<T>);
+    }
+    const { kind, rest } = this.kindOf(key);
+    const { status, json } = await this.client.send({ method: 'GET', path: objectPath(kind, kind.place(rest).name) }, needs('get', kind));
+    if (status === 404) return this.absent(kind, json);
+    const object = json as KubeObject;
+    const stored = object.metadata.annotations?.[KEY_ANNOTATION];
+    return stored === undefined || stored === key ? this.remember<T>(key, object) : undefined;
+  }
+
+  async list<T>(prefix: string): Promise<Entry<T>[]> {
+    if (prefix === NODES_PREFIX) {
+      const { items } = (await this.client.get<{ items: KubeObject[] }>('/api/v1/nodes', 'list on nodes')) ?? { items: [] };
+      return items.map((node) => nodeEntry(node) as Entry<T>);
+    }
+    const entries: Entry<T>[] = [];
+    for (const { kind, restPrefix } of kindsOfPrefix(prefix)) {
+      for (const object of await this.listObjects(kind, restPrefix, false)) {
+        const key = object.metadata.annotations?.[KEY_ANNOTATION];
+        if (key?.startsWith(prefix)) entries.push(this.remember<T>(key, object));
+      }
+    }
+    return entries;
+  }
+
+  async listKeys(prefix: string): Promise<string[]> {
+    if (prefix === NODES_PREFIX) return (await this.list(prefix)).map((e) => e.key);
+    const found: string[] = [];
+    for (const { kind, restPrefix } of kindsOfPrefix(prefix)) {
+      for (const object of await this.listObjects(kind, restPrefix, true)) {
+        const key = object.metadata.annotations?.[KEY_ANNOTATION];
+        if (key?.startsWith(prefix)) found.push(key);
+      }
+    }
+    return found;
+  }
+
+  /** The reads one after another (one connection carries them): each is current, but not all at one revision. */
+  async read<const R extends readonly Read[]>(reads: R): Promise<{ -readonly [I in keyof R]: ReadResult<R[I]> }> {
+    const results: unknown[] = [];
+    for (const r of reads) results.push('get' in r ? await this.get(r.get) : 'list' in r ? await this.list(r.list) : await this.listKeys(r.keys));
+    return results as { -readonly [I in keyof R]: ReadResult<R[I]> };
+  }
+
+  warmUp(): void {
+    this.client.warmUp();
+  }
+
+  async commit(writes: readonly Write[]): Promise<boolean> {
+    const done: Applied[] = [];
+    try {
+      for (const write of writes) {
+        const before = this.known.get(write.key);
+        const applied = await this.apply(write);
+        if (applied === false) {
+          await this.undo(done);
+          return false;
+        }
+        done.push({ write, revision: applied, before });
+      }
+      return true;
+    } catch (err) {
+      await this.undo(done).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  async commitElseRead(
+    writes: readonly Write[],
+    reads: readonly Read[],
+    otherwisePut: readonly { key: string; value: unknown }[] = [],
+  ): Promise<{ committed: true } | { committed: false; results: unknown[] }> {
+    if (await this.commit(writes)) return { committed: true };
+    for (const { key, value } of otherwisePut) await this.put(key, value);
+    return { committed: false, results: await this.read(reads) };
+  }
+
+  close(): void {
+    this.client.close();
+  }
+
+  /** The new resourceVersion (undefined after a delete), or false if the write's condition failed. */
+  private async apply(write: Write): Promise<string | undefined | false> {
+    const { kind, rest } = this.kindOf(write.key);
+    const { name, labels } = kind.place(rest);
+    if ('create' in write) {
+      const { status, json } = await this.client.send(jsonRequest('POST', collectionPath(kind), resource(kind, name, labels, write.key, write.create)), needs('create', kind));
+      if (status === 404) return this.absent(kind, json) ?? false;
+      return status === 409 ? false : this.remember(write.key, json as KubeObject).revision;
+    }
+    if ('update' in write) {
+      const body = resource(kind, name, labels, write.key, write.update, write.revision);
+      const { status, json } = await this.client.send(jsonRequest('PUT', objectPath(kind, name), body), needs('update', kind));
+      if (status === 404) return this.absent(kind, json) ?? false;
+      return status === 409 ? false : this.remember(write.key, json as KubeObject).revision;
+    }
+    const options = { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { resourceVersion: write.revision } };
+    const { status, json } = await this.client.send(jsonRequest('DELETE', objectPath(kind, name), options), needs('delete', kind));
+    if (status === 404) return this.absent(kind, json) ?? false;
+    if (status === 409) return false;
+    return undefined;
+  }
+
+  /** Reverses applied writes, newest first, each only if nothing changed it since. */
+  private async undo(done: readonly Applied[]): Promise<void> {
+    for (const { write, revision, before } of [...done].reverse()) {
+      if ('create' in write) {
+        if (revision) await this.apply({ key: write.key, remove: true, revision });
+      } else if ('update' in write) {
+        if (revision && before && before.revision === write.revision) await this.apply({ key: write.key, update: before.value, revision });
+      } else if (before && before.revision === write.revision) {
+        await this.apply({ key: write.key, create: before.value });
+      }
+    }
+  }
+
+  /** Creates or replaces `key` whatever its state (a few tries: only its own writer races it). */
+  private async put(key: string, value: unknown): Promise<void> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      if ((await this.apply({ key, create: value })) !== false) return;
+      const current = await this.get(key);
+      if (current && (await this.apply({ key, update: value, revision: current.revision })) !== false) return;
+    }
+  }
+
+  private async listObjects(kind: Kind, restPrefix: string, keysOnly: boolean): Promise<KubeObject[]> {
+    const select = kind.selector(restPrefix);
+    const path = `${collectionPath(kind)}${select ? `?labelSelector=${encodeURIComponent(select)}` : ''}`;
+    const headers = keysOnly ? { Accept: METADATA_ONLY } : undefined;
+    const { status, json } = await this.client.send({ method: 'GET', path, ...(headers ? { headers } : {}) }, needs('list', kind));
+    if (status === 404) throw notInstalled(kind);
+    return (json as { items: KubeObject[] | null }).items ?? []; // an empty metadata-only list has null items
+  }
+
+  private kindOf(key: string): { kind: Kind; rest: string } {
+    if (key.startsWith(NODES_PREFIX)) {
+      throw new StoreError(`in the Kubernetes datastore the nodes are the cluster's Node objects; label them with kubectl label node ${key.slice(NODES_PREFIX.length)} key=value`);
+    }
+    const found = kindOfKey(key);
+    if (!found) throw new Error(`no Kubernetes resource holds datastore key ${key}`);
+    return found;
+  }
+
+  /** A 404: the object is missing (undefined), or the resource type is not installed (thrown). */
+  private absent(kind: Kind, json: unknown): undefined {
+    if ((json as NotFoundStatus | undefined)?.details?.name === undefined) throw notInstalled(kind);
+    return undefined;
+  }
+
+  private remember<T>(key: string, object: KubeObject): Entry<T> {
+    const revision = object.metadata.resourceVersion ?? '';
+    this.known.set(key, { revision, value: object.spec });
+    return { key, value: object.spec as T, revision };
+  }
+}
+
+function resource(kind: Kind, name: string, labels: Record<string, string>, key: string, value: unknown, resourceVersion?: string) {
+  return {
+    apiVersion: `${GROUP}/${VERSION}`,
+    kind: kind.kind,
+    metadata: { name, labels, annotations: { [KEY_ANNOTATION]: key }, ...(resourceVersion ? { resourceVersion } : {}) },
+    spec: value,
+  };
+}
+
+function nodeEntry(node: KubeObject): Entry<unknown> {
+  const { name, creationTimestamp, labels = {}, resourceVersion = '' } = node.metadata;
+  return { key: `${NODES_PREFIX}${name}`, revision: resourceVersion, value: { kind: 'Node', apiVersion: API_VERSION, metadata: { name, creationTimestamp, labels }, spec: {} } };
+}
+
+const collectionPath = (kind: Kind) => `/apis/${GROUP}/${VERSION}/${kind.plural}`;
+const objectPath = (kind: Kind, name: string) => `${collectionPath(kind)}/${encodeURIComponent(name)}`;
+const needs = (verb: string, kind: Kind) => `${verb} on ${kind.plural}.${GROUP}`;
+
+function jsonRequest(method: 'POST' | 'PUT' | 'DELETE', path: string, body: unknown) {
+  return { method, path, headers: { 'Content-Type': 'application/json' }, body: Buffer.from(JSON.stringify(body)) };
+}
+
+function notInstalled(kind: Kind): StoreError {
+  return new StoreError(`the Kubernetes API has no ${kind.plural}.${GROUP} resource: install netplug's custom resource definitions (deploy/crds/) first`);
+}
