@@ -118,12 +118,29 @@ cat >/dev/null
 exit 0
 `;
 
+/** A stand-in for the Kubernetes API: the pod and the namespace Kubernetes mode reads. */
+function kubeStandIn() {
+  const objects: Record<string, unknown> = {
+    '/api/v1/namespaces/train/pods/train-pod': {
+      metadata: { name: 'train-pod', namespace: 'train', uid: 'u', labels: { app: 'train' }, annotations: {} },
+      spec: { serviceAccountName: 'default', containers: [{ ports: [{ name: 'http', containerPort: 80 }] }] },
+    },
+    '/api/v1/namespaces/train': { metadata: { name: 'train', labels: {}, annotations: {} } },
+  };
+  return createServer((request: IncomingMessage, response: ServerResponse) => {
+    const found = objects[request.url ?? ''];
+    const body = JSON.stringify(found ?? { kind: 'Status', reason: 'NotFound', details: { name: 'x' } });
+    response.writeHead(found ? 200 : 404, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
+    response.end(body);
+  });
+}
+
 /**
  * The pod's path only: ADD, CHECK, DEL, GC, STATUS and VERSION, with netplug-ipam and with
  * host-local. The executable deserialises the whole cache on every start (some 5 µs per KB), so
  * netplugctl and failure paths, rare on a node, are left to compile when they run.
  */
-async function train(programs: Programs, scratch: string, endpoint: string): Promise<void> {
+async function train(programs: Programs, scratch: string, endpoint: string, kubeApi: string): Promise<void> {
   const { runMain } = await programs.plugin();
   const { runCtlMain } = await programs.ctl();
   const ctl = (...argv: string[]) => runCtlMain(argv, { ETCD_ENDPOINTS: endpoint });
@@ -152,12 +169,21 @@ async function train(programs: Programs, scratch: string, endpoint: string): Pro
     await cni('ADD', conf, {}, 'netplug-ipam');
     await cni('DEL', conf, {}, 'netplug-ipam');
   }
+  // Kubernetes mode: a YAML kubeconfig (as node agents write them), the pod and namespace read.
+  const kubeconfig = join(scratch, 'kubeconfig');
+  writeFileSync(
+    kubeconfig,
+    `apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: ${kubeApi}\nusers:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\ncurrent-context: x\n`,
+  );
+  const k8sConf = { ...base, ipam: { type: 'netplug-ipam' }, kubernetes: { kubeconfig }, policy: { type: 'k8s' } };
+  for (const command of ['ADD', 'DEL']) await cni(command, k8sConf, { CNI_ARGS: 'IgnoreUnknown=1;K8S_POD_NAMESPACE=train;K8S_POD_NAME=train-pod' });
   const hostLocal = { cniVersion: '1.0.0', name: 'train-hl', type: 'netplug', mtu: 1400, ipam: { type: 'host-local', subnet: '10.1.0.0/24' } };
   for (const command of ['ADD', 'CHECK', 'DEL']) await cni(command, hostLocal);
 }
 
 const scratch = mkdtempSync(join(tmpdir(), 'netplug-code-cache-'));
 const server = gatewayStandIn();
+const kubeServer = kubeStandIn();
 try {
   mkdirSync(join(scratch, 'bin'));
   writeFileSync(join(scratch, 'addon.cjs'), ADDON_STAND_IN);
@@ -166,13 +192,16 @@ try {
   process.env['NETPLUG_ADDON_PATH'] = join(scratch, 'addon.cjs');
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  await new Promise<void>((resolve) => kubeServer.listen(0, '127.0.0.1', resolve));
+  const kubeApi = `http://127.0.0.1:${(kubeServer.address() as AddressInfo).port}`;
 
   const script = new Script(readFileSync(wrappedPath, 'utf8'), { filename: 'netplug.cjs' });
   const bundle = { exports: {} as { programs: Programs } };
   script.runInThisContext()(bundle.exports, createRequire(wrappedPath), bundle, wrappedPath, dirname(wrappedPath));
-  await train(bundle.exports.programs, scratch, endpoint);
+  await train(bundle.exports.programs, scratch, endpoint, kubeApi);
   writeFileSync(cachePath, script.createCachedData());
 } finally {
   server.close();
+  kubeServer.close();
   rmSync(scratch, { recursive: true, force: true });
 }

@@ -13,12 +13,13 @@ import type { Ipam } from '../ipam/ipam.ts';
 import { NetplugIpam, type Prefetched } from '../ipam/netplug-ipam.ts';
 import { KubeClient } from '../k8s/client.ts';
 import { apiAccess } from '../k8s/kubeconfig.ts';
-import { nodePodCidrs } from '../k8s/objects.ts';
+import { nodePodCidrs, type NamespaceInfo, type PodInfo } from '../k8s/objects.ts';
 import { usesPodCidr, withAnyCidrs, withPodCidrs } from '../k8s/pod-cidr.ts';
 import type { Logger } from '../log/logger.ts';
 import { openStore } from '../store/open.ts';
 import type { Store } from '../store/store.ts';
 import { DATASTORE_FIELDS } from './early-datastore.ts';
+import { sameSettingsKey, type PodReads } from './early-kube.ts';
 import { workloadOf, type Workload } from './workload.ts';
 
 /** Written by the node agent when the netconf leaves `mtu` out (as the reference's). */
@@ -40,6 +41,8 @@ export interface PluginContext {
   workload: Workload;
   /** Whether the pod's and namespace's labels and annotations are read (`policy.type` k8s, in Kubernetes mode). */
   readsPod: boolean;
+  /** The pod and its namespace, read early for this very pod. */
+  podReads?: Promise<[PodInfo, NamespaceInfo]>;
   store(): Promise<Store>;
   /** The Kubernetes API, as `kubernetes.kubeconfig` or `kubernetes.k8s_api_root` reach it. */
   kube(): Promise<KubeClient>;
@@ -59,8 +62,8 @@ export interface ContextOptions {
   store?: Promise<Store>;
   /** The allocation's first reads, already under way (early work). */
   prefetched?: Prefetched;
-  /** The Kubernetes API client, already being set up (early work). */
-  kube?: Promise<KubeClient>;
+  /** The Kubernetes API client and the pod's reads, already under way (early work). */
+  podReads?: PodReads;
 }
 
 export function createContext(env: CniEnvironment, netconf: ParsedNetconf, log: Logger, options: ContextOptions = {}): PluginContext {
@@ -68,7 +71,9 @@ export function createContext(env: CniEnvironment, netconf: ParsedNetconf, log: 
   const writesEndpoint = options.writesEndpoint ?? true;
   let opened: Promise<Store> | undefined = options.store;
   const store = () => (opened ??= openStore(conf));
-  let kubeClient: Promise<KubeClient> | undefined = options.kube;
+  // The early client and reads, if made with the settings validation confirmed.
+  const podReads = options.podReads && options.podReads.settings === sameSettingsKey(conf.kubernetes ?? {}) ? options.podReads : undefined;
+  let kubeClient: Promise<KubeClient> | undefined = podReads?.kube;
   const kube = () => (kubeClient ??= openKube(conf));
   const node = nodeName(conf.nodename);
   const usesDatastore = isNetplugIpam(conf.ipam) || DATASTORE_FIELDS.some((field) => field in netconf.json);
@@ -91,6 +96,7 @@ export function createContext(env: CniEnvironment, netconf: ParsedNetconf, log: 
     usesDatastore,
     workload,
     readsPod: workload.orchestrator === 'k8s' && conf.policy?.type === 'k8s',
+    ...(podReads ? { podReads: podReads.result } : {}),
     store,
     kube,
     warmUp: () => {

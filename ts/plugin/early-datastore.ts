@@ -15,8 +15,7 @@ import { endpointKey, workloadOf } from './workload.ts';
 export const DATASTORE_FIELDS = ['datastore_type', 'etcd_endpoints', 'etcd_discovery_srv', 'etcd_authority'] as const;
 const SETTINGS = [...DATASTORE_FIELDS, 'etcd_scheme', 'etcd_key_file', 'etcd_cert_file', 'etcd_ca_cert_file'] as const;
 
-export function startDatastoreWork(command: Command, program: 'netplug' | 'netplug-ipam', env: CniEnvironment, stdin: Buffer): EarlyWork {
-  const json = rawJson(stdin);
+export function startDatastoreWork(command: Command, program: 'netplug' | 'netplug-ipam', env: CniEnvironment, json: Record<string, unknown> | undefined): EarlyWork {
   const settings = json && datastoreSettings(json);
   if (!json || !settings) return {};
   const store = handled(openStore(settings));
@@ -25,7 +24,7 @@ export function startDatastoreWork(command: Command, program: 'netplug' | 'netpl
   return { store, ...(ahead ? { prefetched: { reads: ahead.reads, results: handled(store.then((s) => readAhead(s, ahead.reads, ahead.families))) } } : {}) };
 }
 
-function rawJson(stdin: Buffer): Record<string, unknown> | undefined {
+export function rawJson(stdin: Buffer): Record<string, unknown> | undefined {
   try {
     const json: unknown = JSON.parse(stdin.toString('utf8'));
     return json && typeof json === 'object' && !Array.isArray(json) ? (json as Record<string, unknown>) : undefined;

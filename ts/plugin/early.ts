@@ -8,6 +8,7 @@ import type { CniEnvironment, Command } from '../cni/environment.ts';
 import { interfacePresence, teardownWorkload, waitHostLinkGone, type Presence, type TeardownResult } from '../dataplane/index.ts';
 import type { Prefetched } from '../ipam/netplug-ipam.ts';
 import type { Store } from '../store/store.ts';
+import type { PodReads } from './early-kube.ts';
 import { hostInterfaceName } from './host-interface.ts';
 
 export interface EarlyWork {
@@ -21,6 +22,8 @@ export interface EarlyWork {
   store?: Promise<Store>;
   /** ADD with netplug-ipam: the allocation's first reads, already asked of the datastore. */
   prefetched?: Prefetched;
+  /** ADD of a pod with policy.type k8s: the API client and the pod and namespace reads, under way. */
+  podReads?: PodReads;
 }
 
 const HOST_END_PATIENCE_MS = 2_000;
@@ -33,8 +36,10 @@ export async function startEarlyWork(command: Command, program: 'netplug' | 'net
     work.hostEndGone = waitHostLinkGone(hostInterfaceName(env), HOST_END_PATIENCE_MS).catch(() => false);
   }
   if (program === 'netplug' && command === 'ADD') work.presence = handled(interfacePresence(env.netns, env.ifname, hostInterfaceName(env)));
-  const { startDatastoreWork } = await import('./early-datastore.ts');
-  return { ...work, ...startDatastoreWork(command, program, env, stdin) };
+  const [{ startDatastoreWork, rawJson }, { startKubeWork }] = await Promise.all([import('./early-datastore.ts'), import('./early-kube.ts')]);
+  const json = rawJson(stdin);
+  const podReads = program === 'netplug' ? startKubeWork(command, env, json) : undefined;
+  return { ...work, ...startDatastoreWork(command, program, env, json), ...(podReads ? { podReads } : {}) };
 }
 
 /** Waits for whatever early work is still running (a thread in the kernel must finish first). */

@@ -14,8 +14,9 @@ export interface PodFacts {
 export async function podFacts(ctx: PluginContext): Promise<PodFacts> {
   const { workload, conf } = ctx;
   if (!ctx.readsPod || !workload.pod) return { plan: {} };
-  const kube = await ctx.kube();
-  const [pod, namespace] = await Promise.all([readPod(kube, workload.namespace, workload.pod), readNamespace(kube, workload.namespace)]);
+  // Read early (while the netconf was validated) for this pod, else now.
+  const [pod, namespace] = await (ctx.podReads ??
+    ctx.kube().then((kube) => Promise.all([readPod(kube, workload.namespace, workload.pod as string), readNamespace(kube, workload.namespace)])));
   const plan = addressPlan({ pod, namespaceAnnotations: namespace.annotations, ipamType: conf.ipam.type, features: conf.feature_control });
   ctx.log.debug('pod read from Kubernetes', { pod: `${pod.namespace}/${pod.name}`, labels: pod.labels, plan });
   return { pod, plan };

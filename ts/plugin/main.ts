@@ -80,7 +80,7 @@ export async function runMain(io: MainIo, program: Program = 'netplug'): Promise
       throw new CniError(ErrorCode.InvalidConfig, `netconf field "ipam.type" is "${conf.ipam.type}"; netplug-ipam serves "netplug-ipam"`);
     }
     const { createContext } = await import('./context.ts');
-    const ctx = createContext(env, netconf, log.child(command.toLowerCase()), { writesEndpoint: program === 'netplug', ...(early.store ? { store: early.store } : {}), ...(early.prefetched ? { prefetched: early.prefetched } : {}) });
+    const ctx = createContext(env, netconf, log.child(command.toLowerCase()), { writesEndpoint: program === 'netplug', ...(early.store ? { store: early.store } : {}), ...(early.prefetched ? { prefetched: early.prefetched } : {}), ...(early.podReads ? { podReads: early.podReads } : {}) });
     context = ctx;
     if (program === 'netplug-ipam') return await runIpamCommand(command, ctx, conf.cniVersion);
     switch (command) {
