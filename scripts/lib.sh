@@ -34,3 +34,12 @@ with_cargo_on_path() {
   command -v cargo >/dev/null 2>&1 || PATH="$HOME/.cargo/bin:$PATH"
   export PATH
 }
+
+# cache_lock FILE : holds an exclusive lock on FILE until the script exits. Test files run at
+# once and may ask for the same cached build together: the first builds, the others wait for it
+# and then find it built.
+cache_lock() {
+  mkdir -p "$(dirname "$1")"
+  exec 9>"$1"
+  flock 9
+}
