@@ -120,3 +120,27 @@ test('Kubernetes mode needs a way to the API', async (t) => {
   t.is(add.json.code, 7);
   t.is(add.json.msg, 'netconf field "kubernetes": Kubernetes mode needs kubernetes.kubeconfig or kubernetes.k8s_api_root to reach the API');
 });
+
+test('the Kubernetes datastore on an API server without netplug\'s resources names what to install; nothing is left', async (t) => {
+  const pod = await createPod(kube);
+  const netns = createNetns(t, 'nocrd');
+  const netconf = {
+    cniVersion: '1.1.0',
+    name: 'nocrd',
+    type: 'netplug',
+    nodename: 'kube-node',
+    datastore_type: 'kubernetes',
+    kubernetes: { kubeconfig: kube.server.admin.kubeconfig },
+    policy: { type: 'k8s' },
+    ipam: { type: 'netplug-ipam' },
+  };
+  const add = invoke({ command: 'ADD', containerId: containerId(), netns: netns.path, netconf, args: podArgs(pod, 'x') });
+  t.is(add.json.code, 100, add.stdout);
+  t.is(add.json.msg, "the Kubernetes API has no ippools.crd.projectnet.org resource: install netplug's custom resource definitions (deploy/crds/) first");
+  t.is(link('eth0', netns), undefined);
+  // Without policy.type k8s nothing else reaches for the API first.
+  const { policy: _policy, ...withoutPolicy } = netconf;
+  const missing = invoke({ command: 'ADD', containerId: containerId(), netns: netns.path, netconf: { ...withoutPolicy, kubernetes: {} }, args: podArgs(pod, 'y') });
+  t.is(missing.json.code, 7);
+  t.is(missing.json.msg, 'netconf field "kubernetes": datastore_type "kubernetes" needs kubernetes.kubeconfig or kubernetes.k8s_api_root to reach the API');
+});
