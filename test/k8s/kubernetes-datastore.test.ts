@@ -2,14 +2,15 @@
 // custom resources installed from deploy/crds/, pools managed with netplugctl --kubeconfig, pool
 // node selectors matched against the cluster's Node labels, 50 concurrent ADDs on 5 nodes with
 // no address twice and nothing left after DEL, and an identity short of the datastore
-// permissions told which one it lacks.
+// permissions told which one it lacks, and plugin processes killed mid-ADD leaving nothing DEL
+// cannot clean (the API server has no transactions: the order of the writes is what keeps it so).
 import { spawnSync } from 'node:child_process';
 
 import test from 'ava';
 import * as k8s from '@kubernetes/client-node';
 
 import { invoke } from '../helpers/cni.ts';
-import { addressesOf, invokeAsync, NETPLUGCTL } from '../helpers/ipam.ts';
+import { addressesOf, invokeAsync, NETPLUGCTL, startInvocation } from '../helpers/ipam.ts';
 import { containerId, createNetns } from '../helpers/kernel.ts';
 import { createPod, DATASTORE_RULES, installCrds, PLUGIN_RULES, podArgs, startKube, type Kube } from '../helpers/kube.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
@@ -114,6 +115,35 @@ test.serial('50 concurrent ADDs on 5 nodes: distinct addresses from the pools th
   t.deepEqual(await objects('ipampendingrequests'), [], 'no pending request left behind');
   t.deepEqual((await objects('workloadendpoints')).filter((e) => e.spec.metadata.namespace === `kdd-${process.pid}`), []);
   t.is(kctl('ipam', 'check', '--grace-period', '0').status, 0);
+});
+
+test.serial('dual-stack ADDs SIGKILLed at random points leave nothing DEL cannot clean', async (t) => {
+  t.timeout(5 * 60_000);
+  const namespace = `kill-${process.pid}`;
+  const pods = [];
+  for (let i = 0; i < 24; i++) {
+    const pod = await createPod(kube, { namespace, name: `killed-${i}` });
+    const id = containerId();
+    const node = NODES[i % NODES.length] as string;
+    pods.push({ containerId: id, netns: createNetns(t, 'kddkill').path, netconf: kddNetconf(node, pluginKubeconfig, { assign_ipv6: 'true' }), args: podArgs(pod, id) });
+  }
+  const outcomes = await Promise.all(
+    pods.map(async (pod, i) => {
+      const { child, outcome } = startInvocation({ ...pod, command: 'ADD' });
+      // From before Node is up to after the last write: every stage gets hit somewhere.
+      await new Promise((resolve) => setTimeout(resolve, i * 40));
+      child.kill('SIGKILL');
+      return outcome;
+    }),
+  );
+  t.log(`${outcomes.filter((o) => o.status === 0).length} of ${pods.length} finished before the kill`);
+  const dels = await Promise.all(pods.map((pod) => invokeAsync({ ...pod, command: 'DEL' })));
+  t.deepEqual(dels.map((d) => d.status), pods.map(() => 0), dels.find((d) => d.status !== 0)?.stdout);
+  t.deepEqual(kctl('ipam', 'show', '-o', 'json').json.pools.map((p: { allocated: number }) => p.allocated), [0, 0, 0]);
+  t.deepEqual(await objects('ipamhandles'), []);
+  t.deepEqual((await objects('workloadendpoints')).filter((e) => e.spec.metadata.namespace === namespace), []);
+  const check = kctl('ipam', 'check', '--grace-period', '0');
+  t.is(check.status, 0, check.stdout + check.stderr);
 });
 
 test('a dual-stack pod: an IPv6 block under its hashed name, released by DEL', async (t) => {
