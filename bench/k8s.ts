@@ -6,17 +6,20 @@
 //   requests:  API requests per ADD and per DEL, from the API server's own request counter;
 //   gates:     an ADD behind a readiness gate that turns ready 1 s after the ADD starts;
 //   policy:    an ADD waiting for the policy agent's status file, written 300 ms after the ADD
-//              starts, and one for a file never written (policy_setup_timeout_seconds 2).
+//              starts, and one for a file never written (policy_setup_timeout_seconds 2);
+//   burst:     30 address assignments at once on one node through the netplug-ipam executable,
+//              on etcd and on the Kubernetes datastore, against the same burst of host-local.
 // Writes bench/results/k8s.{md,json,svg}.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 import * as k8s from '@kubernetes/client-node';
 
+import { IPAM_LOCK_FILE } from '../ts/ipam/netplug-ipam.ts';
 import { statusFileName } from '../ts/plugin/policy-wait.ts';
 import { launchKubeApiserver, type KubeServer } from '../scripts/lib/kube-server.ts';
 import { launchEtcd, type EtcdServer } from '../scripts/lib/etcd-server.ts';
@@ -31,6 +34,10 @@ const CNI_PATH = `${join(ROOT, 'dist/cni')}:/usr/lib/cni`;
 const CYCLES = 40;
 const WARMUP = 3;
 const WAIT_ROUNDS = 5;
+const BURST = 30;
+const BURST_ROUNDS = 3;
+const NETPLUG_IPAM = join(ROOT, 'dist/cni/netplug-ipam');
+const HOST_LOCAL = '/usr/lib/cni/host-local';
 const NODE = 'bench-k8s-node';
 const NAMESPACE = 'bench';
 
@@ -230,8 +237,42 @@ async function policyWait(kubeconfig: string) {
   return samples;
 }
 
+/** BURST assignments started at once on one node, timed until the last returns; released between rounds (not timed). */
+async function burst(kubeconfig: string) {
+  const confs = {
+    etcd: { cniVersion: '1.0.0', name: 'burst-etcd', type: 'netplug', nodename: NODE, etcd_endpoints: etcd?.endpoints, ipam: { type: 'netplug-ipam' } },
+    kdd: { cniVersion: '1.0.0', name: 'burst-kdd', type: 'netplug', nodename: NODE, datastore_type: 'kubernetes', kubernetes: { kubeconfig }, ipam: { type: 'netplug-ipam' } },
+    ptp: { cniVersion: '1.0.0', name: 'burst-hl', type: 'ptp', ipam: { type: 'host-local', dataDir: join(scratch, 'burst-host-local'), ranges: [[{ subnet: '10.244.0.0/16' }]] } },
+  };
+  const one = (variant: Variant, command: string, container: string) =>
+    new Promise<void>((resolve, reject) => {
+      const env = { CNI_COMMAND: command, CNI_CONTAINERID: container, CNI_NETNS: `/run/netns/${netns}`, CNI_IFNAME: 'eth0', CNI_PATH, PATH: '/usr/sbin:/usr/bin:/sbin:/bin' };
+      const child = spawn(variant === 'ptp' ? HOST_LOCAL : NETPLUG_IPAM, [], { env, stdio: ['pipe', 'pipe', 'ignore'] });
+      let stdout = '';
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
+      child.on('close', (status) => (status === 0 ? resolve() : reject(new Error(`${variant} IPAM ${command} failed: ${stdout}`))));
+      child.stdin.end(JSON.stringify(confs[variant]));
+    });
+  const samples: Record<Variant, number[]> = { etcd: [], kdd: [], ptp: [] };
+  for (let round = 0; round < BURST_ROUNDS; round++) {
+    for (const variant of ['etcd', 'kdd', 'ptp'] as const) {
+      const ids = Array.from({ length: BURST }, (_, i) => `burst-${variant}-${round}-${i}`);
+      const start = process.hrtime.bigint();
+      await Promise.all(ids.map((id) => one(variant, 'ADD', id)));
+      samples[variant].push(elapsedMs(start));
+      await Promise.all(ids.map((id) => one(variant, 'DEL', id)));
+    }
+  }
+  return samples;
+}
+
+const lockExisted = existsSync(IPAM_LOCK_FILE);
+const lockDirExisted = existsSync(dirname(IPAM_LOCK_FILE));
+
 async function cleanup(): Promise<void> {
   if (netns) spawnSync('ip', ['netns', 'del', netns]);
+  if (!lockExisted) rmSync(IPAM_LOCK_FILE, { force: true });
+  if (!lockDirExisted) rmSync(dirname(IPAM_LOCK_FILE), { recursive: true, force: true });
   await kube?.stop();
   await etcd?.stop();
   rmSync(scratch, { recursive: true, force: true });
@@ -251,6 +292,7 @@ async function main(): Promise<void> {
   const { samples, requests } = await perPod(kube, kubeconfig);
   const gate = await readinessGate(kubeconfig);
   const policy = await policyWait(kubeconfig);
+  const bursts = await burst(kubeconfig);
 
   const variants: Variant[] = ['etcd', 'kdd', 'ptp'];
   const series: Series[] = [
@@ -261,6 +303,7 @@ async function main(): Promise<void> {
     { group: 'ADD behind a readiness gate ready 1 s after the ADD starts', label: 'same ADD, no gate', samplesMs: gate.plain },
     { group: 'ADD with the policy wait', label: 'status file written 300 ms after the ADD starts', samplesMs: policy.written },
     { group: 'ADD with the policy wait', label: 'status file never written (timeout 2 s)', samplesMs: policy.never },
+    ...variants.map((v) => ({ group: `burst of ${BURST} IPAM ADDs on one node`, label: v === 'ptp' ? 'host-local' : `netplug-ipam, ${v === 'etcd' ? 'etcd' : 'Kubernetes datastore'}`, samplesMs: bursts[v] })),
   ];
   const median = (group: string, label: string) => medianOf(series, group, label);
   const ptp = LABELS.ptp;
@@ -276,6 +319,8 @@ async function main(): Promise<void> {
       { label: 'API requests per DEL, netplug-ipam on etcd', value: requests['etcd']?.del ?? NaN },
       { label: 'API requests per ADD, Kubernetes datastore', value: requests['kdd']?.add ?? NaN },
       { label: 'API requests per DEL, Kubernetes datastore', value: requests['kdd']?.del ?? NaN },
+      { label: `Kubernetes datastore / etcd, burst of ${BURST} median`, value: median(`burst of ${BURST} IPAM ADDs on one node`, 'netplug-ipam, Kubernetes datastore') / median(`burst of ${BURST} IPAM ADDs on one node`, 'netplug-ipam, etcd') },
+      { label: `Kubernetes datastore / host-local, burst of ${BURST} median`, value: median(`burst of ${BURST} IPAM ADDs on one node`, 'netplug-ipam, Kubernetes datastore') / median(`burst of ${BURST} IPAM ADDs on one node`, 'host-local') },
       { label: 'gated ADD − ungated ADD, medians (s; the gate turns ready at 1 s)', value: (median('ADD behind a readiness gate ready 1 s after the ADD starts', 'with the gate') - median('ADD behind a readiness gate ready 1 s after the ADD starts', 'same ADD, no gate')) / 1000 },
       { label: 'policy wait: ADD return after the status file appeared, median (s)', value: (median('ADD with the policy wait', 'status file written 300 ms after the ADD starts') - 300) / 1000 },
       { label: 'policy wait: ADD return with no status file, median (s; timeout 2 s)', value: median('ADD with the policy wait', 'status file never written (timeout 2 s)') / 1000 },
@@ -285,6 +330,7 @@ async function main(): Promise<void> {
       `Per pod: ${CYCLES} ADD + DEL cycles per variant into one namespace, IPv4, each a fresh process timed from spawn to exit, the variants rotated pod by pod. The netplug variants read the pod and its namespace (policy.type k8s) and write a workload endpoint; ptp reads no API and writes no endpoint.`,
       'API requests: the growth of the API server\'s apiserver_request_total across one ADD and one DEL (10 of each, averaged); the API server\'s own background requests may add a fraction. The etcd variant\'s datastore round trips go to etcd and are not counted here (see ipam.md).',
       `Readiness gate: a local HTTP server answering 503 until 1 s after the ADD is spawned, then 200; the first probe is immediate, then every 200 ms. ${WAIT_ROUNDS} rounds, against the same ADD without a gate.`,
+      `Burst: ${BURST} IPAM executables (netplug-ipam, or host-local) spawned at once for one node, timed until the last exits; ${BURST_ROUNDS} rounds each, released between rounds. On the Kubernetes datastore the processes take turns under the host-wide IPAM lock (flock); on etcd a loser is served by the next winner's transaction.`,
       `Policy wait: the status file appears 300 ms after the ADD is spawned; the plugin watches the directory (100 ms polling as fallback). ${WAIT_ROUNDS} rounds; 3 rounds with no file and policy_setup_timeout_seconds 2.`,
     ],
   });

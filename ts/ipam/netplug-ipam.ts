@@ -117,7 +117,10 @@ export class NetplugIpam implements Ipam {
         return { family, pools: choosePools(pools, family, names, labels, field) };
       });
     }
-    const allocations = await allocate(request, requests, { companions, known: knownFrom(first, families, companionKeys, blocks), pools }).catch((err: unknown) => {
+    const allocations = await underHostLock(store, (waited) =>
+      // What was read before another process's allocation is stale: read it again under the lock.
+      allocate(request, requests, { companions, ...(waited ? {} : { known: knownFrom(first, families, companionKeys, blocks) }), pools }),
+    ).catch((err: unknown) => {
       // Addresses from the pod's annotation: say so, as the error may be about one of them.
       if (overrides.ips && err instanceof IpamError) throw new IpamError(err.code, `annotation "cni.projectnet.org/ipAddrs": ${err.message}`);
       throw err;
@@ -133,7 +136,10 @@ export class NetplugIpam implements Ipam {
   async del(interfaceGone?: Promise<unknown>): Promise<void> {
     const ifname = this.context.env.ifname;
     const mine = ({ secondary }: AllocationAttribute) => sameInterface(secondary['ifname'], { attributes: { ifname } });
-    const released = await releaseWhere(await this.context.store(), this.handle, mine, interfaceGone);
+    const store = await this.context.store();
+    // Under the lock (no transactions), wait for the interface first: not while holding it.
+    if (!store.transactional && interfaceGone) await Promise.allSettled([interfaceGone]);
+    const released = await underHostLock(store, () => releaseWhere(store, this.handle, mine, interfaceGone));
     if (released.length > 0) this.context.log.info('addresses released', { handle: this.handle, interface: ifname, addresses: released });
   }
 
@@ -187,4 +193,26 @@ export function validAttachments(json: Record<string, unknown>): Attachment[] {
     }
     return { containerId: containerID, ifname };
   });
+}
+
+/** Where plugin processes on a node take turns with a datastore that has no transactions. */
+export const IPAM_LOCK_FILE = '/var/run/netplug/ipam.lock';
+/** How long to wait for the lock before going on without it (it only spares conflicts). */
+const IPAM_LOCK_PATIENCE_MS = 10_000;
+
+/**
+ * `work` under the host-wide IPAM lock when the datastore has no transactions (Kubernetes): there
+ * a burst of pods on one node would race for the node's block one write at a time, each loser
+ * undoing its writes and reading again, which grows with the square of the burst. etcd needs no
+ * lock: a loser's request is served by the next winner's transaction.
+ */
+async function underHostLock<T>(store: Store, work: (waited: boolean) => Promise<T>): Promise<T> {
+  if (store.transactional) return work(false);
+  const { lockHost } = await import('../host/lock.ts');
+  const lock = await lockHost(IPAM_LOCK_FILE, IPAM_LOCK_PATIENCE_MS);
+  try {
+    return await work(lock?.waited ?? true);
+  } finally {
+    lock?.release();
+  }
 }

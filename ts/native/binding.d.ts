@@ -49,6 +49,14 @@ export interface GoneOutcome {
  */
 export declare function hostInterfaceName(prefix: string, identity: string): string
 
+export interface HostLockOutcome {
+  /** The descriptor holding the lock: closing it releases the lock. */
+  fd?: number
+  /** Whether another process held the lock first. */
+  waited?: boolean
+  error?: string
+}
+
 /** `kind`: `connect`, `timeout`, `tls`, `io` or `protocol`. */
 export interface HttpError {
   kind: string
@@ -90,6 +98,12 @@ export interface KernelError {
   op: string
   message: string
 }
+
+/**
+ * Takes the host-wide lock on the file at `path` (flock), waiting on a thread of its own while
+ * another process holds it.
+ */
+export declare function lockHostFile(path: string): Promise<HostLockOutcome>
 
 export interface PresenceOutcome {
   /** `absent`, `attached` (the peer of the given host veth) or `foreign`. */

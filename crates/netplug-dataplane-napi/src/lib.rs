@@ -216,6 +216,25 @@ pub fn check_workload(env: &Env, spec: WorkloadSpec) -> Result<Object<'_>> {
     })
 }
 
+#[napi(object)]
+pub struct HostLockOutcome {
+    /// The descriptor holding the lock: closing it releases the lock.
+    pub fd: Option<i32>,
+    /// Whether another process held the lock first.
+    pub waited: Option<bool>,
+    pub error: Option<String>,
+}
+
+/// Takes the host-wide lock on the file at `path` (flock), waiting on a thread of its own while
+/// another process holds it.
+#[napi(ts_return_type = "Promise<HostLockOutcome>")]
+pub fn lock_host_file(env: &Env, path: String) -> Result<Object<'_>> {
+    on_thread(env, move || match dataplane::hostlock::lock_host_file(std::path::Path::new(&path)) {
+        Ok(lock) => HostLockOutcome { fd: Some(std::os::fd::IntoRawFd::into_raw_fd(lock.fd)), waited: Some(lock.waited), error: None },
+        Err(err) => HostLockOutcome { fd: None, waited: None, error: Some(format!("{path}: {err}")) },
+    })
+}
+
 type Resolver<T> = Box<dyn FnOnce(Env) -> Result<T>>;
 
 /// A promise to settle from another thread; rejects if dropped unsettled (the thread panicked or

@@ -11,6 +11,7 @@
 pub mod address;
 pub mod check;
 pub mod error;
+pub mod hostlock;
 pub mod link;
 pub mod names;
 pub mod netlink;
