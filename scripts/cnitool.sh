@@ -7,10 +7,9 @@ version=v1.3.1
 dir="${XDG_CACHE_HOME:-$HOME/.cache}/netplug/cnitool-$version"
 [ -x "$dir/cnitool" ] || cache_lock "$dir.lock"
 if [ ! -x "$dir/cnitool" ]; then
-  PATH="$PATH:/usr/local/go/bin"
-  command -v go >/dev/null 2>&1 || { say "Go is needed to build cnitool"; exit 1; }
+  go=$(sh "$(dirname "$0")/go.sh")
   say "building cnitool $version from the Go module proxy"
   # GOTOOLCHAIN=local: use the Go that is here rather than download the one go.mod may name.
-  GOTOOLCHAIN=local GOBIN="$dir" go install "github.com/containernetworking/cni/cnitool@$version" >&2
+  GOTOOLCHAIN=local GOBIN="$dir" "$go" install "github.com/containernetworking/cni/cnitool@$version" >&2
 fi
 echo "$dir/cnitool"

@@ -10,12 +10,11 @@ dir="${XDG_CACHE_HOME:-$HOME/.cache}/netplug"
 binary="$dir/kube-apiserver-$version"
 [ -x "$binary" ] || cache_lock "$dir/kube-apiserver.lock"
 if [ ! -x "$binary" ]; then
-  PATH="$PATH:/usr/local/go/bin"
-  command -v go >/dev/null 2>&1 || { say "Go is needed to build kube-apiserver"; exit 1; }
+  go=$(sh "$(dirname "$0")/go.sh")
   say "building kube-apiserver $version from the Go module proxy"
   mkdir -p "$dir"
   # GOTOOLCHAIN=local: the Go that is here (the release needs 1.26), not one go.mod may name.
-  (cd "$module" && GOTOOLCHAIN=local GOFLAGS=-mod=mod go build -o "$binary.partial" k8s.io/kubernetes/cmd/kube-apiserver) >&2
+  (cd "$module" && GOTOOLCHAIN=local GOFLAGS=-mod=mod "$go" build -o "$binary.partial" k8s.io/kubernetes/cmd/kube-apiserver) >&2
   mv "$binary.partial" "$binary"
 fi
 echo "$binary"

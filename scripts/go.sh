@@ -1,0 +1,44 @@
+#!/bin/sh
+# Prints the path of a Go toolchain new enough to build the tests' kube-apiserver and cnitool: the
+# machine's (PATH, then /usr/local/go), else the pinned release taken from the Go module proxy
+# (golang.org/toolchain, the module `go` itself downloads toolchains from) and cached by version.
+set -eu
+. "$(dirname "$0")/lib.sh"
+minimum=1.26
+pinned=1.26.8
+
+new_enough() {
+  version=$("$1" env GOVERSION 2>/dev/null | sed 's/^go//') || return 1
+  [ "$(printf '%s\n%s\n' "$minimum" "$version" | sort -V | head -n 1)" = "$minimum" ]
+}
+
+for candidate in "$(command -v go 2>/dev/null || true)" /usr/local/go/bin/go; do
+  if [ -n "$candidate" ] && [ -x "$candidate" ] && new_enough "$candidate"; then
+    echo "$candidate"
+    exit 0
+  fi
+done
+
+case "$(uname -m)" in
+  x86_64) arch=amd64 ;;
+  aarch64) arch=arm64 ;;
+  *) say "no Go toolchain for $(uname -m)"; exit 1 ;;
+esac
+root="${XDG_CACHE_HOME:-$HOME/.cache}/netplug/go$pinned.linux-$arch"
+if [ ! -x "$root/bin/go" ]; then
+  cache_lock "$root.lock"
+fi
+if [ ! -x "$root/bin/go" ]; then
+  ensure_debian_packages curl unzip ca-certificates
+  say "fetching Go $pinned from the Go module proxy"
+  work=$(mktemp -d)
+  module="golang.org/toolchain@v0.0.1-go$pinned.linux-$arch"
+  curl -fsSL -o "$work/go.zip" "https://proxy.golang.org/golang.org/toolchain/@v/v0.0.1-go$pinned.linux-$arch.zip"
+  unzip -q "$work/go.zip" -d "$work"
+  # Module zips keep no file modes: make the toolchain's programs executable, as `go` does.
+  chmod +x "$work/$module/bin/"* "$work/$module/pkg/tool/"*/*
+  rm -rf "$root"
+  mv "$work/$module" "$root"
+  rm -rf "$work"
+fi
+echo "$root/bin/go"
