@@ -11,7 +11,7 @@
 //              on etcd and on the Kubernetes datastore, against the same burst of host-local.
 // Writes bench/results/k8s.{md,json,svg}.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -22,6 +22,7 @@ import * as k8s from '@kubernetes/client-node';
 import { IPAM_LOCK_FILE } from '../ts/ipam/netplug-ipam.ts';
 import { statusFileName } from '../ts/plugin/policy-wait.ts';
 import { launchKubeApiserver, type KubeServer } from '../scripts/lib/kube-server.ts';
+import { installCrds } from '../scripts/lib/netplug-crds.ts';
 import { launchEtcd, type EtcdServer } from '../scripts/lib/etcd-server.ts';
 import { medianOf, writeReport, type Series } from './lib/report.ts';
 import { elapsedMs } from './lib/stats.ts';
@@ -124,15 +125,7 @@ async function setUpCluster(server: KubeServer): Promise<string> {
   config.loadFromFile(server.admin.kubeconfig);
   const core = config.makeApiClient(k8s.CoreV1Api);
   const rbac = config.makeApiClient(k8s.RbacAuthorizationV1Api);
-  const extensions = config.makeApiClient(k8s.ApiextensionsV1Api);
-  const crdDir = join(ROOT, 'deploy/crds');
-  for (const file of readdirSync(crdDir)) await extensions.createCustomResourceDefinition({ body: k8s.loadYaml(readFileSync(join(crdDir, file), 'utf8')) });
-  for (const file of readdirSync(crdDir)) {
-    const name = (k8s.loadYaml(readFileSync(join(crdDir, file), 'utf8')) as k8s.V1CustomResourceDefinition).metadata?.name as string;
-    while (!(await extensions.readCustomResourceDefinition({ name })).status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
+  await installCrds(server.admin.kubeconfig);
   // The plugin's identity with the shipped ClusterRoles, as an operator would bind them.
   for (const role of k8s.loadAllYaml(readFileSync(join(ROOT, 'deploy/rbac/netplug-cni.yaml'), 'utf8')) as k8s.V1ClusterRole[]) {
     await rbac.createClusterRole({ body: role });

@@ -2,20 +2,20 @@
 // (@kubernetes/client-node) for fixtures, and netplug's plugin identity with exactly the
 // permissions the shipped ClusterRoles (deploy/rbac/netplug-cni.yaml) give: get on pods,
 // namespaces and nodes; with the Kubernetes datastore, netplug's custom resources too.
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import type { ExecutionContext } from 'ava';
 import * as k8s from '@kubernetes/client-node';
 
 import { launchKubeApiserver, type Identity, type KubeServer } from '../../scripts/lib/kube-server.ts';
+import { installCrds as installNetplugCrds } from '../../scripts/lib/netplug-crds.ts';
 import { ROOT, tempDir } from './cni.ts';
 
 export interface Kube {
   server: KubeServer;
   core: k8s.CoreV1Api;
   rbac: k8s.RbacAuthorizationV1Api;
-  extensions: k8s.ApiextensionsV1Api;
   /** An identity bound to `rules` only. */
   identityWith(user: string, rules: k8s.V1PolicyRule[]): Promise<Identity>;
 }
@@ -35,7 +35,6 @@ export async function startKube(t: Pick<ExecutionContext, 'teardown'>): Promise<
   config.loadFromFile(server.admin.kubeconfig);
   const core = config.makeApiClient(k8s.CoreV1Api);
   const rbac = config.makeApiClient(k8s.RbacAuthorizationV1Api);
-  const extensions = config.makeApiClient(k8s.ApiextensionsV1Api);
   const identityWith = async (user: string, rules: k8s.V1PolicyRule[]) => {
     const identity = user === server.plugin.user ? server.plugin : server.identity(user);
     await rbac.createClusterRole({ body: { metadata: { name: user }, rules } });
@@ -45,23 +44,11 @@ export async function startKube(t: Pick<ExecutionContext, 'teardown'>): Promise<
     return identity;
   };
   await identityWith(server.plugin.user, PLUGIN_RULES);
-  return { server, core, rbac, extensions, identityWith };
+  return { server, core, rbac, identityWith };
 }
 
 /** netplug's custom resource definitions (deploy/crds/), installed as an operator would, and ready to use. */
-export async function installCrds(kube: Kube): Promise<void> {
-  const dir = join(ROOT, 'deploy/crds');
-  const crds = readdirSync(dir).map((file) => k8s.loadYaml<k8s.V1CustomResourceDefinition>(readFileSync(join(dir, file), 'utf8')));
-  await Promise.all(crds.map((body) => kube.extensions.createCustomResourceDefinition({ body })));
-  for (const crd of crds) {
-    const name = crd.metadata?.name as string;
-    for (;;) {
-      const current = await kube.extensions.readCustomResourceDefinition({ name });
-      if (current.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) break;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
-}
+export const installCrds = (kube: Kube): Promise<void> => installNetplugCrds(kube.server.admin.kubeconfig);
 
 let pods = 0;
 

@@ -173,6 +173,27 @@ test('a dual-stack pod: an IPv6 block under its hashed name, released by DEL', a
   t.false((await objects('ipamhandles')).some((h) => h.spec.handleID === `kdd.${id}`));
 });
 
+test('GC releases what attachments no longer listed hold, on this node and network only', async (t) => {
+  const netconf = { ...kddNetconf('kdd-4'), name: 'kdd-gc' };
+  const pods = [];
+  for (let i = 0; i < 3; i++) {
+    const pod = await createPod(kube, { labels: { app: 'gc' } });
+    const id = containerId();
+    pods.push({ containerId: id, netns: createNetns(t, 'kddgc').path, netconf, args: podArgs(pod, id) });
+  }
+  for (const pod of pods) t.is(invoke({ ...pod, command: 'ADD' }).status, 0);
+  const [kept, ...gone] = pods as [(typeof pods)[0], ...typeof pods];
+  const gc = invoke({ command: 'GC', netconf: { ...netconf, 'cni.dev/valid-attachments': [{ containerID: kept.containerId, ifname: 'eth0' }] } });
+  t.is(gc.status, 0, gc.stdout);
+  const handles = (await objects('ipamhandles')).map((h) => h.spec.handleID);
+  t.true(handles.includes(`kdd-gc.${kept.containerId}`));
+  for (const pod of gone) t.false(handles.includes(`kdd-gc.${pod.containerId}`), 'released by GC');
+  const endpoints = (await objects('workloadendpoints')).filter((e) => e.spec.metadata.labels['projectnet.org/network'] === 'kdd-gc');
+  t.deepEqual(endpoints.map((e) => e.spec.spec.containerID), [kept.containerId]);
+  for (const pod of pods) t.is(invoke({ ...pod, command: 'DEL' }).status, 0);
+  t.false((await objects('ipamhandles')).some((h) => h.spec.handleID.startsWith('kdd-gc.')));
+});
+
 test('an identity without the datastore\'s permissions: a clear error naming the one it lacks, nothing allocated', async (t) => {
   const identity = await kube.identityWith('netplug-cni-no-datastore', PLUGIN_RULES);
   const pod = await createPod(kube);

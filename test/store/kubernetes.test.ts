@@ -4,8 +4,7 @@
 import test from 'ava';
 
 import { keys } from '../../ts/ipam/model.ts';
-import { KubeClient } from '../../ts/k8s/client.ts';
-import { apiAccess } from '../../ts/k8s/kubeconfig.ts';
+import { openKubeClient } from '../../ts/k8s/client.ts';
 import { KubeStore } from '../../ts/store/kubernetes/store.ts';
 import { objectName } from '../../ts/store/kubernetes/resources.ts';
 import { installCrds, startKube } from '../helpers/kube.ts';
@@ -17,7 +16,7 @@ const shared = sharedTeardowns(test);
 test.before(async () => {
   const kube = await startKube(shared);
   await installCrds(kube);
-  store = new KubeStore(new KubeClient(await apiAccess({ kubeconfig: kube.server.admin.kubeconfig })));
+  store = new KubeStore(await openKubeClient({ kubeconfig: kube.server.admin.kubeconfig }));
   shared.teardown(() => store.close());
 });
 

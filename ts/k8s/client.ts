@@ -2,7 +2,7 @@
 // client certificate or token. Failures name the server and, for a refusal, what netplug's
 // identity lacks.
 import { HttpClient, HttpTlsError, HttpUnavailableError, TlsMaterialError, type HttpRequest } from '../net/http-client.ts';
-import { KubeSettingsError, type ApiAccess } from './kubeconfig.ts';
+import { apiAccess, KubeSettingsError, type ApiAccess, type KubernetesSettings } from './kubeconfig.ts';
 
 /** The API server could not be reached or did not answer: try again later (CNI error 11). */
 export class KubeUnavailableError extends Error {
@@ -89,4 +89,9 @@ export class KubeClient {
   close(): void {
     this.http.close();
   }
+}
+
+/** A client for the API that `kubernetes.kubeconfig` or `kubernetes.k8s_api_root` names. */
+export async function openKubeClient(settings: KubernetesSettings): Promise<KubeClient> {
+  return new KubeClient(await apiAccess(settings));
 }

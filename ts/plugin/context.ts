@@ -11,8 +11,7 @@ import { nodeName } from '../config/nodename.ts';
 import { DelegatedIpam } from '../ipam/delegated.ts';
 import type { Ipam } from '../ipam/ipam.ts';
 import { NetplugIpam, type Prefetched } from '../ipam/netplug-ipam.ts';
-import { KubeClient } from '../k8s/client.ts';
-import { apiAccess } from '../k8s/kubeconfig.ts';
+import { openKubeClient, type KubeClient } from '../k8s/client.ts';
 import { nodePodCidrs, type NamespaceInfo, type PodInfo } from '../k8s/objects.ts';
 import { usesPodCidr, withAnyCidrs, withPodCidrs } from '../k8s/pod-cidr.ts';
 import type { Logger } from '../log/logger.ts';
@@ -74,7 +73,7 @@ export function createContext(env: CniEnvironment, netconf: ParsedNetconf, log: 
   // The early client and reads, if made with the settings validation confirmed.
   const podReads = options.podReads && options.podReads.settings === sameSettingsKey(conf.kubernetes ?? {}) ? options.podReads : undefined;
   let kubeClient: Promise<KubeClient> | undefined = podReads?.kube;
-  const kube = () => (kubeClient ??= openKube(conf));
+  const kube = () => (kubeClient ??= openKubeClient(conf.kubernetes ?? {}));
   const node = nodeName(conf.nodename);
   const usesDatastore = isNetplugIpam(conf.ipam) || DATASTORE_FIELDS.some((field) => field in netconf.json);
   const workload = workloadOf(env, node);
@@ -107,10 +106,6 @@ export function createContext(env: CniEnvironment, netconf: ParsedNetconf, log: 
       void kubeClient?.then((k) => k.close(), () => undefined);
     },
   };
-}
-
-export async function openKube(conf: Netconf): Promise<KubeClient> {
-  return new KubeClient(await apiAccess(conf.kubernetes ?? {}));
 }
 
 /**

@@ -3,8 +3,8 @@
 // reads run on the connection's own thread). A guess that validation confirms: the ADD uses the
 // client and the reads only if the validated netconf names the same API settings.
 import type { CniEnvironment, Command } from '../cni/environment.ts';
-import { KubeClient } from '../k8s/client.ts';
-import { apiAccess, type KubernetesSettings } from '../k8s/kubeconfig.ts';
+import { openKubeClient, type KubeClient } from '../k8s/client.ts';
+import type { KubernetesSettings } from '../k8s/kubeconfig.ts';
 import { readNamespace, readPod, type NamespaceInfo, type PodInfo } from '../k8s/objects.ts';
 import { handled } from './early.ts';
 
@@ -21,7 +21,7 @@ export function startKubeWork(command: Command, env: CniEnvironment, json: Recor
   const policy = json['policy'] as { type?: unknown } | undefined;
   const settings = apiSettings(json['kubernetes']);
   if (policy?.type !== 'k8s' || !settings) return undefined;
-  const kube = handled(apiAccess(settings).then((access) => new KubeClient(access)));
+  const kube = handled(openKubeClient(settings));
   kube.then((k) => k.warmUp(), () => undefined);
   const result = handled(kube.then((k) => Promise.all([readPod(k, podNamespace, podName), readNamespace(k, podNamespace)])));
   return { settings: sameSettingsKey(settings), kube, result };

@@ -36,9 +36,10 @@ export async function startEarlyWork(command: Command, program: 'netplug' | 'net
     work.hostEndGone = waitHostLinkGone(hostInterfaceName(env), HOST_END_PATIENCE_MS).catch(() => false);
   }
   if (program === 'netplug' && command === 'ADD') work.presence = handled(interfacePresence(env.netns, env.ifname, hostInterfaceName(env)));
-  const [{ startDatastoreWork, rawJson }, { startKubeWork }] = await Promise.all([import('./early-datastore.ts'), import('./early-kube.ts')]);
+  const { startDatastoreWork, rawJson } = await import('./early-datastore.ts');
   const json = rawJson(stdin);
-  const podReads = program === 'netplug' ? startKubeWork(command, env, json) : undefined;
+  // Only a pod's ADD reads from the Kubernetes API: other commands do not load its code.
+  const podReads = program === 'netplug' && command === 'ADD' && env.args.podName ? (await import('./early-kube.ts')).startKubeWork(command, env, json) : undefined;
   return { ...work, ...startDatastoreWork(command, program, env, json), ...(podReads ? { podReads } : {}) };
 }
 

@@ -1,6 +1,6 @@
 // Opens the datastore the settings name: etcd (the default), or the Kubernetes API's custom resources.
-import { KubeClient } from '../k8s/client.ts';
-import { apiAccess, KubeSettingsError, type KubernetesSettings } from '../k8s/kubeconfig.ts';
+import { openKubeClient } from '../k8s/client.ts';
+import { KubeSettingsError, type KubernetesSettings } from '../k8s/kubeconfig.ts';
 import { EtcdClient } from './etcd/client.ts';
 import { TlsMaterialError } from '../net/http-client.ts';
 import { GatewayConnection, type GatewayOptions } from './etcd/http.ts';
@@ -21,7 +21,7 @@ export async function openStore(settings: DatastoreSettings): Promise<Store> {
   if (type === 'kubernetes') {
     const kube = settings.kubernetes ?? {};
     if (!kube.kubeconfig && !kube.k8s_api_root) throw new KubeSettingsError('kubernetes', 'datastore_type "kubernetes" needs kubernetes.kubeconfig or kubernetes.k8s_api_root to reach the API');
-    return new KubeStore(new KubeClient(await apiAccess(kube)));
+    return new KubeStore(await openKubeClient(kube));
   }
   if (type !== 'etcdv3') throw new StoreError(`datastore_type "${type}" is not known; use "etcdv3" or "kubernetes"`);
   return new EtcdStore(new EtcdClient(gatewayConnection(await gatewayOptions(settings), settings)));
