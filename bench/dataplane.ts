@@ -49,10 +49,37 @@ const addonPod: Pod = async (worker, name, ip) => {
 const iproute2Pod: Pod = async (worker, name, ip) => {
   const ns = namespaces[worker] as string;
   const start = process.hrtime.bigint();
-  await run('ip', ['link', 'add', name, 'address', 'ee:ee:ee:ee:ee:ee', 'numtxqueues', '1', 'numrxqueues', '1',
-    'type', 'veth', 'peer', 'name', 'eth0', 'netns', ns, 'numtxqueues', '1', 'numrxqueues', '1']);
-  await run('sysctl', ['-q', '-w', `net.ipv4.conf.${name}.route_localnet=1`, `net.ipv4.neigh.${name}.proxy_delay=0`,
-    `net.ipv4.conf.${name}.proxy_arp=1`, `net.ipv4.conf.${name}.forwarding=1`, `net.ipv6.conf.${name}.accept_ra=0`]);
+  await run('ip', [
+    'link',
+    'add',
+    name,
+    'address',
+    'ee:ee:ee:ee:ee:ee',
+    'numtxqueues',
+    '1',
+    'numrxqueues',
+    '1',
+    'type',
+    'veth',
+    'peer',
+    'name',
+    'eth0',
+    'netns',
+    ns,
+    'numtxqueues',
+    '1',
+    'numrxqueues',
+    '1',
+  ]);
+  await run('sysctl', [
+    '-q',
+    '-w',
+    `net.ipv4.conf.${name}.route_localnet=1`,
+    `net.ipv4.neigh.${name}.proxy_delay=0`,
+    `net.ipv4.conf.${name}.proxy_arp=1`,
+    `net.ipv4.conf.${name}.forwarding=1`,
+    `net.ipv6.conf.${name}.accept_ra=0`,
+  ]);
   await run('ip', ['link', 'set', name, 'up']);
   await run('ip', ['route', 'add', `${ip}/32`, 'dev', name, 'scope', 'link']);
   await run('ip', ['-n', ns, 'link', 'set', 'eth0', 'up']);
@@ -84,7 +111,9 @@ async function measure(pod: Pod, workers: number, podsPerWorker: number, octet: 
 
 function measureFloor(workers: number, pods: number, octet: number): Samples {
   const paths = Array.from({ length: workers }, (_, i) => nsPath(i));
-  const out = execFileSync(FLOOR, ['--pods', String(pods), '--parallel', String(workers), '--first-octets', `10.${octet}`, ...paths], { encoding: 'utf8' });
+  const out = execFileSync(FLOOR, ['--pods', String(pods), '--parallel', String(workers), '--first-octets', `10.${octet}`, ...paths], {
+    encoding: 'utf8',
+  });
   const parsed = JSON.parse(out) as { setup_ns: number[]; teardown_ns: number[] };
   return { setup: parsed.setup_ns.map((ns) => ns / 1e6), teardown: parsed.teardown_ns.map((ns) => ns / 1e6) };
 }
@@ -131,7 +160,12 @@ async function main(): Promise<void> {
     console.error(`parallel round ${round + 1}/${PARALLEL_ROUNDS} done`);
   }
 
-  const [SEQ, PAR, SETUP, TEARDOWN] = ['sequential (1 pod at a time)', `parallel (${PARALLEL} pods in flight)`, 'sequential, set-up only', 'sequential, teardown only'];
+  const [SEQ, PAR, SETUP, TEARDOWN] = [
+    'sequential (1 pod at a time)',
+    `parallel (${PARALLEL} pods in flight)`,
+    'sequential, set-up only',
+    'sequential, teardown only',
+  ];
   const total = (s: Samples) => s.setup.map((ms, i) => ms + (s.teardown[i] ?? 0));
   const series: Series[] = [];
   for (const v of variants) series.push({ group: SEQ, label: v, samplesMs: total(sequential.get(v) as Samples) });
@@ -157,7 +191,7 @@ async function main(): Promise<void> {
     ],
     notes: [
       'Each sample is one pod: veth pair with the peer created in the pod namespace, host sysctls, host link up, host /32 route, pod link up, /32 address, 169.254.1.1 scope-link route, default route, ip_forward, then deletion of the pair.',
-      'Deleting a veth waits for RCU grace periods and sleeps in whole scheduler ticks (4 ms at HZ=250 here): teardown is most of every sample, for all three variants, and its medians move in 4 ms steps. A thread that ended just before a deletion lengthens it (lazy RCU callbacks are flushed), which is what the addon\'s one-thread-per-operation design costs in this back-to-back loop.',
+      "Deleting a veth waits for RCU grace periods and sleeps in whole scheduler ticks (4 ms at HZ=250 here): teardown is most of every sample, for all three variants, and its medians move in 4 ms steps. A thread that ended just before a deletion lengthens it (lazy RCU callbacks are flushed), which is what the addon's one-thread-per-operation design costs in this back-to-back loop.",
       `Sequential: ${ROUNDS} rounds of ${PODS_PER_ROUND} pods per variant, variants rotated each round. Parallel: ${PARALLEL_ROUNDS} rounds of ${PARALLEL} workers × ${PODS_PER_WORKER} pods.`,
       'The floor reuses one host netlink socket per worker and skips validation, stale-link replacement and read-backs; the addon does all of those and starts an OS thread per operation.',
     ],

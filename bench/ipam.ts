@@ -51,18 +51,41 @@ let etcd: EtcdServer | undefined;
 function netconf(plugin: Plugin, endpoints: string): string {
   return JSON.stringify(
     plugin === 'netplug'
-      ? { cniVersion: '1.0.0', name: 'bench-netplug', type: 'netplug', etcd_endpoints: endpoints, nodename: NODE_NAME, ipam: { type: 'netplug-ipam' } }
-      : { cniVersion: '1.0.0', name: 'bench-ptp', type: 'ptp', ipam: { type: 'host-local', dataDir: join(scratch, 'host-local'), ranges: [[{ subnet: '10.243.0.0/16' }]] } },
+      ? {
+          cniVersion: '1.0.0',
+          name: 'bench-netplug',
+          type: 'netplug',
+          etcd_endpoints: endpoints,
+          nodename: NODE_NAME,
+          ipam: { type: 'netplug-ipam' },
+        }
+      : {
+          cniVersion: '1.0.0',
+          name: 'bench-ptp',
+          type: 'ptp',
+          ipam: { type: 'host-local', dataDir: join(scratch, 'host-local'), ranges: [[{ subnet: '10.243.0.0/16' }]] },
+        },
   );
 }
 
 function cniEnv(command: string, container: string, netns: string): Record<string, string> {
-  return { CNI_COMMAND: command, CNI_CONTAINERID: container, CNI_NETNS: `/run/netns/${netns}`, CNI_IFNAME: 'eth0', CNI_PATH, PATH: '/usr/sbin:/usr/bin:/sbin:/bin' };
+  return {
+    CNI_COMMAND: command,
+    CNI_CONTAINERID: container,
+    CNI_NETNS: `/run/netns/${netns}`,
+    CNI_IFNAME: 'eth0',
+    CNI_PATH,
+    PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
+  };
 }
 
 function runSync(plugin: Plugin, command: string, container: string, netns: string, conf: string): Run {
   const start = process.hrtime.bigint();
-  const run = spawnSync(plugin === 'netplug' ? NETPLUG : PTP, [], { env: cniEnv(command, container, netns), input: conf, encoding: 'utf8' });
+  const run = spawnSync(plugin === 'netplug' ? NETPLUG : PTP, [], {
+    env: cniEnv(command, container, netns),
+    input: conf,
+    encoding: 'utf8',
+  });
   const ms = elapsedMs(start);
   if (run.status !== 0) throw new Error(`${plugin} ${command} failed: ${run.stdout}${run.stderr}`);
   return { status: run.status, stdout: run.stdout, ms };
@@ -71,7 +94,10 @@ function runSync(plugin: Plugin, command: string, container: string, netns: stri
 function runAsync(plugin: Plugin, command: string, container: string, netns: string, conf: string): Promise<Run> {
   return new Promise((resolve, reject) => {
     const start = process.hrtime.bigint();
-    const child = spawn(plugin === 'netplug' ? NETPLUG : PTP, [], { env: cniEnv(command, container, netns), stdio: ['pipe', 'pipe', 'ignore'] });
+    const child = spawn(plugin === 'netplug' ? NETPLUG : PTP, [], {
+      env: cniEnv(command, container, netns),
+      stdio: ['pipe', 'pipe', 'ignore'],
+    });
     let stdout = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
     child.on('error', reject);
@@ -137,13 +163,17 @@ async function burst(endpoints: string) {
   for (let round = 0; round < BURST_ROUNDS; round++) {
     for (const plugin of ['netplug', 'ptp'] as const) {
       const start = process.hrtime.bigint();
-      const adds = await Promise.all(pods.map((netns, i) => runAsync(plugin, 'ADD', `burst-${plugin}-${round}-${i}`, netns, confs[plugin])));
+      const adds = await Promise.all(
+        pods.map((netns, i) => runAsync(plugin, 'ADD', `burst-${plugin}-${round}-${i}`, netns, confs[plugin])),
+      );
       samples[plugin].push(elapsedMs(start));
       const failed = adds.filter((a) => a.status !== 0);
       if (failed.length > 0) throw new Error(`${failed.length} of ${BURST} ${plugin} ADDs failed: ${failed[0]?.stdout}`);
       const addresses = new Set(adds.map((a) => JSON.parse(a.stdout).ips[0].address));
       if (addresses.size !== BURST) throw new Error(`${plugin}: ${BURST} ADDs got only ${addresses.size} distinct addresses`);
-      const dels = await Promise.all(pods.map((netns, i) => runAsync(plugin, 'DEL', `burst-${plugin}-${round}-${i}`, netns, confs[plugin])));
+      const dels = await Promise.all(
+        pods.map((netns, i) => runAsync(plugin, 'DEL', `burst-${plugin}-${round}-${i}`, netns, confs[plugin])),
+      );
       if (dels.some((d) => d.status !== 0)) throw new Error(`${plugin}: a DEL after the burst failed`);
     }
   }
@@ -167,7 +197,10 @@ async function simulatedNodes(endpoints: string) {
     );
     return elapsedMs(start);
   };
-  const release = () => Promise.all(stores.map((store, n) => Promise.all(Array.from({ length: PER_NODE }, (_, i) => releaseHandle(store, `sim.node${n}-pod${i}`)))));
+  const release = () =>
+    Promise.all(
+      stores.map((store, n) => Promise.all(Array.from({ length: PER_NODE }, (_, i) => releaseHandle(store, `sim.node${n}-pod${i}`)))),
+    );
   // The floor: one bare transaction (create a key) per allocation, same concurrency.
   const floor = async (round: number) => {
     const start = process.hrtime.bigint();
@@ -211,25 +244,47 @@ async function main(): Promise<void> {
   // The simulated nodes allocate from their own pool: label-free nodes would take "bench".
   for (let n = 0; n < NODES; n++) ctl('node', 'create', `sim-${n}`, '--label', 'simulated=true');
   const sim = await simulatedNodes(etcd.endpoints);
-  const leftover = JSON.parse(ctl('ipam', 'show', '-o', 'json')).pools.reduce((sum: number, p: { allocated: number }) => sum + p.allocated, 0);
+  const leftover = JSON.parse(ctl('ipam', 'show', '-o', 'json')).pools.reduce(
+    (sum: number, p: { allocated: number }) => sum + p.allocated,
+    0,
+  );
   if (leftover !== 0) throw new Error(`${leftover} addresses still allocated after the benchmark`);
 
-  const perSecond = (ms: number[]) => `${Math.round((NODES * PER_NODE) / (([...ms].sort((a, b) => a - b)[Math.floor(ms.length / 2)] ?? 1) / 1000))}`;
+  const perSecond = (ms: number[]) =>
+    `${Math.round((NODES * PER_NODE) / (([...ms].sort((a, b) => a - b)[Math.floor(ms.length / 2)] ?? 1) / 1000))}`;
   const series: Series[] = [
     ...(['netplug', 'ptp'] as const).map((p) => ({
       group: 'ADD + DEL of one pod',
       label: p === 'netplug' ? 'netplug + netplug-ipam (etcd)' : 'ptp + host-local',
       samplesMs: seq.samples[p].add.map((ms, i) => ms + (seq.samples[p].del[i] ?? 0)),
     })),
-    ...(['netplug', 'ptp'] as const).map((p) => ({ group: 'ADD', label: p === 'netplug' ? 'netplug + netplug-ipam (etcd)' : 'ptp + host-local', samplesMs: seq.samples[p].add })),
-    ...(['netplug', 'ptp'] as const).map((p) => ({ group: 'DEL', label: p === 'netplug' ? 'netplug + netplug-ipam (etcd)' : 'ptp + host-local', samplesMs: seq.samples[p].del })),
+    ...(['netplug', 'ptp'] as const).map((p) => ({
+      group: 'ADD',
+      label: p === 'netplug' ? 'netplug + netplug-ipam (etcd)' : 'ptp + host-local',
+      samplesMs: seq.samples[p].add,
+    })),
+    ...(['netplug', 'ptp'] as const).map((p) => ({
+      group: 'DEL',
+      label: p === 'netplug' ? 'netplug + netplug-ipam (etcd)' : 'ptp + host-local',
+      samplesMs: seq.samples[p].del,
+    })),
     ...(['netplug', 'ptp'] as const).map((p) => ({
       group: `burst of ${BURST} ADDs on one node, until all networked`,
       label: p === 'netplug' ? 'netplug + netplug-ipam (etcd)' : 'ptp + host-local',
       samplesMs: bursts[p],
     })),
-    { group: `${NODES} nodes × ${PER_NODE} allocations`, label: 'netplug-ipam allocator', samplesMs: sim.samples.allocator, extra: { 'allocations/s': perSecond(sim.samples.allocator) } },
-    { group: `${NODES} nodes × ${PER_NODE} allocations`, label: 'floor: one bare etcd txn each', samplesMs: sim.samples.floor, extra: { 'allocations/s': perSecond(sim.samples.floor) } },
+    {
+      group: `${NODES} nodes × ${PER_NODE} allocations`,
+      label: 'netplug-ipam allocator',
+      samplesMs: sim.samples.allocator,
+      extra: { 'allocations/s': perSecond(sim.samples.allocator) },
+    },
+    {
+      group: `${NODES} nodes × ${PER_NODE} allocations`,
+      label: 'floor: one bare etcd txn each',
+      samplesMs: sim.samples.floor,
+      extra: { 'allocations/s': perSecond(sim.samples.floor) },
+    },
   ];
   const median = (group: string, label: string) => medianOf(series, group, label);
   const np = 'netplug + netplug-ipam (etcd)';
@@ -242,8 +297,18 @@ async function main(): Promise<void> {
       { label: 'netplug / ptp + host-local, ADD + DEL median', value: ratio },
       { label: 'netplug / ptp + host-local, ADD median', value: median('ADD', np) / median('ADD', 'ptp + host-local') },
       { label: 'netplug / ptp + host-local, DEL median', value: median('DEL', np) / median('DEL', 'ptp + host-local') },
-      { label: `netplug / ptp + host-local, burst of ${BURST} median`, value: median(`burst of ${BURST} ADDs on one node, until all networked`, np) / median(`burst of ${BURST} ADDs on one node, until all networked`, 'ptp + host-local') },
-      { label: 'allocator / floor, 100 nodes median', value: median(`${NODES} nodes × ${PER_NODE} allocations`, 'netplug-ipam allocator') / median(`${NODES} nodes × ${PER_NODE} allocations`, 'floor: one bare etcd txn each') },
+      {
+        label: `netplug / ptp + host-local, burst of ${BURST} median`,
+        value:
+          median(`burst of ${BURST} ADDs on one node, until all networked`, np) /
+          median(`burst of ${BURST} ADDs on one node, until all networked`, 'ptp + host-local'),
+      },
+      {
+        label: 'allocator / floor, 100 nodes median',
+        value:
+          median(`${NODES} nodes × ${PER_NODE} allocations`, 'netplug-ipam allocator') /
+          median(`${NODES} nodes × ${PER_NODE} allocations`, 'floor: one bare etcd txn each'),
+      },
       { label: 'etcd round trips per ADD', value: seq.roundTrips.add },
       { label: 'etcd round trips per DEL', value: seq.roundTrips.del },
       { label: 'etcd requests per allocation, 100 simulated nodes (first round, blocks being claimed)', value: sim.requestsPerAllocation },
@@ -253,7 +318,7 @@ async function main(): Promise<void> {
       `Sequential: ${CYCLES} pods per variant into one namespace, IPv4, interleaved pod by pod (which goes first alternates). ptp runs host-local as a second process for ADD and DEL; netplug runs netplug-ipam in-process against etcd (Debian's etcd-server on loopback, one member).`,
       'netplug writes a workload endpoint per pod besides the allocation; ptp does no datastore work at all.',
       `Burst: ${BURST} namespaces; ${BURST} ADD processes spawned at once, timed until the last exits; ${BURST_ROUNDS} rounds per variant; every address checked distinct; the pods are deleted between rounds (not timed).`,
-      'Round trips: the growth of etcd\'s own grpc_server_handled_total for Range and Txn across one ADD and one DEL.',
+      "Round trips: the growth of etcd's own grpc_server_handled_total for Range and Txn across one ADD and one DEL.",
       `Simulated nodes: ${NODES} connections to etcd from one process, each a node allocating ${PER_NODE} addresses in turn, all nodes concurrently, through the allocator (blocks claimed with affinity, compare-and-swap); released between rounds. The first round also claims the blocks.`,
       'DEL time is mostly the kernel deleting the veth (RCU grace periods, see dataplane.md); netplug overlaps its datastore work with it.',
     ],

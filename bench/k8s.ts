@@ -57,7 +57,12 @@ let etcd: EtcdServer | undefined;
 
 function netconf(variant: Variant, kubeconfig: string, extra: Record<string, unknown> = {}): string {
   if (variant === 'ptp') {
-    return JSON.stringify({ cniVersion: '1.0.0', name: 'bench-ptp', type: 'ptp', ipam: { type: 'host-local', dataDir: join(scratch, 'host-local'), ranges: [[{ subnet: '10.245.0.0/16' }]] } });
+    return JSON.stringify({
+      cniVersion: '1.0.0',
+      name: 'bench-ptp',
+      type: 'ptp',
+      ipam: { type: 'host-local', dataDir: join(scratch, 'host-local'), ranges: [[{ subnet: '10.245.0.0/16' }]] },
+    });
   }
   const datastore = variant === 'etcd' ? { etcd_endpoints: etcd?.endpoints } : { datastore_type: 'kubernetes' };
   return JSON.stringify({
@@ -110,11 +115,28 @@ function runAsync(command: string, container: string, pod: string, conf: string)
 function apiRequests(server: KubeServer): Promise<number> {
   return new Promise((resolve, reject) => {
     const url = new URL('/metrics', server.url);
-    request({ host: url.hostname, port: url.port, path: url.pathname, ca: readFileSync(server.ca), cert: readFileSync(server.admin.cert), key: readFileSync(server.admin.key) }, (response) => {
-      let text = '';
-      response.on('data', (chunk: Buffer) => (text += chunk));
-      response.on('end', () => resolve(text.split('\n').filter((l) => l.startsWith('apiserver_request_total{')).reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0)));
-    })
+    request(
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        ca: readFileSync(server.ca),
+        cert: readFileSync(server.admin.cert),
+        key: readFileSync(server.admin.key),
+      },
+      (response) => {
+        let text = '';
+        response.on('data', (chunk: Buffer) => (text += chunk));
+        response.on('end', () =>
+          resolve(
+            text
+              .split('\n')
+              .filter((l) => l.startsWith('apiserver_request_total{'))
+              .reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0),
+          ),
+        );
+      },
+    )
       .on('error', reject)
       .end();
   });
@@ -131,13 +153,20 @@ async function setUpCluster(server: KubeServer): Promise<string> {
     await rbac.createClusterRole({ body: role });
     const name = role.metadata?.name as string;
     await rbac.createClusterRoleBinding({
-      body: { metadata: { name }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name }, subjects: [{ kind: 'User', name: server.plugin.user }] },
+      body: {
+        metadata: { name },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+        subjects: [{ kind: 'User', name: server.plugin.user }],
+      },
     });
   }
   await core.createNode({ body: { metadata: { name: NODE } } });
   await core.createNamespace({ body: { metadata: { name: NAMESPACE } } });
   for (const pod of ['pod-etcd', 'pod-kdd', 'pod-ptp', 'pod-gate', 'pod-policy']) {
-    await core.createNamespacedPod({ namespace: NAMESPACE, body: { metadata: { name: pod, labels: { app: pod } }, spec: { containers: [{ name: 'main', image: 'busybox' }] } } });
+    await core.createNamespacedPod({
+      namespace: NAMESPACE,
+      body: { metadata: { name: pod, labels: { app: pod } }, spec: { containers: [{ name: 'main', image: 'busybox' }] } },
+    });
   }
   return server.plugin.kubeconfig;
 }
@@ -145,11 +174,17 @@ async function setUpCluster(server: KubeServer): Promise<string> {
 async function perPod(server: KubeServer, kubeconfig: string) {
   const variants: Variant[] = ['etcd', 'kdd', 'ptp'];
   const confs = Object.fromEntries(variants.map((v) => [v, netconf(v, kubeconfig)])) as Record<Variant, string>;
-  const samples = Object.fromEntries(variants.map((v) => [v, { add: [] as number[], del: [] as number[] }])) as Record<Variant, { add: number[]; del: number[] }>;
+  const samples = Object.fromEntries(variants.map((v) => [v, { add: [] as number[], del: [] as number[] }])) as Record<
+    Variant,
+    { add: number[]; del: number[] }
+  >;
   let n = 0;
   const cycle = (variant: Variant): [number, number] => {
     const container = `bench-${variant}-${n++}`;
-    return [run(variant, 'ADD', container, `pod-${variant}`, confs[variant]), run(variant, 'DEL', container, `pod-${variant}`, confs[variant])];
+    return [
+      run(variant, 'ADD', container, `pod-${variant}`, confs[variant]),
+      run(variant, 'DEL', container, `pod-${variant}`, confs[variant]),
+    ];
   };
   for (let i = 0; i < WARMUP; i++) for (const v of variants) cycle(v);
   // Requests: the API server's counter around 10 ADDs and 10 DELs of each netplug variant.
@@ -195,7 +230,10 @@ async function readinessGate(kubeconfig: string) {
   const samples = { gated: [] as number[], plain: [] as number[] };
   try {
     for (let i = 0; i < WAIT_ROUNDS; i++) {
-      for (const [kind, conf] of [['gated', gated], ['plain', plain]] as const) {
+      for (const [kind, conf] of [
+        ['gated', gated],
+        ['plain', plain],
+      ] as const) {
         const container = `bench-gate-${kind}-${i}`;
         readyAt = Date.now() + 1000;
         samples[kind].push(await runAsync('ADD', container, 'pod-gate', conf));
@@ -233,13 +271,40 @@ async function policyWait(kubeconfig: string) {
 /** BURST assignments started at once on one node, timed until the last returns; released between rounds (not timed). */
 async function burst(kubeconfig: string) {
   const confs = {
-    etcd: { cniVersion: '1.0.0', name: 'burst-etcd', type: 'netplug', nodename: NODE, etcd_endpoints: etcd?.endpoints, ipam: { type: 'netplug-ipam' } },
-    kdd: { cniVersion: '1.0.0', name: 'burst-kdd', type: 'netplug', nodename: NODE, datastore_type: 'kubernetes', kubernetes: { kubeconfig }, ipam: { type: 'netplug-ipam' } },
-    ptp: { cniVersion: '1.0.0', name: 'burst-hl', type: 'ptp', ipam: { type: 'host-local', dataDir: join(scratch, 'burst-host-local'), ranges: [[{ subnet: '10.244.0.0/16' }]] } },
+    etcd: {
+      cniVersion: '1.0.0',
+      name: 'burst-etcd',
+      type: 'netplug',
+      nodename: NODE,
+      etcd_endpoints: etcd?.endpoints,
+      ipam: { type: 'netplug-ipam' },
+    },
+    kdd: {
+      cniVersion: '1.0.0',
+      name: 'burst-kdd',
+      type: 'netplug',
+      nodename: NODE,
+      datastore_type: 'kubernetes',
+      kubernetes: { kubeconfig },
+      ipam: { type: 'netplug-ipam' },
+    },
+    ptp: {
+      cniVersion: '1.0.0',
+      name: 'burst-hl',
+      type: 'ptp',
+      ipam: { type: 'host-local', dataDir: join(scratch, 'burst-host-local'), ranges: [[{ subnet: '10.244.0.0/16' }]] },
+    },
   };
   const one = (variant: Variant, command: string, container: string) =>
     new Promise<void>((resolve, reject) => {
-      const env = { CNI_COMMAND: command, CNI_CONTAINERID: container, CNI_NETNS: `/run/netns/${netns}`, CNI_IFNAME: 'eth0', CNI_PATH, PATH: '/usr/sbin:/usr/bin:/sbin:/bin' };
+      const env = {
+        CNI_COMMAND: command,
+        CNI_CONTAINERID: container,
+        CNI_NETNS: `/run/netns/${netns}`,
+        CNI_IFNAME: 'eth0',
+        CNI_PATH,
+        PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
+      };
       const child = spawn(variant === 'ptp' ? HOST_LOCAL : NETPLUG_IPAM, [], { env, stdio: ['pipe', 'pipe', 'ignore'] });
       let stdout = '';
       child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
@@ -289,14 +354,22 @@ async function main(): Promise<void> {
 
   const variants: Variant[] = ['etcd', 'kdd', 'ptp'];
   const series: Series[] = [
-    ...variants.map((v) => ({ group: 'ADD + DEL of one pod', label: LABELS[v], samplesMs: samples[v].add.map((ms, i) => ms + (samples[v].del[i] ?? 0)) })),
+    ...variants.map((v) => ({
+      group: 'ADD + DEL of one pod',
+      label: LABELS[v],
+      samplesMs: samples[v].add.map((ms, i) => ms + (samples[v].del[i] ?? 0)),
+    })),
     ...variants.map((v) => ({ group: 'ADD', label: LABELS[v], samplesMs: samples[v].add })),
     ...variants.map((v) => ({ group: 'DEL', label: LABELS[v], samplesMs: samples[v].del })),
     { group: 'ADD behind a readiness gate ready 1 s after the ADD starts', label: 'with the gate', samplesMs: gate.gated },
     { group: 'ADD behind a readiness gate ready 1 s after the ADD starts', label: 'same ADD, no gate', samplesMs: gate.plain },
     { group: 'ADD with the policy wait', label: 'status file written 300 ms after the ADD starts', samplesMs: policy.written },
     { group: 'ADD with the policy wait', label: 'status file never written (timeout 2 s)', samplesMs: policy.never },
-    ...variants.map((v) => ({ group: `burst of ${BURST} IPAM ADDs on one node`, label: v === 'ptp' ? 'host-local' : `netplug-ipam, ${v === 'etcd' ? 'etcd' : 'Kubernetes datastore'}`, samplesMs: bursts[v] })),
+    ...variants.map((v) => ({
+      group: `burst of ${BURST} IPAM ADDs on one node`,
+      label: v === 'ptp' ? 'host-local' : `netplug-ipam, ${v === 'etcd' ? 'etcd' : 'Kubernetes datastore'}`,
+      samplesMs: bursts[v],
+    })),
   ];
   const median = (group: string, label: string) => medianOf(series, group, label);
   const ptp = LABELS.ptp;
@@ -305,23 +378,51 @@ async function main(): Promise<void> {
     title: 'netplug in Kubernetes mode: per-pod latency, API requests, readiness gates, policy wait',
     series,
     ratios: [
-      { label: 'Kubernetes mode on etcd / ptp + host-local, ADD + DEL median', value: median('ADD + DEL of one pod', LABELS.etcd) / median('ADD + DEL of one pod', ptp) },
-      { label: 'Kubernetes datastore / ptp + host-local, ADD + DEL median', value: median('ADD + DEL of one pod', LABELS.kdd) / median('ADD + DEL of one pod', ptp) },
+      {
+        label: 'Kubernetes mode on etcd / ptp + host-local, ADD + DEL median',
+        value: median('ADD + DEL of one pod', LABELS.etcd) / median('ADD + DEL of one pod', ptp),
+      },
+      {
+        label: 'Kubernetes datastore / ptp + host-local, ADD + DEL median',
+        value: median('ADD + DEL of one pod', LABELS.kdd) / median('ADD + DEL of one pod', ptp),
+      },
       { label: 'Kubernetes datastore / etcd, ADD median', value: median('ADD', LABELS.kdd) / median('ADD', LABELS.etcd) },
       { label: 'API requests per ADD, netplug-ipam on etcd', value: requests['etcd']?.add ?? NaN },
       { label: 'API requests per DEL, netplug-ipam on etcd', value: requests['etcd']?.del ?? NaN },
       { label: 'API requests per ADD, Kubernetes datastore', value: requests['kdd']?.add ?? NaN },
       { label: 'API requests per DEL, Kubernetes datastore', value: requests['kdd']?.del ?? NaN },
-      { label: `Kubernetes datastore / etcd, burst of ${BURST} median`, value: median(`burst of ${BURST} IPAM ADDs on one node`, 'netplug-ipam, Kubernetes datastore') / median(`burst of ${BURST} IPAM ADDs on one node`, 'netplug-ipam, etcd') },
-      { label: `Kubernetes datastore / host-local, burst of ${BURST} median`, value: median(`burst of ${BURST} IPAM ADDs on one node`, 'netplug-ipam, Kubernetes datastore') / median(`burst of ${BURST} IPAM ADDs on one node`, 'host-local') },
-      { label: 'gated ADD − ungated ADD, medians (s; the gate turns ready at 1 s)', value: (median('ADD behind a readiness gate ready 1 s after the ADD starts', 'with the gate') - median('ADD behind a readiness gate ready 1 s after the ADD starts', 'same ADD, no gate')) / 1000 },
-      { label: 'policy wait: ADD return after the status file appeared, median (s)', value: (median('ADD with the policy wait', 'status file written 300 ms after the ADD starts') - 300) / 1000 },
-      { label: 'policy wait: ADD return with no status file, median (s; timeout 2 s)', value: median('ADD with the policy wait', 'status file never written (timeout 2 s)') / 1000 },
+      {
+        label: `Kubernetes datastore / etcd, burst of ${BURST} median`,
+        value:
+          median(`burst of ${BURST} IPAM ADDs on one node`, 'netplug-ipam, Kubernetes datastore') /
+          median(`burst of ${BURST} IPAM ADDs on one node`, 'netplug-ipam, etcd'),
+      },
+      {
+        label: `Kubernetes datastore / host-local, burst of ${BURST} median`,
+        value:
+          median(`burst of ${BURST} IPAM ADDs on one node`, 'netplug-ipam, Kubernetes datastore') /
+          median(`burst of ${BURST} IPAM ADDs on one node`, 'host-local'),
+      },
+      {
+        label: 'gated ADD − ungated ADD, medians (s; the gate turns ready at 1 s)',
+        value:
+          (median('ADD behind a readiness gate ready 1 s after the ADD starts', 'with the gate') -
+            median('ADD behind a readiness gate ready 1 s after the ADD starts', 'same ADD, no gate')) /
+          1000,
+      },
+      {
+        label: 'policy wait: ADD return after the status file appeared, median (s)',
+        value: (median('ADD with the policy wait', 'status file written 300 ms after the ADD starts') - 300) / 1000,
+      },
+      {
+        label: 'policy wait: ADD return with no status file, median (s; timeout 2 s)',
+        value: median('ADD with the policy wait', 'status file never written (timeout 2 s)') / 1000,
+      },
     ],
     notes: [
       'A real kube-apiserver (built from the Go module proxy, scripts/kube-apiserver.sh) with its own etcd on loopback; the plugin runs as an identity bound to the shipped ClusterRoles (deploy/rbac/netplug-cni.yaml); the CRDs from deploy/crds/.',
       `Per pod: ${CYCLES} ADD + DEL cycles per variant into one namespace, IPv4, each a fresh process timed from spawn to exit, the variants rotated pod by pod. The netplug variants read the pod and its namespace (policy.type k8s) and write a workload endpoint; ptp reads no API and writes no endpoint.`,
-      'API requests: the growth of the API server\'s apiserver_request_total across one ADD and one DEL (10 of each, averaged); the API server\'s own background requests may add a fraction. The etcd variant\'s datastore round trips go to etcd and are not counted here (see ipam.md).',
+      "API requests: the growth of the API server's apiserver_request_total across one ADD and one DEL (10 of each, averaged); the API server's own background requests may add a fraction. The etcd variant's datastore round trips go to etcd and are not counted here (see ipam.md).",
       `Readiness gate: a local HTTP server answering 503 until 1 s after the ADD is spawned, then 200; the first probe is immediate, then every 200 ms. ${WAIT_ROUNDS} rounds, against the same ADD without a gate.`,
       `Burst: ${BURST} IPAM executables (netplug-ipam, or host-local) spawned at once for one node, timed until the last exits; ${BURST_ROUNDS} rounds each, released between rounds. On the Kubernetes datastore the processes take turns under the host-wide IPAM lock (flock); on etcd a loser is served by the next winner's transaction.`,
       `Policy wait: the status file appears 300 ms after the ADD is spawned; the plugin watches the directory (100 ms polling as fallback). ${WAIT_ROUNDS} rounds; 3 rounds with no file and policy_setup_timeout_seconds 2.`,

@@ -30,8 +30,7 @@ function timed(file: string, args: string[], env: Record<string, string>, input 
   return ms;
 }
 
-const version = (plugin: string) => () =>
-  timed(plugin, [], { CNI_COMMAND: 'VERSION', PATH: '/usr/bin:/bin' }, '{"cniVersion":"1.0.0"}');
+const version = (plugin: string) => () => timed(plugin, [], { CNI_COMMAND: 'VERSION', PATH: '/usr/bin:/bin' }, '{"cniVersion":"1.0.0"}');
 
 function main(): void {
   if (process.getuid?.() !== 0) throw new Error('run as root: ADD creates interfaces in a namespace');
@@ -55,7 +54,13 @@ function main(): void {
     const addDel = (type: 'netplug' | 'ptp', octet: number) => {
       const conf = cycleConf(type, octet);
       return (): [number, number] => {
-        const env = { CNI_CONTAINERID: `bench${type}${cycle++}`, CNI_NETNS: `/run/netns/${netns}`, CNI_IFNAME: 'eth0', CNI_PATH, PATH: '/usr/sbin:/usr/bin:/sbin:/bin' };
+        const env = {
+          CNI_CONTAINERID: `bench${type}${cycle++}`,
+          CNI_NETNS: `/run/netns/${netns}`,
+          CNI_IFNAME: 'eth0',
+          CNI_PATH,
+          PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
+        };
         const file = type === 'netplug' ? NETPLUG : '/usr/lib/cni/ptp';
         return [timed(file, [], { ...env, CNI_COMMAND: 'ADD' }, conf), timed(file, [], { ...env, CNI_COMMAND: 'DEL' }, conf)];
       };
@@ -81,20 +86,31 @@ function main(): void {
 
     const series: Series[] = [
       ...Object.entries(startupSamples).map(([label, samplesMs]) => ({ group: 'start-up (process to exit)', label, samplesMs })),
-      ...Object.entries(cycleSamples).map(([label, s]) => ({ group: 'ADD + DEL of one pod', label, samplesMs: s.add.map((ms, i) => ms + (s.del[i] ?? 0)) })),
+      ...Object.entries(cycleSamples).map(([label, s]) => ({
+        group: 'ADD + DEL of one pod',
+        label,
+        samplesMs: s.add.map((ms, i) => ms + (s.del[i] ?? 0)),
+      })),
       ...Object.entries(cycleSamples).map(([label, s]) => ({ group: 'ADD', label, samplesMs: s.add })),
       ...Object.entries(cycleSamples).map(([label, s]) => ({ group: 'DEL', label, samplesMs: s.del })),
     ];
     const median = (group: string, label: string) => medianOf(series, group, label);
-    const versionRatio = median('start-up (process to exit)', 'netplug VERSION') / median('start-up (process to exit)', 'node -e 0 (Node 24)');
+    const versionRatio =
+      median('start-up (process to exit)', 'netplug VERSION') / median('start-up (process to exit)', 'node -e 0 (Node 24)');
     const table = writeReport({
       name: 'startup',
       title: 'Plugin processes: start-up and a pod ADD + DEL',
       series,
       ratios: [
         { label: 'netplug VERSION / node -e 0, median', value: versionRatio },
-        { label: 'netplug VERSION / ptp VERSION, median', value: median('start-up (process to exit)', 'netplug VERSION') / median('start-up (process to exit)', 'ptp VERSION (Go)') },
-        { label: 'netplug / ptp + host-local, ADD + DEL median', value: median('ADD + DEL of one pod', 'netplug') / median('ADD + DEL of one pod', 'ptp + host-local') },
+        {
+          label: 'netplug VERSION / ptp VERSION, median',
+          value: median('start-up (process to exit)', 'netplug VERSION') / median('start-up (process to exit)', 'ptp VERSION (Go)'),
+        },
+        {
+          label: 'netplug / ptp + host-local, ADD + DEL median',
+          value: median('ADD + DEL of one pod', 'netplug') / median('ADD + DEL of one pod', 'ptp + host-local'),
+        },
         { label: 'netplug / ptp + host-local, ADD median', value: median('ADD', 'netplug') / median('ADD', 'ptp + host-local') },
       ],
       notes: [

@@ -51,7 +51,11 @@ writeFileSync(out('build/netplug.wrapped.cjs'), wrapped);
 // V8 accepts a code cache only under the flags it was made with, so training runs with them too.
 // NODE_OPTIONS from the runtime's environment is ignored: the plugin behaves the same everywhere.
 const EXEC_ARGV: string[] = [];
-execFileSync(process.execPath, [...EXEC_ARGV, `${root}scripts/code-cache.ts`, out('build/netplug.wrapped.cjs'), out('build/netplug.cache')], { stdio: 'inherit' });
+execFileSync(
+  process.execPath,
+  [...EXEC_ARGV, `${root}scripts/code-cache.ts`, out('build/netplug.wrapped.cjs'), out('build/netplug.cache')],
+  { stdio: 'inherit' },
+);
 
 writeFileSync(
   out('build/sea-config.json'),
@@ -82,7 +86,8 @@ for (const dir of ['cni', 'bin']) copyFileSync(`${root}native/${addonFile}`, out
 
 // A rejected cache still runs, only slower on every command: refuse to build one.
 const report = spawnSync(executable, [], { env: { CNI_COMMAND: 'VERSION', NETPLUG_REPORT_CODE_CACHE: '1' }, encoding: 'utf8' });
-if (!report.stderr.includes('code cache accepted')) throw new Error(`the executable does not use its code cache: ${report.stderr}${report.stdout}`);
+if (!report.stderr.includes('code cache accepted'))
+  throw new Error(`the executable does not use its code cache: ${report.stderr}${report.stdout}`);
 
 const size = (readFileSync(executable).length / 1e6).toFixed(0);
 console.log(`built dist/cni/netplug (${size} MB, also as dist/cni/netplug-ipam and dist/bin/netplugctl) with ${addonFile}`);

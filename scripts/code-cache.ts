@@ -20,14 +20,17 @@ if (!wrappedPath || !cachePath) throw new Error('usage: node scripts/code-cache.
 type Io = { env: Record<string, string>; readStdin(): Buffer; stderr(text: string): void; pid: number };
 interface Programs {
   plugin(): Promise<{ runMain(io: Io, program?: 'netplug' | 'netplug-ipam'): Promise<{ stdout: string; exitCode: number }> }>;
-  ctl(): Promise<{ runCtlMain(argv: string[], env: Record<string, string>): Promise<{ stdout: string; stderr: string; exitCode: number }> }>;
+  ctl(): Promise<{
+    runCtlMain(argv: string[], env: Record<string, string>): Promise<{ stdout: string; stderr: string; exitCode: number }>;
+  }>;
 }
 
 /** A stand-in for etcd's JSON gateway: range and txn over a map, with revisions. */
 function gatewayStandIn() {
   const data = new Map<string, { value: string; mod: number; version: number }>();
   let revision = 1;
-  const inRange = (key: string, start: string, end: string | undefined) => (end === undefined ? key === start : key >= start && (end === '\0' || key < end));
+  const inRange = (key: string, start: string, end: string | undefined) =>
+    end === undefined ? key === start : key >= start && (end === '\0' || key < end);
   const range = (r: { key: string; range_end?: string; keys_only?: boolean }) => {
     const start = Buffer.from(r.key, 'base64').toString('latin1');
     const end = r.range_end === undefined ? undefined : Buffer.from(r.range_end, 'base64').toString('latin1');
@@ -149,7 +152,14 @@ async function train(programs: Programs, scratch: string, endpoint: string, kube
   const cni = (command: string, netconf: unknown, extra: Record<string, string> = {}, program: 'netplug' | 'netplug-ipam' = 'netplug') =>
     runMain(
       {
-        env: { CNI_COMMAND: command, CNI_CONTAINERID: 'train-0123456789', CNI_NETNS: netns, CNI_IFNAME: 'eth0', CNI_PATH: join(scratch, 'bin'), ...extra },
+        env: {
+          CNI_COMMAND: command,
+          CNI_CONTAINERID: 'train-0123456789',
+          CNI_NETNS: netns,
+          CNI_IFNAME: 'eth0',
+          CNI_PATH: join(scratch, 'bin'),
+          ...extra,
+        },
         readStdin: () => Buffer.from(JSON.stringify(netconf)),
         stderr: () => undefined,
         pid: process.pid,
@@ -162,7 +172,14 @@ async function train(programs: Programs, scratch: string, endpoint: string, kube
   await ctl('pool', 'create', 'v6', '--cidr', 'fd20::/48');
   await ctl('node', 'create', 'train-node', '--label', 'zone=a');
 
-  const base = { cniVersion: '1.1.0', name: 'train', type: 'netplug', etcd_endpoints: endpoint, nodename: 'train-node', log_file_path: join(scratch, 'log', 'cni.log') };
+  const base = {
+    cniVersion: '1.1.0',
+    name: 'train',
+    type: 'netplug',
+    etcd_endpoints: endpoint,
+    nodename: 'train-node',
+    log_file_path: join(scratch, 'log', 'cni.log'),
+  };
   for (const ipam of [{ type: 'netplug-ipam' }, { type: 'netplug-ipam', assign_ipv6: 'true' }]) {
     const conf = { ...base, ipam };
     for (const command of ['VERSION', 'STATUS', 'ADD', 'CHECK', 'GC', 'DEL']) await cni(command, conf);
@@ -176,8 +193,15 @@ async function train(programs: Programs, scratch: string, endpoint: string, kube
     `apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: ${kubeApi}\nusers:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\ncurrent-context: x\n`,
   );
   const k8sConf = { ...base, ipam: { type: 'netplug-ipam' }, kubernetes: { kubeconfig }, policy: { type: 'k8s' } };
-  for (const command of ['ADD', 'DEL']) await cni(command, k8sConf, { CNI_ARGS: 'IgnoreUnknown=1;K8S_POD_NAMESPACE=train;K8S_POD_NAME=train-pod' });
-  const hostLocal = { cniVersion: '1.0.0', name: 'train-hl', type: 'netplug', mtu: 1400, ipam: { type: 'host-local', subnet: '10.1.0.0/24' } };
+  for (const command of ['ADD', 'DEL'])
+    await cni(command, k8sConf, { CNI_ARGS: 'IgnoreUnknown=1;K8S_POD_NAMESPACE=train;K8S_POD_NAME=train-pod' });
+  const hostLocal = {
+    cniVersion: '1.0.0',
+    name: 'train-hl',
+    type: 'netplug',
+    mtu: 1400,
+    ipam: { type: 'host-local', subnet: '10.1.0.0/24' },
+  };
   for (const command of ['ADD', 'CHECK', 'DEL']) await cni(command, hostLocal);
 }
 

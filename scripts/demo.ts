@@ -31,7 +31,13 @@ function conflist(etcdEndpoints: string) {
 }
 
 const scratch = mkdtempSync(join(tmpdir(), 'netplug-demo-'));
-const pods = ['a', 'b'].map((label) => ({ label, ns: `netplug-demo-${label}-${process.pid}`, id: `demo-${label}-${process.pid}`, result: undefined as unknown, hostEnd: '' }));
+const pods = ['a', 'b'].map((label) => ({
+  label,
+  ns: `netplug-demo-${label}-${process.pid}`,
+  id: `demo-${label}-${process.pid}`,
+  result: undefined as unknown,
+  hostEnd: '',
+}));
 const servers: ChildProcess[] = [];
 let etcd: EtcdServer | undefined;
 let conf: ReturnType<typeof conflist> | undefined;
@@ -48,20 +54,40 @@ function show(title: string, file: string, args: string[], env: Record<string, s
 }
 
 /** One plugin of the list, as libcni runs it: the list's name and version, the previous result. */
-function runPlugin(executable: string, plugin: Record<string, unknown>, command: string, pod: (typeof pods)[number], previous?: unknown, runtimeConfig?: unknown) {
+function runPlugin(
+  executable: string,
+  plugin: Record<string, unknown>,
+  command: string,
+  pod: (typeof pods)[number],
+  previous?: unknown,
+  runtimeConfig?: unknown,
+) {
   if (!conf) throw new Error('no network');
-  const netconf = { ...plugin, cniVersion: conf.cniVersion, name: conf.name, ...(runtimeConfig ? { runtimeConfig } : {}), ...(previous ? { prevResult: previous } : {}) };
+  const netconf = {
+    ...plugin,
+    cniVersion: conf.cniVersion,
+    name: conf.name,
+    ...(runtimeConfig ? { runtimeConfig } : {}),
+    ...(previous ? { prevResult: previous } : {}),
+  };
   const run = spawnSync(executable, [], {
     input: JSON.stringify(netconf),
     encoding: 'utf8',
-    env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', CNI_COMMAND: command, CNI_CONTAINERID: pod.id, CNI_NETNS: `/run/netns/${pod.ns}`, CNI_IFNAME: 'eth0', CNI_PATH },
+    env: {
+      PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
+      CNI_COMMAND: command,
+      CNI_CONTAINERID: pod.id,
+      CNI_NETNS: `/run/netns/${pod.ns}`,
+      CNI_IFNAME: 'eth0',
+      CNI_PATH,
+    },
   });
   if (run.status !== 0) throw new Error(`${executable} ${command} failed: ${run.stdout}${run.stderr}`);
   return run.stdout.trim() ? JSON.parse(run.stdout) : undefined;
 }
 
 const [netplugConf, portmapConf] = [0, 1].map((i) => () => {
-  const { capabilities: _, ...plugin } = conf?.plugins[i] as Record<string, unknown>;
+  const { capabilities: _, ...plugin } = conf!.plugins[i] as Record<string, unknown>;
   return plugin;
 }) as [() => Record<string, unknown>, () => Record<string, unknown>];
 
@@ -129,18 +155,28 @@ async function main(): Promise<void> {
   console.log('netplug demo: two pods on a netplug network with netplug-ipam on etcd, chained with portmap');
   etcd = await launchEtcd(join(scratch, 'etcd'));
   conf = conflist(etcd.endpoints);
-  say(`a throwaway etcd (Debian's etcd-server) listens on ${etcd.endpoints}; the network configuration list:\n${JSON.stringify(conf, null, 2)}`);
+  say(
+    `a throwaway etcd (Debian's etcd-server) listens on ${etcd.endpoints}; the network configuration list:\n${JSON.stringify(conf, null, 2)}`,
+  );
   const ctlEnv = { ETCD_ENDPOINTS: etcd.endpoints };
-  show('netplugctl pool create demo-pool --cidr 10.123.0.0/16', NETPLUGCTL, ['pool', 'create', 'demo-pool', '--cidr', '10.123.0.0/16'], ctlEnv);
+  show(
+    'netplugctl pool create demo-pool --cidr 10.123.0.0/16',
+    NETPLUGCTL,
+    ['pool', 'create', 'demo-pool', '--cidr', '10.123.0.0/16'],
+    ctlEnv,
+  );
 
   for (const pod of pods) execFileSync('ip', ['netns', 'add', pod.ns]);
   const [a, b] = pods as [(typeof pods)[number], (typeof pods)[number]];
   add(a);
   add(b, [{ hostPort: HOST_PORT, containerPort: 8080, protocol: 'tcp' }]);
-  const addressOf = (pod: (typeof pods)[number]) => ((pod.result as { ips: { address: string }[] }).ips[0]?.address ?? '').split('/')[0] ?? '';
+  const addressOf = (pod: (typeof pods)[number]) =>
+    ((pod.result as { ips: { address: string }[] }).ips[0]?.address ?? '').split('/')[0] ?? '';
   for (const pod of pods) {
     const result = pod.result as { ips: { address: string }[]; interfaces: { name: string; mac?: string }[] };
-    say(`pod ${pod.label} (ADD through netplug, then portmap): ${result.ips.map((ip) => ip.address).join(', ')} on eth0 (${result.interfaces[1]?.mac}), host end ${result.interfaces[0]?.name}`);
+    say(
+      `pod ${pod.label} (ADD through netplug, then portmap): ${result.ips.map((ip) => ip.address).join(', ')} on eth0 (${result.interfaces[1]?.mac}), host end ${result.interfaces[0]?.name}`,
+    );
   }
   show(`ip -n ${a.ns} route`, 'ip', ['-n', a.ns, 'route']);
   show(`pod a pings pod b (${addressOf(b)}) through the host`, 'ip', ['netns', 'exec', a.ns, 'ping', '-c', '2', '-W', '2', addressOf(b)]);
@@ -161,8 +197,14 @@ try {
   await main();
 } finally {
   await cleanUp();
-  const namespaces = spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' }).stdout.split('\n').filter((line) => pods.some((pod) => line.startsWith(pod.ns)));
+  const namespaces = spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' })
+    .stdout.split('\n')
+    .filter((line) => pods.some((pod) => line.startsWith(pod.ns)));
   const links = pods.filter((pod) => pod.hostEnd && spawnSync('ip', ['link', 'show', pod.hostEnd]).status === 0).map((pod) => pod.hostEnd);
   const left = [...namespaces, ...links];
-  console.log(left.length === 0 ? '\nremoved the pods, their namespaces, etcd and its data: nothing left behind' : `\nleft behind (unexpected): ${left.join(', ')}`);
+  console.log(
+    left.length === 0
+      ? '\nremoved the pods, their namespaces, etcd and its data: nothing left behind'
+      : `\nleft behind (unexpected): ${left.join(', ')}`,
+  );
 }

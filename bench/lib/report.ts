@@ -71,14 +71,28 @@ export function writeReport(report: Report, directory = new URL('../results/', i
   ].join('\n');
   mkdirSync(directory, { recursive: true });
   writeFileSync(new URL(`${report.name}.md`, directory), markdown);
-  const json: { machine: Record<string, string>; series: Array<Omit<Series, 'samplesMs'> & Summary & { samplesMs: number[] }>; ratios: Ratio[]; notes: string[] } = {
+  const json: {
+    machine: Record<string, string>;
+    series: Array<Omit<Series, 'samplesMs'> & Summary & { samplesMs: number[] }>;
+    ratios: Ratio[];
+    notes: string[];
+  } = {
     machine: env,
-    series: rows.map((r) => ({ group: r.group, label: r.label, ...r.summary, ...(r.extra ? { extra: r.extra } : {}), samplesMs: r.samplesMs })),
+    series: rows.map((r) => ({
+      group: r.group,
+      label: r.label,
+      ...r.summary,
+      ...(r.extra ? { extra: r.extra } : {}),
+      samplesMs: r.samplesMs,
+    })),
     ratios: report.ratios,
     notes: report.notes,
   };
   writeFileSync(new URL(`${report.name}.json`, directory), `${JSON.stringify(json, null, 2)}\n`);
-  const chart = barChartSvg(report.title, rows.map((r) => ({ group: r.group, label: r.label, medianMs: r.summary.medianMs, p99Ms: r.summary.p99Ms })));
+  const chart = barChartSvg(
+    report.title,
+    rows.map((r) => ({ group: r.group, label: r.label, medianMs: r.summary.medianMs, p99Ms: r.summary.p99Ms })),
+  );
   writeFileSync(new URL(`${report.name}.svg`, directory), chart);
   return `${table}\n\n${ratios}`;
 }

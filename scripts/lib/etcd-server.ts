@@ -55,16 +55,34 @@ export async function launchEtcd(dir: string, options: EtcdOptions = {}): Promis
   const url = `${scheme}://127.0.0.1:${port}`;
   const certs = options.tls ? makeCerts(dir, options.dnsName) : undefined;
   const args = [
-    '--name', 'netplug-test',
-    '--data-dir', join(dir, 'data'),
-    '--listen-client-urls', url,
-    '--advertise-client-urls', url,
-    '--listen-peer-urls', `http://127.0.0.1:${peerPort}`,
-    '--initial-advertise-peer-urls', `http://127.0.0.1:${peerPort}`,
-    '--initial-cluster', `netplug-test=http://127.0.0.1:${peerPort}`,
-    '--logger', 'zap', '--log-level', 'error',
+    '--name',
+    'netplug-test',
+    '--data-dir',
+    join(dir, 'data'),
+    '--listen-client-urls',
+    url,
+    '--advertise-client-urls',
+    url,
+    '--listen-peer-urls',
+    `http://127.0.0.1:${peerPort}`,
+    '--initial-advertise-peer-urls',
+    `http://127.0.0.1:${peerPort}`,
+    '--initial-cluster',
+    `netplug-test=http://127.0.0.1:${peerPort}`,
+    '--logger',
+    'zap',
+    '--log-level',
+    'error',
     ...(certs
-      ? ['--cert-file', join(dir, 'server.pem'), '--key-file', join(dir, 'server.key'), '--client-cert-auth', '--trusted-ca-file', join(dir, 'ca-bundle.pem')]
+      ? [
+          '--cert-file',
+          join(dir, 'server.pem'),
+          '--key-file',
+          join(dir, 'server.key'),
+          '--client-cert-auth',
+          '--trusted-ca-file',
+          join(dir, 'ca-bundle.pem'),
+        ]
       : []),
   ];
   let child: ChildProcess | undefined;
@@ -111,22 +129,77 @@ function healthy(port: number, certs: EtcdCerts | undefined): Promise<boolean> {
       resolve(response.statusCode === 200);
     };
     const req = certs
-      ? request({ host: '127.0.0.1', port, path: '/health', ca: readFileSync(certs.caBundle), cert: readFileSync(certs.clientCert), key: readFileSync(certs.clientKey) }, done)
+      ? request(
+          {
+            host: '127.0.0.1',
+            port,
+            path: '/health',
+            ca: readFileSync(certs.caBundle),
+            cert: readFileSync(certs.clientCert),
+            key: readFileSync(certs.clientKey),
+          },
+          done,
+        )
       : httpRequest({ host: '127.0.0.1', port, path: '/health' }, done);
     req.on('error', () => resolve(false));
     req.end();
   });
 }
 
-
 /** Two CAs (client, server) and certificates from them, one more from a CA nobody trusts. */
 function makeCerts(dir: string, dnsName = 'etcd.netplug.test'): EtcdCerts {
   const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
-  const ca = (name: string) => ssl('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.pem`, '-days', '2', '-subj', `/CN=netplug test ${name}`);
+  const ca = (name: string) =>
+    ssl(
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      `${name}.key`,
+      '-out',
+      `${name}.pem`,
+      '-days',
+      '2',
+      '-subj',
+      `/CN=netplug test ${name}`,
+    );
   const leaf = (name: string, signer: string, extensions: string) => {
     writeFileSync(join(dir, `${name}.ext`), extensions);
-    ssl('req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=netplug test ${name}`);
-    ssl('x509', '-req', '-in', `${name}.csr`, '-CA', `${signer}.pem`, '-CAkey', `${signer}.key`, '-CAcreateserial', '-out', `${name}.pem`, '-days', '2', '-extfile', `${name}.ext`);
+    ssl(
+      'req',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      `${name}.key`,
+      '-out',
+      `${name}.csr`,
+      '-subj',
+      `/CN=netplug test ${name}`,
+    );
+    ssl(
+      'x509',
+      '-req',
+      '-in',
+      `${name}.csr`,
+      '-CA',
+      `${signer}.pem`,
+      '-CAkey',
+      `${signer}.key`,
+      '-CAcreateserial',
+      '-out',
+      `${name}.pem`,
+      '-days',
+      '2',
+      '-extfile',
+      `${name}.ext`,
+    );
   };
   ca('ca1');
   ca('ca2');

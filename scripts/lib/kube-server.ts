@@ -34,7 +34,10 @@ export interface KubeServer {
 }
 
 export async function launchKubeApiserver(dir: string): Promise<KubeServer> {
-  const binary = execFileSync('sh', [join(ROOT, 'scripts/kube-apiserver.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+  const binary = execFileSync('sh', [join(ROOT, 'scripts/kube-apiserver.sh')], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  }).trim();
   const etcd = await launchEtcd(join(dir, 'etcd'));
   const port = await freePort();
   const url = `https://127.0.0.1:${port}`;
@@ -46,7 +49,23 @@ export async function launchKubeApiserver(dir: string): Promise<KubeServer> {
     ecKey(name);
     writeFileSync(join(dir, `${name}.ext`), extensions);
     ssl('req', '-new', '-key', `${name}.key`, '-out', `${name}.csr`, '-subj', subject);
-    ssl('x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${name}.pem`, '-days', '2', '-extfile', `${name}.ext`);
+    ssl(
+      'x509',
+      '-req',
+      '-in',
+      `${name}.csr`,
+      '-CA',
+      'ca.pem',
+      '-CAkey',
+      'ca.key',
+      '-CAcreateserial',
+      '-out',
+      `${name}.pem`,
+      '-days',
+      '2',
+      '-extfile',
+      `${name}.ext`,
+    );
   };
   sign('serving', '/CN=kube-apiserver', 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n');
   ecKey('service-accounts');

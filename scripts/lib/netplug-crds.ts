@@ -15,7 +15,11 @@ export async function installCrds(adminKubeconfig: string): Promise<void> {
   await Promise.all(crds.map((body) => extensions.createCustomResourceDefinition({ body })));
   for (const crd of crds) {
     const name = crd.metadata?.name as string;
-    while (!(await extensions.readCustomResourceDefinition({ name })).status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) {
+    while (
+      !(await extensions.readCustomResourceDefinition({ name })).status?.conditions?.some(
+        (c) => c.type === 'Established' && c.status === 'True',
+      )
+    ) {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }

@@ -28,8 +28,7 @@ test.serial('the addon cross-builds for aarch64 Linux', (t) => {
 test.serial('arm64 Node under qemu-user loads the arm64 addon and wires a pod', (t) => {
   t.timeout(10 * 60_000, 'the first run installs qemu and fetches the arm64 Node');
   const arm64Node = execFileSync('sh', ['scripts/arm64-node.sh'], { cwd: ROOT, encoding: 'utf8' }).trim();
-  const qemu = (...args: string[]) =>
-    JSON.parse(execFileSync('qemu-aarch64-static', [arm64Node, FIXTURE, ...args], { encoding: 'utf8' }));
+  const qemu = (...args: string[]) => JSON.parse(execFileSync('qemu-aarch64-static', [arm64Node, FIXTURE, ...args], { encoding: 'utf8' }));
   const netns = createNetns(t, 'arm64');
   const [host, v4, v6] = [hostIfname('npq'), uniqueV4(), uniqueV6()];
 

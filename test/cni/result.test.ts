@@ -37,7 +37,10 @@ for (const version of ['0.3.0', '0.3.1', '0.4.0']) {
   test(`${version} adds ips[].version`, (t) => {
     const out = formatResult(result, version) as any;
     t.is(out.cniVersion, version);
-    t.deepEqual(out.ips.map((ip: any) => ip.version), ['4', '6', '4']);
+    t.deepEqual(
+      out.ips.map((ip: any) => ip.version),
+      ['4', '6', '4'],
+    );
   });
 }
 
@@ -53,7 +56,11 @@ for (const version of ['0.1.0', '0.2.0']) {
 }
 
 test('a 0.2.0 result reads back into the model', (t) => {
-  const read = parseResult({ cniVersion: '0.2.0', ip4: { ip: '10.0.0.2/24', gateway: '10.0.0.1', routes: [{ dst: '0.0.0.0/0' }] } }, '0.2.0', 'test');
+  const read = parseResult(
+    { cniVersion: '0.2.0', ip4: { ip: '10.0.0.2/24', gateway: '10.0.0.1', routes: [{ dst: '0.0.0.0/0' }] } },
+    '0.2.0',
+    'test',
+  );
   t.deepEqual(read, { cniVersion: '0.2.0', ips: [{ address: '10.0.0.2/24', gateway: '10.0.0.1' }], routes: [{ dst: '0.0.0.0/0' }] });
 });
 

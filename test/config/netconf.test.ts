@@ -68,5 +68,7 @@ test('mutual TLS needs key and certificate together', (t) => {
 
 test('readiness gates are http(s) URLs; a negative policy timeout is refused', (t) => {
   t.throws(() => parse({ ...minimal, readiness_gates: 'http://x' }), { message: /"readiness_gates" must be an array/ });
-  t.throws(() => parse({ ...minimal, policy_setup_timeout_seconds: -1 }), { message: /"policy_setup_timeout_seconds" must be at least 0, got -1/ });
+  t.throws(() => parse({ ...minimal, policy_setup_timeout_seconds: -1 }), {
+    message: /"policy_setup_timeout_seconds" must be at least 0, got -1/,
+  });
 });

@@ -24,8 +24,26 @@ function refusedWith(t: ExecutionContext, outcome: ReturnType<typeof ctl>, exitC
 
 test('pools: create, list, get, delete; tables for people, -o json for scripts', async (t) => {
   const etcd = await startEtcd(t);
-  t.regex(ctlOk(t, etcd, 'pool', 'create', 'blue', '--cidr', '10.90.0.0/16').stdout, /pool "blue" created: 10\.90\.0\.0\/16, blocks of \/26, nodes all\(\)/);
-  ctlOk(t, etcd, 'pool', 'create', 'v6', '--cidr', 'fd90::/48', '--block-size', '120', '--node-selector', 'zone == "a"', '--vxlan-mode', 'Always', '--nat-outgoing');
+  t.regex(
+    ctlOk(t, etcd, 'pool', 'create', 'blue', '--cidr', '10.90.0.0/16').stdout,
+    /pool "blue" created: 10\.90\.0\.0\/16, blocks of \/26, nodes all\(\)/,
+  );
+  ctlOk(
+    t,
+    etcd,
+    'pool',
+    'create',
+    'v6',
+    '--cidr',
+    'fd90::/48',
+    '--block-size',
+    '120',
+    '--node-selector',
+    'zone == "a"',
+    '--vxlan-mode',
+    'Always',
+    '--nat-outgoing',
+  );
   const table = ctlOk(t, etcd, 'pool', 'list').stdout.split('\n');
   t.regex(table[0] ?? '', /^NAME\s+CIDR\s+BLOCK\s+NODE SELECTOR\s+IPIP\s+VXLAN\s+NAT\s+DISABLED$/);
   t.regex(table[1] ?? '', /^blue\s+10\.90\.0\.0\/16\s+\/26\s+all\(\)\s+Never\s+Never\s+false\s+false$/);
@@ -39,7 +57,10 @@ test('pools: create, list, get, delete; tables for people, -o json for scripts',
     natOutgoing: true,
     disabled: false,
   });
-  t.deepEqual(ctlOk(t, etcd, 'pool', 'list', '-o', 'json').json.pools.map((p: { name: string }) => p.name), ['blue', 'v6']);
+  t.deepEqual(
+    ctlOk(t, etcd, 'pool', 'list', '-o', 'json').json.pools.map((p: { name: string }) => p.name),
+    ['blue', 'v6'],
+  );
   t.regex(ctlOk(t, etcd, 'pool', 'delete', 'v6').stdout, /pool "v6" deleted/);
   refusedWith(t, ctl(etcd, 'pool', 'get', 'v6'), 1, /^netplugctl: pool "v6" does not exist$/);
 });
@@ -49,23 +70,44 @@ test('bad pool requests: one line, non-zero, nothing created', async (t) => {
   ctlOk(t, etcd, 'pool', 'create', 'blue', '--cidr', '10.91.0.0/16');
   refusedWith(t, ctl(etcd, 'pool', 'create', 'blue', '--cidr', '10.92.0.0/16'), 1, /^netplugctl: pool "blue" already exists$/);
   refusedWith(t, ctl(etcd, 'pool', 'create', 'sub', '--cidr', '10.91.4.0/24'), 1, /overlaps pool "blue" \(10\.91\.0\.0\/16\)/);
-  refusedWith(t, ctl(etcd, 'pool', 'create', 'x', '--cidr', '10.93.0.1/16'), 2, /--cidr 10\.93\.0\.1\/16 has host bits set; did you mean 10\.93\.0\.0\/16\?/);
+  refusedWith(
+    t,
+    ctl(etcd, 'pool', 'create', 'x', '--cidr', '10.93.0.1/16'),
+    2,
+    /--cidr 10\.93\.0\.1\/16 has host bits set; did you mean 10\.93\.0\.0\/16\?/,
+  );
   refusedWith(t, ctl(etcd, 'pool', 'create', 'x', '--cidr', 'ten/8'), 2, /--cidr "ten\/8" is not a CIDR/);
-  refusedWith(t, ctl(etcd, 'pool', 'create', 'x', '--cidr', '10.94.0.0/16', '--block-size', '8'), 2, /--block-size 8 must be a whole number from 20 to 32/);
+  refusedWith(
+    t,
+    ctl(etcd, 'pool', 'create', 'x', '--cidr', '10.94.0.0/16', '--block-size', '8'),
+    2,
+    /--block-size 8 must be a whole number from 20 to 32/,
+  );
   refusedWith(t, ctl(etcd, 'pool', 'create', 'x', '--cidr', '10.94.0.0/16', '--node-selector', 'zone ==='), 2, /--node-selector: /);
-  refusedWith(t, ctl(etcd, 'pool', 'create', 'x', '--cidr', '10.94.0.0/16', '--ipip-mode', 'Sometimes'), 2, /--ipip-mode "Sometimes" must be one of Never, Always, CrossSubnet/);
+  refusedWith(
+    t,
+    ctl(etcd, 'pool', 'create', 'x', '--cidr', '10.94.0.0/16', '--ipip-mode', 'Sometimes'),
+    2,
+    /--ipip-mode "Sometimes" must be one of Never, Always, CrossSubnet/,
+  );
   refusedWith(t, ctl(etcd, 'pool', 'create', 'Bad_Name', '--cidr', '10.94.0.0/16'), 2, /pool name "Bad_Name" must be lower-case/);
   refusedWith(t, ctl(etcd, 'pool', 'create', 'x'), 2, /pool create needs --cidr/);
   refusedWith(t, ctl(etcd, 'pool', 'create', 'x', '--cidr', '10.94.0.0/16', '--colour', 'red'), 2, /unknown flag '--colour'/);
   refusedWith(t, ctl(etcd, 'pool', 'list', '--cidr', '10.0.0.0/8'), 2, /pool list does not take --cidr/);
   refusedWith(t, ctl(etcd, 'pool', 'frob'), 2, /unknown command "pool frob"/);
-  t.deepEqual(ctlOk(t, etcd, 'pool', 'list', '-o', 'json').json.pools.map((p: { name: string }) => p.name), ['blue'], 'nothing created');
+  t.deepEqual(
+    ctlOk(t, etcd, 'pool', 'list', '-o', 'json').json.pools.map((p: { name: string }) => p.name),
+    ['blue'],
+    'nothing created',
+  );
 });
 
 test('nodes carry the labels pool selectors match', async (t) => {
   const etcd = await startEtcd(t);
   ctlOk(t, etcd, 'node', 'create', 'worker-1', '--label', 'zone=east', '--label', 'example.com/rack=r7');
-  t.deepEqual(ctlOk(t, etcd, 'node', 'list', '-o', 'json').json, { nodes: [{ name: 'worker-1', labels: { zone: 'east', 'example.com/rack': 'r7' } }] });
+  t.deepEqual(ctlOk(t, etcd, 'node', 'list', '-o', 'json').json, {
+    nodes: [{ name: 'worker-1', labels: { zone: 'east', 'example.com/rack': 'r7' } }],
+  });
   t.regex(ctlOk(t, etcd, 'node', 'list').stdout, /worker-1\s+zone=east,example\.com\/rack=r7/);
   refusedWith(t, ctl(etcd, 'node', 'create', 'worker-1'), 1, /node "worker-1" already exists/);
   refusedWith(t, ctl(etcd, 'node', 'create', 'worker-2', '--label', 'zone'), 2, /--label "zone" must be key=value/);
@@ -87,8 +129,19 @@ test('ipam show: usage per pool and block, and who holds an address since when',
   t.regex(table, /^POOL\s+CIDR\s+SIZE\s+ALLOCATED\s+FREE\ndefault\s+10\.95\.0\.0\/16\s+65536\s+1\s+65535\n/);
   t.regex(table, /BLOCK\s+POOL\s+NODE\s+ALLOCATED\s+FREE\n10\.95\.\d+\.\d+\/26\s+default\s+node-s\s+1\s+63/);
   const holder = ctlOk(t, etcd, 'ipam', 'show', '--ip', address ?? '').stdout;
-  t.regex(holder, new RegExp(`state\\s+allocated\\nhandle\\s+${netconf.name}\\.${id}\\nnode\\s+node-s\\ninterface\\s+eth0\\nsince\\s+\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z \\(\\d+s ago\\)`));
-  t.like(ctlOk(t, etcd, 'ipam', 'show', '--ip', address ?? '', '-o', 'json').json, { ip: address, pool: 'default', allocated: true, node: 'node-s', workloadEndpointExists: true });
+  t.regex(
+    holder,
+    new RegExp(
+      `state\\s+allocated\\nhandle\\s+${netconf.name}\\.${id}\\nnode\\s+node-s\\ninterface\\s+eth0\\nsince\\s+\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z \\(\\d+s ago\\)`,
+    ),
+  );
+  t.like(ctlOk(t, etcd, 'ipam', 'show', '--ip', address ?? '', '-o', 'json').json, {
+    ip: address,
+    pool: 'default',
+    allocated: true,
+    node: 'node-s',
+    workloadEndpointExists: true,
+  });
   t.regex(ctlOk(t, etcd, 'ipam', 'show', '--ip', '10.95.250.1').stdout, /state\s+free/);
   refusedWith(t, ctl(etcd, 'ipam', 'show', '--ip', '192.0.2.1'), 1, /192\.0\.2\.1 is not in any pool/);
   refusedWith(t, ctl(etcd, 'ipam', 'show', '--ip', 'nope'), 2, /--ip "nope" is not an IP address/);
@@ -99,19 +152,35 @@ test('ipam check finds a leaked address; ipam release repairs it, but not an add
   ctlOk(t, etcd, 'pool', 'create', 'default', '--cidr', '10.96.0.0/16');
   const netconf = ipamNetconf(etcd);
   const [kept, lost] = [containerId(), containerId()];
-  const addresses = [kept, lost].map((id) => addressesOf(invoke({ command: 'ADD', containerId: id, netns: createNetns(t, 'chk').path, netconf }).json)[0] ?? '');
-  t.regex(ctlOk(t, etcd, 'ipam', 'check', '--grace-period', '0').stdout, /checked 1 pools, 1 blocks, 2 allocated addresses, 2 handles, 2 workload endpoints\nno problems found/);
+  const addresses = [kept, lost].map(
+    (id) => addressesOf(invoke({ command: 'ADD', containerId: id, netns: createNetns(t, 'chk').path, netconf }).json)[0] ?? '',
+  );
+  t.regex(
+    ctlOk(t, etcd, 'ipam', 'check', '--grace-period', '0').stdout,
+    /checked 1 pools, 1 blocks, 2 allocated addresses, 2 handles, 2 workload endpoints\nno problems found/,
+  );
   // The policy agent's view of the second pod goes, its address does not: a leak.
   const endpoint = (await etcdKeys(t, etcd, '/netplug/resources/v3/projectnet.org/workloadendpoints/')).find((k) => k.includes(lost));
   await etcdDelete(t, etcd, endpoint ?? '');
   const check = ctl(etcd, 'ipam', 'check', '--grace-period', '0', '-o', 'json');
   t.is(check.status, 1);
-  t.deepEqual(check.json.problems.map((p: { kind: string; subject: string }) => [p.kind, p.subject]), [['leaked-address', addresses[1]]]);
+  t.deepEqual(
+    check.json.problems.map((p: { kind: string; subject: string }) => [p.kind, p.subject]),
+    [['leaked-address', addresses[1]]],
+  );
   t.regex(check.json.problems[0].message, new RegExp(`netplugctl ipam release --ip ${addresses[1]?.replaceAll('.', '\\.')}`));
   t.is(ctl(etcd, 'ipam', 'check').status, 0, 'within the grace period an ADD may still be running');
 
-  refusedWith(t, ctl(etcd, 'ipam', 'release', '--ip', addresses[0] ?? ''), 1, /belongs to workload endpoint default\/.+, which still exists; DEL that workload, or add --force/);
-  t.regex(ctlOk(t, etcd, 'ipam', 'release', '--ip', addresses[1] ?? '').stdout, new RegExp(`released ${addresses[1]?.replaceAll('.', '\\.')} \\(handle ${netconf.name}\\.${lost}, node node-a\\)`));
+  refusedWith(
+    t,
+    ctl(etcd, 'ipam', 'release', '--ip', addresses[0] ?? ''),
+    1,
+    /belongs to workload endpoint default\/.+, which still exists; DEL that workload, or add --force/,
+  );
+  t.regex(
+    ctlOk(t, etcd, 'ipam', 'release', '--ip', addresses[1] ?? '').stdout,
+    new RegExp(`released ${addresses[1]?.replaceAll('.', '\\.')} \\(handle ${netconf.name}\\.${lost}, node node-a\\)`),
+  );
   refusedWith(t, ctl(etcd, 'ipam', 'release', '--ip', addresses[1] ?? ''), 1, /is not allocated; nothing to release/);
   t.is(ctl(etcd, 'ipam', 'check', '--grace-period', '0').status, 0);
   t.deepEqual(ctlOk(t, etcd, 'ipam', 'show', '-o', 'json').json.pools[0].allocated, 1);
@@ -132,11 +201,22 @@ test('the datastore from a conflist (--config) or the environment; unreachable i
   const etcd = await startEtcd(t);
   const dir = tempDir(t, 'ctl');
   const conflist = join(dir, 'net.conflist');
-  writeFileSync(conflist, JSON.stringify({ cniVersion: '1.0.0', name: 'n', plugins: [{ type: 'netplug', etcd_endpoints: etcd.endpoints, ipam: { type: 'netplug-ipam' } }, { type: 'portmap' }] }));
-  const run = (args: string[], env: Record<string, string> = {}) => spawnSync(NETPLUGCTL, args, { encoding: 'utf8', env: { PATH: '/usr/bin:/bin', ...env } });
+  writeFileSync(
+    conflist,
+    JSON.stringify({
+      cniVersion: '1.0.0',
+      name: 'n',
+      plugins: [{ type: 'netplug', etcd_endpoints: etcd.endpoints, ipam: { type: 'netplug-ipam' } }, { type: 'portmap' }],
+    }),
+  );
+  const run = (args: string[], env: Record<string, string> = {}) =>
+    spawnSync(NETPLUGCTL, args, { encoding: 'utf8', env: { PATH: '/usr/bin:/bin', ...env } });
   t.is(run(['--config', conflist, 'pool', 'create', 'from-config', '--cidr', '10.98.0.0/16']).status, 0);
   const fromEnv = run(['pool', 'list', '-o', 'json'], { DATASTORE_TYPE: 'etcdv3', ETCD_ENDPOINTS: etcd.endpoints });
-  t.deepEqual(JSON.parse(fromEnv.stdout).pools.map((p: { name: string }) => p.name), ['from-config']);
+  t.deepEqual(
+    JSON.parse(fromEnv.stdout).pools.map((p: { name: string }) => p.name),
+    ['from-config'],
+  );
   const unreachable = run(['pool', 'list'], { ETCD_ENDPOINTS: 'http://127.0.0.1:1' });
   t.is(unreachable.status, 1);
   t.regex(unreachable.stderr, /^netplugctl: no etcd endpoint could be reached \(http:\/\/127\.0\.0\.1:1: Connection refused.*\)\n$/);

@@ -60,18 +60,27 @@ test('check reports a removed route and a changed sysctl', async (t) => {
 test('50 pods set up in parallel, only on dedicated namespace threads', async (t) => {
   const jsThread = readlinkSync('/proc/thread-self/ns/net');
   const onlyDedicated = (when: string) =>
-    t.true(threadsOutsideHostNamespace().every((name) => name === 'netplug-netns'), when);
+    t.true(
+      threadsOutsideHostNamespace().every((name) => name === 'netplug-netns'),
+      when,
+    );
   const pods = Array.from({ length: 50 }, (_, i) => podSpec(createNetns(t, `p${i}`), [uniqueV4(), uniqueV6()]));
 
   const pending = pods.map((spec) => setupWorkload(spec));
   onlyDedicated('while 50 set-ups are in flight');
   const made = await Promise.all(pending);
-  t.deepEqual(made.map((m) => m.host.name), pods.map((p) => p.hostIfname));
+  t.deepEqual(
+    made.map((m) => m.host.name),
+    pods.map((p) => p.hostIfname),
+  );
   for (const pod of pods) t.true(ping(pod.addresses[0] ?? ''), `${pod.addresses[0]} answers`);
 
   const removing = pods.map((p) => teardownWorkload(p.netns, 'eth0'));
   onlyDedicated('while 50 teardowns are in flight');
-  t.deepEqual(await Promise.all(removing), pods.map(() => 'removed'));
+  t.deepEqual(
+    await Promise.all(removing),
+    pods.map(() => 'removed'),
+  );
   onlyDedicated('after all of them');
   t.is(readlinkSync('/proc/thread-self/ns/net'), jsThread, 'the JS thread never moved');
 });

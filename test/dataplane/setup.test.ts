@@ -43,7 +43,10 @@ test('IPv4 pod: veth with 4 queues and MTU 1400, /32 address, link-local next ho
   t.is(pod?.link_index, host?.ifindex, "eth0's peer is the host end");
   t.deepEqual(queues('eth0', netns), QUEUES_4);
 
-  t.deepEqual(addresses('eth0', netns).filter((a) => a.includes('.')), [`${ip}/32`]);
+  t.deepEqual(
+    addresses('eth0', netns).filter((a) => a.includes('.')),
+    [`${ip}/32`],
+  );
   t.deepEqual(routes(4, netns).sort(), ['169.254.1.1 dev eth0 scope link', 'default via 169.254.1.1 dev eth0']);
   t.true(routes(4).includes(`${ip} dev ${spec.hostIfname} scope link`));
 

@@ -13,9 +13,13 @@ const DEMO = new URL('../../scripts/demo.ts', import.meta.url).pathname;
 
 /** What a demo run by `pid` could have left: namespaces, its etcd, its scratch directory. */
 function leftovers(pid: number, hostEnds: string[]): string[] {
-  const namespaces = spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' }).stdout.split('\n').filter((l) => l.startsWith('netplug-demo-') && l.includes(`-${pid}`));
+  const namespaces = spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' })
+    .stdout.split('\n')
+    .filter((l) => l.startsWith('netplug-demo-') && l.includes(`-${pid}`));
   const links = hostEnds.filter((name) => spawnSync('ip', ['link', 'show', name]).status === 0);
-  const etcd = spawnSync('pgrep', ['-af', 'netplug-demo-'], { encoding: 'utf8' }).stdout.split('\n').filter((l) => l.includes('etcd'));
+  const etcd = spawnSync('pgrep', ['-af', 'netplug-demo-'], { encoding: 'utf8' })
+    .stdout.split('\n')
+    .filter((l) => l.includes('etcd'));
   const dirs = readdirSync(tmpdir()).filter((name) => name.startsWith('netplug-demo-'));
   return [...namespaces, ...links, ...etcd, ...dirs];
 }

@@ -44,7 +44,14 @@ export function runChain(conflist: Conflist, command: 'ADD' | 'CHECK' | 'DEL', r
     };
     const executable = findPlugin(plugin.type, CNI_PATH.split(':'));
     if (!executable) throw new Error(`plugin ${plugin.type} not in ${CNI_PATH}`);
-    last = invoke({ executable, command, netconf, containerId: runtime.containerId, netns: runtime.netns, ifname: runtime.ifname ?? 'eth0' });
+    last = invoke({
+      executable,
+      command,
+      netconf,
+      containerId: runtime.containerId,
+      netns: runtime.netns,
+      ifname: runtime.ifname ?? 'eth0',
+    });
     if (last.status !== 0) return last;
     if (command === 'ADD') previous = last.json;
   }

@@ -16,7 +16,10 @@ export const NETPLUG_IPAM = join(ROOT, 'dist/cni/netplug-ipam');
 let networks = 0;
 
 /** A netplug netconf with netplug-ipam on `etcd`, for `node`. */
-export function ipamNetconf(etcd: EtcdServer, options: { node?: string; name?: string; version?: string; ipam?: Record<string, unknown>; extra?: Record<string, unknown> } = {}) {
+export function ipamNetconf(
+  etcd: EtcdServer,
+  options: { node?: string; name?: string; version?: string; ipam?: Record<string, unknown>; extra?: Record<string, unknown> } = {},
+) {
   return {
     cniVersion: options.version ?? '1.1.0',
     name: options.name ?? `ipamtest${networks++}`,
@@ -40,7 +43,9 @@ export function ctl(etcd: EtcdServer, ...args: string[]): CtlOutcome {
   const { etcd_endpoints, etcd_ca_cert_file, etcd_cert_file, etcd_key_file } = etcd.netconf;
   const flags = [
     `--etcd-endpoints=${etcd_endpoints}`,
-    ...(etcd_ca_cert_file ? [`--etcd-ca-cert-file=${etcd_ca_cert_file}`, `--etcd-cert-file=${etcd_cert_file}`, `--etcd-key-file=${etcd_key_file}`] : []),
+    ...(etcd_ca_cert_file
+      ? [`--etcd-ca-cert-file=${etcd_ca_cert_file}`, `--etcd-cert-file=${etcd_cert_file}`, `--etcd-key-file=${etcd_key_file}`]
+      : []),
   ];
   const run = spawnSync(NETPLUGCTL, [...flags, ...args], { encoding: 'utf8', env: { PATH: '/usr/bin:/bin' }, timeout: 60_000 });
   let json: unknown;
@@ -76,7 +81,13 @@ function observer(t: ExecutionContext, etcd: EtcdServer): Etcd3 {
   const client = new Etcd3({
     hosts: etcd.endpoints,
     ...(etcd_ca_cert_file && etcd_cert_file && etcd_key_file
-      ? { credentials: { rootCertificate: readFileSync(etcd_ca_cert_file), certChain: readFileSync(etcd_cert_file), privateKey: readFileSync(etcd_key_file) } }
+      ? {
+          credentials: {
+            rootCertificate: readFileSync(etcd_ca_cert_file),
+            certChain: readFileSync(etcd_cert_file),
+            privateKey: readFileSync(etcd_key_file),
+          },
+        }
       : {}),
   });
   t.teardown(() => client.close());

@@ -104,9 +104,7 @@ export function routes(family: 4 | 6, netns?: TestNetns): string[] {
     [`-${family}`, 'route', 'show', 'table', 'main'],
     netns,
   );
-  return json.map(
-    (r) => `${r.dst}${r.gateway ? ` via ${r.gateway}` : ''} dev ${r.dev}${r.scope ? ` scope ${r.scope}` : ''}`,
-  );
+  return json.map((r) => `${r.dst}${r.gateway ? ` via ${r.gateway}` : ''} dev ${r.dev}${r.scope ? ` scope ${r.scope}` : ''}`);
 }
 
 export function sysctl(key: string, netns?: TestNetns): string {
@@ -127,9 +125,7 @@ export function queues(dev: string, netns?: TestNetns): string[] {
 /** One ping from the host (or from inside `netns`), true if answered. */
 export function ping(address: string, netns?: TestNetns): boolean {
   const args = [address.includes(':') ? '-6' : '-4', '-c', '1', '-W', '2', address];
-  const out = netns
-    ? spawnSync('ip', ['netns', 'exec', netns.name, 'ping', ...args])
-    : spawnSync('ping', args);
+  const out = netns ? spawnSync('ip', ['netns', 'exec', netns.name, 'ping', ...args]) : spawnSync('ping', args);
   return out.status === 0;
 }
 

@@ -39,7 +39,11 @@ export async function startKube(t: Pick<ExecutionContext, 'teardown'>): Promise<
     const identity = user === server.plugin.user ? server.plugin : server.identity(user);
     await rbac.createClusterRole({ body: { metadata: { name: user }, rules } });
     await rbac.createClusterRoleBinding({
-      body: { metadata: { name: user }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: user }, subjects: [{ kind: 'User', name: user }] },
+      body: {
+        metadata: { name: user },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: user },
+        subjects: [{ kind: 'User', name: user }],
+      },
     });
     return identity;
   };
@@ -55,19 +59,30 @@ let pods = 0;
 /** A namespace (with annotations) and a pod in it, as the API server would hold them when the kubelet runs the pod. */
 export async function createPod(
   kube: Kube,
-  options: { namespace?: string; namespaceAnnotations?: Record<string, string>; name?: string; labels?: Record<string, string>; annotations?: Record<string, string>; serviceAccount?: string; ports?: k8s.V1ContainerPort[] } = {},
+  options: {
+    namespace?: string;
+    namespaceAnnotations?: Record<string, string>;
+    name?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    serviceAccount?: string;
+    ports?: k8s.V1ContainerPort[];
+  } = {},
 ): Promise<{ namespace: string; name: string }> {
   const n = pods++;
   const namespace = options.namespace ?? `ns-${process.pid}-${n}`;
-  await kube.core.readNamespace({ name: namespace }).catch(() =>
-    kube.core.createNamespace({ body: { metadata: { name: namespace, annotations: options.namespaceAnnotations ?? {} } } }),
-  );
+  await kube.core
+    .readNamespace({ name: namespace })
+    .catch(() => kube.core.createNamespace({ body: { metadata: { name: namespace, annotations: options.namespaceAnnotations ?? {} } } }));
   const name = options.name ?? `pod-${n}`;
   await kube.core.createNamespacedPod({
     namespace,
     body: {
       metadata: { name, labels: options.labels ?? {}, annotations: options.annotations ?? {} },
-      spec: { serviceAccountName: options.serviceAccount ?? 'default', containers: [{ name: 'main', image: 'busybox', ports: options.ports ?? [] }] },
+      spec: {
+        serviceAccountName: options.serviceAccount ?? 'default',
+        containers: [{ name: 'main', image: 'busybox', ports: options.ports ?? [] }],
+      },
     },
   });
   return { namespace, name };

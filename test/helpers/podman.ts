@@ -22,7 +22,10 @@ export interface Podman {
 }
 
 export function podman(t: ExecutionContext): Podman {
-  execFileSync('sh', ['scripts/ensure-packages.sh', 'podman', 'runc', 'conmon', 'catatonit', 'busybox-static'], { cwd: ROOT, stdio: 'ignore' });
+  execFileSync('sh', ['scripts/ensure-packages.sh', 'podman', 'runc', 'conmon', 'catatonit', 'busybox-static'], {
+    cwd: ROOT,
+    stdio: 'ignore',
+  });
   const scratch = tempDir(t, 'podman');
   const networkDir = join(scratch, 'cni');
   for (const dir of ['cni', 'tmp', 'rootfs/bin', 'rootfs/etc', 'rootfs/proc', 'rootfs/sys', 'rootfs/dev', 'rootfs/tmp', 'rootfs/run']) {
@@ -45,7 +48,10 @@ cni_plugin_dirs = ["${DIST_CNI}", "${SYSTEM_CNI}"]
 network_config_dir = "${networkDir}"
 `,
   );
-  writeFileSync(join(scratch, 'storage.conf'), `[storage]\ndriver = "vfs"\nrunroot = "${scratch}/runroot"\ngraphroot = "${scratch}/root"\n`);
+  writeFileSync(
+    join(scratch, 'storage.conf'),
+    `[storage]\ndriver = "vfs"\nrunroot = "${scratch}/runroot"\ngraphroot = "${scratch}/root"\n`,
+  );
   const env = {
     PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
     CONTAINERS_CONF: join(scratch, 'containers.conf'),

@@ -38,27 +38,52 @@ test('a pod gets an address of a pool that selects its node; DEL gives it back',
 });
 
 test('pools named by name or by CIDR are used; a missing pool is named; a subset of a pool is refused', async (t) => {
-  const etcd = await etcdWithPools(t, [['blue', '10.62.0.0/16'], ['green', '10.63.0.0/16'], ['off', '10.64.0.0/16', '--disabled']]);
+  const etcd = await etcdWithPools(t, [
+    ['blue', '10.62.0.0/16'],
+    ['green', '10.63.0.0/16'],
+    ['off', '10.64.0.0/16', '--disabled'],
+  ]);
   const netns = createNetns(t, 'ip');
-  const run = (pools: string[]) => invoke({ command: 'ADD', containerId: containerId(), netns: netns.path, netconf: ipamNetconf(etcd, { ipam: { ipv4_pools: pools } }) });
+  const run = (pools: string[]) =>
+    invoke({ command: 'ADD', containerId: containerId(), netns: netns.path, netconf: ipamNetconf(etcd, { ipam: { ipv4_pools: pools } }) });
   const byName = run(['green']);
   t.is(byName.status, 0, byName.stdout);
   t.true(within(addressesOf(byName.json)[0] ?? '', '10.63.'));
 
   const netns2 = createNetns(t, 'ip');
-  const byCidr = invoke({ command: 'ADD', containerId: containerId(), netns: netns2.path, netconf: ipamNetconf(etcd, { ipam: { ipv4_pools: ['10.62.0.0/16'] } }) });
+  const byCidr = invoke({
+    command: 'ADD',
+    containerId: containerId(),
+    netns: netns2.path,
+    netconf: ipamNetconf(etcd, { ipam: { ipv4_pools: ['10.62.0.0/16'] } }),
+  });
   t.is(byCidr.status, 0, byCidr.stdout);
   t.true(within(addressesOf(byCidr.json)[0] ?? '', '10.62.'));
 
   const netns3 = createNetns(t, 'ip');
-  const missing = invoke({ command: 'ADD', containerId: containerId(), netns: netns3.path, netconf: ipamNetconf(etcd, { ipam: { ipv4_pools: ['purple'] } }) });
+  const missing = invoke({
+    command: 'ADD',
+    containerId: containerId(),
+    netns: netns3.path,
+    netconf: ipamNetconf(etcd, { ipam: { ipv4_pools: ['purple'] } }),
+  });
   t.is(missing.status, 1);
   t.is(missing.json.code, 7);
   t.is(missing.json.msg, 'netconf field "ipam.ipv4_pools": pool "purple" does not exist');
-  const subset = invoke({ command: 'ADD', containerId: containerId(), netns: netns3.path, netconf: ipamNetconf(etcd, { ipam: { ipv4_pools: ['10.62.7.0/24'] } }) });
+  const subset = invoke({
+    command: 'ADD',
+    containerId: containerId(),
+    netns: netns3.path,
+    netconf: ipamNetconf(etcd, { ipam: { ipv4_pools: ['10.62.7.0/24'] } }),
+  });
   t.is(subset.json.code, 7);
   t.regex(subset.json.msg, /10\.62\.7\.0\/24 lies within pool "blue" \(10\.62\.0\.0\/16\); name a pool, or its exact CIDR/);
-  const disabled = invoke({ command: 'ADD', containerId: containerId(), netns: netns3.path, netconf: ipamNetconf(etcd, { ipam: { ipv4_pools: ['off'] } }) });
+  const disabled = invoke({
+    command: 'ADD',
+    containerId: containerId(),
+    netns: netns3.path,
+    netconf: ipamNetconf(etcd, { ipam: { ipv4_pools: ['off'] } }),
+  });
   t.regex(disabled.json.msg, /pool "off" \(10\.64\.0\.0\/16\) is disabled/);
   t.is(link('eth0', netns3), undefined, 'refused ADDs leave no interface');
   t.is(totalAllocated(t, etcd), 2, 'and take no address');
@@ -82,14 +107,23 @@ test('node selectors choose the pool by the node labels netplugctl gives', async
 });
 
 test('dual stack: an IPv4 and an IPv6 address, both in one commit, both released by DEL', async (t) => {
-  const etcd = await etcdWithPools(t, [['v4', '10.67.0.0/16'], ['v6', 'fd67::/48']]);
+  const etcd = await etcdWithPools(t, [
+    ['v4', '10.67.0.0/16'],
+    ['v6', 'fd67::/48'],
+  ]);
   const netns = createNetns(t, 'ip');
   const call = { containerId: containerId(), netns: netns.path, netconf: ipamNetconf(etcd, { ipam: { assign_ipv6: 'true' } }) };
   const add = added(t, call);
   const [v4, v6] = addressesOf(add.json);
   t.true(within(v4 ?? '', '10.67.') && within(v6 ?? '', 'fd67:'), `${v4} ${v6}`);
-  t.deepEqual(add.json.ips.map((ip: { address: string }) => ip.address.split('/')[1]), ['32', '128']);
-  t.deepEqual(add.json.routes.map((r: { dst: string }) => r.dst), ['0.0.0.0/0', '::/0']);
+  t.deepEqual(
+    add.json.ips.map((ip: { address: string }) => ip.address.split('/')[1]),
+    ['32', '128'],
+  );
+  t.deepEqual(
+    add.json.routes.map((r: { dst: string }) => r.dst),
+    ['0.0.0.0/0', '::/0'],
+  );
   t.is(totalAllocated(t, etcd), 2);
   t.is(invoke({ ...call, command: 'DEL' }).status, 0);
   t.is(totalAllocated(t, etcd), 0);
@@ -102,7 +136,10 @@ test('IP= gets exactly that address; a second claim fails naming the holder; aft
   t.deepEqual(addressesOf(added(t, first).json), ['10.68.200.7']);
   const second = invoke({ command: 'ADD', containerId: containerId(), netns: createNetns(t, 'ip').path, netconf, args: 'IP=10.68.200.7' });
   t.is(second.json.code, 105);
-  t.regex(second.json.msg, new RegExp(`the requested address 10\\.68\\.200\\.7 is in use \\(handle ${netconf.name}\\.${first.containerId} on node node-a\\)`));
+  t.regex(
+    second.json.msg,
+    new RegExp(`the requested address 10\\.68\\.200\\.7 is in use \\(handle ${netconf.name}\\.${first.containerId} on node node-a\\)`),
+  );
   const outside = invoke({ command: 'ADD', containerId: containerId(), netns: createNetns(t, 'ip').path, netconf, args: 'IP=192.0.2.1' });
   t.is(outside.json.code, 7);
   t.is(outside.json.msg, 'the requested address 192.0.2.1 is not in any enabled pool');
@@ -145,7 +182,7 @@ test('the workload endpoint records the pod; a DEL for a stale container leaves 
     ipNetworks: [add.json.ips[0].address],
     profiles: [netconf.name],
   });
-  t.is(link('eth0', netns)?.address, endpoint.spec.mac, 'the MAC recorded is the interface\'s');
+  t.is(link('eth0', netns)?.address, endpoint.spec.mac, "the MAC recorded is the interface's");
   t.like(endpoint.metadata.labels, { 'projectnet.org/namespace': 'default', 'projectnet.org/orchestrator': 'cni' });
 });
 
@@ -160,7 +197,7 @@ test('GC releases what attachments no longer listed hold, on this node and netwo
   const gc = invoke({ command: 'GC', netconf: { ...netconf, 'cni.dev/valid-attachments': [{ containerID: kept, ifname: 'eth0' }] } });
   t.is(gc.status, 0, gc.stdout);
   t.is(totalAllocated(t, etcd), 2, "the dropped attachment's address is released, node-b's is not");
-  t.is((await etcdKeys(t, etcd, WEPS)).length, 2, "and its workload endpoint removed");
+  t.is((await etcdKeys(t, etcd, WEPS)).length, 2, 'and its workload endpoint removed');
   // libcni's misspelling is accepted too.
   const misspelt = invoke({ command: 'GC', netconf: { ...netconf, 'cni.dev/attachments': [] } });
   t.is(misspelt.status, 0);
@@ -181,7 +218,12 @@ test('STATUS: ready; 50 when etcd is unreachable; 50 when every usable pool is f
   const unreachable = invoke({ command: 'STATUS', netconf: { ...netconf, etcd_endpoints: 'http://127.0.0.1:1' } });
   t.is(unreachable.json.code, 50);
   t.regex(unreachable.json.msg, /etcd/);
-  const addUnreachable = invoke({ command: 'ADD', containerId: containerId(), netns: createNetns(t, 'st').path, netconf: { ...netconf, etcd_endpoints: 'http://127.0.0.1:1' } });
+  const addUnreachable = invoke({
+    command: 'ADD',
+    containerId: containerId(),
+    netns: createNetns(t, 'st').path,
+    netconf: { ...netconf, etcd_endpoints: 'http://127.0.0.1:1' },
+  });
   t.is(addUnreachable.json.code, 11, 'ADD: try again later');
   t.is(ctl(etcd, 'ipam', 'check', '--grace-period', '0').status, 0);
 });

@@ -5,7 +5,18 @@ import test from 'ava';
 
 import { invoke } from '../helpers/cni.ts';
 import { startEtcd } from '../helpers/etcd.ts';
-import { addressesOf, ctl, ctlOk, etcdKeys, invokeAsync, ipamNetconf, NETPLUG_IPAM, startInvocation, totalAllocated, allocatedByPool } from '../helpers/ipam.ts';
+import {
+  addressesOf,
+  ctl,
+  ctlOk,
+  etcdKeys,
+  invokeAsync,
+  ipamNetconf,
+  NETPLUG_IPAM,
+  startInvocation,
+  totalAllocated,
+  allocatedByPool,
+} from '../helpers/ipam.ts';
 import { containerId, createNetns, link } from '../helpers/kernel.ts';
 import { hostVeth } from '../helpers/cni.ts';
 
@@ -21,18 +32,30 @@ test('30 concurrent ADDs on two nodes: distinct addresses from the pools their s
   const name = 'burst30';
   const pods = Array.from({ length: 30 }, (_, i) => ({
     node: i % 2 === 0 ? 'node-a' : 'node-b',
-    call: { containerId: containerId(), netns: createNetns(t, 'b30').path, netconf: ipamNetconf(etcd, { name, node: i % 2 === 0 ? 'node-a' : 'node-b' }) },
+    call: {
+      containerId: containerId(),
+      netns: createNetns(t, 'b30').path,
+      netconf: ipamNetconf(etcd, { name, node: i % 2 === 0 ? 'node-a' : 'node-b' }),
+    },
   }));
   const adds = await Promise.all(pods.map((p) => invokeAsync({ ...p.call, command: 'ADD' })));
-  t.deepEqual(adds.map((a) => a.status), pods.map(() => 0), adds.find((a) => a.status !== 0)?.stdout);
+  t.deepEqual(
+    adds.map((a) => a.status),
+    pods.map(() => 0),
+    adds.find((a) => a.status !== 0)?.stdout,
+  );
   const addresses = adds.map((a) => addressesOf(a.json)[0] ?? '');
   t.is(new Set(addresses).size, 30, 'distinct');
-  pods.forEach((p, i) => t.true(addresses[i]?.startsWith(p.node === 'node-a' ? '10.81.' : '10.82.'), `${p.node}: ${addresses[i]}`));
+  for (const [i, p] of pods.entries())
+    t.true(addresses[i]?.startsWith(p.node === 'node-a' ? '10.81.' : '10.82.'), `${p.node}: ${addresses[i]}`);
   t.deepEqual(allocatedByPool(t, etcd), { 'rack-a': 15, 'rack-b': 15 }, 'netplugctl counts 30');
   t.is(ctl(etcd, 'ipam', 'check', '--grace-period', '0').status, 0);
 
   const dels = await Promise.all(pods.map((p) => invokeAsync({ ...p.call, command: 'DEL' })));
-  t.deepEqual(dels.map((d) => d.status), pods.map(() => 0));
+  t.deepEqual(
+    dels.map((d) => d.status),
+    pods.map(() => 0),
+  );
   t.is(totalAllocated(t, etcd), 0);
   t.deepEqual(await etcdKeys(t, etcd, '/netplug/ipam/v2/handle/'), []);
   t.deepEqual(await etcdKeys(t, etcd, '/netplug/ipam/v2/pending/'), [], 'no pending request left behind');
@@ -50,7 +73,10 @@ test('100 concurrent ADDs across 10 nodes through netplug-ipam: no duplicate, no
     netconf: ipamNetconf(etcd, { name: 'burst100', node: `node-${i % 10}` }),
   }));
   const adds = await Promise.all(calls.map((c) => invokeAsync({ ...c, command: 'ADD' })));
-  t.deepEqual(adds.filter((a) => a.status !== 0).map((a) => a.stdout), []);
+  t.deepEqual(
+    adds.filter((a) => a.status !== 0).map((a) => a.stdout),
+    [],
+  );
   const addresses = adds.map((a) => addressesOf(a.json)[0]);
   t.is(new Set(addresses).size, 100, 'no address handed out twice');
   t.is(totalAllocated(t, etcd), 100);
@@ -58,7 +84,10 @@ test('100 concurrent ADDs across 10 nodes through netplug-ipam: no duplicate, no
   const blocks = await etcdKeys(t, etcd, '/netplug/ipam/v2/assignment/ipv4/block/');
   t.true(blocks.length >= 10, `each node claimed its own block (${blocks.length} blocks)`);
   const dels = await Promise.all(calls.map((c) => invokeAsync({ ...c, command: 'DEL' })));
-  t.deepEqual(dels.map((d) => d.status), calls.map(() => 0));
+  t.deepEqual(
+    dels.map((d) => d.status),
+    calls.map(() => 0),
+  );
   t.is(totalAllocated(t, etcd), 0);
   t.deepEqual(await etcdKeys(t, etcd, '/netplug/ipam/v2/handle/'), []);
 });
@@ -67,7 +96,11 @@ test('plugin processes SIGKILLed at random points mid-ADD leave nothing DEL cann
   t.timeout(5 * 60_000);
   const etcd = await startEtcd(t);
   ctlOk(t, etcd, 'pool', 'create', 'default', '--cidr', '10.84.0.0/16');
-  const pods = Array.from({ length: 24 }, () => ({ containerId: containerId(), netns: createNetns(t, 'kill').path, netconf: ipamNetconf(etcd, { name: 'killed' }) }));
+  const pods = Array.from({ length: 24 }, () => ({
+    containerId: containerId(),
+    netns: createNetns(t, 'kill').path,
+    netconf: ipamNetconf(etcd, { name: 'killed' }),
+  }));
   const outcomes = await Promise.all(
     pods.map(async (pod, i) => {
       const { child, outcome } = startInvocation({ ...pod, command: 'ADD' });
@@ -81,7 +114,11 @@ test('plugin processes SIGKILLed at random points mid-ADD leave nothing DEL cann
   t.log(`${outcomes.filter((o) => o.status === 0).length} of ${pods.length} finished before the kill`);
   // What a runtime does after a failed ADD: DEL the attachment.
   const dels = await Promise.all(pods.map((pod) => invokeAsync({ ...pod, command: 'DEL' })));
-  t.deepEqual(dels.map((d) => d.status), pods.map(() => 0), dels.find((d) => d.status !== 0)?.stdout);
+  t.deepEqual(
+    dels.map((d) => d.status),
+    pods.map(() => 0),
+    dels.find((d) => d.status !== 0)?.stdout,
+  );
   t.is(totalAllocated(t, etcd), 0);
   t.deepEqual(await etcdKeys(t, etcd, '/netplug/ipam/v2/handle/'), []);
   t.deepEqual(await etcdKeys(t, etcd, '/netplug/resources/v3/projectnet.org/workloadendpoints/'), []);
@@ -107,7 +144,10 @@ test('ADDs killed mid-way that no runtime DELs are released by GC', async (t) =>
       return outcome;
     }),
   );
-  const gc = invoke({ command: 'GC', netconf: { ...netconf, 'cni.dev/valid-attachments': [{ containerID: survivor.containerId, ifname: 'eth0' }] } });
+  const gc = invoke({
+    command: 'GC',
+    netconf: { ...netconf, 'cni.dev/valid-attachments': [{ containerID: survivor.containerId, ifname: 'eth0' }] },
+  });
   t.is(gc.status, 0, gc.stdout);
   t.is(totalAllocated(t, etcd), 1, 'only the valid attachment keeps its address');
   t.is((await etcdKeys(t, etcd, '/netplug/resources/v3/projectnet.org/workloadendpoints/')).length, 1, 'and its workload endpoint');
@@ -118,7 +158,11 @@ test('etcd stopped and restarted mid-burst: every ADD succeeds or fails with 11;
   t.timeout(5 * 60_000);
   const etcd = await startEtcd(t);
   ctlOk(t, etcd, 'pool', 'create', 'default', '--cidr', '10.86.0.0/16');
-  const pods = Array.from({ length: 24 }, () => ({ containerId: containerId(), netns: createNetns(t, 'down').path, netconf: ipamNetconf(etcd, { name: 'outage' }) }));
+  const pods = Array.from({ length: 24 }, () => ({
+    containerId: containerId(),
+    netns: createNetns(t, 'down').path,
+    netconf: ipamNetconf(etcd, { name: 'outage' }),
+  }));
   // Three waves: the first done before the outage, the second caught in it, the third started
   // during it.
   const waves = [pods.slice(0, 8), pods.slice(8, 16), pods.slice(16)];
@@ -129,19 +173,32 @@ test('etcd stopped and restarted mid-burst: every ADD succeeds or fails with 11;
   const after = waves[2]!.map((pod) => invokeAsync({ ...pod, command: 'ADD' }));
   const first = [...before, ...(await Promise.all(during)), ...(await Promise.all(after))];
   const codes = first.map((o) => (o.status === 0 ? 0 : o.json?.code));
-  t.log(`during the outage: ${codes.filter((c) => c === 0).length} succeeded, ${codes.filter((c) => c === 11).length} were told to try again`);
-  t.deepEqual([...new Set(codes)].filter((c) => c !== 0 && c !== 11), [], `only success or 11: ${first.find((o) => o.status !== 0 && o.json?.code !== 11)?.stdout}`);
+  t.log(
+    `during the outage: ${codes.filter((c) => c === 0).length} succeeded, ${codes.filter((c) => c === 11).length} were told to try again`,
+  );
+  t.deepEqual(
+    [...new Set(codes)].filter((c) => c !== 0 && c !== 11),
+    [],
+    `only success or 11: ${first.find((o) => o.status !== 0 && o.json?.code !== 11)?.stdout}`,
+  );
   t.true(codes.includes(11), 'the outage was hit');
   for (const o of first.filter((o) => o.status !== 0)) t.false(/\n\s+at /.test(o.stdout + o.stderr), 'no stack trace');
 
   await etcd.start();
   const retried = await Promise.all(pods.map((pod, i) => (codes[i] === 0 ? first[i] : invokeAsync({ ...pod, command: 'ADD' }))));
-  t.deepEqual(retried.map((o) => o?.status), pods.map(() => 0), retried.find((o) => o?.status !== 0)?.stdout);
+  t.deepEqual(
+    retried.map((o) => o?.status),
+    pods.map(() => 0),
+    retried.find((o) => o?.status !== 0)?.stdout,
+  );
   const addresses = retried.map((o) => addressesOf(o?.json)[0]);
   t.is(new Set(addresses).size, pods.length, 'distinct');
   t.is(totalAllocated(t, etcd), pods.length, 'exactly one address per pod: none lost, none doubled');
   const dels = await Promise.all(pods.map((pod) => invokeAsync({ ...pod, command: 'DEL' })));
-  t.deepEqual(dels.map((d) => d.status), pods.map(() => 0));
+  t.deepEqual(
+    dels.map((d) => d.status),
+    pods.map(() => 0),
+  );
   t.is(totalAllocated(t, etcd), 0);
   t.is(ctl(etcd, 'ipam', 'check', '--grace-period', '0').status, 0);
 });

@@ -41,7 +41,14 @@ test('the netplug-ipam executable: ADD, CHECK, GC, STATUS, DEL, and a netconf th
   t.deepEqual(invoke({ ...call, command: 'ADD' }).json.ips, add.json.ips, 'idempotent');
   t.is(invoke({ ...call, command: 'CHECK', netconf: { ...netconf, prevResult: add.json } }).status, 0);
   t.is(invoke({ ...call, command: 'STATUS' }).status, 0);
-  t.is(invoke({ ...call, command: 'GC', netconf: { ...netconf, 'cni.dev/valid-attachments': [{ containerID: call.containerId, ifname: 'eth0' }] } }).status, 0);
+  t.is(
+    invoke({
+      ...call,
+      command: 'GC',
+      netconf: { ...netconf, 'cni.dev/valid-attachments': [{ containerID: call.containerId, ifname: 'eth0' }] },
+    }).status,
+    0,
+  );
   t.is(totalAllocated(t, etcd), 1, 'GC keeps a valid attachment');
   t.is(invoke({ ...call, command: 'DEL' }).status, 0);
   t.is(totalAllocated(t, etcd), 0);

@@ -26,10 +26,17 @@ test.before(async (t) => {
 });
 
 const netconf = (ipam: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) =>
-  ipamNetconf(etcd, { node: 'anno-node', ipam, extra: { kubernetes: { kubeconfig: kube.server.plugin.kubeconfig }, policy: { type: 'k8s' }, ...extra } });
+  ipamNetconf(etcd, {
+    node: 'anno-node',
+    ipam,
+    extra: { kubernetes: { kubeconfig: kube.server.plugin.kubeconfig }, policy: { type: 'k8s' }, ...extra },
+  });
 
 /** ADD for a new pod with `annotations` (and its namespace's). */
-async function addPod(t: ExecutionContext, options: { annotations?: Record<string, string>; namespaceAnnotations?: Record<string, string>; conf?: Record<string, unknown> }) {
+async function addPod(
+  t: ExecutionContext,
+  options: { annotations?: Record<string, string>; namespaceAnnotations?: Record<string, string>; conf?: Record<string, unknown> },
+) {
   const pod = await createPod(kube, { annotations: options.annotations ?? {}, namespaceAnnotations: options.namespaceAnnotations ?? {} });
   const id = containerId();
   const netns = createNetns(t, 'anno');
@@ -45,13 +52,19 @@ test('with no annotation, the pools whose node selector matches the node', async
 });
 
 test('a pool annotation on the pod wins over the netconf and node selectors', async (t) => {
-  const { addresses, add } = await addPod(t, { annotations: { 'cni.projectnet.org/ipv4pools': '["green"]' }, conf: netconf({ ipv4_pools: ['blue'] }) });
+  const { addresses, add } = await addPod(t, {
+    annotations: { 'cni.projectnet.org/ipv4pools': '["green"]' },
+    conf: netconf({ ipv4_pools: ['blue'] }),
+  });
   t.is(add.status, 0, add.stdout);
   t.true(addresses[0]?.startsWith('10.122.'), addresses[0]);
 });
 
 test('ipv6pools picks the IPv6 pool the same way', async (t) => {
-  const { add, addresses } = await addPod(t, { annotations: { 'cni.projectnet.org/ipv6pools': '["fd22::/48"]' }, conf: netconf({ assign_ipv4: 'false', assign_ipv6: 'true' }) });
+  const { add, addresses } = await addPod(t, {
+    annotations: { 'cni.projectnet.org/ipv6pools': '["fd22::/48"]' },
+    conf: netconf({ assign_ipv4: 'false', assign_ipv6: 'true' }),
+  });
   t.is(add.status, 0, add.stdout);
   t.true(addresses.length === 1 && addresses[0]!.startsWith('fd22:'), addresses.join());
 });
@@ -59,10 +72,13 @@ test('ipv6pools picks the IPv6 pool the same way', async (t) => {
 test("the namespace's pool annotation applies to its pods; the pod's own wins over it", async (t) => {
   const fromNamespace = await addPod(t, { namespaceAnnotations: { 'cni.projectnet.org/ipv4pools': '["10.121.0.0/16"]' } });
   t.true(fromNamespace.addresses[0]?.startsWith('10.121.'), fromNamespace.addresses[0]);
-  const pod = await createPod(kube, { namespace: fromNamespace.pod.namespace, annotations: { 'cni.projectnet.org/ipv4pools': '["green"]' } });
+  const pod = await createPod(kube, {
+    namespace: fromNamespace.pod.namespace,
+    annotations: { 'cni.projectnet.org/ipv4pools': '["green"]' },
+  });
   const id = containerId();
   const add = invoke({ command: 'ADD', containerId: id, netns: createNetns(t, 'anno').path, netconf: netconf(), args: podArgs(pod, id) });
-  t.true(addressesOf(add.json)[0]?.startsWith('10.122.'), 'the pod\'s annotation over its namespace\'s');
+  t.true(addressesOf(add.json)[0]?.startsWith('10.122.'), "the pod's annotation over its namespace's");
 });
 
 test('the netconf wins over node selectors without annotations', async (t) => {
@@ -83,8 +99,19 @@ test('ipAddrs: a new sandbox of the pod takes its fixed address over', async (t)
   const pod = await createPod(kube, { annotations: { 'cni.projectnet.org/ipAddrs': '["10.120.88.8"]' } });
   const [first, second] = [containerId(), containerId()];
   const conf = netconf();
-  t.deepEqual(addressesOf(invoke({ command: 'ADD', containerId: first, netns: createNetns(t, 'fix').path, netconf: conf, args: podArgs(pod, first) }).json), ['10.120.88.8']);
-  const again = invoke({ command: 'ADD', containerId: second, netns: createNetns(t, 'fix').path, netconf: conf, args: podArgs(pod, second) });
+  t.deepEqual(
+    addressesOf(
+      invoke({ command: 'ADD', containerId: first, netns: createNetns(t, 'fix').path, netconf: conf, args: podArgs(pod, first) }).json,
+    ),
+    ['10.120.88.8'],
+  );
+  const again = invoke({
+    command: 'ADD',
+    containerId: second,
+    netns: createNetns(t, 'fix').path,
+    netconf: conf,
+    args: podArgs(pod, second),
+  });
   t.is(again.status, 0, again.stdout);
   t.deepEqual(addressesOf(again.json), ['10.120.88.8']);
   const shown = ctlOk(t, etcd, 'ipam', 'show', '--ip', '10.120.88.8', '-o', 'json').json;
@@ -95,8 +122,14 @@ test.serial('ipAddrsNoIpam assigns without the address manager, only with its fe
   const before = totalAllocated(t, etcd);
   const refused = await addPod(t, { annotations: { 'cni.projectnet.org/ipAddrsNoIpam': '["192.0.2.44"]' } });
   t.is(refused.add.json.code, 7);
-  t.regex(refused.add.json.msg, /annotation "cni\.projectnet\.org\/ipAddrsNoIpam" "\[\\"192\.0\.2\.44\\"\]" on pod .*: needs netconf field "feature_control\.ip_addrs_no_ipam" set to true/);
-  const { add, addresses } = await addPod(t, { annotations: { 'cni.projectnet.org/ipAddrsNoIpam': '["192.0.2.44"]' }, conf: netconf({}, { feature_control: { ip_addrs_no_ipam: true } }) });
+  t.regex(
+    refused.add.json.msg,
+    /annotation "cni\.projectnet\.org\/ipAddrsNoIpam" "\[\\"192\.0\.2\.44\\"\]" on pod .*: needs netconf field "feature_control\.ip_addrs_no_ipam" set to true/,
+  );
+  const { add, addresses } = await addPod(t, {
+    annotations: { 'cni.projectnet.org/ipAddrsNoIpam': '["192.0.2.44"]' },
+    conf: netconf({}, { feature_control: { ip_addrs_no_ipam: true } }),
+  });
   t.is(add.status, 0, add.stdout);
   t.deepEqual(addresses, ['192.0.2.44']);
   t.is(totalAllocated(t, etcd), before, 'nothing allocated');
@@ -105,7 +138,10 @@ test.serial('ipAddrsNoIpam assigns without the address manager, only with its fe
 test('floatingIPs go into the workload endpoint as NATs, only with their feature flag', async (t) => {
   const refused = await addPod(t, { annotations: { 'cni.projectnet.org/floatingIPs': '["198.51.100.9"]' } });
   t.regex(refused.add.json.msg, /needs netconf field "feature_control\.floating_ips" set to true/);
-  const { add, pod, addresses } = await addPod(t, { annotations: { 'cni.projectnet.org/floatingIPs': '["198.51.100.9"]' }, conf: netconf({}, { feature_control: { floating_ips: true } }) });
+  const { add, pod, addresses } = await addPod(t, {
+    annotations: { 'cni.projectnet.org/floatingIPs': '["198.51.100.9"]' },
+    conf: netconf({}, { feature_control: { floating_ips: true } }),
+  });
   t.is(add.status, 0, add.stdout);
   const key = `/netplug/resources/v3/projectnet.org/workloadendpoints/${pod.namespace}/anno--node-k8s-${pod.name.replaceAll('-', '--')}-eth0`;
   t.deepEqual((await etcdValue(t, etcd, key)).spec.ipNATs, [{ internalIP: addresses[0], externalIP: '198.51.100.9' }]);
@@ -114,15 +150,30 @@ test('floatingIPs go into the workload endpoint as NATs, only with their feature
 test.serial('every broken rule is an error naming the annotation and value, with nothing allocated', async (t) => {
   const before = totalAllocated(t, etcd);
   const cases: Array<[Record<string, string>, RegExp, Record<string, unknown>?]> = [
-    [{ 'cni.projectnet.org/ipAddrs': '["10.120.1.1"]', 'cni.projectnet.org/ipAddrsNoIpam': '["10.120.1.2"]' }, /annotations "cni\.projectnet\.org\/ipAddrs" and "cni\.projectnet\.org\/ipAddrsNoIpam" on pod .* cannot be used together/],
-    [{ 'cni.projectnet.org/ipAddrs': '["10.120.1.1", "10.120.1.2"]' }, /annotation "cni\.projectnet\.org\/ipAddrs" .*: more than one IPv4 address; at most one IPv4 and one IPv6/],
+    [
+      { 'cni.projectnet.org/ipAddrs': '["10.120.1.1"]', 'cni.projectnet.org/ipAddrsNoIpam': '["10.120.1.2"]' },
+      /annotations "cni\.projectnet\.org\/ipAddrs" and "cni\.projectnet\.org\/ipAddrsNoIpam" on pod .* cannot be used together/,
+    ],
+    [
+      { 'cni.projectnet.org/ipAddrs': '["10.120.1.1", "10.120.1.2"]' },
+      /annotation "cni\.projectnet\.org\/ipAddrs" .*: more than one IPv4 address; at most one IPv4 and one IPv6/,
+    ],
     [{ 'cni.projectnet.org/ipAddrs': '["fd22::1", "fd22::2"]' }, /more than one IPv6 address/],
-    [{ 'cni.projectnet.org/ipAddrs': '10.120.1.1' }, /annotation "cni\.projectnet\.org\/ipAddrs" "10\.120\.1\.1" on pod .*: not JSON .*; write a JSON array of strings/],
+    [
+      { 'cni.projectnet.org/ipAddrs': '10.120.1.1' },
+      /annotation "cni\.projectnet\.org\/ipAddrs" "10\.120\.1\.1" on pod .*: not JSON .*; write a JSON array of strings/,
+    ],
     [{ 'cni.projectnet.org/ipAddrs': '["ten"]' }, /"ten" is not an IP address/],
     [{ 'cni.projectnet.org/ipAddrs': '[]' }, /lists no address/],
-    [{ 'cni.projectnet.org/ipAddrs': '["192.0.2.1"]' }, /annotation "cni\.projectnet\.org\/ipAddrs": the requested address 192\.0\.2\.1 is not in any enabled pool/],
+    [
+      { 'cni.projectnet.org/ipAddrs': '["192.0.2.1"]' },
+      /annotation "cni\.projectnet\.org\/ipAddrs": the requested address 192\.0\.2\.1 is not in any enabled pool/,
+    ],
     [{ 'cni.projectnet.org/ipv4pools': '["purple"]' }, /annotation "cni\.projectnet\.org\/ipv4pools": pool "purple" does not exist/],
-    [{ 'cni.projectnet.org/ipv4pools': '["10.121.3.0/24"]' }, /10\.121\.3\.0\/24 lies within pool "blue" \(10\.121\.0\.0\/16\); name a pool, or its exact CIDR/],
+    [
+      { 'cni.projectnet.org/ipv4pools': '["10.121.3.0/24"]' },
+      /10\.121\.3\.0\/24 lies within pool "blue" \(10\.121\.0\.0\/16\); name a pool, or its exact CIDR/,
+    ],
     [{ 'cni.projectnet.org/ipv4pools': '{"pool": "blue"}' }, /must be a JSON array of strings/],
     [{ 'cni.projectnet.org/ipv4pools': '["v6"]' }, /pool "v6" \(fd22::\/48\) is IPv6, not IPv4/],
   ];

@@ -35,8 +35,18 @@ async function createNode(name: string, podCIDRs: string[]) {
 }
 
 /** A host-local netconf on `node`, read with the nodes-only identity unless told otherwise. */
-function netconf(t: ExecutionContext, node: string, ipam: { subnet?: string; ranges?: unknown; routes?: unknown }, extra: Record<string, unknown> = {}) {
-  const conf = hostLocalNetconf({ version: '1.0.0', dataDir: dataDirs.get(node) ?? tempDir(t, 'hl'), ...ipam, extra: { kubernetes: { kubeconfig: nodesOnly.kubeconfig, node_name: node }, ...extra } });
+function netconf(
+  t: ExecutionContext,
+  node: string,
+  ipam: { subnet?: string; ranges?: unknown; routes?: unknown },
+  extra: Record<string, unknown> = {},
+) {
+  const conf = hostLocalNetconf({
+    version: '1.0.0',
+    dataDir: dataDirs.get(node) ?? tempDir(t, 'hl'),
+    ...ipam,
+    extra: { kubernetes: { kubeconfig: nodesOnly.kubeconfig, node_name: node }, ...extra },
+  });
   if (ipam.subnet) {
     const section = conf['ipam'] as Record<string, unknown>;
     delete section['ranges'];
@@ -58,13 +68,16 @@ async function addPod(t: ExecutionContext, conf: Record<string, unknown>) {
 
 const dataDirOf = (conf: Record<string, unknown>) => (conf['ipam'] as { dataDir: string }).dataDir;
 
-test('usePodCidr in subnet: an address of the node\'s IPv4 pod CIDR, the default route via the link-local next hop', async (t) => {
+test("usePodCidr in subnet: an address of the node's IPv4 pod CIDR, the default route via the link-local next hop", async (t) => {
   const conf = netconf(t, 'node-v4', { subnet: 'usePodCidr' });
   const { add, netns, del } = await addPod(t, conf);
   t.is(add.status, 0, add.stdout);
   const [address] = addressesOf(add.json);
   t.regex(address ?? '', /^10\.140\.3\.\d+$/);
-  t.deepEqual(addresses('eth0', netns).filter((a) => !a.startsWith('fe80:')), [`${address}/32`]);
+  t.deepEqual(
+    addresses('eth0', netns).filter((a) => !a.startsWith('fe80:')),
+    [`${address}/32`],
+  );
   t.deepEqual(routes(4, netns), ['default via 169.254.1.1 dev eth0', '169.254.1.1 dev eth0 scope link']);
   t.false(JSON.stringify(add.json.ips).includes('gateway'), "host-local's gateway is not in the result");
   t.deepEqual(reservations(dataDirOf(conf)), [address]);
@@ -100,8 +113,14 @@ test('custom routes replace the defaults, their gw ignored; include_default_rout
   const custom = [{ dst: '10.200.0.0/16', gw: '10.140.3.1' }, { dst: '192.0.2.0/24' }];
   const only = await addPod(t, netconf(t, 'node-routes', { subnet: 'usePodCidr', routes: custom }));
   t.is(only.add.status, 0, only.add.stdout);
-  t.deepEqual(routes(4, only.netns).sort(), ['10.200.0.0/16 via 169.254.1.1 dev eth0', '169.254.1.1 dev eth0 scope link', '192.0.2.0/24 via 169.254.1.1 dev eth0'].sort());
-  t.deepEqual(only.add.json.routes.map((r: { dst: string; gw: string }) => `${r.dst} ${r.gw}`).sort(), ['10.200.0.0/16 169.254.1.1', '192.0.2.0/24 169.254.1.1']);
+  t.deepEqual(
+    routes(4, only.netns).sort(),
+    ['10.200.0.0/16 via 169.254.1.1 dev eth0', '169.254.1.1 dev eth0 scope link', '192.0.2.0/24 via 169.254.1.1 dev eth0'].sort(),
+  );
+  t.deepEqual(only.add.json.routes.map((r: { dst: string; gw: string }) => `${r.dst} ${r.gw}`).sort(), [
+    '10.200.0.0/16 169.254.1.1',
+    '192.0.2.0/24 169.254.1.1',
+  ]);
 
   const both = await addPod(t, netconf(t, 'node-routes', { subnet: 'usePodCidr', routes: custom }, { include_default_routes: true }));
   t.is(both.add.status, 0, both.add.stdout);
@@ -110,7 +129,12 @@ test('custom routes replace the defaults, their gw ignored; include_default_rout
 });
 
 test('the plugin identity with policy.type k8s reads both pod and node', async (t) => {
-  const conf = netconf(t, 'node-k8s', { subnet: 'usePodCidr' }, { kubernetes: { kubeconfig: kube.server.plugin.kubeconfig, node_name: 'node-k8s' }, policy: { type: 'k8s' } });
+  const conf = netconf(
+    t,
+    'node-k8s',
+    { subnet: 'usePodCidr' },
+    { kubernetes: { kubeconfig: kube.server.plugin.kubeconfig, node_name: 'node-k8s' }, policy: { type: 'k8s' } },
+  );
   const { add } = await addPod(t, conf);
   t.is(add.status, 0, add.stdout);
   t.regex(addressesOf(add.json)[0] ?? '', /^10\.143\.1\./);
@@ -118,11 +142,26 @@ test('the plugin identity with policy.type k8s reads both pod and node', async (
 
 test('errors: each clear, with nothing reserved and no interface left', async (t) => {
   const cases: Array<[string, Record<string, unknown>, number, RegExp]> = [
-    ['node without an IPv6 pod CIDR', netconf(t, 'node-errors', { ranges: [[{ subnet: 'usePodCidr' }], [{ subnet: 'usePodCidrIPv6' }]] }), 7, /netconf uses usePodCidrIPv6, but node node-errors has no IPv6 pod CIDR \(its spec\.podCIDRs: 10\.144\.1\.0\/24\)/],
-    ['node that does not exist', netconf(t, 'node-gone', { subnet: 'usePodCidr' }), 7, /netconf field "kubernetes\.node_name": node node-gone does not exist in the Kubernetes API at https:\/\/127\.0\.0\.1:\d+; set it to this node's Node object name/],
+    [
+      'node without an IPv6 pod CIDR',
+      netconf(t, 'node-errors', { ranges: [[{ subnet: 'usePodCidr' }], [{ subnet: 'usePodCidrIPv6' }]] }),
+      7,
+      /netconf uses usePodCidrIPv6, but node node-errors has no IPv6 pod CIDR \(its spec\.podCIDRs: 10\.144\.1\.0\/24\)/,
+    ],
+    [
+      'node that does not exist',
+      netconf(t, 'node-gone', { subnet: 'usePodCidr' }),
+      7,
+      /netconf field "kubernetes\.node_name": node node-gone does not exist in the Kubernetes API at https:\/\/127\.0\.0\.1:\d+; set it to this node's Node object name/,
+    ],
     [
       'identity that may not read nodes',
-      netconf(t, 'node-errors', { subnet: 'usePodCidr' }, { kubernetes: { kubeconfig: kube.server.identity('netplug-nobody').kubeconfig, node_name: 'node-errors' } }),
+      netconf(
+        t,
+        'node-errors',
+        { subnet: 'usePodCidr' },
+        { kubernetes: { kubeconfig: kube.server.identity('netplug-nobody').kubeconfig, node_name: 'node-errors' } },
+      ),
       100,
       /nodes "node-errors" is forbidden: User "netplug-nobody" cannot get resource "nodes".*; netplug needs get on nodes \(for usePodCidr and usePodCidrIPv6\)/,
     ],

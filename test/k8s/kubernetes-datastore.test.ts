@@ -27,8 +27,17 @@ const rackOf = (node: string) => (Number(node.slice(-1)) < 3 ? 'a' : 'b');
 
 /** netplugctl on the Kubernetes datastore, as the cluster administrator. */
 function kctl(...args: string[]) {
-  const run = spawnSync(NETPLUGCTL, ['--kubeconfig', kube.server.admin.kubeconfig, ...args], { encoding: 'utf8', env: { PATH: '/usr/bin:/bin' }, timeout: 60_000 });
-  return { status: run.status, stdout: run.stdout, stderr: run.stderr, json: args.includes('json') ? JSON.parse(run.stdout || 'null') : undefined };
+  const run = spawnSync(NETPLUGCTL, ['--kubeconfig', kube.server.admin.kubeconfig, ...args], {
+    encoding: 'utf8',
+    env: { PATH: '/usr/bin:/bin' },
+    timeout: 60_000,
+  });
+  return {
+    status: run.status,
+    stdout: run.stdout,
+    stderr: run.stderr,
+    json: args.includes('json') ? JSON.parse(run.stdout || 'null') : undefined,
+  };
 }
 
 test.before(async (t) => {
@@ -70,9 +79,13 @@ function kddNetconf(node: string, kubeconfig = pluginKubeconfig, ipam: Record<st
 }
 
 const objects = async (plural: string) =>
-  ((await custom.listClusterCustomObject({ group: 'crd.projectnet.org', version: 'v1', plural })) as { items: { metadata: k8s.V1ObjectMeta; spec: any }[] }).items;
+  (
+    (await custom.listClusterCustomObject({ group: 'crd.projectnet.org', version: 'v1', plural })) as {
+      items: { metadata: k8s.V1ObjectMeta; spec: any }[];
+    }
+  ).items;
 
-test.serial('netplugctl --kubeconfig keeps pools as custom resources; nodes are the cluster\'s Node objects', async (t) => {
+test.serial("netplugctl --kubeconfig keeps pools as custom resources; nodes are the cluster's Node objects", async (t) => {
   const pools = kctl('pool', 'list', '-o', 'json');
   t.is(pools.status, 0, pools.stderr);
   t.deepEqual(pools.json.pools.map((p: { name: string }) => p.name).sort(), ['rack-a', 'rack-b', 'v6']);
@@ -82,50 +95,91 @@ test.serial('netplugctl --kubeconfig keeps pools as custom resources; nodes are 
 
   const nodes = kctl('node', 'list', '-o', 'json');
   t.is(nodes.status, 0, nodes.stderr);
-  t.deepEqual(nodes.json.nodes.filter((n: { name: string }) => n.name.startsWith('kdd-')), NODES.map((name) => ({ name, labels: { rack: rackOf(name) } })));
+  t.deepEqual(
+    nodes.json.nodes.filter((n: { name: string }) => n.name.startsWith('kdd-')),
+    NODES.map((name) => ({ name, labels: { rack: rackOf(name) } })),
+  );
   const create = kctl('node', 'create', 'kdd-9', '--label', 'rack=a');
   t.is(create.status, 1);
-  t.is(create.stderr, "netplugctl: in the Kubernetes datastore the nodes are the cluster's Node objects; label them with kubectl label node kdd-9 key=value\n");
+  t.is(
+    create.stderr,
+    "netplugctl: in the Kubernetes datastore the nodes are the cluster's Node objects; label them with kubectl label node kdd-9 key=value\n",
+  );
   const dup = kctl('pool', 'create', 'rack-a', '--cidr', '10.172.0.0/16');
   t.is(dup.status, 1);
   t.regex(dup.stderr, /pool "rack-a" already exists/);
 });
 
-test.serial('50 concurrent ADDs on 5 nodes: distinct addresses from the pools the Nodes\' labels select; nothing left after DEL', async (t) => {
-  t.timeout(8 * 60_000);
-  const pods = [];
-  for (let i = 0; i < 50; i++) {
-    const node = NODES[i % NODES.length] as string;
-    const pod = await createPod(kube, { namespace: `kdd-${process.pid}`, name: `burst-${i}`, labels: { app: 'burst', index: String(i) } });
-    const id = containerId();
-    pods.push({ node, pod, call: { containerId: id, netns: createNetns(t, 'kdd').path, netconf: kddNetconf(node), args: podArgs(pod, id) } });
-  }
-  const adds = await Promise.all(pods.map((p) => invokeAsync({ ...p.call, command: 'ADD' })));
-  t.deepEqual(adds.filter((a) => a.status !== 0).map((a) => a.stdout), []);
-  const addresses = adds.map((a) => addressesOf(a.json)[0] ?? '');
-  t.is(new Set(addresses).size, 50, 'no address handed out twice');
-  pods.forEach((p, i) => t.true(addresses[i]?.startsWith(rackOf(p.node) === 'a' ? '10.170.' : '10.171.'), `${p.node}: ${addresses[i]}`));
+test.serial(
+  "50 concurrent ADDs on 5 nodes: distinct addresses from the pools the Nodes' labels select; nothing left after DEL",
+  async (t) => {
+    t.timeout(8 * 60_000);
+    const pods = [];
+    for (let i = 0; i < 50; i++) {
+      const node = NODES[i % NODES.length] as string;
+      const pod = await createPod(kube, {
+        namespace: `kdd-${process.pid}`,
+        name: `burst-${i}`,
+        labels: { app: 'burst', index: String(i) },
+      });
+      const id = containerId();
+      pods.push({
+        node,
+        pod,
+        call: { containerId: id, netns: createNetns(t, 'kdd').path, netconf: kddNetconf(node), args: podArgs(pod, id) },
+      });
+    }
+    const adds = await Promise.all(pods.map((p) => invokeAsync({ ...p.call, command: 'ADD' })));
+    t.deepEqual(
+      adds.filter((a) => a.status !== 0).map((a) => a.stdout),
+      [],
+    );
+    const addresses = adds.map((a) => addressesOf(a.json)[0] ?? '');
+    t.is(new Set(addresses).size, 50, 'no address handed out twice');
+    for (const [i, p] of pods.entries())
+      t.true(addresses[i]?.startsWith(rackOf(p.node) === 'a' ? '10.170.' : '10.171.'), `${p.node}: ${addresses[i]}`);
 
-  const shown = kctl('ipam', 'show', '-o', 'json');
-  t.deepEqual(Object.fromEntries(shown.json.pools.map((p: { name: string; allocated: number }) => [p.name, p.allocated])), { 'rack-a': 30, 'rack-b': 20, v6: 0 });
-  const check = kctl('ipam', 'check', '--grace-period', '0');
-  t.is(check.status, 0, check.stdout + check.stderr);
-  const blocks = await objects('ipamblocks');
-  t.deepEqual([...new Set(blocks.map((b) => b.spec.affinity))].sort(), NODES.map((n) => `host:${n}`), 'every node claimed blocks of its own');
-  t.true(blocks.every((b) => /^10\.17[01]\.\d+\.\d+-29$/.test(b.metadata.name ?? '')), 'blocks are named after their CIDR');
-  const endpoints = await objects('workloadendpoints');
-  const first = endpoints.find((e) => e.spec.spec.pod === 'burst-0');
-  t.like(first?.spec.metadata.labels, { app: 'burst', index: '0', 'projectnet.org/namespace': `kdd-${process.pid}` });
-  t.deepEqual(first?.spec.spec.ipNetworks, [`${addresses[0]}/32`]);
+    const shown = kctl('ipam', 'show', '-o', 'json');
+    t.deepEqual(Object.fromEntries(shown.json.pools.map((p: { name: string; allocated: number }) => [p.name, p.allocated])), {
+      'rack-a': 30,
+      'rack-b': 20,
+      v6: 0,
+    });
+    const check = kctl('ipam', 'check', '--grace-period', '0');
+    t.is(check.status, 0, check.stdout + check.stderr);
+    const blocks = await objects('ipamblocks');
+    t.deepEqual(
+      [...new Set(blocks.map((b) => b.spec.affinity))].sort(),
+      NODES.map((n) => `host:${n}`),
+      'every node claimed blocks of its own',
+    );
+    t.true(
+      blocks.every((b) => /^10\.17[01]\.\d+\.\d+-29$/.test(b.metadata.name ?? '')),
+      'blocks are named after their CIDR',
+    );
+    const endpoints = await objects('workloadendpoints');
+    const first = endpoints.find((e) => e.spec.spec.pod === 'burst-0');
+    t.like(first?.spec.metadata.labels, { app: 'burst', index: '0', 'projectnet.org/namespace': `kdd-${process.pid}` });
+    t.deepEqual(first?.spec.spec.ipNetworks, [`${addresses[0]}/32`]);
 
-  const dels = await Promise.all(pods.map((p) => invokeAsync({ ...p.call, command: 'DEL' })));
-  t.deepEqual(dels.map((d) => d.status), pods.map(() => 0));
-  t.deepEqual(kctl('ipam', 'show', '-o', 'json').json.pools.map((p: { allocated: number }) => p.allocated), [0, 0, 0]);
-  t.deepEqual(await objects('ipamhandles'), []);
-  t.deepEqual(await objects('ipampendingrequests'), [], 'no pending request left behind');
-  t.deepEqual((await objects('workloadendpoints')).filter((e) => e.spec.metadata.namespace === `kdd-${process.pid}`), []);
-  t.is(kctl('ipam', 'check', '--grace-period', '0').status, 0);
-});
+    const dels = await Promise.all(pods.map((p) => invokeAsync({ ...p.call, command: 'DEL' })));
+    t.deepEqual(
+      dels.map((d) => d.status),
+      pods.map(() => 0),
+    );
+    t.deepEqual(
+      kctl('ipam', 'show', '-o', 'json').json.pools.map((p: { allocated: number }) => p.allocated),
+      [0, 0, 0],
+    );
+    t.deepEqual(await objects('ipamhandles'), []);
+    t.deepEqual(await objects('ipampendingrequests'), [], 'no pending request left behind');
+    t.deepEqual(
+      (await objects('workloadendpoints')).filter((e) => e.spec.metadata.namespace === `kdd-${process.pid}`),
+      [],
+    );
+    t.is(kctl('ipam', 'check', '--grace-period', '0').status, 0);
+  },
+);
 
 test.serial('dual-stack ADDs SIGKILLed at random points leave nothing DEL cannot clean', async (t) => {
   t.timeout(5 * 60_000);
@@ -135,7 +189,12 @@ test.serial('dual-stack ADDs SIGKILLed at random points leave nothing DEL cannot
     const pod = await createPod(kube, { namespace, name: `killed-${i}` });
     const id = containerId();
     const node = NODES[i % NODES.length] as string;
-    pods.push({ containerId: id, netns: createNetns(t, 'kddkill').path, netconf: kddNetconf(node, pluginKubeconfig, { assign_ipv6: 'true' }), args: podArgs(pod, id) });
+    pods.push({
+      containerId: id,
+      netns: createNetns(t, 'kddkill').path,
+      netconf: kddNetconf(node, pluginKubeconfig, { assign_ipv6: 'true' }),
+      args: podArgs(pod, id),
+    });
   }
   const outcomes = await Promise.all(
     pods.map(async (pod, i) => {
@@ -148,10 +207,20 @@ test.serial('dual-stack ADDs SIGKILLed at random points leave nothing DEL cannot
   );
   t.log(`${outcomes.filter((o) => o.status === 0).length} of ${pods.length} finished before the kill`);
   const dels = await Promise.all(pods.map((pod) => invokeAsync({ ...pod, command: 'DEL' })));
-  t.deepEqual(dels.map((d) => d.status), pods.map(() => 0), dels.find((d) => d.status !== 0)?.stdout);
-  t.deepEqual(kctl('ipam', 'show', '-o', 'json').json.pools.map((p: { allocated: number }) => p.allocated), [0, 0, 0]);
+  t.deepEqual(
+    dels.map((d) => d.status),
+    pods.map(() => 0),
+    dels.find((d) => d.status !== 0)?.stdout,
+  );
+  t.deepEqual(
+    kctl('ipam', 'show', '-o', 'json').json.pools.map((p: { allocated: number }) => p.allocated),
+    [0, 0, 0],
+  );
   t.deepEqual(await objects('ipamhandles'), []);
-  t.deepEqual((await objects('workloadendpoints')).filter((e) => e.spec.metadata.namespace === namespace), []);
+  t.deepEqual(
+    (await objects('workloadendpoints')).filter((e) => e.spec.metadata.namespace === namespace),
+    [],
+  );
   const check = kctl('ipam', 'check', '--grace-period', '0');
   t.is(check.status, 0, check.stdout + check.stderr);
 });
@@ -160,7 +229,12 @@ test('a dual-stack pod: an IPv6 block under its hashed name, released by DEL', a
   const pod = await createPod(kube, { labels: { app: 'dual' } });
   const id = containerId();
   const netns = createNetns(t, 'kdd6');
-  const call = { containerId: id, netns: netns.path, netconf: kddNetconf('kdd-1', pluginKubeconfig, { assign_ipv6: 'true' }), args: podArgs(pod, id) };
+  const call = {
+    containerId: id,
+    netns: netns.path,
+    netconf: kddNetconf('kdd-1', pluginKubeconfig, { assign_ipv6: 'true' }),
+    args: podArgs(pod, id),
+  };
   const add = invoke({ ...call, command: 'ADD' });
   t.is(add.status, 0, add.stdout);
   const [v4, v6] = addressesOf(add.json);
@@ -183,23 +257,35 @@ test('GC releases what attachments no longer listed hold, on this node and netwo
   }
   for (const pod of pods) t.is(invoke({ ...pod, command: 'ADD' }).status, 0);
   const [kept, ...gone] = pods as [(typeof pods)[0], ...typeof pods];
-  const gc = invoke({ command: 'GC', netconf: { ...netconf, 'cni.dev/valid-attachments': [{ containerID: kept.containerId, ifname: 'eth0' }] } });
+  const gc = invoke({
+    command: 'GC',
+    netconf: { ...netconf, 'cni.dev/valid-attachments': [{ containerID: kept.containerId, ifname: 'eth0' }] },
+  });
   t.is(gc.status, 0, gc.stdout);
   const handles = (await objects('ipamhandles')).map((h) => h.spec.handleID);
   t.true(handles.includes(`kdd-gc.${kept.containerId}`));
   for (const pod of gone) t.false(handles.includes(`kdd-gc.${pod.containerId}`), 'released by GC');
   const endpoints = (await objects('workloadendpoints')).filter((e) => e.spec.metadata.labels['projectnet.org/network'] === 'kdd-gc');
-  t.deepEqual(endpoints.map((e) => e.spec.spec.containerID), [kept.containerId]);
+  t.deepEqual(
+    endpoints.map((e) => e.spec.spec.containerID),
+    [kept.containerId],
+  );
   for (const pod of pods) t.is(invoke({ ...pod, command: 'DEL' }).status, 0);
   t.false((await objects('ipamhandles')).some((h) => h.spec.handleID.startsWith('kdd-gc.')));
 });
 
-test('an identity without the datastore\'s permissions: a clear error naming the one it lacks, nothing allocated', async (t) => {
+test("an identity without the datastore's permissions: a clear error naming the one it lacks, nothing allocated", async (t) => {
   const identity = await kube.identityWith('netplug-cni-no-datastore', PLUGIN_RULES);
   const pod = await createPod(kube);
   const id = containerId();
   const netns = createNetns(t, 'kddperm');
-  const add = invoke({ command: 'ADD', containerId: id, netns: netns.path, netconf: kddNetconf('kdd-2', identity.kubeconfig), args: podArgs(pod, id) });
+  const add = invoke({
+    command: 'ADD',
+    containerId: id,
+    netns: netns.path,
+    netconf: kddNetconf('kdd-2', identity.kubeconfig),
+    args: podArgs(pod, id),
+  });
   t.is(add.status, 1);
   t.is(add.json.code, 100);
   t.regex(add.json.msg, /refused: .*netplug-cni-no-datastore.*; netplug needs list on ippools\.crd\.projectnet\.org/);

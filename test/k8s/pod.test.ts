@@ -28,10 +28,15 @@ function k8sNetconf(extra: Record<string, unknown> = {}, kubeconfig = kube.serve
   return ipamNetconf(etcd, { node: 'kube-node', extra: { kubernetes: { kubeconfig }, policy: { type: 'k8s' }, ...extra } });
 }
 
-const hostVethOf = (pod: { namespace: string; name: string }) => `cali${createHash('sha1').update(`${pod.namespace}.${pod.name}`).digest('hex').slice(0, 11)}`;
+const hostVethOf = (pod: { namespace: string; name: string }) =>
+  `cali${createHash('sha1').update(`${pod.namespace}.${pod.name}`).digest('hex').slice(0, 11)}`;
 
-test('the pod\'s labels, service account and named ports go into its workload endpoint', async (t) => {
-  const pod = await createPod(kube, { labels: { app: 'web', tier: 'front' }, serviceAccount: 'web-sa', ports: [{ name: 'http', containerPort: 8080 }, { containerPort: 9000 }] });
+test("the pod's labels, service account and named ports go into its workload endpoint", async (t) => {
+  const pod = await createPod(kube, {
+    labels: { app: 'web', tier: 'front' },
+    serviceAccount: 'web-sa',
+    ports: [{ name: 'http', containerPort: 8080 }, { containerPort: 9000 }],
+  });
   const id = containerId();
   const netns = createNetns(t, 'k8s');
   const netconf = k8sNetconf();
@@ -49,7 +54,13 @@ test('the pod\'s labels, service account and named ports go into its workload en
     'projectnet.org/orchestrator': 'k8s',
     'projectnet.org/serviceaccount': 'web-sa',
   });
-  t.like(endpoint.spec, { orchestrator: 'k8s', pod: pod.name, containerID: id, serviceAccountName: 'web-sa', ipNetworks: [add.json.ips[0].address] });
+  t.like(endpoint.spec, {
+    orchestrator: 'k8s',
+    pod: pod.name,
+    containerID: id,
+    serviceAccountName: 'web-sa',
+    ipNetworks: [add.json.ips[0].address],
+  });
   t.deepEqual(endpoint.spec.profiles, [`kns.${pod.namespace}`, `ksa.${pod.namespace}.web-sa`]);
   t.deepEqual(endpoint.spec.ports, [{ name: 'http', protocol: 'TCP', port: 8080 }]);
   t.is(invoke({ command: 'DEL', containerId: id, netns: netns.path, netconf, args: podArgs(pod, id) }).status, 0);
@@ -98,9 +109,18 @@ test.serial('an identity that may not read pods gets an error naming the permiss
   const limited = await kube.identityWith('netplug-no-pods', [{ apiGroups: [''], resources: ['nodes'], verbs: ['get'] }]);
   const before = totalAllocated(t, etcd);
   const netns = createNetns(t, 'perm');
-  const add = invoke({ command: 'ADD', containerId: containerId(), netns: netns.path, netconf: k8sNetconf({}, limited.kubeconfig), args: podArgs(pod, 'x') });
+  const add = invoke({
+    command: 'ADD',
+    containerId: containerId(),
+    netns: netns.path,
+    netconf: k8sNetconf({}, limited.kubeconfig),
+    args: podArgs(pod, 'x'),
+  });
   t.is(add.json.code, 100, add.stdout);
-  t.regex(add.json.msg, /the Kubernetes API at https:\/\/127\.0\.0\.1:\d+ refused: pods ".*" is forbidden: User "netplug-no-pods" cannot get resource "pods".*; netplug needs get on pods in all namespaces \(policy\.type k8s\)/);
+  t.regex(
+    add.json.msg,
+    /the Kubernetes API at https:\/\/127\.0\.0\.1:\d+ refused: pods ".*" is forbidden: User "netplug-no-pods" cannot get resource "pods".*; netplug needs get on pods in all namespaces \(policy\.type k8s\)/,
+  );
   t.is(totalAllocated(t, etcd), before);
   t.is(link('eth0', netns), undefined);
 });
@@ -121,7 +141,7 @@ test('Kubernetes mode needs a way to the API', async (t) => {
   t.is(add.json.msg, 'netconf field "kubernetes": Kubernetes mode needs kubernetes.kubeconfig or kubernetes.k8s_api_root to reach the API');
 });
 
-test('the Kubernetes datastore on an API server without netplug\'s resources names what to install; nothing is left', async (t) => {
+test("the Kubernetes datastore on an API server without netplug's resources names what to install; nothing is left", async (t) => {
   const pod = await createPod(kube);
   const netns = createNetns(t, 'nocrd');
   const netconf = {
@@ -136,11 +156,23 @@ test('the Kubernetes datastore on an API server without netplug\'s resources nam
   };
   const add = invoke({ command: 'ADD', containerId: containerId(), netns: netns.path, netconf, args: podArgs(pod, 'x') });
   t.is(add.json.code, 100, add.stdout);
-  t.is(add.json.msg, "the Kubernetes API has no ippools.crd.projectnet.org resource: install netplug's custom resource definitions (deploy/crds/) first");
+  t.is(
+    add.json.msg,
+    "the Kubernetes API has no ippools.crd.projectnet.org resource: install netplug's custom resource definitions (deploy/crds/) first",
+  );
   t.is(link('eth0', netns), undefined);
   // Without policy.type k8s nothing else reaches for the API first.
   const { policy: _policy, ...withoutPolicy } = netconf;
-  const missing = invoke({ command: 'ADD', containerId: containerId(), netns: netns.path, netconf: { ...withoutPolicy, kubernetes: {} }, args: podArgs(pod, 'y') });
+  const missing = invoke({
+    command: 'ADD',
+    containerId: containerId(),
+    netns: netns.path,
+    netconf: { ...withoutPolicy, kubernetes: {} },
+    args: podArgs(pod, 'y'),
+  });
   t.is(missing.json.code, 7);
-  t.is(missing.json.msg, 'netconf field "kubernetes": datastore_type "kubernetes" needs kubernetes.kubeconfig or kubernetes.k8s_api_root to reach the API');
+  t.is(
+    missing.json.msg,
+    'netconf field "kubernetes": datastore_type "kubernetes" needs kubernetes.kubeconfig or kubernetes.k8s_api_root to reach the API',
+  );
 });

@@ -37,7 +37,12 @@ test('DEBUG goes to stderr and the log file; credentials in the netconf never ap
 test('at ERROR a successful ADD logs nothing; a failure is logged', (t) => {
   const netns = createNetns(t, 'log');
   const logFile = join(tempDir(t, 'log'), 'cni.log');
-  const netconf = hostLocalNetconf({ version: '1.0.0', dataDir: tempDir(t, 'hl'), subnet: uniqueSubnet4(), extra: { log_level: 'ERROR', log_file_path: logFile } });
+  const netconf = hostLocalNetconf({
+    version: '1.0.0',
+    dataDir: tempDir(t, 'hl'),
+    subnet: uniqueSubnet4(),
+    extra: { log_level: 'ERROR', log_file_path: logFile },
+  });
   const call = { containerId: containerId(), netns: netns.path, netconf };
   const add = invoke({ ...call, command: 'ADD' });
   t.is(add.status, 0);
@@ -49,7 +54,12 @@ test('at ERROR a successful ADD logs nothing; a failure is logged', (t) => {
 
 test('a log file that cannot be written does not fail the pod', (t) => {
   const netns = createNetns(t, 'log');
-  const netconf = hostLocalNetconf({ version: '1.0.0', dataDir: tempDir(t, 'hl'), subnet: uniqueSubnet4(), extra: { log_file_path: '/proc/netplug-cannot/cni.log' } });
+  const netconf = hostLocalNetconf({
+    version: '1.0.0',
+    dataDir: tempDir(t, 'hl'),
+    subnet: uniqueSubnet4(),
+    extra: { log_file_path: '/proc/netplug-cannot/cni.log' },
+  });
   const call = { containerId: containerId(), netns: netns.path, netconf };
   const add = invoke({ ...call, command: 'ADD' });
   t.is(add.status, 0, add.stdout);

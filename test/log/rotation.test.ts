@@ -14,11 +14,15 @@ const RECORD = /^writer=(\d+) line=(\d+) x{60} end$/;
 
 function runWriters(path: string, writers: number, lines: number, maxBytes: number, maxCount: number): Promise<void> {
   return Promise.all(
-    Array.from({ length: writers }, (_, w) =>
-      new Promise<void>((resolve, reject) => {
-        const child = spawn(process.execPath, [WRITER, path, String(w), String(lines), String(maxBytes), String(maxCount)], { stdio: 'inherit' });
-        child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`writer ${w} exited with ${code}`))));
-      }),
+    Array.from(
+      { length: writers },
+      (_, w) =>
+        new Promise<void>((resolve, reject) => {
+          const child = spawn(process.execPath, [WRITER, path, String(w), String(lines), String(maxBytes), String(maxCount)], {
+            stdio: 'inherit',
+          });
+          child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`writer ${w} exited with ${code}`))));
+        }),
     ),
   ).then(() => undefined);
 }
@@ -52,7 +56,11 @@ test('16 processes appending and rotating at once lose, tear and duplicate nothi
     }
   }
   t.is(seen.size, writers * lines, 'every record is somewhere');
-  t.deepEqual(readdirSync(dir).filter((name) => name.endsWith('.rotating')), [], 'no lock left behind');
+  t.deepEqual(
+    readdirSync(dir).filter((name) => name.endsWith('.rotating')),
+    [],
+    'no lock left behind',
+  );
 });
 
 test('rotated files are pruned to the count limit', async (t) => {
@@ -60,7 +68,10 @@ test('rotated files are pruned to the count limit', async (t) => {
   await runWriters(join(dir, 'cni.log'), 4, 300, 8 * 1024, 3);
   const rotated = logFiles(dir).filter((name) => name !== 'cni.log');
   t.true(rotated.length <= 3, `kept ${rotated.length} rotated files`);
-  t.true(rotated.every((name) => /^cni-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{3}Z(\.\d+)?\.log$/.test(name)), rotated.join(', '));
+  t.true(
+    rotated.every((name) => /^cni-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{3}Z(\.\d+)?\.log$/.test(name)),
+    rotated.join(', '),
+  );
 });
 
 test('rotated files older than the age limit are removed at the next rotation', (t) => {

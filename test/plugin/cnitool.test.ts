@@ -34,7 +34,13 @@ test('cnitool adds, checks and deletes a pod on netplug chained with portmap', a
   const run = (command: string, confDir: string) =>
     spawnSync(tool, [command, 'netplug-test', netns.path], {
       encoding: 'utf8',
-      env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', NETCONFPATH: confDir, CNI_PATH, CNI_IFNAME: 'eth0', CAP_ARGS: JSON.stringify({ portMappings: [{ hostPort, containerPort: 8080, protocol: 'tcp' }] }) },
+      env: {
+        PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
+        NETCONFPATH: confDir,
+        CNI_PATH,
+        CNI_IFNAME: 'eth0',
+        CAP_ARGS: JSON.stringify({ portMappings: [{ hostPort, containerPort: 8080, protocol: 'tcp' }] }),
+      },
     });
   await serveInNamespace(t, netns, 8080, 'hello through cnitool');
 
@@ -63,7 +69,11 @@ test('cnitool STATUS and GC on a 1.1.0 netplug network', (t) => {
   const tool = cnitool();
   const netns = createNetns(t, 'ct'); // cnitool wants one, though STATUS and GC do not use it
   const dataDir = tempDir(t, 'hl');
-  const confDir = writeConflist(tempDir(t, 'conf'), [{ type: 'netplug', ipam: { type: 'host-local', dataDir, subnet: uniqueSubnet4() } }], '1.1.0');
+  const confDir = writeConflist(
+    tempDir(t, 'conf'),
+    [{ type: 'netplug', ipam: { type: 'host-local', dataDir, subnet: uniqueSubnet4() } }],
+    '1.1.0',
+  );
   const env = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', NETCONFPATH: confDir, CNI_PATH };
   const status = spawnSync(tool, ['status', 'netplug-test', netns.path], { encoding: 'utf8', env });
   t.is(status.status, 0, status.stdout + status.stderr);

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 
 import { hostLocalNetconf, hostVeth, invoke, reservations, tempDir } from '../helpers/cni.ts';
-import { containerId, createNetns, ip, link, uniqueSubnet4 } from '../helpers/kernel.ts';
+import { containerId, createNetns, ip, uniqueSubnet4 } from '../helpers/kernel.ts';
 
 function added(t: ExecutionContext) {
   const netns = createNetns(t, 'dc');
@@ -42,7 +42,10 @@ test('CHECK fails once a route is removed, naming it', (t) => {
   const failed = check();
   t.is(failed.status, 1);
   t.is(failed.json.code, 102);
-  t.is(failed.json.msg, `"eth0" in ${netns.path} is not as ADD left it: route to 0.0.0.0/0 in ${netns.path}: expected 0.0.0.0/0 via 169.254.1.1 dev "eth0", found missing`);
+  t.is(
+    failed.json.msg,
+    `"eth0" in ${netns.path} is not as ADD left it: route to 0.0.0.0/0 in ${netns.path}: expected 0.0.0.0/0 via 169.254.1.1 dev "eth0", found missing`,
+  );
   ip(['route', 'add', 'default', 'via', '169.254.1.1', 'dev', 'eth0'], netns);
   t.is(check().status, 0, 'and passes once it is back');
 });
@@ -79,7 +82,11 @@ test('Kubernetes-style CNI_ARGS are accepted', (t) => {
   const netns = createNetns(t, 'dc');
   const dataDir = tempDir(t, 'hl');
   const netconf = hostLocalNetconf({ version: '1.0.0', dataDir, subnet: uniqueSubnet4() });
-  const call = { containerId: containerId(), netns: netns.path, args: 'IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-0;K8S_POD_INFRA_CONTAINER_ID=x;K8S_POD_UID=u' };
+  const call = {
+    containerId: containerId(),
+    netns: netns.path,
+    args: 'IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-0;K8S_POD_INFRA_CONTAINER_ID=x;K8S_POD_UID=u',
+  };
   t.is(invoke({ ...call, command: 'ADD', netconf }).status, 0);
   t.is(invoke({ ...call, command: 'DEL', netconf }).status, 0);
 });

@@ -16,30 +16,166 @@ const netconf = (dataDir: string, extra: Record<string, unknown> = {}) =>
   hostLocalNetconf({ version: '1.0.0', dataDir, subnet: uniqueSubnet4(), extra });
 
 const cases: Case[] = [
-  { title: 'unknown CNI_COMMAND', code: 4, message: /CNI_COMMAND "FROB" is not one of ADD, DEL, CHECK, VERSION, STATUS, GC/, call: (netns, d) => ({ command: 'FROB', netns, netconf: netconf(d) }) },
-  { title: 'ADD without CNI_NETNS', code: 4, message: /ADD needs CNI_NETNS, which is not set/, call: (_, d) => ({ command: 'ADD', netns: '', netconf: netconf(d) }) },
-  { title: 'invalid CNI_CONTAINERID', code: 4, message: /CNI_CONTAINERID "-bad id" is invalid/, call: (netns, d) => ({ command: 'ADD', netns, containerId: '-bad id', netconf: netconf(d) }) },
-  { title: 'CNI_IFNAME longer than 15 bytes', code: 4, message: /CNI_IFNAME "eth0-much-too-long" is 18 bytes long; at most 15/, call: (netns, d) => ({ command: 'ADD', netns, ifname: 'eth0-much-too-long', netconf: netconf(d) }) },
-  { title: 'CNI_IFNAME with a slash', code: 4, message: /CNI_IFNAME "a\/b" contains/, call: (netns, d) => ({ command: 'ADD', netns, ifname: 'a/b', netconf: netconf(d) }) },
-  { title: 'unknown CNI_ARGS key', code: 4, message: /CNI_ARGS: unknown keys "FOO" \(set IgnoreUnknown=1/, call: (netns, d) => ({ command: 'ADD', netns, args: 'FOO=bar', netconf: netconf(d) }) },
-  { title: 'CNI_ARGS IP that is not an address', code: 4, message: /CNI_ARGS: IP "10\.0\.0\.999" is not an IP address/, call: (netns, d) => ({ command: 'ADD', netns, args: 'IgnoreUnknown=1;IP=10.0.0.999', netconf: netconf(d) }) },
-  { title: 'stdin that is not JSON', code: 6, message: /not valid JSON/, call: (netns) => ({ command: 'ADD', netns, stdin: '{"cniVersion": ' }) },
-  { title: 'unsupported cniVersion', code: 1, message: /"cniVersion" is "9\.9\.9"; this plugin supports 0\.1\.0/, call: (netns, d) => ({ command: 'ADD', netns, netconf: { ...netconf(d), cniVersion: '9.9.9' } }) },
-  { title: 'num_queues of 0', code: 7, message: /netconf field "num_queues" must be at least 1, got 0/, call: (netns, d) => ({ command: 'ADD', netns, netconf: netconf(d, { num_queues: 0 }) }) },
-  { title: 'mtu that is a string', code: 7, message: /netconf field "mtu" must be a number, got "1500"/, call: (netns, d) => ({ command: 'ADD', netns, netconf: netconf(d, { mtu: '1500' }) }) },
-  { title: 'policy type other than k8s', code: 7, message: /netconf field "policy\.type" must be "k8s", the only supported policy type, got "calico"/, call: (netns, d) => ({ command: 'ADD', netns, netconf: netconf(d, { policy: { type: 'calico' } }) }) },
-  { title: 'etcd_discovery_srv with etcd_endpoints', code: 7, message: /netconf field "etcd_discovery_srv" cannot be combined with etcd_endpoints/, call: (netns, d) => ({ command: 'ADD', netns, netconf: netconf(d, { etcd_endpoints: 'http://127.0.0.1:2379', etcd_discovery_srv: 'example.org' }) }) },
-  { title: 'log_level outside the four', code: 7, message: /netconf field "log_level" must be one of ERROR, WARNING, INFO, DEBUG, got "TRACE"/, call: (netns, d) => ({ command: 'ADD', netns, netconf: netconf(d, { log_level: 'TRACE' }) }) },
-  { title: 'assign_ipv4 as a boolean', code: 7, message: /netconf field "ipam\.assign_ipv4" must be the string "true" or "false", not a JSON boolean, got true/, call: (netns) => ({ command: 'ADD', netns, netconf: { cniVersion: '1.0.0', name: 'n', type: 'netplug', ipam: { type: 'netplug-ipam', assign_ipv4: true } } }) },
-  { title: 'network name with a space', code: 7, message: /netconf field "name" must start with a letter or digit.*got "my net"/, call: (netns, d) => ({ command: 'ADD', netns, netconf: { ...netconf(d), name: 'my net' } }) },
-  { title: 'no ipam section', code: 7, message: /netconf field "ipam" is required/, call: (netns) => ({ command: 'ADD', netns, netconf: { cniVersion: '1.0.0', name: 'n', type: 'netplug' } }) },
-  { title: 'an IPAM plugin that is not installed', code: 7, message: /"ipam\.type" names plugin "host-locale", which is not in CNI_PATH/, call: (netns) => ({ command: 'ADD', netns, netconf: { cniVersion: '1.0.0', name: 'n', type: 'netplug', ipam: { type: 'host-locale' } } }) },
-  { title: 'host-local usePodCidr in rangeStart', code: 7, message: /"ipam\.ranges\[0\]\[0\]\.rangeStart" cannot be usePodCidr/, call: (netns, d) => ({ command: 'ADD', netns, netconf: { ...netconf(d), ipam: { type: 'host-local', dataDir: d, ranges: [[{ subnet: '10.9.0.0/24', rangeStart: 'usePodCidr' }]] } } }) },
-  { title: 'a namespace that does not exist', code: 3, message: /network namespace \/run\/netns\/netplug-nowhere does not exist/, call: (_, d) => ({ command: 'ADD', netns: '/run/netns/netplug-nowhere', netconf: netconf(d) }) },
-  { title: "the plugin's own namespace", code: 8, message: /\/proc\/self\/ns\/net is the host's own network namespace/, call: (_, d) => ({ command: 'ADD', netns: '/proc/self/ns/net', netconf: netconf(d) }) },
-  { title: 'CHECK on a 0.3.1 network', code: 1, message: /"cniVersion" is "0\.3\.1", which has no CHECK; it needs 0\.4\.0 or later/, call: (netns, d) => ({ command: 'CHECK', netns, netconf: { ...netconf(d), cniVersion: '0.3.1' } }) },
-  { title: 'GC on a 1.0.0 network', code: 1, message: /"cniVersion" is "1\.0\.0", which has no GC; it needs 1\.1\.0 or later/, call: (_, d) => ({ command: 'GC', netconf: netconf(d) }) },
-  { title: 'CHECK without prevResult', code: 7, message: /CHECK needs the result of ADD in netconf field "prevResult"/, call: (netns, d) => ({ command: 'CHECK', netns, netconf: netconf(d) }) },
+  {
+    title: 'unknown CNI_COMMAND',
+    code: 4,
+    message: /CNI_COMMAND "FROB" is not one of ADD, DEL, CHECK, VERSION, STATUS, GC/,
+    call: (netns, d) => ({ command: 'FROB', netns, netconf: netconf(d) }),
+  },
+  {
+    title: 'ADD without CNI_NETNS',
+    code: 4,
+    message: /ADD needs CNI_NETNS, which is not set/,
+    call: (_, d) => ({ command: 'ADD', netns: '', netconf: netconf(d) }),
+  },
+  {
+    title: 'invalid CNI_CONTAINERID',
+    code: 4,
+    message: /CNI_CONTAINERID "-bad id" is invalid/,
+    call: (netns, d) => ({ command: 'ADD', netns, containerId: '-bad id', netconf: netconf(d) }),
+  },
+  {
+    title: 'CNI_IFNAME longer than 15 bytes',
+    code: 4,
+    message: /CNI_IFNAME "eth0-much-too-long" is 18 bytes long; at most 15/,
+    call: (netns, d) => ({ command: 'ADD', netns, ifname: 'eth0-much-too-long', netconf: netconf(d) }),
+  },
+  {
+    title: 'CNI_IFNAME with a slash',
+    code: 4,
+    message: /CNI_IFNAME "a\/b" contains/,
+    call: (netns, d) => ({ command: 'ADD', netns, ifname: 'a/b', netconf: netconf(d) }),
+  },
+  {
+    title: 'unknown CNI_ARGS key',
+    code: 4,
+    message: /CNI_ARGS: unknown keys "FOO" \(set IgnoreUnknown=1/,
+    call: (netns, d) => ({ command: 'ADD', netns, args: 'FOO=bar', netconf: netconf(d) }),
+  },
+  {
+    title: 'CNI_ARGS IP that is not an address',
+    code: 4,
+    message: /CNI_ARGS: IP "10\.0\.0\.999" is not an IP address/,
+    call: (netns, d) => ({ command: 'ADD', netns, args: 'IgnoreUnknown=1;IP=10.0.0.999', netconf: netconf(d) }),
+  },
+  {
+    title: 'stdin that is not JSON',
+    code: 6,
+    message: /not valid JSON/,
+    call: (netns) => ({ command: 'ADD', netns, stdin: '{"cniVersion": ' }),
+  },
+  {
+    title: 'unsupported cniVersion',
+    code: 1,
+    message: /"cniVersion" is "9\.9\.9"; this plugin supports 0\.1\.0/,
+    call: (netns, d) => ({ command: 'ADD', netns, netconf: { ...netconf(d), cniVersion: '9.9.9' } }),
+  },
+  {
+    title: 'num_queues of 0',
+    code: 7,
+    message: /netconf field "num_queues" must be at least 1, got 0/,
+    call: (netns, d) => ({ command: 'ADD', netns, netconf: netconf(d, { num_queues: 0 }) }),
+  },
+  {
+    title: 'mtu that is a string',
+    code: 7,
+    message: /netconf field "mtu" must be a number, got "1500"/,
+    call: (netns, d) => ({ command: 'ADD', netns, netconf: netconf(d, { mtu: '1500' }) }),
+  },
+  {
+    title: 'policy type other than k8s',
+    code: 7,
+    message: /netconf field "policy\.type" must be "k8s", the only supported policy type, got "calico"/,
+    call: (netns, d) => ({ command: 'ADD', netns, netconf: netconf(d, { policy: { type: 'calico' } }) }),
+  },
+  {
+    title: 'etcd_discovery_srv with etcd_endpoints',
+    code: 7,
+    message: /netconf field "etcd_discovery_srv" cannot be combined with etcd_endpoints/,
+    call: (netns, d) => ({
+      command: 'ADD',
+      netns,
+      netconf: netconf(d, { etcd_endpoints: 'http://127.0.0.1:2379', etcd_discovery_srv: 'example.org' }),
+    }),
+  },
+  {
+    title: 'log_level outside the four',
+    code: 7,
+    message: /netconf field "log_level" must be one of ERROR, WARNING, INFO, DEBUG, got "TRACE"/,
+    call: (netns, d) => ({ command: 'ADD', netns, netconf: netconf(d, { log_level: 'TRACE' }) }),
+  },
+  {
+    title: 'assign_ipv4 as a boolean',
+    code: 7,
+    message: /netconf field "ipam\.assign_ipv4" must be the string "true" or "false", not a JSON boolean, got true/,
+    call: (netns) => ({
+      command: 'ADD',
+      netns,
+      netconf: { cniVersion: '1.0.0', name: 'n', type: 'netplug', ipam: { type: 'netplug-ipam', assign_ipv4: true } },
+    }),
+  },
+  {
+    title: 'network name with a space',
+    code: 7,
+    message: /netconf field "name" must start with a letter or digit.*got "my net"/,
+    call: (netns, d) => ({ command: 'ADD', netns, netconf: { ...netconf(d), name: 'my net' } }),
+  },
+  {
+    title: 'no ipam section',
+    code: 7,
+    message: /netconf field "ipam" is required/,
+    call: (netns) => ({ command: 'ADD', netns, netconf: { cniVersion: '1.0.0', name: 'n', type: 'netplug' } }),
+  },
+  {
+    title: 'an IPAM plugin that is not installed',
+    code: 7,
+    message: /"ipam\.type" names plugin "host-locale", which is not in CNI_PATH/,
+    call: (netns) => ({
+      command: 'ADD',
+      netns,
+      netconf: { cniVersion: '1.0.0', name: 'n', type: 'netplug', ipam: { type: 'host-locale' } },
+    }),
+  },
+  {
+    title: 'host-local usePodCidr in rangeStart',
+    code: 7,
+    message: /"ipam\.ranges\[0\]\[0\]\.rangeStart" cannot be usePodCidr/,
+    call: (netns, d) => ({
+      command: 'ADD',
+      netns,
+      netconf: { ...netconf(d), ipam: { type: 'host-local', dataDir: d, ranges: [[{ subnet: '10.9.0.0/24', rangeStart: 'usePodCidr' }]] } },
+    }),
+  },
+  {
+    title: 'a namespace that does not exist',
+    code: 3,
+    message: /network namespace \/run\/netns\/netplug-nowhere does not exist/,
+    call: (_, d) => ({ command: 'ADD', netns: '/run/netns/netplug-nowhere', netconf: netconf(d) }),
+  },
+  {
+    title: "the plugin's own namespace",
+    code: 8,
+    message: /\/proc\/self\/ns\/net is the host's own network namespace/,
+    call: (_, d) => ({ command: 'ADD', netns: '/proc/self/ns/net', netconf: netconf(d) }),
+  },
+  {
+    title: 'CHECK on a 0.3.1 network',
+    code: 1,
+    message: /"cniVersion" is "0\.3\.1", which has no CHECK; it needs 0\.4\.0 or later/,
+    call: (netns, d) => ({ command: 'CHECK', netns, netconf: { ...netconf(d), cniVersion: '0.3.1' } }),
+  },
+  {
+    title: 'GC on a 1.0.0 network',
+    code: 1,
+    message: /"cniVersion" is "1\.0\.0", which has no GC; it needs 1\.1\.0 or later/,
+    call: (_, d) => ({ command: 'GC', netconf: netconf(d) }),
+  },
+  {
+    title: 'CHECK without prevResult',
+    code: 7,
+    message: /CHECK needs the result of ADD in netconf field "prevResult"/,
+    call: (netns, d) => ({ command: 'CHECK', netns, netconf: netconf(d) }),
+  },
 ];
 
 for (const { title, code, message, call } of cases) {
@@ -63,7 +199,10 @@ test('without CNI_COMMAND the plugin explains itself on stderr and exits 0', (t)
   const outcome = invoke({ command: '', env: { PATH: '/usr/bin:/bin' } });
   t.is(outcome.status, 0);
   t.is(outcome.stdout, '');
-  t.regex(outcome.stderr, /netplug .*: a CNI plugin run by container runtimes[\s\S]*CNI protocol versions supported: 0\.1\.0, 0\.2\.0, 0\.3\.0, 0\.3\.1, 0\.4\.0, 1\.0\.0, 1\.1\.0/);
+  t.regex(
+    outcome.stderr,
+    /netplug .*: a CNI plugin run by container runtimes[\s\S]*CNI protocol versions supported: 0\.1\.0, 0\.2\.0, 0\.3\.0, 0\.3\.1, 0\.4\.0, 1\.0\.0, 1\.1\.0/,
+  );
 });
 
 test('VERSION lists every supported version', (t) => {

@@ -16,7 +16,9 @@ test('ADD and DEL work with every node binary on the machine masked', (t) => {
   const dataDir = tempDir(t, 'hl');
   const id = containerId();
   const conf = JSON.stringify(hostLocalNetconf({ version: '1.0.0', dataDir, subnet: uniqueSubnet4() }));
-  const nodes = ['/usr/bin/node', realpathSync(join(ROOT, 'node_modules/.bin/node'))].filter((path) => spawnSync('test', ['-e', path]).status === 0);
+  const nodes = ['/usr/bin/node', realpathSync(join(ROOT, 'node_modules/.bin/node'))].filter(
+    (path) => spawnSync('test', ['-e', path]).status === 0,
+  );
   // In a private mount namespace: /dev/null over every node, then run the plugin twice.
   const script = [
     ...nodes.map((path) => `mount --bind /dev/null ${path}`),

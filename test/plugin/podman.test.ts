@@ -54,10 +54,25 @@ test('podman runs containers on netplug + portmap; a host port reaches one; remo
     }),
   );
   const hostPort = uniqueHostPort();
-  const web = pm.run(['run', '-d', '--network', 'netplug-podman', '-p', `127.0.0.1:${hostPort}:8080`, IMAGE, 'sh', '-c', WEB('hello-from-web')]);
+  const web = pm.run([
+    'run',
+    '-d',
+    '--network',
+    'netplug-podman',
+    '-p',
+    `127.0.0.1:${hostPort}:8080`,
+    IMAGE,
+    'sh',
+    '-c',
+    WEB('hello-from-web'),
+  ]);
   const client = pm.run(['run', '-d', '--network', 'netplug-podman', IMAGE, 'sleep', '600']);
 
-  t.is(await eventually(() => httpGet(`http://127.0.0.1:${hostPort}/`), 'hello-from-web\n'), 'hello-from-web\n', 'the host port reaches the container');
+  t.is(
+    await eventually(() => httpGet(`http://127.0.0.1:${hostPort}/`), 'hello-from-web\n'),
+    'hello-from-web\n',
+    'the host port reaches the container',
+  );
   const webIp = pm.run(['inspect', '--format', '{{(index .NetworkSettings.Networks "netplug-podman").IPAddress}}', web]);
   t.regex(webIp, /^100\.\d+\.\d+\.\d+$/);
   t.is(pm.run(['exec', client, 'wget', '-qO-', `http://${webIp}:8080/`]), 'hello-from-web', 'container to container through the host');
@@ -90,14 +105,33 @@ test('podman runs containers on netplug with netplug-ipam on etcd and portmap; r
     }),
   );
   const hostPort = uniqueHostPort();
-  const web = pm.run(['run', '-d', '--network', 'netplug-etcd', '-p', `127.0.0.1:${hostPort}:8080`, IMAGE, 'sh', '-c', WEB('hello-from-etcd')]);
+  const web = pm.run([
+    'run',
+    '-d',
+    '--network',
+    'netplug-etcd',
+    '-p',
+    `127.0.0.1:${hostPort}:8080`,
+    IMAGE,
+    'sh',
+    '-c',
+    WEB('hello-from-etcd'),
+  ]);
   const client = pm.run(['run', '-d', '--network', 'netplug-etcd', IMAGE, 'sleep', '600']);
-  t.is(await eventually(() => httpGet(`http://127.0.0.1:${hostPort}/`), 'hello-from-etcd\n'), 'hello-from-etcd\n', 'the host port reaches the container');
+  t.is(
+    await eventually(() => httpGet(`http://127.0.0.1:${hostPort}/`), 'hello-from-etcd\n'),
+    'hello-from-etcd\n',
+    'the host port reaches the container',
+  );
   const webIp = pm.run(['inspect', '--format', '{{(index .NetworkSettings.Networks "netplug-etcd").IPAddress}}', web]);
   t.regex(webIp, /^10\.104\.\d+\.\d+$/);
   t.is(pm.run(['exec', client, 'wget', '-qO-', `http://${webIp}:8080/`]), 'hello-from-etcd');
   t.deepEqual(allocatedByPool(t, etcd), { 'podman-pool': 2 });
-  t.is((await etcdKeys(t, etcd, '/netplug/resources/v3/projectnet.org/workloadendpoints/')).length, 2, 'one workload endpoint per container');
+  t.is(
+    (await etcdKeys(t, etcd, '/netplug/resources/v3/projectnet.org/workloadendpoints/')).length,
+    2,
+    'one workload endpoint per container',
+  );
 
   pm.run(['rm', '--force', web, client]);
   t.deepEqual(allocatedByPool(t, etcd), { 'podman-pool': 0 }, 'addresses released');

@@ -82,7 +82,10 @@ test('a gate nothing listens on: the error says what the connection met', async 
   const { outcome } = gatedAdd(t, ['http://127.0.0.1:1/healthz'], { readiness_gate_timeout_seconds: 1 });
   const add = await outcome;
   t.is(add.json?.code, 11, add.stdout);
-  t.regex(add.json.msg, /^readiness gate http:\/\/127\.0\.0\.1:1\/healthz was not ready within 1 s; it last answered: .*[Cc]onnection refused/);
+  t.regex(
+    add.json.msg,
+    /^readiness gate http:\/\/127\.0\.0\.1:1\/healthz was not ready within 1 s; it last answered: .*[Cc]onnection refused/,
+  );
 });
 
 test('a gate that is not an http(s) URL is a configuration error naming it', async (t) => {

@@ -22,7 +22,12 @@ test('a host route held by another interface: ADD fails, the address is released
   ip(['route', 'add', `${address}/32`, 'dev', other]);
 
   const id = containerId();
-  const add = invoke({ command: 'ADD', containerId: id, netns: netns.path, netconf: hostLocalNetconf({ version: '1.0.0', dataDir, ranges }) });
+  const add = invoke({
+    command: 'ADD',
+    containerId: id,
+    netns: netns.path,
+    netconf: hostLocalNetconf({ version: '1.0.0', dataDir, ranges }),
+  });
   t.is(add.status, 1);
   t.is(add.json.code, 101);
   t.regex(add.json.msg, new RegExp(`a route to ${address.replaceAll('.', '\\.')}/32 already exists via interface "${other}"`));
@@ -34,7 +39,12 @@ test('a host route held by another interface: ADD fails, the address is released
 test('an MTU too small for IPv6 on a dual-stack pod: error 7 after IPAM, addresses released', (t) => {
   const netns = createNetns(t, 'rb');
   const dataDir = tempDir(t, 'hl');
-  const netconf = hostLocalNetconf({ version: '1.0.0', dataDir, ranges: [[{ subnet: uniqueSubnet4() }], [{ subnet: uniqueSubnet6() }]], extra: { mtu: 1000 } });
+  const netconf = hostLocalNetconf({
+    version: '1.0.0',
+    dataDir,
+    ranges: [[{ subnet: uniqueSubnet4() }], [{ subnet: uniqueSubnet6() }]],
+    extra: { mtu: 1000 },
+  });
   const add = invoke({ command: 'ADD', containerId: containerId(), netns: netns.path, netconf });
   t.is(add.status, 1);
   t.is(add.json.code, 7);
@@ -47,7 +57,12 @@ test('an interface name already taken in the namespace: refused before IPAM allo
   const netns = createNetns(t, 'rb');
   const dataDir = tempDir(t, 'hl');
   ip(['link', 'add', 'eth0', 'type', 'bridge'], netns);
-  const add = invoke({ command: 'ADD', containerId: containerId(), netns: netns.path, netconf: hostLocalNetconf({ version: '1.0.0', dataDir, subnet: uniqueSubnet4() }) });
+  const add = invoke({
+    command: 'ADD',
+    containerId: containerId(),
+    netns: netns.path,
+    netconf: hostLocalNetconf({ version: '1.0.0', dataDir, subnet: uniqueSubnet4() }),
+  });
   t.is(add.status, 1);
   t.regex(add.json.msg, new RegExp(`interface "eth0" already exists in ${netns.path}; DEL the attachment before adding it again`));
   t.deepEqual(reservations(dataDir), []);

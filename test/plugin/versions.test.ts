@@ -47,7 +47,12 @@ for (const version of ALL_VERSIONS) {
       [v4, v6] = [result.ips[0].address, result.ips[1].address];
     }
     t.truthy(link(host), 'host end exists');
-    t.deepEqual(addresses('eth0', netns).filter((a) => !a.startsWith('fe80')).sort(), [v4, v6].sort());
+    t.deepEqual(
+      addresses('eth0', netns)
+        .filter((a) => !a.startsWith('fe80'))
+        .sort(),
+      [v4, v6].sort(),
+    );
     t.true(routes(4, netns).includes('default via 169.254.1.1 dev eth0'));
     t.true(ping(v4.split('/')[0] ?? '') && ping(v6.split('/')[0] ?? ''), 'the host reaches both addresses');
     t.is(reservations(dataDir).length, 2);

@@ -37,7 +37,10 @@ test('create, update and delete only when the revision still holds; a commit is 
       { key: '/netplug/test/a', remove: true, revision: current?.revision ?? '' },
     ]),
   );
-  t.deepEqual((await store.list('/netplug/test/')).map((e) => [e.key, e.value]), [['/netplug/test/b', { n: 10 }]]);
+  t.deepEqual(
+    (await store.list('/netplug/test/')).map((e) => [e.key, e.value]),
+    [['/netplug/test/b', { n: 10 }]],
+  );
   t.deepEqual(await store.listKeys('/netplug/'), ['/netplug/test/b']);
 });
 
@@ -54,7 +57,10 @@ test('an unreachable endpoint is skipped for the next; none reachable names them
 
   const nowhere = await storeFor({ etcd_endpoints: 'http://127.0.0.1:1,http://127.0.0.1:2' });
   const err = await t.throwsAsync(nowhere.get('/x'), { instanceOf: StoreUnavailableError });
-  t.regex(err?.message ?? '', /no etcd endpoint could be reached \(http:\/\/127\.0\.0\.1:1: Connection refused.*; http:\/\/127\.0\.0\.1:2: Connection refused/);
+  t.regex(
+    err?.message ?? '',
+    /no etcd endpoint could be reached \(http:\/\/127\.0\.0\.1:1: Connection refused.*; http:\/\/127\.0\.0\.1:2: Connection refused/,
+  );
 });
 
 test('mutual TLS: trust bundle with several roots, client certificate required', async (t) => {
@@ -67,7 +73,10 @@ test('mutual TLS: trust bundle with several roots, client certificate required',
 
   const stranger = await storeFor({ ...etcd.netconf, etcd_cert_file: certs.strangerCert, etcd_key_file: certs.strangerKey });
   // A certificate the server refuses is a setting to fix (error 100), not an outage (error 11).
-  await t.throwsAsync(stranger.get('/netplug/test/tls'), { instanceOf: StoreError, message: /^TLS with etcd at https:\/\/127\.0\.0\.1:\d+ failed: .*BadCertificate/ });
+  await t.throwsAsync(stranger.get('/netplug/test/tls'), {
+    instanceOf: StoreError,
+    message: /^TLS with etcd at https:\/\/127\.0\.0\.1:\d+ failed: .*BadCertificate/,
+  });
   const noBundle = await storeFor({ etcd_endpoints: etcd.endpoints, etcd_cert_file: certs.clientCert, etcd_key_file: certs.clientKey });
   await t.throwsAsync(noBundle.get('/netplug/test/tls'), { message: /certificate/ });
 });
@@ -75,24 +84,34 @@ test('mutual TLS: trust bundle with several roots, client certificate required',
 test('settings that cannot work name their field', async (t) => {
   const fail = (settings: Record<string, string>) => t.throwsAsync(gatewayOptions(settings), { instanceOf: EtcdSettingsError });
   t.regex((await fail({ etcd_endpoints: 'etcd-1:2379' }))?.message ?? '', /"etcd-1:2379" must be an http:\/\/ or https:\/\/ URL/);
-  t.regex((await fail({ etcd_endpoints: 'http://a:2379', etcd_ca_cert_file: '/nonexistent/ca.pem' }))?.message ?? '', /cannot read \/nonexistent\/ca\.pem: ENOENT/);
+  t.regex(
+    (await fail({ etcd_endpoints: 'http://a:2379', etcd_ca_cert_file: '/nonexistent/ca.pem' }))?.message ?? '',
+    /cannot read \/nonexistent\/ca\.pem: ENOENT/,
+  );
   const err = await fail({ etcd_authority: '10.0.0.1:2379', etcd_scheme: 'http', etcd_ca_cert_file: '/etc/hostname' });
   t.is(err?.field, 'etcd_scheme');
   const legacy = await gatewayOptions({ etcd_authority: '10.0.0.9:4001', etcd_scheme: 'http' });
-  t.deepEqual(legacy.endpoints.map((u) => u.origin), ['http://10.0.0.9:4001'], 'the deprecated pair, without endpoints');
+  t.deepEqual(
+    legacy.endpoints.map((u) => u.origin),
+    ['http://10.0.0.9:4001'],
+    'the deprecated pair, without endpoints',
+  );
 });
 
 test('many writers on one key converge through compare-and-swap', async (t) => {
   const etcd = await startEtcd(t);
   const stores = await Promise.all(Array.from({ length: 8 }, () => storeFor(etcd.netconf)));
-  t.teardown(() => stores.forEach((s) => s.close()));
+  t.teardown(() => {
+    for (const s of stores) s.close();
+  });
   await stores[0]?.commit([{ key: '/netplug/test/counter', create: 0 }]);
   await Promise.all(
     stores.map(async (store) => {
       for (let i = 0; i < 10; i++) {
         for (;;) {
           const current = await store.get<number>('/netplug/test/counter');
-          if (await store.commit([{ key: '/netplug/test/counter', update: (current?.value ?? 0) + 1, revision: current?.revision ?? '' }])) break;
+          if (await store.commit([{ key: '/netplug/test/counter', update: (current?.value ?? 0) + 1, revision: current?.revision ?? '' }]))
+            break;
         }
       }
     }),

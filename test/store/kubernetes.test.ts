@@ -31,16 +31,39 @@ test.serial('create, update and delete only when the resourceVersion still holds
   t.false(await store.commit([{ key: a, update: { n: 3 }, revision: first?.revision ?? '' }]), 'a stale revision fails');
 
   const current = await store.get<{ n: number }>(a);
-  t.false(await store.commit([{ key: b, create: { n: 10 } }, { key: a, update: { n: 4 }, revision: first?.revision ?? '' }]));
+  t.false(
+    await store.commit([
+      { key: b, create: { n: 10 } },
+      { key: a, update: { n: 4 }, revision: first?.revision ?? '' },
+    ]),
+  );
   t.is(await store.get(b), undefined, 'the create before the failed write is undone');
-  t.false(await store.commit([{ key: a, update: { n: 5 }, revision: current?.revision ?? '' }, { key: b, remove: true, revision: '1' }]));
+  t.false(
+    await store.commit([
+      { key: a, update: { n: 5 }, revision: current?.revision ?? '' },
+      { key: b, remove: true, revision: '1' },
+    ]),
+  );
   t.deepEqual((await store.get(a))?.value, { n: 2 }, 'the update before the failed write is undone');
   const now = await store.get(a);
-  t.false(await store.commit([{ key: a, remove: true, revision: now?.revision ?? '' }, { key: b, update: {}, revision: '1' }]));
+  t.false(
+    await store.commit([
+      { key: a, remove: true, revision: now?.revision ?? '' },
+      { key: b, update: {}, revision: '1' },
+    ]),
+  );
   t.deepEqual((await store.get(a))?.value, { n: 2 }, 'the delete before the failed write is undone');
 
-  t.true(await store.commit([{ key: b, create: { n: 10 } }, { key: a, remove: true, revision: (await store.get(a))?.revision ?? '' }]));
-  t.deepEqual((await store.list(keys.handles)).map((e) => [e.key, e.value]), [[b, { n: 10 }]]);
+  t.true(
+    await store.commit([
+      { key: b, create: { n: 10 } },
+      { key: a, remove: true, revision: (await store.get(a))?.revision ?? '' },
+    ]),
+  );
+  t.deepEqual(
+    (await store.list(keys.handles)).map((e) => [e.key, e.value]),
+    [[b, { n: 10 }]],
+  );
   t.deepEqual(await store.listKeys(keys.handles), [b]);
   t.true(await store.commit([{ key: b, remove: true, revision: (await store.get(b))?.revision ?? '' }]));
 });
@@ -55,7 +78,10 @@ test('prefix reads return exactly the keys under the prefix', async (t) => {
   t.true(await store.commit(writes.map((key) => ({ key, create: { state: 'confirmed', deleted: false } }))));
   t.deepEqual(await store.listKeys(keys.affinities('node-x', 4)), [writes[0]]);
   t.deepEqual(await store.listKeys(keys.affinities('node-x', 6)), [writes[1]]);
-  t.deepEqual((await store.list(keys.affinities(writes[3]?.split('/')[5] ?? '', 4))).map((e) => e.key), [writes[3]]);
+  t.deepEqual(
+    (await store.list(keys.affinities(writes[3]?.split('/')[5] ?? '', 4))).map((e) => e.key),
+    [writes[3]],
+  );
   t.deepEqual((await store.listKeys(keys.allAffinities)).sort(), [...writes].sort());
 });
 

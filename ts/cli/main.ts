@@ -27,5 +27,3 @@ async function dispatch(): Promise<void> {
   writeAll(1, outcome.stdout);
   process.exitCode = outcome.exitCode;
 }
-
-

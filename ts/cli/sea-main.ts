@@ -8,7 +8,10 @@ const { createRequire } = process.getBuiltinModule('node:module');
 const { dirname } = process.getBuiltinModule('node:path');
 
 // The asset is the bundle wrapped as a function of CommonJS's module variables (see build.ts).
-const script = new Script(getAsset('netplug.cjs', 'utf8'), { filename: 'netplug.cjs', cachedData: new Uint8Array(getAsset('netplug.cache')) });
+const script = new Script(getAsset('netplug.cjs', 'utf8'), {
+  filename: 'netplug.cjs',
+  cachedData: new Uint8Array(getAsset('netplug.cache')),
+});
 if (process.env['NETPLUG_REPORT_CODE_CACHE']) process.stderr.write(`code cache ${script.cachedDataRejected ? 'rejected' : 'accepted'}\n`);
 const bundle = { exports: {} as { main(): void } };
 script.runInThisContext()(bundle.exports, createRequire(process.execPath), bundle, process.execPath, dirname(process.execPath));

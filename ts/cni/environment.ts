@@ -43,7 +43,10 @@ export function readCommand(env: Readonly<Record<string, string | undefined>>): 
 export function parseEnvironment(command: Command, env: Readonly<Record<string, string | undefined>>): CniEnvironment {
   const missing = REQUIRED[command].filter((name) => !env[name]);
   if (missing.length > 0) {
-    throw new CniError(ErrorCode.InvalidEnvironment, `${command} needs ${missing.join(', ')}, which ${missing.length > 1 ? 'are' : 'is'} not set`);
+    throw new CniError(
+      ErrorCode.InvalidEnvironment,
+      `${command} needs ${missing.join(', ')}, which ${missing.length > 1 ? 'are' : 'is'} not set`,
+    );
   }
   const containerId = env['CNI_CONTAINERID'] ?? '';
   if (containerId && !CONTAINER_ID.test(containerId)) {

@@ -32,9 +32,11 @@ const cidr = () => z.string().check(z.refine(isCidr, { error: 'must be a CIDR su
 const ipamRoutes = z.optional(z.array(z.object({ dst: cidr(), gw: z.optional(z.unknown()) })));
 const noPodCidr = () =>
   z.optional(
-    z.string().check(
-      z.refine((value) => !isPodCidrValue(value), { error: 'cannot be usePodCidr or usePodCidrIPv6; those are valid only in subnet' }),
-    ),
+    z
+      .string()
+      .check(
+        z.refine((value) => !isPodCidrValue(value), { error: 'cannot be usePodCidr or usePodCidrIPv6; those are valid only in subnet' }),
+      ),
   );
 const subnet = () =>
   z.string().check(z.refine((value) => isPodCidrValue(value) || isCidr(value), { error: 'must be a CIDR, usePodCidr or usePodCidrIPv6' }));

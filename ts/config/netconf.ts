@@ -22,8 +22,7 @@ export const LOG_LEVELS = ['ERROR', 'WARNING', 'INFO', 'DEBUG'] as const;
 const NETWORK_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
 
 const nonEmpty = () => z.string().check(z.minLength(1));
-const integer = (min: number, max?: number) =>
-  z.number().check(z.int(), z.minimum(min), ...(max === undefined ? [] : [z.maximum(max)]));
+const integer = (min: number, max?: number) => z.number().check(z.int(), z.minimum(min), ...(max === undefined ? [] : [z.maximum(max)]));
 const httpUrl = () => z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' });
 
 const logLevel = z.pipe(
@@ -38,9 +37,9 @@ const logLevel = z.pipe(
 const netconfSchema = z
   .object({
     cniVersion: z.optional(z.string()),
-    name: z.string().check(
-      z.regex(NETWORK_NAME, { error: "must start with a letter or digit, followed by letters, digits, '_', '.' or '-'" }),
-    ),
+    name: z
+      .string()
+      .check(z.regex(NETWORK_NAME, { error: "must start with a letter or digit, followed by letters, digits, '_', '.' or '-'" })),
     type: z.string(),
     nodename: z.optional(nonEmpty()),
     mtu: z.optional(integer(68, 65535)),
@@ -102,7 +101,6 @@ const netconfSchema = z
       }
     }),
   );
-
 
 export type Netconf = Omit<z.output<typeof netconfSchema>, 'ipam' | 'cniVersion'> & {
   cniVersion: (typeof SUPPORTED_VERSIONS)[number];

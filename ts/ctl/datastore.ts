@@ -8,7 +8,16 @@ import type { DatastoreSettings } from '../store/open.ts';
 import { UsageError } from './usage.ts';
 
 // etcd_authority and etcd_scheme (deprecated) have no flags, but are read from a config or the environment.
-const FIELDS = ['datastore_type', 'etcd_endpoints', 'etcd_discovery_srv', 'etcd_key_file', 'etcd_cert_file', 'etcd_ca_cert_file', 'etcd_authority', 'etcd_scheme'] as const;
+const FIELDS = [
+  'datastore_type',
+  'etcd_endpoints',
+  'etcd_discovery_srv',
+  'etcd_key_file',
+  'etcd_cert_file',
+  'etcd_ca_cert_file',
+  'etcd_authority',
+  'etcd_scheme',
+] as const;
 type Field = (typeof FIELDS)[number];
 
 /** `--etcd-endpoints` for etcd_endpoints, and so on. */
@@ -45,7 +54,14 @@ function settingsInConfig(path: string): Partial<Record<Field, string>> & { kube
   const plugins = (json as { plugins?: unknown }).plugins;
   const netconf = Array.isArray(plugins) ? (plugins.find((p: { type?: unknown }) => p?.type === 'netplug') ?? plugins[0]) : json;
   if (!netconf || typeof netconf !== 'object') throw new UsageError(`--config ${path}: no netplug network configuration in it`);
-  const fields = Object.fromEntries(FIELDS.filter((f) => typeof (netconf as Record<string, unknown>)[f] === 'string').map((f) => [f, (netconf as Record<string, string>)[f]]));
+  const fields = Object.fromEntries(
+    FIELDS.filter((f) => typeof (netconf as Record<string, unknown>)[f] === 'string').map((f) => [
+      f,
+      (netconf as Record<string, string>)[f],
+    ]),
+  );
   const kubernetes = (netconf as { kubernetes?: unknown }).kubernetes;
-  return kubernetes && typeof kubernetes === 'object' ? { ...fields, kubernetes: kubernetes as { kubeconfig?: string; k8s_api_root?: string } } : fields;
+  return kubernetes && typeof kubernetes === 'object'
+    ? { ...fields, kubernetes: kubernetes as { kubeconfig?: string; k8s_api_root?: string } }
+    : fields;
 }

@@ -42,7 +42,11 @@ export function findProblems(state: IpamState, { gracePeriodSeconds, now }: Chec
     for (const cidr of cidrs) {
       const block = blocks.get(cidr);
       if (block && block.affinity !== hostAffinity(node)) {
-        report('affinity-stale', cidr, `node ${node} has an affinity record for block ${cidr}, which is affine to ${block.affinity ?? 'no node'}`);
+        report(
+          'affinity-stale',
+          cidr,
+          `node ${node} has an affinity record for block ${cidr}, which is affine to ${block.affinity ?? 'no node'}`,
+        );
       }
     }
   }
@@ -52,7 +56,11 @@ export function findProblems(state: IpamState, { gracePeriodSeconds, now }: Chec
   for (const { address, attribute } of holders.values()) {
     const handle = state.handles.get(attribute.handle_id);
     if (!handle) {
-      report('address-without-handle', address, `${address} is held by handle ${attribute.handle_id}, which does not exist: netplugctl ipam release --ip ${address}`);
+      report(
+        'address-without-handle',
+        address,
+        `${address} is held by handle ${attribute.handle_id}, which does not exist: netplugctl ipam release --ip ${address}`,
+      );
       continue;
     }
     const endpoint = attribute.secondary['endpoint'];
@@ -73,7 +81,8 @@ export function findProblems(state: IpamState, { gracePeriodSeconds, now }: Chec
     for (const [cidr, count] of counts) {
       const block = blocks.get(cidr);
       const actual = block ? ordinalsOf(block, id).length : 0;
-      if (actual !== count) report('handle-mismatch', id, `handle ${id} records ${count} address(es) in block ${cidr}, which has ${actual} for it`);
+      if (actual !== count)
+        report('handle-mismatch', id, `handle ${id} records ${count} address(es) in block ${cidr}, which has ${actual} for it`);
     }
   }
 
@@ -84,7 +93,11 @@ export function findProblems(state: IpamState, { gracePeriodSeconds, now }: Chec
       const holder = holders.get(address);
       if (!holder) report('endpoint-address-free', name, `workload endpoint ${name} has ${address}, which is not allocated`);
       else if (!holder.attribute.handle_id.endsWith(`.${endpoint.spec.containerID}`)) {
-        report('endpoint-address-taken', name, `workload endpoint ${name} has ${address}, which handle ${holder.attribute.handle_id} holds`);
+        report(
+          'endpoint-address-taken',
+          name,
+          `workload endpoint ${name} has ${address}, which handle ${holder.attribute.handle_id} holds`,
+        );
       }
     }
   }
@@ -96,11 +109,23 @@ export async function checkIpam(store: Store, json: boolean, options: CheckOptio
   const problems = findProblems(state, options);
   let allocated = 0;
   for (const _ of heldAddresses(state)) allocated++;
-  const counts = { pools: state.pools.length, blocks: state.blocks.length, allocated, handles: state.handles.size, workloadEndpoints: state.endpoints.size };
+  const counts = {
+    pools: state.pools.length,
+    blocks: state.blocks.length,
+    allocated,
+    handles: state.handles.size,
+    workloadEndpoints: state.endpoints.size,
+  };
   if (json) return { text: `${JSON.stringify({ ...counts, problems }, null, 2)}\n`, clean: problems.length === 0 };
   const summary = `checked ${counts.pools} pools, ${counts.blocks} blocks, ${allocated} allocated addresses, ${counts.handles} handles, ${counts.workloadEndpoints} workload endpoints\n`;
   if (problems.length === 0) return { text: `${summary}no problems found\n`, clean: true };
-  return { text: `${summary}${problems.length} problem(s):\n${table(['KIND', 'SUBJECT', 'DETAIL'], problems.map((p) => [p.kind, p.subject, p.message]))}`, clean: false };
+  return {
+    text: `${summary}${problems.length} problem(s):\n${table(
+      ['KIND', 'SUBJECT', 'DETAIL'],
+      problems.map((p) => [p.kind, p.subject, p.message]),
+    )}`,
+    clean: false,
+  };
 }
 
 /** Blocks that overlap would hand out one address twice. */

@@ -15,10 +15,14 @@ export async function releaseIp(store: Store, ip: string | undefined, force: boo
   const state = await readIpamState(store);
   if (!poolOfAddress(state, ip)) throw refused(`${ip} is not in any pool`);
   if (!force) {
-    const holder = (await store.list<WorkloadEndpoint>(keys.workloadEndpoints)).find((e) => e.value.spec.ipNetworks.some((n) => n.split('/')[0] === ip));
+    const holder = (await store.list<WorkloadEndpoint>(keys.workloadEndpoints)).find((e) =>
+      e.value.spec.ipNetworks.some((n) => n.split('/')[0] === ip),
+    );
     if (holder) {
       const { metadata } = holder.value;
-      throw refused(`${ip} belongs to workload endpoint ${metadata.namespace}/${metadata.name}, which still exists; DEL that workload, or add --force`);
+      throw refused(
+        `${ip} belongs to workload endpoint ${metadata.namespace}/${metadata.name}, which still exists; DEL that workload, or add --force`,
+      );
     }
   }
   const released = await releaseAddress(store, ip);

@@ -12,17 +12,36 @@ export async function showIpam(store: Store, json: boolean): Promise<string> {
     const blocks = state.blocks
       .map((e) => e.value)
       .filter((block) => poolOfBlock(state, block.cidr) === pool)
-      .map((block) => ({ cidr: block.cidr, node: affineNode(block) ?? null, allocated: allocatedCount(block), free: block.unallocated.length }));
+      .map((block) => ({
+        cidr: block.cidr,
+        node: affineNode(block) ?? null,
+        allocated: allocatedCount(block),
+        free: block.unallocated.length,
+      }));
     const allocated = blocks.reduce((sum, b) => sum + b.allocated, 0);
     const total = poolSize(pool);
     // JSON numbers: exact up to 2^53 addresses, which every IPv4 pool is; the table is exact always.
-    return { name: pool.name, cidr: pool.spec.cidr, size: Number(total), allocated, free: Number(total - BigInt(allocated)), disabled: pool.spec.disabled, blocks, total };
+    return {
+      name: pool.name,
+      cidr: pool.spec.cidr,
+      size: Number(total),
+      allocated,
+      free: Number(total - BigInt(allocated)),
+      disabled: pool.spec.disabled,
+      blocks,
+      total,
+    };
   });
   if (json) return `${JSON.stringify({ pools: pools.map(({ total: _, ...pool }) => pool) }, null, 2)}\n`;
   const blocks = pools.flatMap((pool) => pool.blocks.map((b) => [b.cidr, pool.name, b.node ?? '(none)', b.allocated, b.free]));
   if (pools.length === 0) return `no pools; create one with netplugctl pool create NAME --cidr CIDR\n`;
-  const summary = table(['POOL', 'CIDR', 'SIZE', 'ALLOCATED', 'FREE'], pools.map((p) => [p.name, p.cidr, String(p.total), p.allocated, String(p.total - BigInt(p.allocated))]));
-  return blocks.length === 0 ? `${summary}\nno blocks claimed yet\n` : `${summary}\n${table(['BLOCK', 'POOL', 'NODE', 'ALLOCATED', 'FREE'], blocks)}`;
+  const summary = table(
+    ['POOL', 'CIDR', 'SIZE', 'ALLOCATED', 'FREE'],
+    pools.map((p) => [p.name, p.cidr, String(p.total), p.allocated, String(p.total - BigInt(p.allocated))]),
+  );
+  return blocks.length === 0
+    ? `${summary}\nno blocks claimed yet\n`
+    : `${summary}\n${table(['BLOCK', 'POOL', 'NODE', 'ALLOCATED', 'FREE'], blocks)}`;
 }
 
 /** Who holds `ip` (its handle, node, workload, interface, since when), or that it is free. */

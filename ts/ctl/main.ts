@@ -107,7 +107,11 @@ async function run(argv: readonly string[], env: Env): Promise<string> {
   if (expected === undefined) throw new UsageError(`unknown command "${positionals.slice(0, 2).join(' ')}"`);
   const names = positionals.slice(command.split(' ').length);
   if (names.length !== expected) {
-    throw new UsageError(expected === 0 ? `${command} takes no arguments, got "${names.join(' ')}"` : `${command} needs a NAME${names.length > 1 ? `, got "${names.join(' ')}"` : ''}`);
+    throw new UsageError(
+      expected === 0
+        ? `${command} takes no arguments, got "${names.join(' ')}"`
+        : `${command} needs a NAME${names.length > 1 ? `, got "${names.join(' ')}"` : ''}`,
+    );
   }
   const allowed = new Set([...Object.keys(GLOBAL), ...Object.keys((COMMAND_FLAGS as Record<string, object>)[command] ?? {})]);
   const stray = Object.keys(values).find((flag) => !allowed.has(flag));
@@ -142,7 +146,8 @@ async function run(argv: readonly string[], env: Env): Promise<string> {
       }
       case 'ipam check': {
         const grace = flags['grace-period'] === undefined ? 900 : Number(flags['grace-period']);
-        if (!Number.isFinite(grace) || grace < 0) throw new UsageError(`--grace-period "${String(flags['grace-period'])}" must be a number of seconds`);
+        if (!Number.isFinite(grace) || grace < 0)
+          throw new UsageError(`--grace-period "${String(flags['grace-period'])}" must be a number of seconds`);
         const { checkIpam } = await import('./ipam-check.ts');
         const { text, clean } = await checkIpam(store, json, { gracePeriodSeconds: grace, now: new Date() });
         if (!clean) throw new CheckFailed(text);

@@ -23,16 +23,20 @@ export interface PoolOptions {
 
 /** Validates everything before writing anything. */
 export function poolResource(name: string, options: PoolOptions, now: Date): PoolResource {
-  if (!NAME.test(name)) throw new UsageError(`pool name "${name}" must be lower-case letters, digits, '-' and '.', starting and ending with a letter or digit`);
+  if (!NAME.test(name))
+    throw new UsageError(`pool name "${name}" must be lower-case letters, digits, '-' and '.', starting and ending with a letter or digit`);
   if (!options.cidr) throw new UsageError('pool create needs --cidr');
   const prefix = parsePrefix(options.cidr);
   if (!prefix) throw new UsageError(`--cidr "${options.cidr}" is not a CIDR`);
-  if (!parsePrefix(options.cidr, true)) throw new UsageError(`--cidr ${options.cidr} has host bits set; did you mean ${formatPrefix(prefix)}?`);
+  if (!parsePrefix(options.cidr, true))
+    throw new UsageError(`--cidr ${options.cidr} has host bits set; did you mean ${formatPrefix(prefix)}?`);
   const width = widthOf(prefix.family);
   const [minBlock, defaultBlock] = prefix.family === 4 ? [20, 26] : [116, 122];
   const blockSize = options['block-size'] === undefined ? Math.max(defaultBlock, prefix.length) : Number(options['block-size']);
   if (!Number.isInteger(blockSize) || blockSize < minBlock || blockSize > width) {
-    throw new UsageError(`--block-size ${options['block-size']} must be a whole number from ${minBlock} to ${width} for an IPv${prefix.family} pool`);
+    throw new UsageError(
+      `--block-size ${options['block-size']} must be a whole number from ${minBlock} to ${width} for an IPv${prefix.family} pool`,
+    );
   }
   if (blockSize < prefix.length) throw new UsageError(`--block-size ${blockSize} is larger than the pool ${options.cidr}`);
   const nodeSelector = options['node-selector'] ?? 'all()';
@@ -48,13 +52,22 @@ export function poolResource(name: string, options: PoolOptions, now: Date): Poo
     return value as EncapsulationMode;
   };
   const [ipipMode, vxlanMode] = [mode('ipip-mode'), mode('vxlan-mode')];
-  if (ipipMode !== 'Never' && vxlanMode !== 'Never') throw new UsageError('--ipip-mode and --vxlan-mode cannot both be enabled on one pool');
+  if (ipipMode !== 'Never' && vxlanMode !== 'Never')
+    throw new UsageError('--ipip-mode and --vxlan-mode cannot both be enabled on one pool');
   if (prefix.family === 6 && ipipMode !== 'Never') throw new UsageError('--ipip-mode is for IPv4 pools only');
   return {
     kind: 'IPPool',
     apiVersion: API_VERSION,
     metadata: { name, creationTimestamp: now.toISOString() },
-    spec: { cidr: formatPrefix(prefix), blockSize, nodeSelector, ipipMode, vxlanMode, natOutgoing: options['nat-outgoing'] ?? false, disabled: options.disabled ?? false },
+    spec: {
+      cidr: formatPrefix(prefix),
+      blockSize,
+      nodeSelector,
+      ipipMode,
+      vxlanMode,
+      natOutgoing: options['nat-outgoing'] ?? false,
+      disabled: options.disabled ?? false,
+    },
   };
 }
 
@@ -62,7 +75,10 @@ export async function createPool(store: Store, name: string, options: PoolOption
   const resource = poolResource(name, options, new Date());
   const created = parsePrefix(resource.spec.cidr);
   const overlapping = (await listPools(store)).find(
-    (pool) => created && pool.prefix.family === created.family && (blockInPool(resource.spec.cidr, pool) || blockInPool(pool.spec.cidr, { ...pool, prefix: created })),
+    (pool) =>
+      created &&
+      pool.prefix.family === created.family &&
+      (blockInPool(resource.spec.cidr, pool) || blockInPool(pool.spec.cidr, { ...pool, prefix: created })),
   );
   if (overlapping) throw refused(`pool ${resource.spec.cidr} overlaps pool "${overlapping.name}" (${overlapping.spec.cidr})`);
   if (!(await store.commit([{ key: keys.pool(name), create: resource }]))) throw refused(`pool "${name}" already exists`);
@@ -74,7 +90,16 @@ export async function listPoolsCommand(store: Store, json: boolean): Promise<str
   if (json) return `${JSON.stringify({ pools: pools.map(poolJson) }, null, 2)}\n`;
   return table(
     ['NAME', 'CIDR', 'BLOCK', 'NODE SELECTOR', 'IPIP', 'VXLAN', 'NAT', 'DISABLED'],
-    pools.map((p) => [p.name, p.spec.cidr, `/${p.spec.blockSize}`, p.spec.nodeSelector, p.spec.ipipMode, p.spec.vxlanMode, String(p.spec.natOutgoing), String(p.spec.disabled)]),
+    pools.map((p) => [
+      p.name,
+      p.spec.cidr,
+      `/${p.spec.blockSize}`,
+      p.spec.nodeSelector,
+      p.spec.ipipMode,
+      p.spec.vxlanMode,
+      String(p.spec.natOutgoing),
+      String(p.spec.disabled),
+    ]),
   );
 }
 
@@ -101,7 +126,8 @@ export async function deletePool(store: Store, name: string): Promise<string> {
   const pool = (await listPools(store)).find((p) => p.name === name) as Pool;
   const blocks = (await store.list<Block>(keys.blocks(pool.prefix.family))).filter((b) => blockInPool(b.value.cidr, pool));
   const allocated = blocks.reduce((sum, b) => sum + allocatedCount(b.value), 0);
-  if (allocated > 0) throw refused(`pool "${name}" still has ${allocated} allocated address${allocated === 1 ? '' : 'es'}; release them first`);
+  if (allocated > 0)
+    throw refused(`pool "${name}" still has ${allocated} allocated address${allocated === 1 ? '' : 'es'}; release them first`);
   const writes: Write[] = [{ key: entry.key, remove: true, revision: entry.revision }];
   for (const block of blocks) {
     writes.push({ key: block.key, remove: true, revision: block.revision });

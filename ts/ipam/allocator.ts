@@ -11,7 +11,17 @@ import { retryOnConflict } from '../store/store.ts';
 import { addressOf, assignNext, assignOrdinal, attributeAt, newBlock, ordinalOf, ordinalsOf, releaseOrdinals } from './block.ts';
 import { formatPrefix, mask, parseIp, widthOf, type Family } from './cidr.ts';
 import { exhausted, inUse, poolError } from './errors.ts';
-import { cidrOfKey, familyOf, hostAffinity, keys, type Affinity, type AllocationAttribute, type Block, type Handle, type PendingRequest } from './model.ts';
+import {
+  cidrOfKey,
+  familyOf,
+  hostAffinity,
+  keys,
+  type Affinity,
+  type AllocationAttribute,
+  type Block,
+  type Handle,
+  type PendingRequest,
+} from './model.ts';
 import { blockInPool, familyName, type Pool } from './pools.ts';
 import { releaseWhere } from './release.ts';
 
@@ -59,10 +69,19 @@ export interface KnownState {
 
 /** The reads that give `allocate` its KnownState, for a caller that batches them with its own. */
 export function firstReads(handle: string, node: string, families: readonly Family[], companionKeys: readonly string[]): Read[] {
-  return [{ get: keys.handle(handle) }, ...families.map((family) => ({ keys: keys.affinities(node, family) })), ...companionKeys.map((key) => ({ get: key }))];
+  return [
+    { get: keys.handle(handle) },
+    ...families.map((family) => ({ keys: keys.affinities(node, family) })),
+    ...companionKeys.map((key) => ({ get: key })),
+  ];
 }
 
-export function knownFrom(results: readonly unknown[], families: readonly Family[], companionKeys: readonly string[], blocks?: KnownState['blocks']): KnownState {
+export function knownFrom(
+  results: readonly unknown[],
+  families: readonly Family[],
+  companionKeys: readonly string[],
+  blocks?: KnownState['blocks'],
+): KnownState {
   const [handle, ...rest] = results;
   return {
     handle: (handle as Entry<Handle> | undefined) ?? null,
@@ -73,9 +92,16 @@ export function knownFrom(results: readonly unknown[], families: readonly Family
 }
 
 /** The blocks the affinity keys among `results` (as firstReads() lays them out) name, in one read. */
-export async function affineBlocks(store: Store, results: readonly unknown[], families: readonly Family[]): Promise<Record<string, Entry<Block> | null>> {
+export async function affineBlocks(
+  store: Store,
+  results: readonly unknown[],
+  families: readonly Family[],
+): Promise<Record<string, Entry<Block> | null>> {
   const cidrs = (results.slice(1, 1 + families.length) as string[][]).flat().map(cidrOfKey);
-  const entries = (cidrs.length > 0 ? await store.read(cidrs.map((cidr) => ({ get: keys.block(cidr) }))) : []) as (Entry<Block> | undefined)[];
+  const entries = (cidrs.length > 0 ? await store.read(cidrs.map((cidr) => ({ get: keys.block(cidr) }))) : []) as (
+    | Entry<Block>
+    | undefined
+  )[];
   return Object.fromEntries(cidrs.map((cidr, i) => [cidr, entries[i] ?? null]));
 }
 
@@ -84,7 +110,10 @@ export async function addressesOf(store: Store, handle: string, handleEntry?: En
   const entry = handleEntry ?? (await store.get<Handle>(keys.handle(handle)));
   if (!entry) return [];
   const cidrs = Object.keys(entry.value.block);
-  const blocks = (cidrs.length > 0 ? await store.read(cidrs.map((cidr) => ({ get: keys.block(cidr) }))) : []) as (Entry<Block> | undefined)[];
+  const blocks = (cidrs.length > 0 ? await store.read(cidrs.map((cidr) => ({ get: keys.block(cidr) }))) : []) as (
+    | Entry<Block>
+    | undefined
+  )[];
   return blocks.flatMap((blockEntry) => {
     const block = blockEntry?.value;
     if (!block) return [];
@@ -119,7 +148,11 @@ const PENDING_FRESH_MS = 10_000;
  * too. A burst of pods on one node so needs a few commits, not one per pod each racing all the
  * others.
  */
-export async function allocate(request: Assignment, requests: readonly AddressRequest[], options: AllocateOptions = {}): Promise<Allocation[]> {
+export async function allocate(
+  request: Assignment,
+  requests: readonly AddressRequest[],
+  options: AllocateOptions = {},
+): Promise<Allocation[]> {
   const { store, handle } = request;
   if (store.transactional || requests.length < 2) return allocateInOneCommit(request, requests, options);
   // Without transactions, one block per commit: the first address alone, then each next one with
@@ -129,15 +162,21 @@ export async function allocate(request: Assignment, requests: readonly AddressRe
   const held = options.known?.handle !== undefined ? options.known.handle !== null : (await store.get(keys.handle(handle))) !== undefined;
   const { known, companions, ...rest } = options;
   try {
-    for (let n = 1; n < requests.length; n++) await allocateInOneCommit(request, requests.slice(0, n), n === 1 && known ? { ...rest, known } : rest);
+    for (let n = 1; n < requests.length; n++)
+      await allocateInOneCommit(request, requests.slice(0, n), n === 1 && known ? { ...rest, known } : rest);
     return await allocateInOneCommit(request, requests, companions ? { ...rest, companions } : rest);
   } catch (err) {
-    if (!held) await releaseWhere(store, handle, (attribute) => sameInterface(attribute.secondary['ifname'], request)).catch(() => undefined);
+    if (!held)
+      await releaseWhere(store, handle, (attribute) => sameInterface(attribute.secondary['ifname'], request)).catch(() => undefined);
     throw err;
   }
 }
 
-async function allocateInOneCommit(request: Assignment, requests: readonly AddressRequest[], options: AllocateOptions): Promise<Allocation[]> {
+async function allocateInOneCommit(
+  request: Assignment,
+  requests: readonly AddressRequest[],
+  options: AllocateOptions,
+): Promise<Allocation[]> {
   const { store, handle, node } = request;
   const companions = options.companions ?? [];
   for (const r of requests) {
@@ -166,14 +205,24 @@ async function allocateInOneCommit(request: Assignment, requests: readonly Addre
       const fresh = (p: Entry<PendingRequest>) => Date.now() - Date.parse(p.value.created) < PENDING_FRESH_MS;
       // Serving others needs the commit to be one transaction: applied one write at a time, a
       // commit that serves others has more writes to fail and undo part-way.
-      if (store.transactional) plan.serve(pending.filter((p) => p.key !== pendingKey && fresh(p)), options.pools ?? []);
+      if (store.transactional)
+        plan.serve(
+          pending.filter((p) => p.key !== pendingKey && fresh(p)),
+          options.pools ?? [],
+        );
       // Requests of ADDs that died waiting go with this commit.
       const stale = pending.filter((p) => p.key !== pendingKey && !fresh(p)).slice(0, SERVE_AT_MOST);
       const own = pending.find((p) => p.key === pendingKey);
       const companionWrites = await Promise.all(
         companions.map(async (companion) => {
-          const current = first.companions?.[companion.key] !== undefined ? (first.companions[companion.key] ?? undefined) : await store.get(companion.key);
-          const value = companion.value(plan.allocations.map((a) => a.address), current?.value);
+          const current =
+            first.companions?.[companion.key] !== undefined
+              ? (first.companions[companion.key] ?? undefined)
+              : await store.get(companion.key);
+          const value = companion.value(
+            plan.allocations.map((a) => a.address),
+            current?.value,
+          );
           return current ? { key: companion.key, update: value, revision: current.revision } : { key: companion.key, create: value };
         }),
       );
@@ -260,7 +309,11 @@ class Plan {
     this.blocksRead.push(...affine);
     const known = affine.every((cidr) => this.knownBlocks[cidr] !== undefined);
     const entries = (
-      known ? affine.map((cidr) => this.knownBlocks[cidr] ?? undefined) : affine.length > 0 ? await store.read(affine.map((cidr) => ({ get: keys.block(cidr) }))) : []
+      known
+        ? affine.map((cidr) => this.knownBlocks[cidr] ?? undefined)
+        : affine.length > 0
+          ? await store.read(affine.map((cidr) => ({ get: keys.block(cidr) })))
+          : []
     ) as (Entry<Block> | undefined)[];
     for (const [i, cidr] of affine.entries()) {
       // An affinity whose block a crash lost (only possible without transactions) gets its block again.
@@ -289,9 +342,18 @@ class Plan {
   /** Exactly `ip`, which must lie in an enabled pool and be free. */
   async exact(ip: string, pools: readonly Pool[]): Promise<void> {
     const parsed = parseIp(ip);
-    const pool = parsed && pools.find((p) => !p.spec.disabled && p.prefix.family === parsed.family && (parsed.value & mask(parsed.family, p.prefix.length)) === p.prefix.base);
+    const pool =
+      parsed &&
+      pools.find(
+        (p) =>
+          !p.spec.disabled && p.prefix.family === parsed.family && (parsed.value & mask(parsed.family, p.prefix.length)) === p.prefix.base,
+      );
     if (!parsed || !pool) throw poolError(`the requested address ${ip} is not in any enabled pool`);
-    const cidr = formatPrefix({ family: parsed.family, base: parsed.value & mask(parsed.family, pool.spec.blockSize), length: pool.spec.blockSize });
+    const cidr = formatPrefix({
+      family: parsed.family,
+      base: parsed.value & mask(parsed.family, pool.spec.blockSize),
+      length: pool.spec.blockSize,
+    });
     const entry = await this.request.store.get<Block>(keys.block(cidr));
     const block = entry?.value ?? newBlock(cidr, hostAffinity(this.request.node), this.now);
     const ordinal = ordinalOf(block, ip) as number;
@@ -302,7 +364,8 @@ class Plan {
       // the address passes to the new sandbox in this commit, as the reference releases it first.
       await this.releaseFromEarlierSandbox(block, ordinal, holder.handle_id);
     }
-    if (!entry) this.writes.push({ key: keys.affinity(this.request.node, cidr), create: { state: 'confirmed', deleted: false } satisfies Affinity });
+    if (!entry)
+      this.writes.push({ key: keys.affinity(this.request.node, cidr), create: { state: 'confirmed', deleted: false } satisfies Affinity });
     this.take(block, assignOrdinal(block, ordinal, this.attribute) ? ordinal : undefined, entry);
   }
 
@@ -333,7 +396,12 @@ class Plan {
 
   private samePod(holder: AllocationAttribute): boolean {
     const { namespace, pod } = this.request.attributes;
-    return pod !== undefined && holder.handle_id !== this.request.handle && holder.secondary['pod'] === pod && holder.secondary['namespace'] === namespace;
+    return (
+      pod !== undefined &&
+      holder.handle_id !== this.request.handle &&
+      holder.secondary['pod'] === pod &&
+      holder.secondary['namespace'] === namespace
+    );
   }
 
   private async releaseFromEarlierSandbox(block: Block, ordinal: number, handle: string): Promise<void> {
@@ -365,7 +433,10 @@ class Plan {
     const counts = { ...handleEntry?.value.block };
     for (const [cidr, block] of this.touched) counts[cidr] = ordinalsOf(block, handle).length;
     const value: Handle = { handleID: handle, block: counts, deleted: false };
-    return [handleEntry ? { key: handleEntry.key, update: value, revision: handleEntry.revision } : { key: keys.handle(handle), create: value }, ...this.servedHandles];
+    return [
+      handleEntry ? { key: handleEntry.key, update: value, revision: handleEntry.revision } : { key: keys.handle(handle), create: value },
+      ...this.servedHandles,
+    ];
   }
 }
 

@@ -41,7 +41,8 @@ function parseV4(text: string): bigint | undefined {
   return value;
 }
 
-const HEX_GROUP = (group: string) => group.length >= 1 && group.length <= 4 && [...group].every((c) => '0123456789abcdefABCDEF'.includes(c));
+const HEX_GROUP = (group: string) =>
+  group.length >= 1 && group.length <= 4 && [...group].every((c) => '0123456789abcdefABCDEF'.includes(c));
 
 function parseV6(text: string): bigint | undefined {
   const halves = text.split('::');

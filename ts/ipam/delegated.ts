@@ -88,12 +88,10 @@ export class DelegatedIpam implements Ipam {
   }
 
   private supportedVersions(): Promise<string[]> {
-    this.versions ??= this.exec('VERSION', Buffer.from(JSON.stringify({ cniVersion: this.netconf.conf.cniVersion }))).then(
-      (answer) => {
-        const versions = (answer as { supportedVersions?: unknown } | undefined)?.supportedVersions;
-        return Array.isArray(versions) ? versions.filter((v): v is string => typeof v === 'string') : [];
-      },
-    );
+    this.versions ??= this.exec('VERSION', Buffer.from(JSON.stringify({ cniVersion: this.netconf.conf.cniVersion }))).then((answer) => {
+      const versions = (answer as { supportedVersions?: unknown } | undefined)?.supportedVersions;
+      return Array.isArray(versions) ? versions.filter((v): v is string => typeof v === 'string') : [];
+    });
     return this.versions;
   }
 

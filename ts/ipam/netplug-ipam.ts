@@ -7,7 +7,18 @@ import type { NetplugIpamConfig } from '../config/ipam.ts';
 import type { ParsedNetconf } from '../config/netconf.ts';
 import type { Logger } from '../log/logger.ts';
 import type { Entry, Read, Store } from '../store/store.ts';
-import { addressesOf, affineBlocks, allocate, firstReads, knownFrom, sameInterface, type AddressRequest, type Allocation, type Assignment, type Companion } from './allocator.ts';
+import {
+  addressesOf,
+  affineBlocks,
+  allocate,
+  firstReads,
+  knownFrom,
+  sameInterface,
+  type AddressRequest,
+  type Allocation,
+  type Assignment,
+  type Companion,
+} from './allocator.ts';
 import { releaseWhere } from './release.ts';
 import type { Family } from './cidr.ts';
 import { IpamError, poolError } from './errors.ts';
@@ -95,7 +106,8 @@ export class NetplugIpam implements Ipam {
     const reads = addReads(this.handle, node, families, companionKeys);
     // Read already, while the netconf was being validated (early work), if for the same keys.
     const prefetched = this.context.prefetched;
-    const { results, blocks } = prefetched && sameReads(prefetched.reads, reads) ? await prefetched.results : await readAhead(store, reads, families);
+    const { results, blocks } =
+      prefetched && sameReads(prefetched.reads, reads) ? await prefetched.results : await readAhead(store, reads, families);
     const [poolEntries, nodeEntry, ...first] = results as [Entry<PoolResource>[], Entry<NodeResource> | undefined, ...unknown[]];
     const pools = poolsOf(poolEntries);
     let requests: AddressRequest[];
@@ -104,7 +116,8 @@ export class NetplugIpam implements Ipam {
     } else if (env.args.ip) {
       requests = [{ ip: env.args.ip, pools }];
     } else {
-      if (families.length === 0) throw poolError('netconf fields "ipam.assign_ipv4" and "ipam.assign_ipv6" are both "false": there is no address to assign');
+      if (families.length === 0)
+        throw poolError('netconf fields "ipam.assign_ipv4" and "ipam.assign_ipv6" are both "false": there is no address to assign');
       const labels = nodeEntry?.value.metadata.labels ?? {};
       // Pools an annotation names win over the netconf's, which win over node selectors.
       const requested = (family: Family) => {
@@ -122,7 +135,8 @@ export class NetplugIpam implements Ipam {
       allocate(request, requests, { companions, ...(waited ? {} : { known: knownFrom(first, families, companionKeys, blocks) }), pools }),
     ).catch((err: unknown) => {
       // Addresses from the pod's annotation: say so, as the error may be about one of them.
-      if (overrides.ips && err instanceof IpamError) throw new IpamError(err.code, `annotation "cni.projectnet.org/ipAddrs": ${err.message}`);
+      if (overrides.ips && err instanceof IpamError)
+        throw new IpamError(err.code, `annotation "cni.projectnet.org/ipAddrs": ${err.message}`);
       throw err;
     });
     log.info('addresses allocated', { handle: this.handle, node, addresses: allocations.map((a) => a.address) });
@@ -156,7 +170,8 @@ export class NetplugIpam implements Ipam {
   async check(): Promise<void> {
     const ifname = this.context.env.ifname;
     const held = await this.held();
-    if (held.length === 0) throw new CniError(ErrorCode.CheckFailed, `netplug-ipam holds no address for ${this.handle} interface "${ifname}"`);
+    if (held.length === 0)
+      throw new CniError(ErrorCode.CheckFailed, `netplug-ipam holds no address for ${this.handle} interface "${ifname}"`);
   }
 
   async gc(): Promise<void> {
@@ -173,9 +188,13 @@ export class NetplugIpam implements Ipam {
     for (const family of this.families) {
       const requested = family === 4 ? this.config.ipv4_pools : this.config.ipv6_pools;
       const usable = choosePools(pools, family, requested, labels, `netconf field "ipam.ipv${family}_pools"`);
-      if (usable.length === 0) throw new CniError(ErrorCode.PluginNotAvailable, `no enabled ${familyName(family)} pool selects node "${node}"`);
+      if (usable.length === 0)
+        throw new CniError(ErrorCode.PluginNotAvailable, `no enabled ${familyName(family)} pool selects node "${node}"`);
       if ((await poolsWithRoom(store, usable)).length === 0) {
-        throw new CniError(ErrorCode.PluginNotAvailable, `every usable ${familyName(family)} pool is exhausted: ${usable.map((p) => `${p.name} (${p.spec.cidr})`).join(', ')}`);
+        throw new CniError(
+          ErrorCode.PluginNotAvailable,
+          `every usable ${familyName(family)} pool is exhausted: ${usable.map((p) => `${p.name} (${p.spec.cidr})`).join(', ')}`,
+        );
       }
     }
   }
@@ -189,7 +208,10 @@ export function validAttachments(json: Record<string, unknown>): Attachment[] {
   return list.map((item: unknown, index) => {
     const { containerID, ifname } = (item ?? {}) as { containerID?: unknown; ifname?: unknown };
     if (typeof containerID !== 'string' || typeof ifname !== 'string') {
-      throw new CniError(ErrorCode.InvalidConfig, `netconf field "cni.dev/valid-attachments[${index}]" needs string containerID and ifname, got ${JSON.stringify(item)}`);
+      throw new CniError(
+        ErrorCode.InvalidConfig,
+        `netconf field "cni.dev/valid-attachments[${index}]" needs string containerID and ifname, got ${JSON.stringify(item)}`,
+      );
     }
     return { containerId: containerID, ifname };
   });

@@ -26,11 +26,13 @@ export async function listPools(store: Store): Promise<Pool[]> {
 
 /** The pools in the entries under `keys.pools`, by name. */
 export function poolsOf(entries: readonly Entry<PoolResource>[]): Pool[] {
-  return entries
-    .map(({ value }) => ({ name: value.metadata.name, spec: value.spec, prefix: parsePrefix(value.spec.cidr) }))
-    .filter((pool): pool is Pool => pool.prefix !== undefined)
-    // By code point: localeCompare would load ICU's collation data, milliseconds on every ADD.
-    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return (
+    entries
+      .map(({ value }) => ({ name: value.metadata.name, spec: value.spec, prefix: parsePrefix(value.spec.cidr) }))
+      .filter((pool): pool is Pool => pool.prefix !== undefined)
+      // By code point: localeCompare would load ICU's collation data, milliseconds on every ADD.
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  );
 }
 
 /** The node's labels; a node nobody registered has none. */
@@ -43,15 +45,25 @@ export async function nodeLabels(store: Store, node: string): Promise<Labels> {
  * wins over node selectors; each must exist, be of the family and enabled, and a CIDR must be a
  * pool's own, not a part of one.
  */
-export function choosePools(all: readonly Pool[], family: Family, requested: readonly string[] | undefined, labels: Labels, field: string): Pool[] {
+export function choosePools(
+  all: readonly Pool[],
+  family: Family,
+  requested: readonly string[] | undefined,
+  labels: Labels,
+  field: string,
+): Pool[] {
   if (requested && requested.length > 0) return requested.map((item) => requestedPool(all, family, item, field));
-  const selected = all.filter((pool) => pool.prefix.family === family && !pool.spec.disabled && parseSelector(pool.spec.nodeSelector)(labels));
+  const selected = all.filter(
+    (pool) => pool.prefix.family === family && !pool.spec.disabled && parseSelector(pool.spec.nodeSelector)(labels),
+  );
   return selected;
 }
 
 function requestedPool(all: readonly Pool[], family: Family, item: string, field: string): Pool {
   const asCidr = parsePrefix(item);
-  const pool = asCidr ? all.find((p) => p.prefix.family === asCidr.family && p.prefix.base === asCidr.base && p.prefix.length === asCidr.length) : all.find((p) => p.name === item);
+  const pool = asCidr
+    ? all.find((p) => p.prefix.family === asCidr.family && p.prefix.base === asCidr.base && p.prefix.length === asCidr.length)
+    : all.find((p) => p.name === item);
   if (!pool) {
     const container = asCidr && all.find((p) => within(asCidr, p.prefix));
     if (container) {

@@ -28,7 +28,10 @@ export async function releaseWhere(
     const handleEntry = await store.get<Handle>(keys.handle(handle));
     if (!handleEntry) return [];
     const cidrs = Object.keys(handleEntry.value.block);
-    const entries = (cidrs.length > 0 ? await store.read(cidrs.map((cidr) => ({ get: keys.block(cidr) }))) : []) as (Entry<Block> | undefined)[];
+    const entries = (cidrs.length > 0 ? await store.read(cidrs.map((cidr) => ({ get: keys.block(cidr) }))) : []) as (
+      | Entry<Block>
+      | undefined
+    )[];
     const released: string[] = [];
     const blockWrites: Write[] = [];
     const remaining: Handle = { ...handleEntry.value, block: {} };
@@ -36,12 +39,18 @@ export async function releaseWhere(
       const entry = entries[index];
       if (!entry) continue;
       const block = entry.value;
-      const ordinals = ordinalsOf(block, handle).filter((ordinal) => which(attributeAt(block, ordinal) as AllocationAttribute, addressOf(block, ordinal)));
+      const ordinals = ordinalsOf(block, handle).filter((ordinal) =>
+        which(attributeAt(block, ordinal) as AllocationAttribute, addressOf(block, ordinal)),
+      );
       released.push(...ordinals.map((ordinal) => addressOf(block, ordinal)));
       if (ordinals.length > 0) {
         releaseOrdinals(block, ordinals);
         const empty = block.allocations.every((a) => a === null);
-        blockWrites.push(empty && block.affinity === null ? { key: entry.key, remove: true, revision: entry.revision } : { key: entry.key, update: block, revision: entry.revision });
+        blockWrites.push(
+          empty && block.affinity === null
+            ? { key: entry.key, remove: true, revision: entry.revision }
+            : { key: entry.key, update: block, revision: entry.revision },
+        );
       }
       const left = ordinalsOf(block, handle).length;
       if (left > 0) remaining.block[cidr] = left;

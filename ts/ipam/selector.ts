@@ -10,7 +10,7 @@ export class SelectorError extends Error {
   override readonly name = 'SelectorError';
 }
 
-const TOKEN = /\s*(?:(\(|\)|\{|\}|,|&&|\|\||==|!=|!)|("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')|([A-Za-z0-9_.\/-]+(?:\(\))?))/y;
+const TOKEN = /\s*(?:(\(|\)|\{|\}|,|&&|\|\||==|!=|!)|("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')|([A-Za-z0-9_./-]+(?:\(\))?))/y;
 
 interface Token {
   text: string;

@@ -45,33 +45,43 @@ export function addressPlan({ pod, namespaceAnnotations, ipamType, features }: A
   const ips = own(ANNOTATIONS.ipAddrs);
   const noIpam = own(ANNOTATIONS.ipAddrsNoIpam);
   if (ips !== undefined && noIpam !== undefined) {
-    throw new CniError(ErrorCode.InvalidConfig, `annotations "${ANNOTATIONS.ipAddrs}" and "${ANNOTATIONS.ipAddrsNoIpam}" on ${where} cannot be used together`);
+    throw new CniError(
+      ErrorCode.InvalidConfig,
+      `annotations "${ANNOTATIONS.ipAddrs}" and "${ANNOTATIONS.ipAddrsNoIpam}" on ${where} cannot be used together`,
+    );
   }
   if (ips !== undefined) {
     if (!managed) throw fail(ANNOTATIONS.ipAddrs, ips, `a specific address needs ipam.type "netplug-ipam", not "${ipamType}"`);
     plan.ips = addresses(ANNOTATIONS.ipAddrs, ips, fail);
   } else if (noIpam !== undefined) {
     if (!managed) throw fail(ANNOTATIONS.ipAddrsNoIpam, noIpam, `needs ipam.type "netplug-ipam", not "${ipamType}"`);
-    if (!features.ip_addrs_no_ipam) throw fail(ANNOTATIONS.ipAddrsNoIpam, noIpam, 'needs netconf field "feature_control.ip_addrs_no_ipam" set to true');
+    if (!features.ip_addrs_no_ipam)
+      throw fail(ANNOTATIONS.ipAddrsNoIpam, noIpam, 'needs netconf field "feature_control.ip_addrs_no_ipam" set to true');
     plan.ipsWithoutIpam = addresses(ANNOTATIONS.ipAddrsNoIpam, noIpam, fail);
   } else {
     // Pools: the pod's annotation, else its namespace's; an address annotation makes them moot.
-    for (const [family, key] of [[4, ANNOTATIONS.ipv4pools], [6, ANNOTATIONS.ipv6pools]] as const) {
+    for (const [family, key] of [
+      [4, ANNOTATIONS.ipv4pools],
+      [6, ANNOTATIONS.ipv6pools],
+    ] as const) {
       const podValue = own(key);
       const value = podValue !== undefined && podValue !== '' ? podValue : namespaceAnnotations[key];
       if (value === undefined || value === '') continue;
       const source = podValue !== undefined && podValue !== '' ? where : `namespace ${pod.namespace}`;
-      const failHere = (k: string, v: string, problem: string) => new CniError(ErrorCode.InvalidConfig, `annotation "${k}" ${JSON.stringify(v)} on ${source}: ${problem}`);
+      const failHere = (k: string, v: string, problem: string) =>
+        new CniError(ErrorCode.InvalidConfig, `annotation "${k}" ${JSON.stringify(v)} on ${source}: ${problem}`);
       if (!managed) throw failHere(key, value, `choosing pools needs ipam.type "netplug-ipam", not "${ipamType}"`);
       const pools = strings(key, value, failHere);
       if (pools.length === 0) throw failHere(key, value, 'names no pool');
-      (plan.pools ??= {})[family] = pools;
+      plan.pools ??= {};
+      plan.pools[family] = pools;
     }
   }
 
   const floating = own(ANNOTATIONS.floatingIPs);
   if (floating !== undefined) {
-    if (!features.floating_ips) throw fail(ANNOTATIONS.floatingIPs, floating, 'needs netconf field "feature_control.floating_ips" set to true');
+    if (!features.floating_ips)
+      throw fail(ANNOTATIONS.floatingIPs, floating, 'needs netconf field "feature_control.floating_ips" set to true');
     const list = strings(ANNOTATIONS.floatingIPs, floating, fail);
     const bad = list.find((ip) => !parseIp(ip));
     if (bad !== undefined) throw fail(ANNOTATIONS.floatingIPs, floating, `"${bad}" is not an IP address`);

@@ -1,7 +1,14 @@
 // The Kubernetes API as netplug uses it: JSON over the native HTTP client, with the kubeconfig's
 // client certificate or token. Failures name the server and, for a refusal, what netplug's
 // identity lacks.
-import { HttpClient, HttpTlsError, HttpUnavailableError, TlsMaterialError, type HttpRequest } from '../net/http-client.ts';
+import {
+  HttpClient,
+  HttpTlsError,
+  HttpUnavailableError,
+  TlsMaterialError,
+  type HttpRequest,
+  type HttpResponse,
+} from '../net/http-client.ts';
 import { apiAccess, KubeSettingsError, type ApiAccess, type KubernetesSettings } from './kubeconfig.ts';
 
 /** The API server could not be reached or did not answer: try again later (CNI error 11). */
@@ -36,7 +43,11 @@ export class KubeClient {
     try {
       this.http = new HttpClient({ endpoints: [access.server], tls: access.tls, requestTimeoutMs: 10_000 });
     } catch (err) {
-      if (err instanceof TlsMaterialError) throw new KubeSettingsError('kubernetes.kubeconfig', `the kubeconfig's ${{ ca: 'certificate authority', cert: 'client certificate', key: 'client key' }[err.part]}: ${err.message}`);
+      if (err instanceof TlsMaterialError)
+        throw new KubeSettingsError(
+          'kubernetes.kubeconfig',
+          `the kubeconfig's ${{ ca: 'certificate authority', cert: 'client certificate', key: 'client key' }[err.part]}: ${err.message}`,
+        );
       throw err;
     }
   }
@@ -59,11 +70,12 @@ export class KubeClient {
     this.requests++;
     const headers: Record<string, string> = { Accept: 'application/json', ...request.headers };
     if (this.access.token) headers['Authorization'] = `Bearer ${this.access.token}`;
-    let response;
+    let response: HttpResponse;
     try {
       response = await this.http.request({ ...request, headers });
     } catch (err) {
-      if (err instanceof HttpUnavailableError) throw new KubeUnavailableError(`the Kubernetes API at ${this.server} did not answer: ${err.message}`);
+      if (err instanceof HttpUnavailableError)
+        throw new KubeUnavailableError(`the Kubernetes API at ${this.server} did not answer: ${err.message}`);
       if (err instanceof HttpTlsError) throw new KubeError(0, err.message);
       throw err;
     }
@@ -76,9 +88,16 @@ export class KubeClient {
     const { status } = response;
     if ((status >= 200 && status < 300) || status === 404 || status === 409) return { status, json };
     const message = (json as Status | undefined)?.message ?? response.body.toString('utf8').slice(0, 200);
-    if (status === 401) throw new KubeError(status, `the Kubernetes API at ${this.server} does not accept netplug's credentials (user "${this.access.user}"): ${message}`);
+    if (status === 401)
+      throw new KubeError(
+        status,
+        `the Kubernetes API at ${this.server} does not accept netplug's credentials (user "${this.access.user}"): ${message}`,
+      );
     if (status === 403) throw new KubeError(status, `the Kubernetes API at ${this.server} refused: ${message}; netplug needs ${needs}`);
-    if (status === 429 || status >= 500) throw new KubeUnavailableError(`the Kubernetes API at ${this.server} answered ${request.method} ${request.path} with ${status}: ${message}`);
+    if (status === 429 || status >= 500)
+      throw new KubeUnavailableError(
+        `the Kubernetes API at ${this.server} answered ${request.method} ${request.path} with ${status}: ${message}`,
+      );
     throw new KubeError(status, `the Kubernetes API at ${this.server} refused ${request.method} ${request.path} (${status}): ${message}`);
   }
 

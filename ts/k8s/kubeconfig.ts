@@ -45,7 +45,8 @@ interface Kubeconfig {
 export async function apiAccess(settings: KubernetesSettings): Promise<ApiAccess> {
   const root = settings.k8s_api_root ? apiRoot(settings.k8s_api_root) : undefined;
   if (!settings.kubeconfig) {
-    if (!root) throw new KubeSettingsError('kubernetes', 'Kubernetes mode needs kubernetes.kubeconfig or kubernetes.k8s_api_root to reach the API');
+    if (!root)
+      throw new KubeSettingsError('kubernetes', 'Kubernetes mode needs kubernetes.kubeconfig or kubernetes.k8s_api_root to reach the API');
     return { server: root, tls: {}, user: 'anonymous' };
   }
   const path = settings.kubeconfig;
@@ -53,7 +54,9 @@ export async function apiAccess(settings: KubernetesSettings): Promise<ApiAccess
   const fail = (message: string) => new KubeSettingsError(field, `${path}: ${message}`);
   const config = await parse(path, fail);
   const contextName = config['current-context'];
-  const context = config.contexts?.find((c) => c.name === contextName)?.context ?? (config.contexts?.length === 1 ? config.contexts[0]?.context : undefined);
+  const context =
+    config.contexts?.find((c) => c.name === contextName)?.context ??
+    (config.contexts?.length === 1 ? config.contexts[0]?.context : undefined);
   if (!context) throw fail(contextName ? `no context "${contextName}"` : 'no current-context');
   const cluster = config.clusters?.find((c) => c.name === context.cluster)?.cluster;
   if (!cluster) throw fail(`no cluster "${context.cluster}"`);
@@ -73,7 +76,8 @@ export async function apiAccess(settings: KubernetesSettings): Promise<ApiAccess
     return typeof value === 'string' && value !== '' ? Buffer.from(value, 'base64') : undefined;
   };
   if (cluster['insecure-skip-tls-verify'] === true) throw fail('insecure-skip-tls-verify is not supported: give the certificate-authority');
-  if (user['exec'] || user['auth-provider']) throw fail(`user "${context.user}" authenticates through a plugin, which netplug does not run; give a client certificate or a token`);
+  if (user['exec'] || user['auth-provider'])
+    throw fail(`user "${context.user}" authenticates through a plugin, which netplug does not run; give a client certificate or a token`);
   const server = root ?? serverUrl(cluster['server'], fail);
   const tls: TlsFiles = {};
   const ca = data('certificate-authority-data') ?? file('certificate-authority');

@@ -44,11 +44,16 @@ interface Pod {
 const segment = encodeURIComponent;
 
 export async function readPod(client: KubeClient, namespace: string, name: string): Promise<PodInfo> {
-  const pod = await client.get<Pod>(`/api/v1/namespaces/${segment(namespace)}/pods/${segment(name)}`, 'get on pods in all namespaces (policy.type k8s)');
+  const pod = await client.get<Pod>(
+    `/api/v1/namespaces/${segment(namespace)}/pods/${segment(name)}`,
+    'get on pods in all namespaces (policy.type k8s)',
+  );
   if (!pod) throw new KubeError(404, `pod ${namespace}/${name} does not exist in the Kubernetes API at ${client.server}`);
   const metadata = pod.metadata ?? {};
   const ports = (pod.spec?.containers ?? []).flatMap((c) =>
-    (c.ports ?? []).filter((p) => p.name && p.containerPort).map((p) => ({ name: p.name as string, protocol: (p.protocol ?? 'TCP').toUpperCase(), port: p.containerPort as number })),
+    (c.ports ?? [])
+      .filter((p) => p.name && p.containerPort)
+      .map((p) => ({ name: p.name as string, protocol: (p.protocol ?? 'TCP').toUpperCase(), port: p.containerPort as number })),
   );
   return {
     namespace,
@@ -63,15 +68,25 @@ export async function readPod(client: KubeClient, namespace: string, name: strin
 }
 
 export async function readNamespace(client: KubeClient, name: string): Promise<NamespaceInfo> {
-  const namespace = await client.get<{ metadata?: Metadata }>(`/api/v1/namespaces/${segment(name)}`, 'get on namespaces (for their pool annotations)');
+  const namespace = await client.get<{ metadata?: Metadata }>(
+    `/api/v1/namespaces/${segment(name)}`,
+    'get on namespaces (for their pool annotations)',
+  );
   if (!namespace) throw new KubeError(404, `namespace ${name} does not exist in the Kubernetes API at ${client.server}`);
   return { name, labels: namespace.metadata?.labels ?? {}, annotations: namespace.metadata?.annotations ?? {} };
 }
 
 /** The node's pod CIDRs (`spec.podCIDRs`, else `spec.podCIDR`). */
 export async function nodePodCidrs(client: KubeClient, node: string): Promise<string[]> {
-  const found = await client.get<{ spec?: { podCIDR?: string; podCIDRs?: string[] } }>(`/api/v1/nodes/${segment(node)}`, 'get on nodes (for usePodCidr and usePodCidrIPv6)');
+  const found = await client.get<{ spec?: { podCIDR?: string; podCIDRs?: string[] } }>(
+    `/api/v1/nodes/${segment(node)}`,
+    'get on nodes (for usePodCidr and usePodCidrIPv6)',
+  );
   // Most likely a node name that differs from the Node object's: the netconf's to fix.
-  if (!found) throw new KubeSettingsError('kubernetes.node_name', `node ${node} does not exist in the Kubernetes API at ${client.server}; set it to this node's Node object name`);
+  if (!found)
+    throw new KubeSettingsError(
+      'kubernetes.node_name',
+      `node ${node} does not exist in the Kubernetes API at ${client.server}; set it to this node's Node object name`,
+    );
   return found.spec?.podCIDRs ?? (found.spec?.podCIDR ? [found.spec.podCIDR] : []);
 }

@@ -17,21 +17,31 @@ export function usesPodCidr(json: Record<string, unknown>): boolean {
  * The netconf with each placeholder replaced by the node's pod CIDR of its family, read through
  * `podCidrs` (called once, only if a placeholder is there).
  */
-export async function withPodCidrs(json: Record<string, unknown>, node: string, podCidrs: () => Promise<string[]>): Promise<Record<string, unknown>> {
+export async function withPodCidrs(
+  json: Record<string, unknown>,
+  node: string,
+  podCidrs: () => Promise<string[]>,
+): Promise<Record<string, unknown>> {
   const cidrs = await podCidrs();
   const byFamily = new Map<4 | 6, string>();
   for (const cidr of cidrs) {
     const family = parsePrefix(cidr)?.family;
     if (!family) continue;
     if (byFamily.has(family)) {
-      throw new CniError(ErrorCode.InvalidConfig, `node ${node} has two IPv${family} pod CIDRs (${cidrs.join(', ')}); usePodCidr needs at most one per family`);
+      throw new CniError(
+        ErrorCode.InvalidConfig,
+        `node ${node} has two IPv${family} pod CIDRs (${cidrs.join(', ')}); usePodCidr needs at most one per family`,
+      );
     }
     byFamily.set(family, cidr);
   }
   return replace(json, (placeholder, family) => {
     const cidr = byFamily.get(family);
     if (!cidr) {
-      throw new CniError(ErrorCode.InvalidConfig, `netconf uses ${placeholder}, but node ${node} has no IPv${family} pod CIDR (its spec.podCIDRs: ${cidrs.length ? cidrs.join(', ') : 'none'})`);
+      throw new CniError(
+        ErrorCode.InvalidConfig,
+        `netconf uses ${placeholder}, but node ${node} has no IPv${family} pod CIDR (its spec.podCIDRs: ${cidrs.length ? cidrs.join(', ') : 'none'})`,
+      );
     }
     return cidr;
   });
@@ -57,7 +67,11 @@ function replace(json: Record<string, unknown>, cidrFor: (placeholder: string, f
   if (ipam.subnet !== undefined) ipam.subnet = swap(ipam.subnet);
   if (Array.isArray(ipam.ranges)) {
     ipam.ranges = (ipam.ranges as unknown[]).map((set) =>
-      Array.isArray(set) ? set.map((range) => (range && typeof range === 'object' ? { ...range, subnet: swap((range as { subnet?: unknown }).subnet) } : range)) : set,
+      Array.isArray(set)
+        ? set.map((range) =>
+            range && typeof range === 'object' ? { ...range, subnet: swap((range as { subnet?: unknown }).subnet) } : range,
+          )
+        : set,
     );
   }
   return { ...json, ipam };

@@ -75,7 +75,9 @@ export class Logger {
       } catch (err) {
         // A full or read-only disk must not fail pod networking: say so on stderr and go on.
         this.sinks.file = undefined;
-        this.sinks.stderr(`${new Date().toISOString()} [WARNING][${this.pid}] ${this.component}: log file disabled: ${(err as Error).message}\n`);
+        this.sinks.stderr(
+          `${new Date().toISOString()} [WARNING][${this.pid}] ${this.component}: log file disabled: ${(err as Error).message}\n`,
+        );
       }
     }
   }

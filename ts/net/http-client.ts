@@ -101,12 +101,14 @@ export class HttpClient {
       const outcome = await this.connection(this.endpoint).exchange(encode(url, request));
       if (outcome.response) {
         const response = parseResponse(outcome.response);
-        if (!response) throw new HttpUnavailableError(`${url.origin} answered ${request.method} ${request.path} with an incomplete response`);
+        if (!response)
+          throw new HttpUnavailableError(`${url.origin} answered ${request.method} ${request.path} with an incomplete response`);
         return { ...response, origin: url.origin };
       }
       const error = outcome.error ?? { kind: 'io', message: 'no response' };
       if (error.kind === 'tls') throw new HttpTlsError(`TLS with ${url.origin} failed: ${error.message}`);
-      if (error.kind !== 'connect') throw new HttpUnavailableError(`${url.origin} did not answer ${request.method} ${request.path}: ${error.message}`);
+      if (error.kind !== 'connect')
+        throw new HttpUnavailableError(`${url.origin} did not answer ${request.method} ${request.path}: ${error.message}`);
       failures.push(`${url.origin}: ${error.message}`);
       this.endpoint = (this.endpoint + 1) % this.options.endpoints.length;
     }
@@ -144,7 +146,11 @@ export class HttpClient {
 
 function encode(url: URL, request: HttpRequest): Buffer {
   const body = request.body ?? Buffer.alloc(0);
-  const headers = { Host: url.host, ...request.headers, ...(request.body || request.method !== 'GET' ? { 'Content-Length': String(body.length) } : {}) };
+  const headers = {
+    Host: url.host,
+    ...request.headers,
+    ...(request.body || request.method !== 'GET' ? { 'Content-Length': String(body.length) } : {}),
+  };
   const head = `${request.method} ${request.path} HTTP/1.1\r\n${Object.entries(headers)
     .map(([name, value]) => `${name}: ${value}\r\n`)
     .join('')}\r\n`;
@@ -158,7 +164,9 @@ export function parseResponse(data: Buffer): Omit<HttpResponse, 'origin'> | unde
   const [statusLine = '', ...headerLines] = data.subarray(0, headerEnd).toString('latin1').split('\r\n');
   const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(statusLine)?.[1]);
   if (!status) throw new Error(`not an HTTP response: ${statusLine.slice(0, 60)}`);
-  const headers = new Map(headerLines.map((line) => [line.slice(0, line.indexOf(':')).trim().toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
+  const headers = new Map(
+    headerLines.map((line) => [line.slice(0, line.indexOf(':')).trim().toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]),
+  );
   const body = data.subarray(headerEnd + 4);
   const length = headers.get('content-length');
   if (length !== undefined) {

@@ -20,24 +20,34 @@ export async function cmdAdd(ctx: PluginContext, presence?: Promise<Presence>): 
   const { env, conf, log, workload } = ctx;
   const hostIfname = hostInterfaceName(env);
   ctx.warmUp();
-  const found = await (presence ?? interfacePresence(env.netns, env.ifname, hostIfname)).catch((err: unknown) => Promise.reject(toCniError(err)));
+  const found = await (presence ?? interfacePresence(env.netns, env.ifname, hostIfname)).catch((err: unknown) =>
+    Promise.reject(toCniError(err)),
+  );
   if (found !== 'absent') {
     // A repeated ADD of this very attachment (a runtime retrying after a timeout) is re-wired with
     // the addresses it already holds. Anything else in the interface's place is left alone.
     const repeated = found === 'attached' && ctx.ipam.holdsAddresses !== undefined && (await ctx.ipam.holdsAddresses());
     if (!repeated) {
-      throw new CniError(ErrorCode.KernelFailure, `interface "${env.ifname}" already exists in ${env.netns}; DEL the attachment before adding it again`);
+      throw new CniError(
+        ErrorCode.KernelFailure,
+        `interface "${env.ifname}" already exists in ${env.netns}; DEL the attachment before adding it again`,
+      );
     }
     log.info('repeated ADD: re-wiring the attachment with the addresses it holds', { container: env.containerId, interface: env.ifname });
     await teardownWorkload(env.netns, env.ifname).catch((err: unknown) => Promise.reject(toCniError(err)));
   }
   // Nothing is allocated before the gates pass, or while the pod's annotations could refuse it.
-  const [facts] = await Promise.all([podFacts(ctx), waitForReadinessGates(conf.readiness_gates ?? [], conf.readiness_gate_timeout_seconds, log)]);
+  const [facts] = await Promise.all([
+    podFacts(ctx),
+    waitForReadinessGates(conf.readiness_gates ?? [], conf.readiness_gate_timeout_seconds, log),
+  ]);
   const { plan, pod } = facts;
 
   const endpoint = ctx.usesDatastore ? endpointCompanion(ctx, { hostIfname, pod, floatingIps: plan.floatingIps }) : undefined;
   const committed = endpoint !== undefined && ctx.ipam.commitsCompanions && !plan.ipsWithoutIpam;
-  const allocated = plan.ipsWithoutIpam ? withoutIpam(conf.cniVersion, plan.ipsWithoutIpam) : await ctx.ipam.add(committed ? [endpoint] : [], overrides(plan));
+  const allocated = plan.ipsWithoutIpam
+    ? withoutIpam(conf.cniVersion, plan.ipsWithoutIpam)
+    : await ctx.ipam.add(committed ? [endpoint] : [], overrides(plan));
   const addresses = (allocated.ips ?? []).map((ip) => ip.address.split('/')[0] ?? ip.address);
   const mtu = workloadMtu(conf);
   const routes = requestedRoutes(ctx, allocated);
@@ -63,9 +73,21 @@ export async function cmdAdd(ctx: PluginContext, presence?: Promise<Presence>): 
       endpointWritten = true;
       await writeWorkloadEndpoint(await ctx.store(), endpoint.value(addresses, undefined) as WorkloadEndpoint);
     }
-    log.info('workload networked', { container: env.containerId, ...(workload.pod ? { pod: `${workload.namespace}/${workload.pod}` } : {}), netns: env.netns, interface: env.ifname, hostInterface: hostIfname, addresses });
+    log.info('workload networked', {
+      container: env.containerId,
+      ...(workload.pod ? { pod: `${workload.namespace}/${workload.pod}` } : {}),
+      netns: env.netns,
+      interface: env.ifname,
+      hostInterface: hostIfname,
+      addresses,
+    });
     if (workload.pod && conf.policy_setup_timeout_seconds > 0) {
-      await waitForPolicy(conf.endpoint_status_dir, statusFileName('k8s', workload.namespace, workload.pod, env.ifname), conf.policy_setup_timeout_seconds, log);
+      await waitForPolicy(
+        conf.endpoint_status_dir,
+        statusFileName('k8s', workload.namespace, workload.pod, env.ifname),
+        conf.policy_setup_timeout_seconds,
+        log,
+      );
     }
     const dns = allocated.dns ?? dnsFromNetconf(ctx);
     return {
@@ -94,10 +116,17 @@ function withoutIpam(cniVersion: string, addresses: readonly string[]): Result {
 }
 
 /** Undoes a failed ADD: the interface (if made), the endpoint, then the addresses. The failure is what is reported. */
-async function rollBack(ctx: PluginContext, failure: CniError, done: { addresses: string[]; wired: boolean; endpoint: boolean }): Promise<CniError> {
+async function rollBack(
+  ctx: PluginContext,
+  failure: CniError,
+  done: { addresses: string[]; wired: boolean; endpoint: boolean },
+): Promise<CniError> {
   const { env, log, workload } = ctx;
   const problems: string[] = [];
-  if (done.wired) await teardownWorkload(env.netns, env.ifname).catch((err: unknown) => problems.push(`removing "${env.ifname}": ${toCniError(err).message}`));
+  if (done.wired)
+    await teardownWorkload(env.netns, env.ifname).catch((err: unknown) =>
+      problems.push(`removing "${env.ifname}": ${toCniError(err).message}`),
+    );
   if (done.endpoint && failure.code !== ErrorCode.TryAgainLater) {
     await ctx
       .store()
@@ -112,7 +141,10 @@ async function rollBack(ctx: PluginContext, failure: CniError, done: { addresses
     log.error('rolling back ADD also failed', { problems });
     failure.details = [failure.details, ...problems.map((p) => `undoing the ADD failed too: ${p}`)].filter(Boolean).join('; ');
   }
-  log.error(`ADD failed and was undone; addresses ${done.addresses.join(', ') || '(none)'} released`, { code: failure.code, reason: failure.message });
+  log.error(`ADD failed and was undone; addresses ${done.addresses.join(', ') || '(none)'} released`, {
+    code: failure.code,
+    reason: failure.message,
+  });
   return failure;
 }
 

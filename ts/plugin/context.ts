@@ -50,7 +50,6 @@ export interface PluginContext {
   close(): void;
 }
 
-
 export interface ContextOptions {
   /**
    * The command is the plugin's (not netplug-ipam serving another plugin), so its addresses are
@@ -83,8 +82,16 @@ export function createContext(env: CniEnvironment, netconf: ParsedNetconf, log: 
     ...(workload.pod ? { namespace: workload.namespace, pod: workload.pod } : {}),
   };
   const ipam: Ipam = isNetplugIpam(conf.ipam)
-    ? new NetplugIpam({ env, netconf, log: log.child('ipam'), store, node, workload: attributes, ...(options.prefetched ? { prefetched: options.prefetched } : {}) })
-    : new DelegatedIpam(env, netconf, log.child('ipam'), podCidrRewrite(env, netconf, workload, conf.kubernetes?.node_name ?? node, kube));
+    ? new NetplugIpam({
+        env,
+        netconf,
+        log: log.child('ipam'),
+        store,
+        node,
+        workload: attributes,
+        ...(options.prefetched ? { prefetched: options.prefetched } : {}),
+      })
+    : new DelegatedIpam(env, netconf, log.child('ipam'), podCidrRewrite(netconf, workload, conf.kubernetes?.node_name ?? node, kube));
   return {
     env,
     netconf,
@@ -99,11 +106,21 @@ export function createContext(env: CniEnvironment, netconf: ParsedNetconf, log: 
     store,
     kube,
     warmUp: () => {
-      if (usesDatastore) store().then((s) => s.warmUp(), () => undefined); // failures surface on first use
+      if (usesDatastore)
+        store().then(
+          (s) => s.warmUp(),
+          () => undefined,
+        ); // failures surface on first use
     },
     close: () => {
-      void opened?.then((s) => s.close(), () => undefined);
-      void kubeClient?.then((k) => k.close(), () => undefined);
+      void opened?.then(
+        (s) => s.close(),
+        () => undefined,
+      );
+      void kubeClient?.then(
+        (k) => k.close(),
+        () => undefined,
+      );
     },
   };
 }
@@ -113,12 +130,15 @@ export function createContext(env: CniEnvironment, netconf: ParsedNetconf, log: 
  * Kubernetes Node's pod CIDRs (Kubernetes mode only); for the others, any CIDR (host-local
  * releases by container). Undefined when the netconf names no pod CIDR.
  */
-function podCidrRewrite(env: CniEnvironment, netconf: ParsedNetconf, workload: Workload, kubeNode: string, kube: () => Promise<KubeClient>) {
+function podCidrRewrite(netconf: ParsedNetconf, workload: Workload, kubeNode: string, kube: () => Promise<KubeClient>) {
   if (!usesPodCidr(netconf.json)) return undefined;
   return async (command: Command): Promise<Record<string, unknown>> => {
     if (command !== 'ADD' && command !== 'CHECK') return withAnyCidrs(netconf.json);
     if (workload.orchestrator !== 'k8s') {
-      throw new CniError(ErrorCode.InvalidConfig, 'netconf field "ipam.subnet" is usePodCidr or usePodCidrIPv6, which needs Kubernetes mode (K8S_POD_NAMESPACE and K8S_POD_NAME in CNI_ARGS)');
+      throw new CniError(
+        ErrorCode.InvalidConfig,
+        'netconf field "ipam.subnet" is usePodCidr or usePodCidrIPv6, which needs Kubernetes mode (K8S_POD_NAMESPACE and K8S_POD_NAME in CNI_ARGS)',
+      );
     }
     return withPodCidrs(netconf.json, kubeNode, async () => nodePodCidrs(await kube(), kubeNode));
   };

@@ -1,7 +1,7 @@
 // DEL: remove the interface and the workload endpoint, then release the addresses. Idempotent:
 // a namespace, interface, endpoint or allocation that is already gone is success. Every step is
 // attempted even if one fails.
-import { CniError } from '../cni/errors.ts';
+import type { CniError } from '../cni/errors.ts';
 import { teardownWorkload, type TeardownResult } from '../dataplane/index.ts';
 import type { PluginContext } from './context.ts';
 import { toCniError } from './errors.ts';

@@ -22,18 +22,23 @@ export function startKubeWork(command: Command, env: CniEnvironment, json: Recor
   const settings = apiSettings(json['kubernetes']);
   if (policy?.type !== 'k8s' || !settings) return undefined;
   const kube = handled(openKubeClient(settings));
-  kube.then((k) => k.warmUp(), () => undefined);
+  kube.then(
+    (k) => k.warmUp(),
+    () => undefined,
+  );
   const result = handled(kube.then((k) => Promise.all([readPod(k, podNamespace, podName), readNamespace(k, podNamespace)])));
   return { settings: sameSettingsKey(settings), kube, result };
 }
 
 /** The settings used to reach the API, for comparing the guess with the validated netconf. */
-export const sameSettingsKey = (settings: KubernetesSettings): string => JSON.stringify([settings.kubeconfig ?? null, settings.k8s_api_root ?? null]);
+export const sameSettingsKey = (settings: KubernetesSettings): string =>
+  JSON.stringify([settings.kubeconfig ?? null, settings.k8s_api_root ?? null]);
 
 function apiSettings(value: unknown): KubernetesSettings | undefined {
   if (!value || typeof value !== 'object') return undefined;
   const { kubeconfig, k8s_api_root } = value as Record<string, unknown>;
-  if ((kubeconfig !== undefined && typeof kubeconfig !== 'string') || (k8s_api_root !== undefined && typeof k8s_api_root !== 'string')) return undefined;
+  if ((kubeconfig !== undefined && typeof kubeconfig !== 'string') || (k8s_api_root !== undefined && typeof k8s_api_root !== 'string'))
+    return undefined;
   if (!kubeconfig && !k8s_api_root) return undefined;
   return { ...(kubeconfig ? { kubeconfig } : {}), ...(k8s_api_root ? { k8s_api_root } : {}) };
 }

@@ -28,7 +28,12 @@ export interface EarlyWork {
 
 const HOST_END_PATIENCE_MS = 2_000;
 
-export async function startEarlyWork(command: Command, program: 'netplug' | 'netplug-ipam', env: CniEnvironment, stdin: Buffer): Promise<EarlyWork> {
+export async function startEarlyWork(
+  command: Command,
+  program: 'netplug' | 'netplug-ipam',
+  env: CniEnvironment,
+  stdin: Buffer,
+): Promise<EarlyWork> {
   const work: EarlyWork = {};
   if (program === 'netplug' && command === 'DEL') {
     work.teardown = handled(teardownWorkload(env.netns, env.ifname));
@@ -39,7 +44,10 @@ export async function startEarlyWork(command: Command, program: 'netplug' | 'net
   const { startDatastoreWork, rawJson } = await import('./early-datastore.ts');
   const json = rawJson(stdin);
   // Only a pod's ADD reads from the Kubernetes API: other commands do not load its code.
-  const podReads = program === 'netplug' && command === 'ADD' && env.args.podName ? (await import('./early-kube.ts')).startKubeWork(command, env, json) : undefined;
+  const podReads =
+    program === 'netplug' && command === 'ADD' && env.args.podName
+      ? (await import('./early-kube.ts')).startKubeWork(command, env, json)
+      : undefined;
   return { ...work, ...startDatastoreWork(command, program, env, json), ...(podReads ? { podReads } : {}) };
 }
 

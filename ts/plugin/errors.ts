@@ -18,8 +18,10 @@ export function toCniError(err: unknown, command?: Command): CniError {
   if (err instanceof DataplaneError) {
     const details = `${err.code} during: ${err.op}`;
     const cause = { cause: err };
-    if (err.code === 'ENOENT' && err.op.startsWith('open network namespace')) return new CniError(ErrorCode.UnknownContainer, err.message, details, cause);
-    if (err.code === 'EINVAL' && /network namespace/.test(err.message)) return new CniError(ErrorCode.InvalidNetns, err.message, details, cause);
+    if (err.code === 'ENOENT' && err.op.startsWith('open network namespace'))
+      return new CniError(ErrorCode.UnknownContainer, err.message, details, cause);
+    if (err.code === 'EINVAL' && /network namespace/.test(err.message))
+      return new CniError(ErrorCode.InvalidNetns, err.message, details, cause);
     if (err.op === 'validate workload interface') return new CniError(ErrorCode.InvalidConfig, err.message, details, cause);
     return new CniError(ErrorCode.KernelFailure, err.message, details, cause);
   }
@@ -28,12 +30,17 @@ export function toCniError(err: unknown, command?: Command): CniError {
     const code = command === 'STATUS' ? ErrorCode.PluginNotAvailable : ErrorCode.TryAgainLater;
     return new CniError(code, `the datastore is unreachable: ${err.message}`, undefined, { cause: err });
   }
-  if (err instanceof EtcdSettingsError) return new CniError(ErrorCode.InvalidConfig, `netconf field "${err.field}": ${err.message}`, undefined, { cause: err });
-  if (err instanceof StoreError || err instanceof SelectorError) return new CniError(ErrorCode.Datastore, err.message, undefined, { cause: err });
+  if (err instanceof EtcdSettingsError)
+    return new CniError(ErrorCode.InvalidConfig, `netconf field "${err.field}": ${err.message}`, undefined, { cause: err });
+  if (err instanceof StoreError || err instanceof SelectorError)
+    return new CniError(ErrorCode.Datastore, err.message, undefined, { cause: err });
   if (err instanceof KubeUnavailableError) {
-    return new CniError(command === 'STATUS' ? ErrorCode.PluginNotAvailable : ErrorCode.TryAgainLater, err.message, undefined, { cause: err });
+    return new CniError(command === 'STATUS' ? ErrorCode.PluginNotAvailable : ErrorCode.TryAgainLater, err.message, undefined, {
+      cause: err,
+    });
   }
-  if (err instanceof KubeSettingsError) return new CniError(ErrorCode.InvalidConfig, `netconf field "${err.field}": ${err.message}`, undefined, { cause: err });
+  if (err instanceof KubeSettingsError)
+    return new CniError(ErrorCode.InvalidConfig, `netconf field "${err.field}": ${err.message}`, undefined, { cause: err });
   if (err instanceof KubeError) return new CniError(ErrorCode.Datastore, err.message, undefined, { cause: err });
   const message = err instanceof Error ? err.message : String(err);
   return new CniError(ErrorCode.Internal, `internal error: ${message}`, undefined, { cause: err });

@@ -66,7 +66,12 @@ export async function runMain(io: MainIo, program: Program = 'netplug'): Promise
     log.configure(
       conf.log_level,
       conf.log_file_path
-        ? { path: conf.log_file_path, maxBytes: conf.log_file_max_size * 1024 * 1024, maxAgeDays: conf.log_file_max_age, maxCount: conf.log_file_max_count }
+        ? {
+            path: conf.log_file_path,
+            maxBytes: conf.log_file_max_size * 1024 * 1024,
+            maxAgeDays: conf.log_file_max_age,
+            maxCount: conf.log_file_max_count,
+          }
         : undefined,
     );
     if (command !== 'ADD' && command !== 'DEL' && !versionAllows(conf.cniVersion, command)) {
@@ -80,7 +85,12 @@ export async function runMain(io: MainIo, program: Program = 'netplug'): Promise
       throw new CniError(ErrorCode.InvalidConfig, `netconf field "ipam.type" is "${conf.ipam.type}"; netplug-ipam serves "netplug-ipam"`);
     }
     const { createContext } = await import('./context.ts');
-    const ctx = createContext(env, netconf, log.child(command.toLowerCase()), { writesEndpoint: program === 'netplug', ...(early.store ? { store: early.store } : {}), ...(early.prefetched ? { prefetched: early.prefetched } : {}), ...(early.podReads ? { podReads: early.podReads } : {}) });
+    const ctx = createContext(env, netconf, log.child(command.toLowerCase()), {
+      writesEndpoint: program === 'netplug',
+      ...(early.store ? { store: early.store } : {}),
+      ...(early.prefetched ? { prefetched: early.prefetched } : {}),
+      ...(early.podReads ? { podReads: early.podReads } : {}),
+    });
     context = ctx;
     if (program === 'netplug-ipam') return await runIpamCommand(command, ctx, conf.cniVersion);
     switch (command) {
@@ -108,7 +118,11 @@ export async function runMain(io: MainIo, program: Program = 'netplug'): Promise
     logFailure(log, command, error);
     return failed(error, cniVersion);
   } finally {
-    if (!context) early.store?.then((store) => store.close(), () => undefined);
+    if (!context)
+      early.store?.then(
+        (store) => store.close(),
+        () => undefined,
+      );
     context?.close();
     await (await import('./early.ts')).settle(early);
     log.close();
@@ -121,7 +135,9 @@ async function runIpamCommand(command: Exclude<Command, 'VERSION'>, ctx: PluginC
     const { formatResult } = await import('../cni/result.ts');
     return { stdout: print(formatResult(await ctx.ipam.add(), version)), exitCode: 0 };
   }
-  const run = { DEL: () => ctx.ipam.del(), CHECK: () => ctx.ipam.check(), GC: () => ctx.ipam.gc(), STATUS: () => ctx.ipam.status() }[command];
+  const run = { DEL: () => ctx.ipam.del(), CHECK: () => ctx.ipam.check(), GC: () => ctx.ipam.gc(), STATUS: () => ctx.ipam.status() }[
+    command
+  ];
   await run();
   return { stdout: '', exitCode: 0 };
 }

@@ -10,8 +10,8 @@ const POLL_INTERVAL_MS = 100;
 
 /** The status file's name, as the policy agent writes it (Go's url.PathEscape of namespace/pod). */
 export function statusFileName(orchestrator: string, namespace: string, pod: string, endpoint: string): string {
-  const escape = (text: string) => encodeURIComponent(text).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
-  return `${orchestrator} ${escape(`${namespace}/${pod}`)} ${escape(endpoint)}`;
+  const urlEscape = (text: string) => encodeURIComponent(text).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return `${orchestrator} ${urlEscape(`${namespace}/${pod}`)} ${urlEscape(endpoint)}`;
 }
 
 export async function waitForPolicy(directory: string, file: string, timeoutSeconds: number, log: Logger): Promise<boolean> {
@@ -41,6 +41,7 @@ export async function waitForPolicy(directory: string, file: string, timeoutSeco
     check();
   });
   if (ready) log.debug('policy programmed', { file: path, waitedMs: Date.now() - started });
-  else log.error(`the policy agent did not report the pod's policy programmed within ${timeoutSeconds} s (no ${path}); networking it anyway`);
+  else
+    log.error(`the policy agent did not report the pod's policy programmed within ${timeoutSeconds} s (no ${path}); networking it anyway`);
   return ready;
 }

@@ -16,7 +16,11 @@ export async function waitForReadinessGates(urls: readonly string[], timeoutSeco
 async function waitForGate(text: string, timeoutMs: number, log: Logger): Promise<void> {
   const url = new URL(text);
   // A probe that hangs must not hold ADD past the gate's timeout.
-  const http = new HttpClient({ endpoints: [url], connectTimeoutMs: Math.min(2_000, timeoutMs), requestTimeoutMs: Math.min(5_000, timeoutMs) });
+  const http = new HttpClient({
+    endpoints: [url],
+    connectTimeoutMs: Math.min(2_000, timeoutMs),
+    requestTimeoutMs: Math.min(5_000, timeoutMs),
+  });
   const deadline = Date.now() + timeoutMs;
   let last = 'no answer yet';
   try {
@@ -37,5 +41,8 @@ async function waitForGate(text: string, timeoutMs: number, log: Logger): Promis
   } finally {
     http.close();
   }
-  throw new CniError(ErrorCode.TryAgainLater, `readiness gate ${text} was not ready within ${timeoutMs / 1000} s; it last answered: ${last}`);
+  throw new CniError(
+    ErrorCode.TryAgainLater,
+    `readiness gate ${text} was not ready within ${timeoutMs / 1000} s; it last answered: ${last}`,
+  );
 }

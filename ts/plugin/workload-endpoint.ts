@@ -33,7 +33,12 @@ export function workloadEndpointName(node: string, orchestrator: string, workloa
   return [node, orchestrator, workload, endpoint].map((part) => part.replaceAll('-', '--')).join('-');
 }
 
-export function workloadEndpoint(namespace: string, spec: WorkloadEndpointSpec, labels: Record<string, string> = {}, generateName?: string): WorkloadEndpoint {
+export function workloadEndpoint(
+  namespace: string,
+  spec: WorkloadEndpointSpec,
+  labels: Record<string, string> = {},
+  generateName?: string,
+): WorkloadEndpoint {
   return {
     kind: 'WorkloadEndpoint',
     apiVersion: API_VERSION,
@@ -54,7 +59,9 @@ export async function writeWorkloadEndpoint(store: Store, endpoint: WorkloadEndp
   if (await store.commit([{ key, create: endpoint }])) return;
   await retryOnConflict(`writing workload endpoint ${endpoint.metadata.namespace}/${endpoint.metadata.name}`, async () => {
     const current = await store.get<WorkloadEndpoint>(key);
-    const value = current ? { ...endpoint, metadata: { ...endpoint.metadata, creationTimestamp: current.value.metadata.creationTimestamp } } : endpoint;
+    const value = current
+      ? { ...endpoint, metadata: { ...endpoint.metadata, creationTimestamp: current.value.metadata.creationTimestamp } }
+      : endpoint;
     return (await store.commit([current ? { key, update: value, revision: current.revision } : { key, create: value }])) || undefined;
   });
 }
@@ -63,7 +70,12 @@ export async function writeWorkloadEndpoint(store: Store, endpoint: WorkloadEndp
  * Removes the endpoint if it is the container's: a DEL for a stale container (an older sandbox of
  * the same pod) leaves the current one alone.
  */
-export async function deleteWorkloadEndpoint(store: Store, namespace: string, name: string, containerId: string): Promise<'removed' | 'absent' | 'kept'> {
+export async function deleteWorkloadEndpoint(
+  store: Store,
+  namespace: string,
+  name: string,
+  containerId: string,
+): Promise<'removed' | 'absent' | 'kept'> {
   const key = keys.workloadEndpoint(namespace, name);
   return retryOnConflict(`removing workload endpoint ${namespace}/${name}`, async () => {
     const current = await store.get<WorkloadEndpoint>(key);
@@ -74,7 +86,12 @@ export async function deleteWorkloadEndpoint(store: Store, namespace: string, na
 }
 
 /** Endpoints of this node and network whose container is not among `valid` (CNI GC). */
-export async function staleWorkloadEndpoints(store: Store, node: string, network: string, valid: ReadonlySet<string>): Promise<WorkloadEndpoint[]> {
+export async function staleWorkloadEndpoints(
+  store: Store,
+  node: string,
+  network: string,
+  valid: ReadonlySet<string>,
+): Promise<WorkloadEndpoint[]> {
   return (await store.list<WorkloadEndpoint>(keys.workloadEndpoints))
     .map((entry) => entry.value)
     .filter(({ metadata, spec }) => spec.node === node && networkOf(metadata.labels, spec) === network && !valid.has(spec.containerID));

@@ -21,9 +21,18 @@ export interface Workload {
 export function workloadOf(env: CniEnvironment, node: string): Workload {
   const { podNamespace, podName } = env.args;
   if (podNamespace && podName) {
-    return { orchestrator: 'k8s', namespace: podNamespace, pod: podName, endpointName: workloadEndpointName(node, 'k8s', podName, env.ifname) };
+    return {
+      orchestrator: 'k8s',
+      namespace: podNamespace,
+      pod: podName,
+      endpointName: workloadEndpointName(node, 'k8s', podName, env.ifname),
+    };
   }
-  return { orchestrator: 'cni', namespace: CNI_ENDPOINT_NAMESPACE, endpointName: workloadEndpointName(node, 'cni', env.containerId, env.ifname) };
+  return {
+    orchestrator: 'cni',
+    namespace: CNI_ENDPOINT_NAMESPACE,
+    endpointName: workloadEndpointName(node, 'cni', env.containerId, env.ifname),
+  };
 }
 
 /** The workload endpoint's key in the datastore. */

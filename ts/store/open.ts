@@ -20,7 +20,11 @@ export async function openStore(settings: DatastoreSettings): Promise<Store> {
   const type = settings.datastore_type ?? 'etcdv3';
   if (type === 'kubernetes') {
     const kube = settings.kubernetes ?? {};
-    if (!kube.kubeconfig && !kube.k8s_api_root) throw new KubeSettingsError('kubernetes', 'datastore_type "kubernetes" needs kubernetes.kubeconfig or kubernetes.k8s_api_root to reach the API');
+    if (!kube.kubeconfig && !kube.k8s_api_root)
+      throw new KubeSettingsError(
+        'kubernetes',
+        'datastore_type "kubernetes" needs kubernetes.kubeconfig or kubernetes.k8s_api_root to reach the API',
+      );
     return new KubeStore(await openKubeClient(kube));
   }
   if (type !== 'etcdv3') throw new StoreError(`datastore_type "${type}" is not known; use "etcdv3" or "kubernetes"`);

@@ -22,7 +22,11 @@ export type Write =
 export type Read = { get: string } | { list: string } | { keys: string };
 
 /** What a Read gives: the entry (or undefined), the entries, or the keys. */
-export type ReadResult<R extends Read> = R extends { get: string } ? Entry<unknown> | undefined : R extends { list: string } ? Entry<unknown>[] : string[];
+export type ReadResult<R extends Read> = R extends { get: string }
+  ? Entry<unknown> | undefined
+  : R extends { list: string }
+    ? Entry<unknown>[]
+    : string[];
 
 export interface Store {
   /** Where the data lives, for messages: `etcd at http://10.0.0.1:2379`. */
@@ -69,7 +73,11 @@ export class StoreError extends Error {
  * mostly collide again: each retry waits a random time whose bound doubles with every conflict
  * (up to 64 ms), so the writers spread out and the datastore is not flooded.
  */
-export async function retryOnConflict<T>(what: string, attempt: (round: number) => Promise<T | undefined>, patienceMs = 30_000): Promise<T> {
+export async function retryOnConflict<T>(
+  what: string,
+  attempt: (round: number) => Promise<T | undefined>,
+  patienceMs = 30_000,
+): Promise<T> {
   const start = Date.now();
   for (let round = 0; ; round++) {
     const result = await attempt(round);

@@ -9,9 +9,7 @@ export interface KeyValue {
   version: string;
 }
 
-export type Compare =
-  | { key: string; target: 'VERSION'; version: string }
-  | { key: string; target: 'MOD'; modRevision: string };
+export type Compare = { key: string; target: 'VERSION'; version: string } | { key: string; target: 'MOD'; modRevision: string };
 
 export type Operation = { put: { key: string; value: Buffer } } | { delete: { key: string } };
 
@@ -91,7 +89,9 @@ export class EtcdClient {
     failurePuts: readonly Operation[] = [],
   ): Promise<{ succeeded: boolean; ranges: KeyValue[][] }> {
     const op = (o: Operation) =>
-      'put' in o ? { request_put: { key: encode(o.put.key), value: o.put.value.toString('base64') } } : { request_delete_range: { key: encode(o.delete.key) } };
+      'put' in o
+        ? { request_put: { key: encode(o.put.key), value: o.put.value.toString('base64') } }
+        : { request_delete_range: { key: encode(o.delete.key) } };
     const answer = (await this.call('/v3/kv/txn', {
       compare: compare.map((c) =>
         c.target === 'VERSION'
@@ -100,11 +100,16 @@ export class EtcdClient {
       ),
       success: success.map(op),
       // The puts first, so that the ranges see them.
-      ...(failure.length + failurePuts.length > 0 ? { failure: [...failurePuts.map(op), ...failure.map((r) => ({ request_range: rangeBody(r.key, r) }))] } : {}),
+      ...(failure.length + failurePuts.length > 0
+        ? { failure: [...failurePuts.map(op), ...failure.map((r) => ({ request_range: rangeBody(r.key, r) }))] }
+        : {}),
     })) as { succeeded?: boolean; responses?: { response_range?: { kvs?: RawKeyValue[] } }[] };
     const succeeded = answer.succeeded === true;
     const first = failurePuts.length;
-    return { succeeded, ranges: succeeded ? [] : failure.map((_, i) => (answer.responses?.[first + i]?.response_range?.kvs ?? []).map(decode)) };
+    return {
+      succeeded,
+      ranges: succeeded ? [] : failure.map((_, i) => (answer.responses?.[first + i]?.response_range?.kvs ?? []).map(decode)),
+    };
   }
 
   private call(path: string, body: unknown): Promise<unknown> {

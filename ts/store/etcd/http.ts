@@ -1,6 +1,6 @@
 // etcd's JSON gateway (POST a JSON body to /v3/kv/range or /v3/kv/txn, read a JSON answer) over
 // the native HTTP client.
-import { HttpClient, HttpTlsError, HttpUnavailableError, type HttpClientOptions } from '../../net/http-client.ts';
+import { HttpClient, HttpTlsError, HttpUnavailableError, type HttpClientOptions, type HttpResponse } from '../../net/http-client.ts';
 import { StoreError, StoreUnavailableError } from '../store.ts';
 
 export type GatewayOptions = HttpClientOptions;
@@ -18,13 +18,19 @@ export class GatewayConnection {
   }
 
   async post(path: string, body: unknown): Promise<unknown> {
-    let response;
+    let response: HttpResponse;
     try {
-      response = await this.http.request({ method: 'POST', path, headers: { 'Content-Type': 'application/json' }, body: Buffer.from(JSON.stringify(body)) });
+      response = await this.http.request({
+        method: 'POST',
+        path,
+        headers: { 'Content-Type': 'application/json' },
+        body: Buffer.from(JSON.stringify(body)),
+      });
     } catch (err) {
       // A certificate etcd's TLS refuses is a setting to fix, not a moment to wait out.
       if (err instanceof HttpTlsError) throw new StoreError(err.message.replace(/^TLS with /, 'TLS with etcd at '));
-      if (err instanceof HttpUnavailableError) throw new StoreUnavailableError(err.message.replace(/^no endpoint/, 'no etcd endpoint').replace(/^(https?:)/, 'etcd at $1'));
+      if (err instanceof HttpUnavailableError)
+        throw new StoreUnavailableError(err.message.replace(/^no endpoint/, 'no etcd endpoint').replace(/^(https?:)/, 'etcd at $1'));
       throw err;
     }
     let parsed: unknown;

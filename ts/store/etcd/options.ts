@@ -43,7 +43,10 @@ export async function gatewayOptions(settings: EtcdSettings): Promise<GatewayOpt
   const secured = Object.keys(tls).length > 0;
   if (secured && endpoints.some((url) => url.protocol !== 'https:')) {
     const field = settings.etcd_endpoints ? 'etcd_endpoints' : 'etcd_scheme';
-    throw new EtcdSettingsError(field, `TLS files are given, so the etcd endpoints must be https:// (${endpoints.map((u) => u.origin).join(', ')})`);
+    throw new EtcdSettingsError(
+      field,
+      `TLS files are given, so the etcd endpoints must be https:// (${endpoints.map((u) => u.origin).join(', ')})`,
+    );
   }
   // https without etcd_ca_cert_file: the host's trust store, as other clients would use.
   if (!tls.ca && endpoints.some((url) => url.protocol === 'https:')) {
@@ -88,7 +91,10 @@ async function discover(domain: string): Promise<URL[]> {
   const resolver = new Resolver({ timeout: 2000, tries: 2 });
   const found: URL[] = [];
   const failures: string[] = [];
-  for (const [service, scheme] of [['_etcd-client-ssl._tcp', 'https'], ['_etcd-client._tcp', 'http']] as const) {
+  for (const [service, scheme] of [
+    ['_etcd-client-ssl._tcp', 'https'],
+    ['_etcd-client._tcp', 'http'],
+  ] as const) {
     try {
       for (const record of await resolver.resolveSrv(`${service}.${domain}`)) {
         found.push(new URL(`${scheme}://${record.name.replace(/\.$/, '')}:${record.port}`));

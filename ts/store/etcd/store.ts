@@ -70,7 +70,11 @@ export class EtcdStore implements Store {
 }
 
 function rangeOf(read: Read): RangeRequest {
-  return 'get' in read ? { key: read.get } : 'list' in read ? { key: read.list, prefix: true } : { key: read.keys, prefix: true, keysOnly: true };
+  return 'get' in read
+    ? { key: read.get }
+    : 'list' in read
+      ? { key: read.list, prefix: true }
+      : { key: read.keys, prefix: true, keysOnly: true };
 }
 
 function resultOf(read: Read, kvs: readonly KeyValue[]): unknown {

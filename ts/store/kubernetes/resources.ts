@@ -86,7 +86,8 @@ export const KINDS: readonly Kind[] = [
       const node = rest.slice(0, rest.indexOf('/'));
       return { name: objectName(rest, true), labels: labels({ [NODE_LABEL]: labelValue(node) }) };
     },
-    selector: (restPrefix) => (restPrefix.includes('/') ? selector({ [NODE_LABEL]: labelValue(restPrefix.slice(0, restPrefix.indexOf('/'))) }) : undefined),
+    selector: (restPrefix) =>
+      restPrefix.includes('/') ? selector({ [NODE_LABEL]: labelValue(restPrefix.slice(0, restPrefix.indexOf('/'))) }) : undefined,
   },
 ];
 

@@ -91,7 +91,8 @@ export class KubeStore implements Store {
   /** The reads one after another (one connection carries them): each is current, but not all at one revision. */
   async read<const R extends readonly Read[]>(reads: R): Promise<{ -readonly [I in keyof R]: ReadResult<R[I]> }> {
     const results: unknown[] = [];
-    for (const r of reads) results.push('get' in r ? await this.get(r.get) : 'list' in r ? await this.list(r.list) : await this.listKeys(r.keys));
+    for (const r of reads)
+      results.push('get' in r ? await this.get(r.get) : 'list' in r ? await this.list(r.list) : await this.listKeys(r.keys));
     return results as { -readonly [I in keyof R]: ReadResult<R[I]> };
   }
 
@@ -137,7 +138,10 @@ export class KubeStore implements Store {
     const { kind, rest } = this.kindOf(write.key);
     const { name, labels } = kind.place(rest);
     if ('create' in write) {
-      const { status, json } = await this.client.send(jsonRequest('POST', collectionPath(kind), resource(kind, name, labels, write.key, write.create)), needs('create', kind));
+      const { status, json } = await this.client.send(
+        jsonRequest('POST', collectionPath(kind), resource(kind, name, labels, write.key, write.create)),
+        needs('create', kind),
+      );
       if (status === 404) return this.absent(kind, json) ?? false;
       return status === 409 ? false : this.remember(write.key, json as KubeObject).revision;
     }
@@ -187,7 +191,9 @@ export class KubeStore implements Store {
 
   private kindOf(key: string): { kind: Kind; rest: string } {
     if (key.startsWith(NODES_PREFIX)) {
-      throw new StoreError(`in the Kubernetes datastore the nodes are the cluster's Node objects; label them with kubectl label node ${key.slice(NODES_PREFIX.length)} key=value`);
+      throw new StoreError(
+        `in the Kubernetes datastore the nodes are the cluster's Node objects; label them with kubectl label node ${key.slice(NODES_PREFIX.length)} key=value`,
+      );
     }
     const found = kindOfKey(key);
     if (!found) throw new Error(`no Kubernetes resource holds datastore key ${key}`);
@@ -218,7 +224,11 @@ function resource(kind: Kind, name: string, labels: Record<string, string>, key:
 
 function nodeEntry(node: KubeObject): Entry<unknown> {
   const { name, creationTimestamp, labels = {}, resourceVersion = '' } = node.metadata;
-  return { key: `${NODES_PREFIX}${name}`, revision: resourceVersion, value: { kind: 'Node', apiVersion: API_VERSION, metadata: { name, creationTimestamp, labels }, spec: {} } };
+  return {
+    key: `${NODES_PREFIX}${name}`,
+    revision: resourceVersion,
+    value: { kind: 'Node', apiVersion: API_VERSION, metadata: { name, creationTimestamp, labels }, spec: {} },
+  };
 }
 
 const collectionPath = (kind: Kind) => `/apis/${GROUP}/${VERSION}/${kind.plural}`;
@@ -230,5 +240,7 @@ function jsonRequest(method: 'POST' | 'PUT' | 'DELETE', path: string, body: unkn
 }
 
 function notInstalled(kind: Kind): StoreError {
-  return new StoreError(`the Kubernetes API has no ${kind.plural}.${GROUP} resource: install netplug's custom resource definitions (deploy/crds/) first`);
+  return new StoreError(
+    `the Kubernetes API has no ${kind.plural}.${GROUP} resource: install netplug's custom resource definitions (deploy/crds/) first`,
+  );
 }
