@@ -2,13 +2,13 @@
 // trust (CA data or file, else none given), which credential a user gets, the exec stanza's
 // checks, an exec plugin's output, finding its command; and errors that name the kubeconfig, the
 // user and the field, never a secret.
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import test, { type ExecutionContext } from 'ava';
 
 import { FixedCredential, TokenFile } from '../../ts/k8s/credentials.ts';
-import { KubeSettingsError } from '../../ts/k8s/errors.ts';
+import { KubeSettingsError, KubeUnavailableError } from '../../ts/k8s/errors.ts';
 import { execSettings } from '../../ts/k8s/exec-config.ts';
 import { ExecCredentialSource, findCommand, parseExecCredential } from '../../ts/k8s/exec-credential.ts';
 import { apiAccess } from '../../ts/k8s/kubeconfig.ts';
@@ -230,3 +230,47 @@ test('an exec command: found on PATH by name, or a path relative to the kubeconf
   t.is(findCommand('not-executable', dir, bin), undefined);
   t.is(findCommand('bin', '/', dir), undefined, 'a directory is no command');
 });
+
+test('an exec plugin runs for a bounded time, with what it started; a failing one is "try again" and its output is not shown', async (t) => {
+  const dir = tempDir(t, 'kc');
+  const script = (name: string, body: string) => {
+    writeFileSync(join(dir, name), `#!/bin/sh\n${body}\n`);
+    chmodSync(join(dir, name), 0o755);
+    return `./${name}`;
+  };
+  const source = (command: string, timeoutMs?: number) =>
+    new ExecCredentialSource({
+      settings: execSettings({ apiVersion: 'client.authentication.k8s.io/v1', command, interactiveMode: 'Never' }, (m) => new Error(m)),
+      kubeconfig: join(dir, 'config'),
+      user: 'u',
+      ...(timeoutMs ? { timeoutMs } : {}),
+    });
+  const hung = source(script('hangs', `sleep 60 & echo $! > "${dir}/sleeper"; wait`), 300);
+  const timedOut = await t.throwsAsync(hung.current(), { instanceOf: KubeUnavailableError });
+  t.regex(timedOut?.message ?? '', /: user "u": exec plugin "\.\/hangs" did not finish within 0.3 s and was killed/);
+  const sleeper = Number(readFileSync(join(dir, 'sleeper'), 'utf8'));
+  t.true(await gone(sleeper), 'what the plugin started was killed with it');
+
+  const failing = source(script('fails', `echo ${SECRET}; echo ${SECRET} >&2; exit 3`));
+  const failed = await t.throwsAsync(failing.current(), { instanceOf: KubeUnavailableError });
+  t.regex(failed?.message ?? '', /exec plugin "\.\/fails" failed with exit code 3 \(its output is not shown/);
+  t.false(failed?.message.includes(SECRET));
+
+  const garbled = source(script('garbled', `echo "${SECRET}"`));
+  const refused = await t.throwsAsync(garbled.current(), { instanceOf: KubeSettingsError });
+  t.regex(refused?.message ?? '', /exec plugin "\.\/garbled" printed something that is not an ExecCredential \(not JSON\)$/);
+  t.false(refused?.message.includes(SECRET));
+});
+
+/** Whether process `pid` is gone (or a zombie about to be reaped), waiting for it a while. */
+async function gone(pid: number): Promise<boolean> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    try {
+      if (readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('Z')) return true;
+    } catch {
+      return true;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return false;
+}

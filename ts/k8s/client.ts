@@ -120,7 +120,7 @@ export class KubeClient {
   /** The connection presenting `credential`'s client certificate, else the kubeconfig's fixed one. */
   private connection(credential: Credential): HttpClient {
     const cert = credential.cert ?? this.access.tls.cert;
-    if (this.http && this.httpCert === cert) return this.http;
+    if (this.http && (this.httpCert === cert || (cert && this.httpCert?.equals(cert)))) return this.http;
     const tls: TlsFiles = credential.cert ? { ...this.access.tls, cert: credential.cert, key: credential.key as Buffer } : this.access.tls;
     let http: HttpClient;
     try {
