@@ -34,12 +34,15 @@ export class KubeClient {
   private readonly retired: HttpClient[] = [];
   /** The server's path prefix ("" for none), put before every request path. */
   private readonly prefix: string;
+  /** The server without its prefix: the HTTP layer is given whole paths. */
+  private readonly endpoint: URL;
   /** Requests sent, for the benchmarks' count of API round trips. */
   requests = 0;
 
   constructor(access: ApiAccess) {
     this.access = access;
     this.prefix = access.server.pathname === '/' ? '' : access.server.pathname;
+    this.endpoint = new URL(access.server.origin);
     // A fixed identity connects now, so that unusable TLS material is reported before any request.
     if (!access.credentials.suppliesCertificates) this.connection({});
   }
@@ -124,7 +127,7 @@ export class KubeClient {
     const tls: TlsFiles = credential.cert ? { ...this.access.tls, cert: credential.cert, key: credential.key as Buffer } : this.access.tls;
     let http: HttpClient;
     try {
-      http = new HttpClient({ endpoints: [this.access.server], tls, requestTimeoutMs: 10_000 });
+      http = new HttpClient({ endpoints: [this.endpoint], tls, requestTimeoutMs: 10_000 });
     } catch (err) {
       if (!(err instanceof TlsMaterialError)) throw err;
       const origin = credential.cert && err.part !== 'ca' ? credential.certOrigin : this.access.tlsOrigins[err.part];

@@ -86,9 +86,12 @@ async function runPlugin(plugin: ExecPlugin): Promise<Issued> {
   const unavailable = (message: string) =>
     new KubeUnavailableError(`${prefix} ${message} (its output is not shown, as it may hold credentials; run it by hand to see why)`);
   const searchPath = process.env['PATH'] ?? '';
-  const path = findCommand(settings.command, dirname(resolve(plugin.kubeconfig)), searchPath);
+  const base = dirname(resolve(plugin.kubeconfig));
+  const path = findCommand(settings.command, base, searchPath);
   if (!path) {
-    const where = settings.command.includes('/') ? 'was not found or is not executable' : `was not found on PATH (${searchPath})`;
+    const where = settings.command.includes('/')
+      ? `(${resolve(base, settings.command)}) was not found or is not executable`
+      : `was not found on PATH (${searchPath})`;
     const hint = settings.installHint ? `: ${settings.installHint.replace(/\s+/g, ' ')}` : '';
     throw fail(`${where}${hint}`);
   }

@@ -42,19 +42,11 @@ export interface ApiAccess {
   user: string;
 }
 
-interface Named<T> {
-  name?: unknown;
-  [key: string]: unknown;
-  context?: T;
-  cluster?: T;
-  user?: T;
-}
-
 interface Kubeconfig {
   'current-context'?: unknown;
-  contexts?: Named<{ cluster?: unknown; user?: unknown }>[];
-  clusters?: Named<Record<string, unknown>>[];
-  users?: Named<Record<string, unknown>>[];
+  contexts?: { name?: unknown; context?: { cluster?: unknown; user?: unknown } }[];
+  clusters?: { name?: unknown; cluster?: Record<string, unknown> }[];
+  users?: { name?: unknown; user?: Record<string, unknown> }[];
 }
 
 const FIELD = 'kubernetes.kubeconfig';
@@ -71,32 +63,35 @@ export async function apiAccess(settings: KubernetesSettings): Promise<ApiAccess
   const fail = (message: string) => new KubeSettingsError(FIELD, `${path}: ${message}`);
   const config = await parse(path, fail);
 
+  // Names as messages quote them: a kubeconfig is no place for secrets, but it may hold anything.
   const contextName = text(config['current-context']);
   const contexts = list(config.contexts, 'contexts', fail);
   const context = contextName ? contexts.find((c) => c.name === contextName) : contexts.length === 1 ? contexts[0] : undefined;
-  if (!context) throw fail(contextName ? `no context "${contextName}" in contexts` : 'no current-context');
+  if (!context) throw fail(contextName ? `no context ${quote(contextName)} in contexts` : 'no current-context');
   const clusterName = text(context.context?.cluster) ?? '';
   const cluster = list(config.clusters, 'clusters', fail).find((c) => c.name === clusterName)?.cluster;
-  if (!cluster || typeof cluster !== 'object') throw fail(`no cluster "${clusterName}" in clusters`);
+  if (!cluster || typeof cluster !== 'object') throw fail(`no cluster ${quote(clusterName)} in clusters`);
   const userName = text(context.context?.user);
   const user = userName ? list(config.users, 'users', fail).find((u) => u.name === userName)?.user : {};
-  if (!user || typeof user !== 'object') throw fail(`no user "${userName}" in users`);
+  if (!user || typeof user !== 'object') throw fail(`no user ${quote(userName ?? '')} in users`);
 
   const base = dirname(resolve(path));
-  const clusterFail = (message: string) => fail(`cluster "${clusterName}": ${message}`);
-  const userFail = (message: string) => fail(`user "${userName ?? ''}": ${message}`);
+  const clusterSection = `cluster ${quote(clusterName)}`;
+  const userSection = `user ${quote(userName ?? '')}`;
+  const clusterFail = (message: string) => fail(`${clusterSection}: ${message}`);
+  const userFail = (message: string) => fail(`${userSection}: ${message}`);
   const fileOf = (value: string) => (isAbsolute(value) ? value : resolve(base, value));
-  /** `<name>-data` (base64) or else the file `<name>`, as client-go prefers them. */
-  const material = (section: Record<string, unknown>, name: string, sectionFail: (message: string) => Error) => {
-    const data = text(section[`${name}-data`]);
-    if (data) return { bytes: Buffer.from(data, 'base64'), origin: `${name}-data` };
-    const file = text(section[name]);
+  /** `<name>-data` (base64) or else the file `<name>`, as client-go prefers them; and where it came from, for messages. */
+  const material = (entries: Record<string, unknown>, section: string, name: string) => {
+    const data = text(entries[`${name}-data`]);
+    if (data) return { bytes: Buffer.from(data, 'base64'), origin: `${path}: ${section}: ${name}-data` };
+    const file = text(entries[name]);
     if (!file) return undefined;
     const resolved = fileOf(file);
     try {
-      return { bytes: readFileSync(resolved), origin: `${name} ${resolved}` };
+      return { bytes: readFileSync(resolved), origin: `${path}: ${section}: ${name} ${resolved}` };
     } catch (err) {
-      throw sectionFail(`${name} ${resolved}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      throw fail(`${section}: ${name} ${resolved}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
     }
   };
 
@@ -107,18 +102,12 @@ export async function apiAccess(settings: KubernetesSettings): Promise<ApiAccess
   const server = root ?? serverUrl(cluster['server'], clusterFail);
   const tls: TlsFiles = {};
   const tlsOrigins: ApiAccess['tlsOrigins'] = {};
-  const ca = material(cluster, 'certificate-authority', clusterFail);
-  const cert = material(user, 'client-certificate', userFail);
-  const key = material(user, 'client-key', userFail);
-  for (const [part, found, section] of [
-    ['ca', ca, `cluster "${clusterName}"`],
-    ['cert', cert, `user "${userName}"`],
-    ['key', key, `user "${userName}"`],
-  ] as const) {
-    if (!found) continue;
-    tls[part] = found.bytes;
-    tlsOrigins[part] = `${path}: ${section}: ${found.origin}`;
-  }
+  const ca = material(cluster, clusterSection, 'certificate-authority');
+  const cert = material(user, userSection, 'client-certificate');
+  const key = material(user, userSection, 'client-key');
+  if (ca) [tls.ca, tlsOrigins.ca] = [ca.bytes, ca.origin];
+  if (cert) [tls.cert, tlsOrigins.cert] = [cert.bytes, cert.origin];
+  if (key) [tls.key, tlsOrigins.key] = [key.bytes, key.origin];
 
   if (user['auth-provider'] !== undefined) {
     const provider = text((user['auth-provider'] as { name?: unknown } | null)?.name) ?? '';
@@ -150,8 +139,8 @@ export async function apiAccess(settings: KubernetesSettings): Promise<ApiAccess
 
 /** spec.cluster of KUBERNETES_EXEC_INFO (provideClusterInfo): the cluster as client-go describes it to a plugin. */
 function execClusterInfo(cluster: Record<string, unknown>, server: URL, ca: Buffer | undefined): Record<string, unknown> {
-  const extensions = Array.isArray(cluster['extensions']) ? (cluster['extensions'] as Named<unknown>[]) : [];
-  const config = extensions.find((e) => e?.name === EXEC_EXTENSION)?.['extension'];
+  const extensions = Array.isArray(cluster['extensions']) ? (cluster['extensions'] as { name?: unknown; extension?: unknown }[]) : [];
+  const config = extensions.find((e) => e?.name === EXEC_EXTENSION)?.extension;
   return {
     server: serverText(server),
     ...(text(cluster['tls-server-name']) ? { 'tls-server-name': cluster['tls-server-name'] } : {}),
@@ -166,6 +155,9 @@ function execClusterInfo(cluster: Record<string, unknown>, server: URL, ca: Buff
 export const serverText = (server: URL): string => `${server.origin}${server.pathname === '/' ? '' : server.pathname}`;
 
 const text = (value: unknown): string | undefined => (typeof value === 'string' && value !== '' ? value : undefined);
+
+/** A name from the kubeconfig, quoted and capped for a message. */
+const quote = (name: string): string => JSON.stringify(name.length > 100 ? `${name.slice(0, 100)}…` : name);
 
 function list<T>(value: T[] | undefined, name: string, fail: (message: string) => Error): T[] {
   if (value === undefined || value === null) return [];
