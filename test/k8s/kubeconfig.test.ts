@@ -11,6 +11,7 @@ import { FixedCredential, TokenFile } from '../../ts/k8s/credentials.ts';
 import { KubeSettingsError, KubeUnavailableError } from '../../ts/k8s/errors.ts';
 import { execSettings } from '../../ts/k8s/exec-config.ts';
 import { ExecCredentialSource, findCommand, parseExecCredential } from '../../ts/k8s/exec-credential.ts';
+import { openKubeClient } from '../../ts/k8s/client.ts';
 import { apiAccess } from '../../ts/k8s/kubeconfig.ts';
 import { tempDir } from '../helpers/cni.ts';
 
@@ -274,3 +275,22 @@ async function gone(pid: number): Promise<boolean> {
   }
   return false;
 }
+
+test("a client certificate an exec plugin returns that TLS cannot use is a settings error naming the plugin's fields", async (t) => {
+  const output = {
+    apiVersion: 'client.authentication.k8s.io/v1',
+    kind: 'ExecCredential',
+    status: { clientCertificateData: 'CERT', clientKeyData: SECRET },
+  };
+  const path = kubeconfig(t, { exec: { apiVersion: 'client.authentication.k8s.io/v1', command: './plugin', interactiveMode: 'Never' } });
+  writeFileSync(join(path, '..', 'plugin'), `#!/bin/sh\necho '${JSON.stringify(output)}'\n`);
+  chmodSync(join(path, '..', 'plugin'), 0o755);
+  const client = await openKubeClient({ kubeconfig: path });
+  t.teardown(() => client.close());
+  const error = await t.throwsAsync(client.get('/api/v1/namespaces/default', 'get on namespaces'), { instanceOf: KubeSettingsError });
+  t.regex(
+    error?.message ?? '',
+    /^the client (certificate|key) \(.*: user "u": exec plugin ".*\/plugin": status.clientCertificateData and clientKeyData\): /,
+  );
+  t.false(error?.message.includes(SECRET));
+});
