@@ -24,6 +24,8 @@ export interface KubeServer {
   /** https://127.0.0.1:<port> */
   url: string;
   ca: string;
+  /** The server's own certificate and key (for 127.0.0.1 and localhost), e.g. for a test's reverse proxy. */
+  serving: { cert: string; key: string };
   admin: Identity;
   /** netplug's CNI plugin: what a node's plugin runs as. */
   plugin: Identity;
@@ -129,6 +131,7 @@ export async function launchKubeApiserver(dir: string): Promise<KubeServer> {
   const server: KubeServer = {
     url,
     ca: join(dir, 'ca.pem'),
+    serving: { cert: join(dir, 'serving.pem'), key: join(dir, 'serving.key') },
     admin,
     plugin,
     identity: (user) => identity(user),

@@ -91,3 +91,28 @@ export async function createPod(
 /** CNI_ARGS as a Kubernetes runtime gives them. */
 export const podArgs = (pod: { namespace: string; name: string }, containerId: string, extra = '') =>
   `IgnoreUnknown=1;K8S_POD_NAMESPACE=${pod.namespace};K8S_POD_NAME=${pod.name};K8S_POD_INFRA_CONTAINER_ID=${containerId}${extra}`;
+
+/**
+ * A ServiceAccount bound to the plugin's ClusterRole, as an installer binds the account whose token
+ * it writes into the plugin's kubeconfig, and a token for it from a real TokenRequest.
+ */
+export async function serviceAccountToken(kube: Kube, name: string, expirationSeconds = 3600): Promise<string> {
+  const namespace = `netplug-sa-${process.pid}`;
+  await kube.core.readNamespace({ name: namespace }).catch(() => kube.core.createNamespace({ body: { metadata: { name: namespace } } }));
+  await kube.core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
+  await kube.rbac.createClusterRoleBinding({
+    body: {
+      metadata: { name: `${namespace}-${name}` },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: kube.server.plugin.user },
+      subjects: [{ kind: 'ServiceAccount', name, namespace }],
+    },
+  });
+  const issued = await kube.core.createNamespacedServiceAccountToken({
+    name,
+    namespace,
+    body: { spec: { audiences: [], expirationSeconds } },
+  });
+  const token = issued.status?.token;
+  if (!token) throw new Error(`the TokenRequest for ${namespace}/${name} returned no token`);
+  return token;
+}

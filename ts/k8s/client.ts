@@ -1,6 +1,8 @@
-// The Kubernetes API as netplug uses it: JSON over the native HTTP client, with the kubeconfig's
-// client certificate or token. Failures name the server and, for a refusal, what netplug's
-// identity lacks.
+// The Kubernetes API as netplug uses it: JSON over the native HTTP client, under the server's
+// path prefix, with the kubeconfig's credentials (credentials.ts): a bearer token, a client
+// certificate, or what an exec plugin returned. A 401 renews the credential (the token file read
+// again, the exec plugin run again) and retries once. Failures name the server and, for a
+// refusal, what netplug's identity lacks.
 import {
   HttpClient,
   HttpTlsError,
@@ -8,52 +10,46 @@ import {
   TlsMaterialError,
   type HttpRequest,
   type HttpResponse,
+  type TlsFiles,
 } from '../net/http-client.ts';
-import { apiAccess, KubeSettingsError, type ApiAccess, type KubernetesSettings } from './kubeconfig.ts';
+import type { Credential } from './credentials.ts';
+import { KubeError, KubeSettingsError, KubeUnavailableError } from './errors.ts';
+import { apiAccess, serverText, type ApiAccess, type KubernetesSettings } from './kubeconfig.ts';
 
-/** The API server could not be reached or did not answer: try again later (CNI error 11). */
-export class KubeUnavailableError extends Error {
-  override readonly name = 'KubeUnavailableError';
-}
-
-/** The API server answered with a refusal or an error. */
-export class KubeError extends Error {
-  override readonly name = 'KubeError';
-  readonly status: number;
-
-  constructor(status: number, message: string) {
-    super(message);
-    this.status = status;
-  }
-}
+export { KubeError, KubeUnavailableError } from './errors.ts';
 
 interface Status {
   message?: string;
   reason?: string;
 }
 
+const TLS_PARTS = { ca: 'certificate authority', cert: 'client certificate', key: 'client key' } as const;
+
 export class KubeClient {
   readonly access: ApiAccess;
-  private readonly http: HttpClient;
+  /** The connection, for the client certificate it presents. */
+  private http: HttpClient | undefined;
+  private httpCert: Buffer | undefined;
+  /** Connections left when an exec plugin's certificate changed, closed with the client. */
+  private readonly retired: HttpClient[] = [];
+  /** The server's path prefix ("" for none), put before every request path. */
+  private readonly prefix: string;
+  /** The server without its prefix: the HTTP layer is given whole paths. */
+  private readonly endpoint: URL;
   /** Requests sent, for the benchmarks' count of API round trips. */
   requests = 0;
 
   constructor(access: ApiAccess) {
     this.access = access;
-    try {
-      this.http = new HttpClient({ endpoints: [access.server], tls: access.tls, requestTimeoutMs: 10_000 });
-    } catch (err) {
-      if (err instanceof TlsMaterialError)
-        throw new KubeSettingsError(
-          'kubernetes.kubeconfig',
-          `the kubeconfig's ${{ ca: 'certificate authority', cert: 'client certificate', key: 'client key' }[err.part]}: ${err.message}`,
-        );
-      throw err;
-    }
+    this.prefix = access.server.pathname === '/' ? '' : access.server.pathname;
+    this.endpoint = new URL(access.server.origin);
+    // A fixed identity connects now, so that unusable TLS material is reported before any request.
+    if (!access.credentials.suppliesCertificates) this.connection({});
   }
 
+  /** The API's URL for messages: origin and path prefix. */
   get server(): string {
-    return this.access.server.origin;
+    return serverText(this.access.server);
   }
 
   /**
@@ -67,17 +63,12 @@ export class KubeClient {
 
   /** Any request; statuses 2xx, 404 and 409 are returned, others thrown. */
   async send(request: HttpRequest, needs: string): Promise<{ status: number; json: unknown }> {
-    this.requests++;
-    const headers: Record<string, string> = { Accept: 'application/json', ...request.headers };
-    if (this.access.token) headers['Authorization'] = `Bearer ${this.access.token}`;
-    let response: HttpResponse;
-    try {
-      response = await this.http.request({ ...request, headers });
-    } catch (err) {
-      if (err instanceof HttpUnavailableError)
-        throw new KubeUnavailableError(`the Kubernetes API at ${this.server} did not answer: ${err.message}`);
-      if (err instanceof HttpTlsError) throw new KubeError(0, err.message);
-      throw err;
+    const credential = await this.access.credentials.current();
+    let response = await this.exchange(request, credential);
+    if (response.status === 401) {
+      // Authentication comes before anything else: nothing was done, so a retry is safe.
+      const renewed = await this.access.credentials.renew(credential);
+      if (renewed) response = await this.exchange(request, renewed);
     }
     let json: unknown;
     try {
@@ -102,11 +93,50 @@ export class KubeClient {
   }
 
   warmUp(): void {
-    this.http.warmUp();
+    if (this.http) this.http.warmUp();
+    // The exec plugin runs first; its failure surfaces on the first request.
+    else
+      this.access.credentials
+        .current()
+        .then((credential) => this.connection(credential).warmUp())
+        .catch(() => undefined);
   }
 
   close(): void {
-    this.http.close();
+    for (const http of [...this.retired, ...(this.http ? [this.http] : [])]) http.close();
+  }
+
+  private async exchange(request: HttpRequest, credential: Credential): Promise<HttpResponse> {
+    this.requests++;
+    const headers: Record<string, string> = { Accept: 'application/json', ...request.headers };
+    if (credential.token) headers['Authorization'] = `Bearer ${credential.token}`;
+    try {
+      return await this.connection(credential).request({ ...request, path: `${this.prefix}${request.path}`, headers });
+    } catch (err) {
+      if (err instanceof HttpUnavailableError)
+        throw new KubeUnavailableError(`the Kubernetes API at ${this.server} did not answer: ${err.message}`);
+      if (err instanceof HttpTlsError) throw new KubeError(0, err.message);
+      throw err;
+    }
+  }
+
+  /** The connection presenting `credential`'s client certificate, else the kubeconfig's fixed one. */
+  private connection(credential: Credential): HttpClient {
+    const cert = credential.cert ?? this.access.tls.cert;
+    if (this.http && (this.httpCert === cert || (cert && this.httpCert?.equals(cert)))) return this.http;
+    const tls: TlsFiles = credential.cert ? { ...this.access.tls, cert: credential.cert, key: credential.key as Buffer } : this.access.tls;
+    let http: HttpClient;
+    try {
+      http = new HttpClient({ endpoints: [this.endpoint], tls, requestTimeoutMs: 10_000 });
+    } catch (err) {
+      if (!(err instanceof TlsMaterialError)) throw err;
+      const origin = credential.cert && err.part !== 'ca' ? credential.certOrigin : this.access.tlsOrigins[err.part];
+      throw new KubeSettingsError('kubernetes.kubeconfig', `the ${TLS_PARTS[err.part]} (${origin ?? 'none given'}): ${err.message}`);
+    }
+    if (this.http) this.retired.push(this.http);
+    this.http = http;
+    this.httpCert = cert;
+    return http;
   }
 }
 
