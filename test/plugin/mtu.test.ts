@@ -11,7 +11,7 @@ import { containerId, createNetns, link, ping, uniqueSubnet4 } from '../helpers/
 
 function addAndDel(t: ExecutionContext, extra: Record<string, unknown>) {
   const netns = createNetns(t, 'mtu');
-  const netconf = hostLocalNetconf({ version: '1.0.0', dataDir: tempDir(t, 'hl'), subnet: uniqueSubnet4(), extra });
+  const netconf = hostLocalNetconf({ version: '1.1.0', dataDir: tempDir(t, 'hl'), subnet: uniqueSubnet4(), extra });
   const call = { containerId: containerId(), netns: netns.path, netconf };
   t.teardown(() => invoke({ ...call, command: 'DEL' }));
   const add = invoke({ ...call, command: 'ADD' });
