@@ -1,7 +1,12 @@
 // The netconf schema: every field of the specification's tables with its default, unknown fields
 // kept for chaining, the IPAM section checked as received.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
 import test from 'ava';
 
+import { defaultRouteMtu } from '../../ts/config/mtu.ts';
 import { parseNetconf } from '../../ts/config/netconf.ts';
 
 const parse = (json: unknown) => parseNetconf(Buffer.from(JSON.stringify(json)));
@@ -71,4 +76,109 @@ test('readiness gates are http(s) URLs; a negative policy timeout is refused', (
   t.throws(() => parse({ ...minimal, policy_setup_timeout_seconds: -1 }), {
     message: /"policy_setup_timeout_seconds" must be at least 0, got -1/,
   });
+});
+
+const refusal = (json: unknown) => {
+  try {
+    parse(json);
+  } catch (err) {
+    return err as { code: number; message: string; details?: string };
+  }
+  throw new Error('accepted');
+};
+
+test('"mtu": 0 is auto: the MTU file when it holds one, the host default route otherwise; 1 to 67 are refused', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'nptest-mtu-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'mtu');
+  writeFileSync(file, '1410\n');
+  t.is(parse({ ...minimal, mtu: 0, mtu_file: file }).conf.mtu, 1410);
+  writeFileSync(file, 'not a number');
+  t.is(parse({ ...minimal, mtu: 0, mtu_file: file }).conf.mtu, defaultRouteMtu() ?? 1500, 'an unusable file gives way');
+  t.is(parse({ ...minimal, mtu: 0, mtu_file: join(dir, 'absent') }).conf.mtu, defaultRouteMtu() ?? 1500);
+  t.is(parse({ ...minimal, mtu: 1400, mtu_file: file }).conf.mtu, 1400, 'a set MTU is kept');
+  t.is(parse({ ...minimal, mtu_file: join(dir, 'absent') }).conf.mtu, undefined, 'absent without the file: the kernel default');
+  writeFileSync(file, '9000');
+  t.is(parse({ ...minimal, mtu_file: file }).conf.mtu, 9000, 'absent with the file: the file');
+  t.regex(refusal({ ...minimal, mtu: 67 }).message, /netconf field "mtu" must be 0 \(auto\) or from 68 to 65535, got 67/);
+});
+
+test('"" for the etcd TLS files, as install-cni renders them without TLS, means unset', (t) => {
+  const { conf } = parse({
+    ...minimal,
+    etcd_endpoints: 'http://127.0.0.1:2379',
+    etcd_key_file: '',
+    etcd_cert_file: '',
+    etcd_ca_cert_file: '',
+  });
+  t.is(conf.etcd_key_file, undefined);
+  t.is(conf.etcd_cert_file, undefined);
+  t.is(conf.etcd_ca_cert_file, undefined);
+  t.regex(refusal({ ...minimal, etcd_key_file: '', etcd_cert_file: '/c.pem' }).message, /"etcd_cert_file" needs its partner/);
+});
+
+test('etcd_endpoints must list at least one http(s) URL', (t) => {
+  for (const endpoints of [',,,', '', ' , ']) {
+    const error = refusal({ ...minimal, etcd_endpoints: endpoints });
+    t.is(error.code, 7);
+    t.regex(error.message, /netconf field "etcd_endpoints" must list at least one endpoint URL/);
+  }
+  t.regex(
+    refusal({ ...minimal, etcd_endpoints: 'http://a:2379,etcd-b:2379' }).message,
+    /"etcd_endpoints" must be http:\/\/ or https:\/\/ URLs/,
+  );
+  t.is(parse({ ...minimal, etcd_endpoints: 'http://a:2379,,https://b:2379,' }).conf.etcd_endpoints, 'http://a:2379,,https://b:2379,');
+});
+
+test('node names are DNS-1123 subdomains, as Kubernetes has them', (t) => {
+  for (const bad of ['a/b', '../../x', '\ud800', 'Node-A', '-a', 'a-', 'a..b', 'x'.repeat(254), '']) {
+    const error = refusal({ ...minimal, nodename: bad });
+    t.is(error.code, 7);
+    t.regex(error.message, /^netconf field "nodename" must be a Kubernetes node name \(a DNS-1123 subdomain/);
+    t.true(error.message.includes(JSON.stringify(bad).slice(0, 100)) || bad.length > 200, error.message);
+    t.regex(
+      refusal({ ...minimal, kubernetes: { node_name: bad } }).message,
+      /^netconf field "kubernetes\.node_name" must be a Kubernetes node name/,
+    );
+  }
+  for (const good of ['node-a', 'ip-10-0-0-1.ec2.internal', '0', 'x'.repeat(63)]) {
+    t.is(parse({ ...minimal, nodename: good }).conf.nodename, good);
+  }
+});
+
+test('values nested 100,000 deep in any field are a field error, not a stack overflow', (t) => {
+  const deep = '['.repeat(100_000) + ']'.repeat(100_000);
+  for (const field of ['mtu', 'ipam', 'prevResult', 'somePluginOption']) {
+    const raw = `{"cniVersion":"1.0.0","name":"n","type":"netplug","ipam":{"type":"netplug-ipam"},"${field}":${deep}}`.replace(
+      `"ipam":{"type":"netplug-ipam"},"ipam":`,
+      '"ipam":',
+    );
+    const error = t.throws(() => parseNetconf(Buffer.from(raw))) as unknown as { code: number; message: string };
+    t.is(error.code, 7);
+    t.is(error.message, `netconf field "${field}" nests values more than 64 levels deep; netplug refuses such input`);
+  }
+  const fine = { ...minimal, runtimeConfig: { a: [[[[{ b: [[1]] }]]]] } };
+  t.deepEqual(parse(fine).json, fine, 'ordinary nesting passes');
+});
+
+test('ipam.type "netplug" is refused: netplug would run itself without end', (t) => {
+  const error = refusal({ ...minimal, ipam: { type: 'netplug' } });
+  t.is(error.code, 7);
+  t.regex(error.message, /netconf field "ipam\.type" is "netplug": netplug cannot delegate address management to itself/);
+});
+
+test('error messages repeat at most 200 characters of a value, with its length', (t) => {
+  const huge = `${'x'.repeat(2 * 1024 * 1024)}/`;
+  for (const json of [
+    { ...minimal, name: huge },
+    { ...minimal, nodename: huge },
+    { ...minimal, cniVersion: huge },
+    { ...minimal, log_level: huge },
+    { ...minimal, ipam: { type: 'host-local', subnet: huge } },
+  ]) {
+    const error = refusal(json);
+    t.true(error.message.length < 600, `${error.message.length} characters`);
+    t.true((error.details ?? '').length < 4200);
+    t.regex(error.message, /x{199}\.\.\. \(209715\d characters\)/);
+  }
 });

@@ -103,3 +103,18 @@ test('two pods reach each other through the host', async (t) => {
   t.true(ping(ipB, a), 'pod a pings pod b');
   t.true(ping(ipA, b), 'pod b pings pod a');
 });
+
+test('IPv4 pod with an MTU below 1280 (no IPv6 on its links): set up, checked clean, traffic', async (t) => {
+  for (const mtu of [68, 576, 1279]) {
+    const netns = createNetns(t, 'v4mtu');
+    const ip = uniqueV4();
+    const spec = podSpec(netns, [ip], { mtu });
+    const made = await setupWorkload(spec);
+    t.is(made.mtu, mtu);
+    t.like(link(spec.hostIfname), { mtu, operstate: 'UP' });
+    t.like(link('eth0', netns), { mtu });
+    t.is(sysctl(`net.ipv4.conf.${spec.hostIfname}.proxy_arp`), '1');
+    if (mtu >= 576) t.true(ping(ip), `traffic crosses a ${mtu}-byte link`);
+    t.deepEqual(await checkWorkload(spec), []);
+  }
+});

@@ -1,11 +1,14 @@
 // netplug-ipam as an IPAM plugin of its own: another plugin (Debian's ptp) delegates to it, and
 // the executable answers ADD, CHECK, DEL, GC and STATUS as the CNI specification has IPAM plugins do.
+import { readdirSync, readFileSync, symlinkSync } from 'node:fs';
+import { join } from 'node:path';
+
 import test from 'ava';
 
-import { invoke } from '../helpers/cni.ts';
+import { CNI_PATH, invoke, NETPLUG, tempDir } from '../helpers/cni.ts';
 import { startEtcd } from '../helpers/etcd.ts';
 import { addressesOf, ctlOk, ipamNetconf, NETPLUG_IPAM, totalAllocated } from '../helpers/ipam.ts';
-import { addresses, containerId, createNetns, deleteLinkAtTeardown, hostIfname, ip } from '../helpers/kernel.ts';
+import { addresses, containerId, createNetns, deleteLinkAtTeardown, hostIfname, ip, link } from '../helpers/kernel.ts';
 
 // Like the reference's IPAM, netplug-ipam returns no gateway (its own plugin routes via a
 // link-local next hop), so the delegating plugin here is one that needs none: macvlan.
@@ -59,3 +62,31 @@ test('the netplug-ipam executable: ADD, CHECK, GC, STATUS, DEL, and a netconf th
   t.is(foreign.json.code, 7);
   t.is(foreign.json.msg, 'netconf field "ipam.type" is "host-local"; netplug-ipam serves "netplug-ipam"');
 });
+
+test('an IPAM type that is netplug under another name: the chain stops at 4 delegations, error 7', (t) => {
+  // "loopy" is the netplug executable (it runs as netplug under any name but netplug-ipam).
+  const dir = tempDir(t, 'loop');
+  symlinkSync(NETPLUG, join(dir, 'loopy'));
+  const netns = createNetns(t, 'loop');
+  const netconf = { cniVersion: '1.0.0', name: 'loop-net', type: 'netplug', ipam: { type: 'loopy' } };
+  const add = invoke({ command: 'ADD', containerId: containerId(), netns: netns.path, netconf, path: `${dir}:${CNI_PATH}` });
+  t.is(add.json?.code, 7, add.stdout);
+  t.regex(
+    add.json.msg,
+    /^(loopy: )+netconf field "ipam\.type" names plugin "loopy", which would run 5 delegated plugins deep \(NETPLUG_DELEGATION_DEPTH=4\); netplug allows 4/,
+  );
+  t.is(add.json.msg.match(/loopy: /g)?.length, 4, 'four levels ran, the fifth was refused');
+  t.is(link('eth0', netns), undefined);
+  t.deepEqual(processesRunning(join(dir, 'loopy')), [], 'no process of the chain is left');
+});
+
+/** Processes whose executable path is `path`. */
+function processesRunning(path: string): string[] {
+  return readdirSync('/proc').filter((pid) => {
+    try {
+      return /^\d+$/.test(pid) && readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0] === path;
+    } catch {
+      return false;
+    }
+  });
+}

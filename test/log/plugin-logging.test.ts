@@ -1,5 +1,6 @@
 // What the built plugin logs: always to stderr, to the netconf's log file when it has one, at the
 // netconf's level, and never a credential.
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -65,4 +66,23 @@ test('a log file that cannot be written does not fail the pod', (t) => {
   t.is(add.status, 0, add.stdout);
   t.regex(add.stderr, /\[WARNING\].*log file disabled/);
   t.is(invoke({ ...call, command: 'DEL' }).status, 0);
+});
+
+test('a FIFO as log_file_path neither blocks nor fails ADD and DEL: stderr only, with a warning', (t) => {
+  const netns = createNetns(t, 'log');
+  const fifo = join(tempDir(t, 'log'), 'cni.log');
+  execFileSync('mkfifo', [fifo]);
+  const netconf = hostLocalNetconf({
+    version: '1.0.0',
+    dataDir: tempDir(t, 'hl'),
+    subnet: uniqueSubnet4(),
+    extra: { log_file_path: fifo },
+  });
+  const call = { containerId: containerId(), netns: netns.path, netconf };
+  const add = invoke({ ...call, command: 'ADD' });
+  t.is(add.status, 0, add.stdout + add.stderr);
+  t.regex(add.stderr, /\[WARNING\].*log file disabled: .*cni\.log is not a regular file; logging to stderr only/);
+  t.regex(add.stderr, /\[INFO\].*workload networked/, 'the records still reach stderr');
+  const del = invoke({ ...call, command: 'DEL' });
+  t.is(del.status, 0, del.stdout + del.stderr);
 });

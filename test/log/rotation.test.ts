@@ -1,6 +1,6 @@
 // The log file shared by many plugin processes: no record lost, torn or duplicated while 16
 // processes append and rotate at once; rotated files pruned by count and by age.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -88,4 +88,30 @@ test('rotated files older than the age limit are removed at the next rotation', 
   const names = logFiles(dir);
   t.false(names.includes('cni-2020-01-01T00-00-00.000Z.log'), 'the 40-day-old file is gone');
   t.true(names.includes('cni-2026-01-01T00-00-00.000Z.log'), 'the recent one stays');
+});
+
+test('max age is applied when a process opens the log, not only when it rotates', (t) => {
+  const dir = tempDir(t, 'log');
+  const path = join(dir, 'cni.log');
+  const old = join(dir, 'cni-2026-01-01T00-00-00.000Z.log');
+  const recent = join(dir, 'cni-2026-11-20T00-00-00.000Z.log');
+  writeFileSync(old, 'old\n');
+  writeFileSync(recent, 'recent\n');
+  const fortyDaysAgo = (Date.now() - 40 * 86_400_000) / 1000;
+  utimesSync(old, fortyDaysAgo, fortyDaysAgo);
+  const file = new RotatingFile(path, { maxBytes: 1024 * 1024, maxAgeDays: 30, maxCount: 10 });
+  file.write('a record far below the size limit\n');
+  file.close();
+  t.deepEqual(logFiles(dir).sort(), ['cni-2026-11-20T00-00-00.000Z.log', 'cni.log']);
+});
+
+test('a FIFO, a directory or a device as the log path is refused without blocking', (t) => {
+  const dir = tempDir(t, 'log');
+  const fifo = join(dir, 'cni.log');
+  execFileSync('mkfifo', [fifo]);
+  for (const path of [fifo, dir, '/dev/null']) {
+    const file = new RotatingFile(path, { maxBytes: 1024, maxAgeDays: 30, maxCount: 10 });
+    t.throws(() => file.write('x\n'), { message: /is not a regular file|EISDIR/ });
+    file.close();
+  }
 });

@@ -2,7 +2,7 @@
 // field and its value, exit 1, no stack trace, and nothing allocated or created.
 import test from 'ava';
 
-import { hasStackTrace, hostLocalNetconf, hostVeth, type Invocation, invoke, reservations, tempDir } from '../helpers/cni.ts';
+import { hasStackTrace, hostLocalNetconf, hostVeth, type Invocation, invoke, reservations, runtimeInput, tempDir } from '../helpers/cni.ts';
 import { containerId, createNetns, link, uniqueSubnet4 } from '../helpers/kernel.ts';
 
 interface Case {
@@ -147,6 +147,52 @@ const cases: Case[] = [
     }),
   },
   {
+    title: 'ipam.type netplug: netplug as its own IPAM plugin',
+    code: 7,
+    message: /netconf field "ipam\.type" is "netplug": netplug cannot delegate address management to itself/,
+    call: (netns) => ({ command: 'ADD', netns, netconf: { cniVersion: '1.0.0', name: 'n', type: 'netplug', ipam: { type: 'netplug' } } }),
+  },
+  ...['a/b', '../../x'].map((nodename) => ({
+    title: `nodename ${nodename}`,
+    code: 7,
+    message: new RegExp(`netconf field "nodename" must be a Kubernetes node name .*got ${JSON.stringify(nodename).replaceAll('.', '\\.')}`),
+    call: (netns: string, d: string) => ({ command: 'ADD', netns, netconf: netconf(d, { nodename }) }),
+  })),
+  {
+    title: 'nodename that is a lone UTF-16 surrogate',
+    code: 7,
+    message: /netconf field "nodename" must be a Kubernetes node name/,
+    call: (netns, d) => ({ command: 'ADD', netns, stdin: JSON.stringify(netconf(d)).replace(/}$/, ',"nodename":"\\ud800"}') }),
+  },
+  {
+    title: 'kubernetes.node_name with a slash',
+    code: 7,
+    message: /netconf field "kubernetes\.node_name" must be a Kubernetes node name .*got "a\/b"/,
+    call: (netns, d) => ({ command: 'ADD', netns, netconf: netconf(d, { kubernetes: { node_name: 'a/b' } }) }),
+  },
+  {
+    title: 'etcd_endpoints that list nothing',
+    code: 7,
+    message: /netconf field "etcd_endpoints" must list at least one endpoint URL, comma-separated, got ",,,"/,
+    call: (netns, d) => ({ command: 'ADD', netns, netconf: netconf(d, { etcd_endpoints: ',,,' }) }),
+  },
+  {
+    title: 'a value nested 100,000 arrays deep',
+    code: 7,
+    message: /netconf field "mtu" nests values more than 64 levels deep/,
+    call: (netns, d) => ({
+      command: 'ADD',
+      netns,
+      stdin: JSON.stringify(netconf(d)).replace(/}$/, `,"mtu":${'['.repeat(100_000)}${']'.repeat(100_000)}}`),
+    }),
+  },
+  {
+    title: 'mtu between 1 and 67',
+    code: 7,
+    message: /netconf field "mtu" must be 0 \(auto\) or from 68 to 65535, got 67/,
+    call: (netns, d) => ({ command: 'ADD', netns, netconf: netconf(d, { mtu: 67 }) }),
+  },
+  {
     title: 'a namespace that does not exist',
     code: 3,
     message: /network namespace \/run\/netns\/netplug-nowhere does not exist/,
@@ -209,4 +255,53 @@ test('VERSION lists every supported version', (t) => {
   const outcome = invoke({ command: 'VERSION', env: { CNI_COMMAND: 'VERSION' }, stdin: '{"cniVersion":"0.4.0"}' });
   t.is(outcome.status, 0);
   t.deepEqual(outcome.json, { cniVersion: '1.1.0', supportedVersions: ['0.1.0', '0.2.0', '0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'] });
+});
+
+test('a DEL with a 2 MiB value in its netconf writes a short error, not the value', (t) => {
+  const huge = `${'x'.repeat(2 * 1024 * 1024)}/`;
+  const del = invoke({ command: 'DEL', containerId: containerId(), netconf: { ...netconf(tempDir(t, 'hl')), name: huge, nodename: huge } });
+  t.is(del.json?.code, 7, del.stdout.slice(0, 500));
+  t.regex(del.json.msg, /x{199}\.\.\. \(2097155 characters\)/);
+  t.true(del.stdout.length + del.stderr.length < 8192, `${del.stdout.length} + ${del.stderr.length} bytes written`);
+});
+
+test('a FELIX_INTERFACEPREFIX that leaves the hash fewer than 11 characters is refused (error 4)', (t) => {
+  // A prefix of 4 leaves the hash its 11 digits; 5 or more would cut it, and at 15 every pod on
+  // the node got the same host interface.
+  for (const prefix of ['abcde', 'x'.repeat(15)]) {
+    const netns = createNetns(t, 'pfx');
+    const id = containerId();
+    const { env, input } = runtimeInput({ command: 'ADD', containerId: id, netns: netns.path, netconf: netconf(tempDir(t, 'hl')) });
+    const add = invoke({ command: 'ADD', env: { ...env, FELIX_INTERFACEPREFIX: `${prefix},tap` }, stdin: input });
+    t.is(add.json?.code, 4, add.stdout);
+    t.regex(add.json.msg, new RegExp(`FELIX_INTERFACEPREFIX's first entry "${prefix}" is ${prefix.length} bytes long: .*at most 4`));
+    t.is(link('eth0', netns), undefined, 'nothing made');
+    const del = invoke({ command: 'DEL', env: { ...env, CNI_COMMAND: 'DEL', FELIX_INTERFACEPREFIX: prefix }, stdin: input });
+    t.is(del.json?.code, 4, del.stdout);
+  }
+});
+
+test('two pods with a 4-character prefix get host interfaces of their own', (t) => {
+  const dataDir = tempDir(t, 'hl');
+  const conf = netconf(dataDir);
+  const made: string[] = [];
+  for (const pod of ['web-0', 'web-1']) {
+    const netns = createNetns(t, 'pfx');
+    const id = containerId();
+    const { env, input } = runtimeInput({
+      command: 'ADD',
+      containerId: id,
+      netns: netns.path,
+      netconf: conf,
+      args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=shop;K8S_POD_NAME=${pod}`,
+    });
+    const prefixed = { ...env, FELIX_INTERFACEPREFIX: 'np4x' };
+    t.teardown(() => invoke({ command: 'DEL', env: { ...prefixed, CNI_COMMAND: 'DEL' }, stdin: input }));
+    const add = invoke({ command: 'ADD', env: prefixed, stdin: input });
+    t.is(add.status, 0, add.stdout);
+    made.push(add.json.interfaces[0].name);
+  }
+  t.is(made[0]?.length, 15);
+  t.not(made[0], made[1]);
+  for (const name of made) t.truthy(link(name), `${name} exists`);
 });

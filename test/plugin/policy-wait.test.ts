@@ -7,6 +7,7 @@ import { join } from 'node:path';
 
 import test, { type ExecutionContext } from 'ava';
 
+import { MAX_TIMER_MS, setLongTimeout } from '../../ts/plugin/policy-wait.ts';
 import { hostLocalNetconf, tempDir } from '../helpers/cni.ts';
 import { invokeAsync } from '../helpers/ipam.ts';
 import { containerId, createNetns, link, uniqueSubnet4 } from '../helpers/kernel.ts';
@@ -79,4 +80,25 @@ test('a negative policy_setup_timeout_seconds is a configuration error', async (
   const add = await waitingAdd(t, tempDir(t, 'status'), -1, { namespace: 'shop', name: 'cart-3' }).outcome;
   t.is(add.json?.code, 7, add.stdout);
   t.regex(add.json.msg, /policy_setup_timeout_seconds.*-1/);
+});
+
+test('a timer longer than setTimeout can hold neither fires at once nor early: it is chained', async (t) => {
+  let fired = false;
+  const timer = setLongTimeout(() => {
+    fired = true;
+  }, MAX_TIMER_MS + 10_000);
+  t.teardown(() => timer.clear());
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  t.false(fired, 'a single setTimeout of this length would have fired after 1 ms');
+  timer.clear();
+  const short = await new Promise<boolean>((resolve) => setLongTimeout(() => resolve(true), 5));
+  t.true(short);
+});
+
+test('a policy_setup_timeout_seconds of 2,147,484 s or more waits for the status file', async (t) => {
+  const dir = tempDir(t, 'status');
+  writeLater(t, dir, 'k8s shop%2Fcart-4 eth0', 1000);
+  const add = await waitingAdd(t, dir, 2_147_484, { namespace: 'shop', name: 'cart-4' }).outcome;
+  t.is(add.status, 0, add.stdout + add.stderr);
+  t.notRegex(add.stderr, TIMED_OUT, 'it waited: the file, not an overflowed timer, ended the wait');
 });

@@ -1,7 +1,7 @@
 // CNI_ARGS: `K=V;K=V` pairs from the runtime (conventions of containernetworking/cni pkg/types).
 import { parseIp } from '../ipam/cidr.ts';
 
-import { CniError, ErrorCode } from './errors.ts';
+import { CniError, ErrorCode, quote, shorten } from './errors.ts';
 
 export interface CniArgs {
   /** A specific address requested for the workload (`IP=`). */
@@ -25,16 +25,16 @@ export function parseCniArgs(text: string | undefined): CniArgs {
   for (const pair of (text ?? '').split(';')) {
     if (pair === '') continue;
     const eq = pair.indexOf('=');
-    if (eq <= 0 || pair.indexOf('=', eq + 1) !== -1) throw invalid(`"${pair}" is not a KEY=VALUE pair`);
+    if (eq <= 0 || pair.indexOf('=', eq + 1) !== -1) throw invalid(`${quote(pair)} is not a KEY=VALUE pair`);
     pairs.set(pair.slice(0, eq), pair.slice(eq + 1));
   }
   const ignoreUnknown = parseBool(pairs.get('IgnoreUnknown'));
   if (!ignoreUnknown) {
     const unknown = [...pairs.keys()].filter((key) => !KNOWN.has(key));
-    if (unknown.length > 0) throw invalid(`unknown keys ${unknown.map((k) => `"${k}"`).join(', ')} (set IgnoreUnknown=1 to allow them)`);
+    if (unknown.length > 0) throw invalid(`unknown keys ${shorten(unknown.map(quote).join(', '))} (set IgnoreUnknown=1 to allow them)`);
   }
   const ip = pairs.get('IP');
-  if (ip !== undefined && parseIp(ip) === undefined) throw invalid(`IP "${ip}" is not an IP address`);
+  if (ip !== undefined && parseIp(ip) === undefined) throw invalid(`IP ${quote(ip)} is not an IP address`);
   const args: CniArgs = {};
   if (ip !== undefined) args.ip = ip;
   assign(args, 'podNamespace', pairs.get('K8S_POD_NAMESPACE'));
@@ -53,5 +53,5 @@ function parseBool(value: string | undefined): boolean {
   const lower = value.toLowerCase();
   if (['1', 't', 'true'].includes(lower)) return true;
   if (['0', 'f', 'false', ''].includes(lower)) return false;
-  throw invalid(`IgnoreUnknown "${value}" is not a boolean`);
+  throw invalid(`IgnoreUnknown ${quote(value)} is not a boolean`);
 }

@@ -1,5 +1,5 @@
 // The CNI environment variables, validated per command (CNI spec "Parameters"; libcni's skel).
-import { CniError, ErrorCode } from './errors.ts';
+import { CniError, ErrorCode, quote } from './errors.ts';
 import { parseCniArgs, type CniArgs } from './args.ts';
 
 export const COMMANDS = ['ADD', 'DEL', 'CHECK', 'VERSION', 'STATUS', 'GC'] as const;
@@ -35,7 +35,7 @@ export function readCommand(env: Readonly<Record<string, string | undefined>>): 
   const command = env['CNI_COMMAND'];
   if (command === undefined || command === '') return undefined;
   if (!(COMMANDS as readonly string[]).includes(command)) {
-    throw new CniError(ErrorCode.InvalidEnvironment, `CNI_COMMAND "${command}" is not one of ${COMMANDS.join(', ')}`);
+    throw new CniError(ErrorCode.InvalidEnvironment, `CNI_COMMAND ${quote(command)} is not one of ${COMMANDS.join(', ')}`);
   }
   return command as Command;
 }
@@ -52,7 +52,7 @@ export function parseEnvironment(command: Command, env: Readonly<Record<string, 
   if (containerId && !CONTAINER_ID.test(containerId)) {
     throw new CniError(
       ErrorCode.InvalidEnvironment,
-      `CNI_CONTAINERID "${containerId}" is invalid: it must start with a letter or digit, followed by letters, digits, '_', '.' or '-'`,
+      `CNI_CONTAINERID ${quote(containerId)} is invalid: it must start with a letter or digit, followed by letters, digits, '_', '.' or '-'`,
     );
   }
   const ifname = env['CNI_IFNAME'] ?? '';
@@ -78,5 +78,5 @@ function validateIfname(name: string): void {
         : /[/:\s]/.test(name)
           ? "contains '/', ':' or whitespace"
           : undefined;
-  if (problem) throw new CniError(ErrorCode.InvalidEnvironment, `CNI_IFNAME "${name}" ${problem}`);
+  if (problem) throw new CniError(ErrorCode.InvalidEnvironment, `CNI_IFNAME ${quote(name)} ${problem}`);
 }

@@ -25,6 +25,19 @@ export const ErrorCode = {
 
 export type ErrorCodeValue = (typeof ErrorCode)[keyof typeof ErrorCode] | number;
 
+/** How much of a value a message repeats: input can be megabytes, an error line should not be. */
+export const ECHO_LIMIT = 200;
+/** A message or its details beyond this is cut: a safety net for whatever echoes input unquoted. */
+const MESSAGE_LIMIT = 4096;
+
+/** `text` as a message repeats it: at most ECHO_LIMIT characters, then an ellipsis and the length. */
+export function shorten(text: string, limit = ECHO_LIMIT): string {
+  return text.length > limit ? `${text.slice(0, limit)}... (${text.length} characters)` : text;
+}
+
+/** `text` in double quotes, shortened: for values from the environment, stdin or files. */
+export const quote = (text: string): string => `"${shorten(text)}"`;
+
 /** A failure reported to the runtime. `msg` says what is wrong, naming the field or object. */
 export class CniError extends Error {
   override readonly name = 'CniError';
@@ -33,9 +46,9 @@ export class CniError extends Error {
   details: string | undefined;
 
   constructor(code: ErrorCodeValue, msg: string, details?: string, options?: { cause?: unknown }) {
-    super(msg, options);
+    super(shorten(msg, MESSAGE_LIMIT), options);
     this.code = code;
-    this.details = details;
+    this.details = details === undefined ? undefined : shorten(details, MESSAGE_LIMIT);
   }
 
   /** The spec's error object. */

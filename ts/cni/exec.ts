@@ -5,7 +5,16 @@ import { join } from 'node:path';
 
 import type { Logger } from '../log/logger.ts';
 import type { Command } from './environment.ts';
-import { CniError, ErrorCode } from './errors.ts';
+import { CniError, ErrorCode, quote, shorten } from './errors.ts';
+
+/**
+ * How many delegations deep this process runs, counted in the environment each delegate gets: a
+ * plugin that leads back to netplug (an IPAM type that is netplug under another name) would
+ * otherwise run netplug without end, each waiting on the next.
+ */
+export const DELEGATION_DEPTH_VARIABLE = 'NETPLUG_DELEGATION_DEPTH';
+/** Deeper than any real chain (netplug, its IPAM plugin, one that plugin delegates to), and small. */
+export const MAX_DELEGATION_DEPTH = 4;
 
 export interface PluginInvocation {
   /** The plugin's type: its executable's name. */
@@ -39,19 +48,27 @@ export function findPlugin(type: string, path: readonly string[]): string | unde
 export function pluginMissing(type: string, path: readonly string[]): CniError {
   return new CniError(
     ErrorCode.InvalidConfig,
-    `netconf field "ipam.type" names plugin "${type}", which is not in CNI_PATH (${path.join(':') || 'empty'})`,
+    `netconf field "ipam.type" names plugin ${quote(type)}, which is not in CNI_PATH (${shorten(path.join(':')) || 'empty'})`,
   );
 }
 
 /** Runs the plugin; resolves to its parsed stdout (undefined if empty), rejects with its CNI error. */
 export async function execPlugin(invocation: PluginInvocation): Promise<unknown> {
   const { type, command, path, log } = invocation;
+  const depth = delegationDepth(invocation.env);
+  if (depth >= MAX_DELEGATION_DEPTH) {
+    throw new CniError(
+      ErrorCode.InvalidConfig,
+      `netconf field "ipam.type" names plugin ${quote(type)}, which would run ${depth + 1} delegated plugins deep (${DELEGATION_DEPTH_VARIABLE}=${depth}); netplug allows ${MAX_DELEGATION_DEPTH}: does ${quote(type)} lead back to netplug?`,
+    );
+  }
   const executable = findPlugin(type, path);
   if (!executable) throw pluginMissing(type, path);
   const env: Record<string, string> = { CNI_COMMAND: command };
   for (const [key, value] of Object.entries(invocation.env)) {
     if (value !== undefined && key !== 'CNI_COMMAND') env[key] = value;
   }
+  env[DELEGATION_DEPTH_VARIABLE] = String(depth + 1);
   const { code, stdout, stderr } = await run(executable, env, invocation.stdin);
   for (const line of stderr.split('\n').filter(Boolean)) log.info(`${type}: ${line}`);
   const text = stdout.trim();
@@ -72,6 +89,12 @@ export async function execPlugin(invocation: PluginInvocation): Promise<unknown>
     `${type} ${command} failed with exit code ${code}`,
     (stderr.trim() || text).slice(-500) || undefined,
   );
+}
+
+/** This process's depth in a delegation chain: 0 unless a netplug up the chain set it. */
+function delegationDepth(env: Readonly<Record<string, string | undefined>>): number {
+  const depth = Number(env[DELEGATION_DEPTH_VARIABLE] ?? 0);
+  return Number.isSafeInteger(depth) && depth > 0 ? depth : 0;
 }
 
 function parseCniError(text: string): { code: number; msg: string; details?: string } | undefined {

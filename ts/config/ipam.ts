@@ -62,6 +62,12 @@ export type DelegatedIpamConfig = z.output<typeof delegatedSchema>;
 export type IpamConfig = NetplugIpamConfig | HostLocalIpamConfig | DelegatedIpamConfig;
 
 export function parseIpam(ipam: { type: string }): IpamConfig {
+  // The netplug executable as its own IPAM plugin would run itself again, and again, without end.
+  if (ipam.type === 'netplug') {
+    throw configError([
+      'netconf field "ipam.type" is "netplug": netplug cannot delegate address management to itself; use "netplug-ipam", "host-local" or another IPAM plugin',
+    ]);
+  }
   const schema = ipam.type === 'netplug-ipam' ? netplugIpamSchema : ipam.type === 'host-local' ? hostLocalSchema : delegatedSchema;
   const parsed = schema.safeParse(ipam, { reportInput: true });
   if (!parsed.success) throw configError(describeIssues(parsed.error.issues, 'ipam'));

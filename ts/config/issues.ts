@@ -1,7 +1,7 @@
 // Turns zod's validation issues into CNI error 7 messages that name the field and the bad value.
 import type * as z from 'zod/mini';
 
-import { CniError, ErrorCode } from '../cni/errors.ts';
+import { CniError, ErrorCode, shorten } from '../cni/errors.ts';
 
 /** `ipam.ipv4_pools[1]` */
 export function fieldPath(path: readonly PropertyKey[], prefix = ''): string {
@@ -12,11 +12,18 @@ export function fieldPath(path: readonly PropertyKey[], prefix = ''): string {
   return out || '(top level)';
 }
 
-/** A value as it appears in JSON, shortened. */
+/** A value as it appears in JSON, shortened (ECHO_LIMIT characters, then the full length). */
 export function describeValue(value: unknown): string {
   if (value === undefined) return 'nothing';
-  const json = JSON.stringify(value) ?? String(value);
-  return json.length > 80 ? `${json.slice(0, 77)}...` : json;
+  let json: string;
+  try {
+    json = JSON.stringify(value) ?? String(value);
+  } catch {
+    // Nesting deeper than the stack: parseNetconf refuses such input before validation, so only
+    // other callers can get here.
+    json = Array.isArray(value) ? '[...]' : '{...}';
+  }
+  return shorten(json);
 }
 
 /** zod's own messages start like this; any other message was written for the field and wins. */
@@ -47,7 +54,7 @@ function article(type: string): string {
 /** One line per issue: `netconf field "num_queues" must be at least 1, got 0`. */
 export function describeIssues(issues: readonly z.core.$ZodIssue[], prefix = ''): string[] {
   return issues.map((issue) => {
-    const field = fieldPath(issue.path, prefix);
+    const field = shorten(fieldPath(issue.path, prefix));
     const got = issue.code === 'invalid_type' && issue.input === undefined ? '' : `, got ${describeValue(issue.input)}`;
     return `netconf field "${field}" ${problem(issue)}${got}`;
   });

@@ -4,10 +4,12 @@
 // delegated plugins receive the netconf's bytes as they came.
 import * as z from 'zod/mini';
 
-import { CniError, ErrorCode } from '../cni/errors.ts';
+import { CniError, ErrorCode, shorten } from '../cni/errors.ts';
 import { IMPLICIT_VERSION, isSupported, SUPPORTED_VERSIONS } from '../cni/versions.ts';
 import { parseIpam, type IpamConfig } from './ipam.ts';
-import { configError, describeIssues } from './issues.ts';
+import { configError, describeIssues, describeValue, fieldPath } from './issues.ts';
+import { autoMtu, DEFAULT_MTU_FILE, mtuFromFile } from './mtu.ts';
+import { isNodeName, NODE_NAME_RULE } from './nodename.ts';
 
 // A netconf is parsed once per process, on a pod's path: zod/mini (the same validators, without
 // the chained API's weight) and no compiled validators keep that cheap.
@@ -21,7 +23,38 @@ export const LOG_LEVELS = ['ERROR', 'WARNING', 'INFO', 'DEBUG'] as const;
 /** CNI network names: a letter or digit, then letters, digits, '_', '.' or '-'. */
 const NETWORK_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
 
+/**
+ * How deeply values may nest. Real netconfs stay under 10 levels (a conflist's plugin, its ipam,
+ * ranges, a range); validating and describing a value nested 100,000 deep would exhaust the stack.
+ */
+export const MAX_NESTING = 64;
+
 const nonEmpty = () => z.string().check(z.minLength(1));
+/** A file path, where installers write "" for "none" (install-cni renders absent TLS files so). */
+const optionalPath = () =>
+  z.optional(
+    z.pipe(
+      z.string(),
+      z.transform((path) => path || undefined),
+    ),
+  );
+const nodeNameField = () => z.string().check(z.refine(isNodeName, { error: NODE_NAME_RULE }));
+/** etcd_endpoints: a comma-separated list with at least one http(s) URL, each a URL. */
+const endpointList = () =>
+  z.string().check(
+    z.refine((list) => list.split(',').some((item) => item.trim()), { error: 'must list at least one endpoint URL, comma-separated' }),
+    z.refine((list) => list.split(',').every((item) => !item.trim() || isHttpUrl(item.trim())), {
+      error: 'must be http:// or https:// URLs, comma-separated',
+    }),
+  );
+const isHttpUrl = (text: string) => {
+  try {
+    const { protocol } = new URL(text);
+    return protocol === 'http:' || protocol === 'https:';
+  } catch {
+    return false;
+  }
+};
 const integer = (min: number, max?: number) => z.number().check(z.int(), z.minimum(min), ...(max === undefined ? [] : [z.maximum(max)]));
 const httpUrl = () => z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' });
 
@@ -41,15 +74,23 @@ const netconfSchema = z
       .string()
       .check(z.regex(NETWORK_NAME, { error: "must start with a letter or digit, followed by letters, digits, '_', '.' or '-'" })),
     type: z.string(),
-    nodename: z.optional(nonEmpty()),
-    mtu: z.optional(integer(68, 65535)),
+    nodename: z.optional(nodeNameField()),
+    /** 0 is auto (see mtu.ts); absent leaves the node agent's MTU file, else the kernel default. */
+    mtu: z.optional(
+      z.number().check(
+        z.int(),
+        z.refine((mtu) => mtu === 0 || (mtu >= 68 && mtu <= 65535), { error: 'must be 0 (auto) or from 68 to 65535' }),
+      ),
+    ),
+    /** netplug's: where the node agent writes the MTU that "mtu": 0 uses. */
+    mtu_file: z._default(nonEmpty(), DEFAULT_MTU_FILE),
     num_queues: z._default(integer(1, 1024), 1),
     datastore_type: z._default(z.enum(['etcdv3', 'kubernetes']), 'etcdv3'),
-    etcd_endpoints: z.optional(nonEmpty()),
+    etcd_endpoints: z.optional(endpointList()),
     etcd_discovery_srv: z.optional(nonEmpty()),
-    etcd_key_file: z.optional(nonEmpty()),
-    etcd_cert_file: z.optional(nonEmpty()),
-    etcd_ca_cert_file: z.optional(nonEmpty()),
+    etcd_key_file: optionalPath(),
+    etcd_cert_file: optionalPath(),
+    etcd_ca_cert_file: optionalPath(),
     /** Deprecated: used only without etcd_endpoints. */
     etcd_authority: z._default(nonEmpty(), '127.0.0.1:2379'),
     /** Deprecated: used only without etcd_endpoints. */
@@ -65,7 +106,7 @@ const netconfSchema = z
     /** How long each readiness gate may take to become ready (netplug's; the spec leaves it open). */
     readiness_gate_timeout_seconds: z._default(integer(1, 3600), 30),
     kubernetes: z.optional(
-      z.object({ kubeconfig: z.optional(nonEmpty()), k8s_api_root: z.optional(httpUrl()), node_name: z.optional(nonEmpty()) }),
+      z.object({ kubeconfig: z.optional(nonEmpty()), k8s_api_root: z.optional(httpUrl()), node_name: z.optional(nodeNameField()) }),
     ),
     policy: z.optional(
       z.object({ type: z.string().check(z.refine((type) => type === 'k8s', { error: 'must be "k8s", the only supported policy type' })) }),
@@ -118,18 +159,46 @@ export interface ParsedNetconf {
 /** Decodes stdin (error 6) and validates it (error 7, or 1 for an unsupported cniVersion). */
 export function parseNetconf(raw: Buffer): ParsedNetconf {
   const json = decodeJson(raw);
+  const deep = tooDeep(json, MAX_NESTING);
+  if (deep) {
+    throw new CniError(
+      ErrorCode.InvalidConfig,
+      `netconf field "${shorten(String(deep[0]))}" nests values more than ${MAX_NESTING} levels deep; netplug refuses such input`,
+      `too deep at ${shorten(fieldPath(deep))}`,
+    );
+  }
   const version = json['cniVersion'] ?? IMPLICIT_VERSION;
   if (typeof version !== 'string' || !isSupported(version)) {
     throw new CniError(
       ErrorCode.IncompatibleVersion,
-      `netconf field "cniVersion" is ${JSON.stringify(version)}; this plugin supports ${SUPPORTED_VERSIONS.join(', ')}`,
+      `netconf field "cniVersion" is ${describeValue(version)}; this plugin supports ${SUPPORTED_VERSIONS.join(', ')}`,
     );
   }
   const parsed = netconfSchema.safeParse(json, { reportInput: true });
   if (!parsed.success) throw configError(describeIssues(parsed.error.issues));
   // The section as received: the typed view above keeps only `ipam.type`.
   const conf = { ...parsed.data, cniVersion: version, ipam: parseIpam(json['ipam'] as { type: string }) };
+  // 0 is resolved here, once: whatever reads conf.mtu gets a number. Absent takes the node
+  // agent's file if there is one, else stays absent (the kernel's default).
+  conf.mtu = conf.mtu === 0 ? autoMtu(conf.mtu_file) : (conf.mtu ?? mtuFromFile(conf.mtu_file));
   return { conf, raw, json };
+}
+
+/**
+ * The path to the first value nested deeper than `limit` (objects and arrays count a level each),
+ * found without recursion; undefined if there is none.
+ */
+export function tooDeep(root: unknown, limit: number): PropertyKey[] | undefined {
+  const stack: Array<{ value: unknown; path: PropertyKey[] }> = [{ value: root, path: [] }];
+  for (let next = stack.pop(); next; next = stack.pop()) {
+    const { value, path } = next;
+    if (value === null || typeof value !== 'object') continue;
+    if (path.length >= limit) return path;
+    for (const [key, item] of Object.entries(value)) {
+      if (item !== null && typeof item === 'object') stack.push({ value: item, path: [...path, Array.isArray(value) ? Number(key) : key] });
+    }
+  }
+  return undefined;
 }
 
 /** The supported `cniVersion` stdin declares, if any: error objects are written in it. */

@@ -1,7 +1,7 @@
 // IPAM by another plugin (host-local, static, ...): executed from CNI_PATH with the netconf as
 // received, as the CNI specification prescribes for delegation.
 import type { CniEnvironment, Command } from '../cni/environment.ts';
-import { CniError, ErrorCode, isCniError } from '../cni/errors.ts';
+import { CniError, ErrorCode, isCniError, shorten } from '../cni/errors.ts';
 import { execPlugin, findPlugin } from '../cni/exec.ts';
 import { formatResult, parseResult, type Result } from '../cni/result.ts';
 import { compareVersions, versionAllows } from '../cni/versions.ts';
@@ -48,7 +48,7 @@ export class DelegatedIpam implements Ipam {
 
   async status(): Promise<void> {
     if (!findPlugin(this.type, this.env.path)) {
-      throw new CniError(ErrorCode.PluginNotAvailable, `IPAM plugin ${this.type} is not in CNI_PATH (${this.env.path.join(':')})`);
+      throw new CniError(ErrorCode.PluginNotAvailable, `IPAM plugin ${this.type} is not in CNI_PATH (${shorten(this.env.path.join(':'))})`);
     }
     if (await this.speaks11('STATUS')) await this.invoke('STATUS');
   }

@@ -1,5 +1,6 @@
 // Leveled logging to stderr, always, and to the netconf's log file when one is configured.
 // Records are single lines: `2026-11-21T08:00:34.534Z [INFO][4242] netplug/add: message key="value"`.
+import { shorten } from '../cni/errors.ts';
 import { redact } from './redact.ts';
 import { RotatingFile, type RotationLimits } from './rotating-file.ts';
 
@@ -83,11 +84,14 @@ export class Logger {
   }
 }
 
+/** A field's value in a record, at most: input such as CNI_ARGS can be 128 KiB. */
+const FIELD_LIMIT = 2000;
+
 function formatFields(fields: Fields | undefined): string {
   if (!fields) return '';
   const safe = redact(fields) as Fields;
   return Object.keys(safe)
     .sort()
-    .map((key) => ` ${key}=${JSON.stringify(safe[key]) ?? 'undefined'}`)
+    .map((key) => ` ${key}=${shorten(JSON.stringify(safe[key]) ?? 'undefined', FIELD_LIMIT)}`)
     .join('');
 }

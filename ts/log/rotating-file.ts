@@ -8,8 +8,14 @@
 // - rotation renames the file aside under a lock directory (mkdir is atomic), re-checking the size
 //   under the lock so that two processes never rotate the same full file twice;
 // - a process whose file was renamed away reopens the path on its next record.
+//
+// It never blocks the plugin: the file is opened O_NONBLOCK (opening a FIFO without a reader would
+// otherwise wait forever) and must be a regular file (a FIFO, a device or a socket is refused and
+// the logger carries on with stderr). Rotated files past their age are pruned when a process first
+// opens the log, too: a node whose log never fills up still sheds old files.
 import {
   closeSync,
+  constants,
   existsSync,
   fstatSync,
   mkdirSync,
@@ -43,6 +49,7 @@ export class RotatingFile {
   private readonly limits: RotationLimits;
   private fd: number | undefined;
   private inode = 0;
+  private pruned = false;
 
   constructor(path: string, limits: RotationLimits) {
     this.path = path;
@@ -66,8 +73,16 @@ export class RotatingFile {
     if (this.fd !== undefined && this.currentInode() !== this.inode) this.close();
     if (this.fd === undefined) {
       ensureDirectory(dirname(this.path));
-      this.fd = openSync(this.path, 'a', 0o644);
+      this.fd = openLog(this.path);
       this.inode = fstatSync(this.fd).ino;
+      if (!this.pruned) {
+        this.pruned = true;
+        try {
+          this.prune();
+        } catch {
+          // an unreadable directory keeps its old files; the record still goes in
+        }
+      }
     }
     return this.fd;
   }
@@ -146,6 +161,31 @@ export class RotatingFile {
       }
     });
   }
+}
+
+const OPEN_FLAGS = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK | constants.O_NOCTTY;
+
+/** An append descriptor on the regular file at `path`; anything else is refused before or after opening. */
+function openLog(path: string): number {
+  let existing: ReturnType<typeof statSync> | undefined;
+  try {
+    existing = statSync(path);
+  } catch {
+    // not there yet: created below
+  }
+  // Not even opened: opening a device can have effects of its own.
+  if (existing && !existing.isFile()) throw notRegular(path);
+  const fd = openSync(path, OPEN_FLAGS, 0o644);
+  // Whatever took the path between the stat and the open.
+  if (!fstatSync(fd).isFile()) {
+    closeSync(fd);
+    throw notRegular(path);
+  }
+  return fd;
+}
+
+function notRegular(path: string): Error {
+  return new Error(`${path} is not a regular file; logging to stderr only`);
 }
 
 /** Takes the lock directory; breaks a stale one left by a process that died holding it. */

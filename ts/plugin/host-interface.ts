@@ -1,13 +1,35 @@
 // The name of the workload's host-side veth end: prefix + 11 hex digits of a SHA-1, the scheme the
 // policy agent uses to derive it from a workload's identity (computed by the data plane).
 import type { CniEnvironment } from '../cni/environment.ts';
+import { CniError, ErrorCode, quote } from '../cni/errors.ts';
 import { hostInterfaceName as derive } from '../dataplane/index.ts';
 
 const DEFAULT_PREFIX = 'cali';
+/** IFNAMSIZ - 1: the kernel's longest interface name. */
+const MAX_IFNAME_LENGTH = 15;
+/**
+ * The hash part never shrinks below the 11 hex digits the scheme has. Why 11: the policy agent
+ * derives exactly prefix + 11 digits, so any other length names an interface it never finds; and
+ * 44 bits keep names apart on a node (with 250 pods present, a new pod's name matches one of them
+ * with odds of 250 / 2^44, about 1 in 7e10), where 8 digits would give 1 in 1.7e7 per ADD, which
+ * a large cluster reaches. A shorter hash used to be made silently by cutting the name to 15
+ * characters: with a 15-character prefix, every pod on the node got the same interface.
+ */
+export const HASH_DIGITS = 11;
+export const MAX_PREFIX_LENGTH = MAX_IFNAME_LENGTH - HASH_DIGITS;
 
 /** The first entry of FELIX_INTERFACEPREFIX (as the reference reads it), else "cali". */
 export function interfacePrefix(env: Readonly<Record<string, string | undefined>>): string {
-  return env['FELIX_INTERFACEPREFIX']?.split(',')[0]?.trim() || DEFAULT_PREFIX;
+  const prefix = env['FELIX_INTERFACEPREFIX']?.split(',')[0]?.trim() || DEFAULT_PREFIX;
+  const length = Buffer.byteLength(prefix);
+  const problem =
+    length > MAX_PREFIX_LENGTH
+      ? `is ${length} bytes long: host interface names are the prefix and ${HASH_DIGITS} hex digits in at most ${MAX_IFNAME_LENGTH} bytes, so the prefix may have at most ${MAX_PREFIX_LENGTH}`
+      : /[/:\s]/.test(prefix)
+        ? "contains '/', ':' or whitespace, which interface names cannot"
+        : undefined;
+  if (problem) throw new CniError(ErrorCode.InvalidEnvironment, `FELIX_INTERFACEPREFIX's first entry ${quote(prefix)} ${problem}`);
+  return prefix;
 }
 
 /**

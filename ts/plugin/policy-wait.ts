@@ -7,6 +7,18 @@
 import type { Logger } from '../log/logger.ts';
 
 const POLL_INTERVAL_MS = 100;
+/** setTimeout's longest delay (2^31 - 1 ms, about 24.8 days): a longer one fires at once. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** Calls `fire` after `ms`, however long: timers of at most MAX_TIMER_MS each, one after another. */
+export function setLongTimeout(fire: () => void, ms: number): { clear(): void } {
+  let timer: NodeJS.Timeout;
+  const wait = (remaining: number) => {
+    timer = setTimeout(() => (remaining > MAX_TIMER_MS ? wait(remaining - MAX_TIMER_MS) : fire()), Math.min(remaining, MAX_TIMER_MS));
+  };
+  wait(Math.max(0, ms));
+  return { clear: () => clearTimeout(timer) };
+}
 
 /** The status file's name, as the policy agent writes it (Go's url.PathEscape of namespace/pod). */
 export function statusFileName(orchestrator: string, namespace: string, pod: string, endpoint: string): string {
@@ -23,13 +35,13 @@ export async function waitForPolicy(directory: string, file: string, timeoutSeco
     let watcher: { close(): void } | undefined;
     const finish = (found: boolean) => {
       clearInterval(poll);
-      clearTimeout(timer);
+      timer.clear();
       watcher?.close();
       resolve(found);
     };
     const check = () => existsSync(path) && finish(true);
     const poll = setInterval(check, POLL_INTERVAL_MS);
-    const timer = setTimeout(() => finish(false), timeoutSeconds * 1000);
+    const timer = setLongTimeout(() => finish(false), timeoutSeconds * 1000);
     try {
       const watching = watch(directory, (_, name) => name === file && check());
       // A watch that breaks (its directory removed) leaves the stat poll in charge.

@@ -12,7 +12,7 @@ use crate::link::{self, Link, VethPair, create_veth, delete_link, get_link, set_
 use crate::netlink::{NetlinkError, Rtnl};
 use crate::netns::{NamespaceThread, NetNs};
 use crate::route::{Route, add_route, list_routes};
-use crate::spec::{HOST_MAC, IPV4_NEXT_HOP, IPV6_NEXT_HOP, WorkloadSpec, format_mac, host_prefix};
+use crate::spec::{HOST_MAC, IPV4_NEXT_HOP, IPV6_MIN_MTU, IPV6_NEXT_HOP, WorkloadSpec, format_mac, host_prefix};
 use crate::sysctl;
 
 /// How long to wait for the host end's IPv6 link-local address (the pod's IPv6 next hop).
@@ -246,7 +246,13 @@ pub fn host_sysctls(spec: &WorkloadSpec) -> Vec<(String, &'static str)> {
         keys.push((format!("net/ipv6/conf/{name}/proxy_ndp"), "1"));
         keys.push((format!("net/ipv6/conf/{name}/forwarding"), "1"));
     }
-    keys.push((format!("net/ipv6/conf/{name}/accept_ra"), "0"));
+    // Router advertisements are ignored on any host end that has IPv6. Below IPv6's minimum MTU
+    // the kernel gives a link no IPv6 at all (no net.ipv6.conf.<name>): nothing to set, and
+    // setting it would fail an IPv4 pod's ADD (a dual-stack spec never gets here: validate()
+    // refuses an MTU under 1280 with IPv6).
+    if spec.mtu.is_none_or(|mtu| mtu >= IPV6_MIN_MTU) {
+        keys.push((format!("net/ipv6/conf/{name}/accept_ra"), "0"));
+    }
     keys
 }
 

@@ -15,6 +15,8 @@ pub const HOST_MAC: [u8; 6] = [0xee; 6];
 pub const IPV4_NEXT_HOP: Ipv4Addr = Ipv4Addr::new(169, 254, 1, 1);
 /// The pod's IPv6 next hop: the EUI-64 link-local address derived from [`HOST_MAC`].
 pub const IPV6_NEXT_HOP: Ipv6Addr = Ipv6Addr::new(0xfe80, 0, 0, 0, 0xecee, 0xeeff, 0xfeee, 0xeeee);
+/// IPv6's minimum link MTU (RFC 8200): the kernel disables IPv6 on a link below it.
+pub const IPV6_MIN_MTU: u32 = 1280;
 /// IFNAMSIZ - 1.
 pub const MAX_IFNAME_LEN: usize = 15;
 
@@ -89,7 +91,7 @@ impl WorkloadSpec {
             return Err(DataplaneError::invalid(op, "num_queues must be at least 1"));
         }
         if let Some(mtu) = self.mtu {
-            let min = if self.has_ipv6() { 1280 } else { 68 };
+            let min = if self.has_ipv6() { IPV6_MIN_MTU } else { 68 };
             if !(min..=65535).contains(&mtu) {
                 return Err(DataplaneError::invalid(op, format!("MTU {mtu} is outside {min}..=65535")));
             }

@@ -114,6 +114,40 @@ fn ipv6_pod_routes_via_the_host_ends_link_local_address() {
 }
 
 #[test]
+fn ipv4_pod_with_an_mtu_below_ipv6s_minimum() {
+    // Below 1280 the kernel gives the veth no IPv6, so no net.ipv6.conf.<name> to write to.
+    for mtu in [68, 576, 1279] {
+        let ns = TestNs::new();
+        let ip = unique_v4();
+        let spec = WorkloadSpec { mtu: Some(mtu), ..spec(&ns, vec![ip]) };
+        let host = spec.host_ifname.clone();
+        let made = set_up(&spec);
+        assert_eq!(made.mtu, mtu);
+        assert_eq!(link(None, &host).expect("host end exists")["mtu"], mtu);
+        assert_eq!(link(Some(&ns), "eth0").expect("eth0 exists")["mtu"], mtu);
+        assert!(
+            !std::path::Path::new(&format!("/proc/sys/net/ipv6/conf/{host}")).exists(),
+            "no IPv6 on a link below 1280"
+        );
+        assert_eq!(sysctl(None, &format!("net.ipv4.conf.{host}.proxy_arp")), "1");
+        if mtu >= 576 {
+            assert!(ping(&ip), "the host reaches the pod across a {mtu}-byte link");
+        }
+        assert_eq!(differences(&spec), vec![]);
+    }
+}
+
+#[test]
+fn an_mtu_below_1280_with_ipv6_is_refused_before_the_kernel() {
+    let ns = TestNs::new();
+    let spec = WorkloadSpec { mtu: Some(1279), ..spec(&ns, vec![unique_v4(), unique_v6()]) };
+    let run = spec.clone();
+    let err = netns::run(move |thread| setup_workload(thread, &run)).expect_err("dual stack needs 1280");
+    assert!(err.detail.contains("MTU 1279 is outside 1280..=65535"), "{err:?}");
+    assert!(link(None, &spec.host_ifname).is_none(), "nothing made");
+}
+
+#[test]
 fn dual_stack_pod_with_ip_forwarding_allowed() {
     let ns = TestNs::new();
     let (v4, v6) = (unique_v4(), unique_v6());
