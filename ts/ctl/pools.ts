@@ -4,16 +4,16 @@ import { formatPrefix, parsePrefix, widthOf } from '../ipam/cidr.ts';
 import {
   API_VERSION,
   checkedBlock,
-  checkedOrAbsent,
   checkedPool,
   ENCAPSULATION_MODES,
   keys,
   type EncapsulationMode,
   type PoolResource,
 } from '../ipam/model.ts';
+import { IpamError } from '../ipam/errors.ts';
 import { blockInPool, listPools, poolOf, type Pool } from '../ipam/pools.ts';
 import { parseSelector, SelectorError } from '../ipam/selector.ts';
-import { retryOnConflict, type Store, type Write } from '../store/store.ts';
+import { retryOnConflict, type Entry, type Store, type Write } from '../store/store.ts';
 import { details, table } from './table.ts';
 import { refused, UsageError } from './usage.ts';
 
@@ -137,8 +137,17 @@ export async function getPool(store: Store, name: string, json: boolean): Promis
 export async function deletePool(store: Store, name: string, force = false): Promise<string> {
   let kept = { blocks: 0, addresses: 0 };
   const emptied = await retryOnConflict(`deleting pool "${name}"`, async () => {
-    const entry = checkedOrAbsent(checkedPool, await store.get(keys.pool(name)));
-    if (!entry) throw refused(`pool "${name}" does not exist`);
+    const stored = await store.get(keys.pool(name));
+    if (!stored) throw refused(`pool "${name}" does not exist`);
+    let entry: Entry<PoolResource>;
+    try {
+      entry = checkedPool(stored);
+    } catch (err) {
+      // A pool nobody can read can still be removed: its document alone, its blocks unknown.
+      if (!(err instanceof IpamError) || !force)
+        throw err instanceof IpamError ? refused(`${err.message} (pool delete --force removes it)`) : err;
+      return (await store.commit([{ key: stored.key, remove: true, revision: stored.revision }])) ? 0 : undefined;
+    }
     const pool = poolOf(entry.value);
     const blocks = (await store.list(keys.blocks(pool.prefix.family))).map(checkedBlock).filter((b) => blockInPool(b.value.cidr, pool));
     const allocated = blocks.reduce((sum, b) => sum + allocatedCount(b.value), 0);

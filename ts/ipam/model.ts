@@ -138,11 +138,9 @@ type Json = Record<string, unknown>;
 const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
 const isCount = (value: unknown): value is number => Number.isInteger(value) && (value as number) >= 0;
 
-/** A value for a message, cut short: a document may hold megabytes. */
-function echo(value: unknown): string {
-  const text = value === undefined ? 'nothing' : (JSON.stringify(value) ?? String(value));
-  return text.length > 64 ? `${text.slice(0, 64)}…` : text;
-}
+/** A text for a message, cut short: a document may hold megabytes. */
+const cut = (text: string, most = 160) => (text.length > most ? `${text.slice(0, most)}…` : text);
+const echo = (value: unknown): string => cut(value === undefined ? 'nothing' : (JSON.stringify(value) ?? String(value)), 64);
 
 /** What a key holds, for messages: `IPAMBlock "10.0.0.0-26"`. */
 export function documentName(key: string): string {
@@ -188,7 +186,7 @@ export function checkedPool(entry: Entry<unknown>): Entry<PoolResource> {
   try {
     parseSelector(nodeSelector);
   } catch (err) {
-    if (err instanceof SelectorError) throw broken(key, 'field "spec.nodeSelector"', `is not a selector: ${err.message}`);
+    if (err instanceof SelectorError) throw broken(key, 'field "spec.nodeSelector"', `is not a selector: ${cut(err.message)}`);
     throw err;
   }
   const mode = (v: unknown) => ENCAPSULATION_MODES.includes(v as EncapsulationMode);
