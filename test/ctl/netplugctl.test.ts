@@ -315,6 +315,10 @@ test('bad pool updates: usage errors exit 2, refusals 1, and nothing changes', a
   refusedWith(t, ctl(etcd, 'pool', 'update', 'green', '--disable'), 1, /^netplugctl: pool "green" does not exist$/);
   refusedWith(t, ctl(etcd, 'pool', 'list', '--force'), 2, /pool list does not take --force/);
   t.deepEqual(ctlOk(t, etcd, 'pool', 'list', '-o', 'json').json, before, 'nothing changed');
+  // A switch before the command is not taken for a command word; a value after it is the flag's.
+  ctlOk(t, etcd, '--nat-outgoing', 'pool', 'create', 'nat', '--cidr', '10.84.0.0/16');
+  ctlOk(t, etcd, 'pool', 'update', 'nat', '--nat-outgoing', 'false', '--disable');
+  t.like(ctlOk(t, etcd, 'pool', 'get', 'nat', '-o', 'json').json, { natOutgoing: false, disabled: true });
   t.regex(ctlOk(t, etcd, 'pool', 'update', '--help').stdout, /pool update NAME \[--disable\|--enable\]/);
 });
 

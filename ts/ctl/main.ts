@@ -102,9 +102,16 @@ const COMMANDS: Record<string, number> = {
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 const ALL_FLAGS: Options = { ...Object.assign({}, ...Object.values(COMMAND_FLAGS)), ...GLOBAL };
-/** Which command it is, found before the flags are parsed for it: the flags with a value, whatever their command. */
+/**
+ * Which command it is, found before its flags are parsed: the flags that take a value for every
+ * command that has them (their values are not mistaken for command words); the others, switches.
+ */
 const VALUED_FLAGS: Options = {
-  ...Object.fromEntries(Object.entries(ALL_FLAGS).filter(([, option]) => option.type === 'string')),
+  ...Object.fromEntries(
+    Object.entries(ALL_FLAGS).filter(([flag]) =>
+      Object.values(COMMAND_FLAGS as Record<string, Options>).every((flags) => (flags[flag]?.type ?? 'string') === 'string'),
+    ),
+  ),
   help: GLOBAL.help,
 };
 
