@@ -9,7 +9,7 @@ import test, { type ExecutionContext } from 'ava';
 
 import { hasStackTrace, invoke, tempDir } from '../helpers/cni.ts';
 import { startEtcd } from '../helpers/etcd.ts';
-import { addressesOf, ctl, ctlOk, etcdDelete, etcdKeys, ipamNetconf, NETPLUGCTL } from '../helpers/ipam.ts';
+import { addressesOf, ctl, ctlOk, etcdDelete, etcdKeys, ipamNetconf, NETPLUGCTL, totalAllocated } from '../helpers/ipam.ts';
 import { containerId, createNetns } from '../helpers/kernel.ts';
 import { NETPLUG_VERSION } from '../../ts/version.ts';
 
@@ -191,10 +191,135 @@ test('pool delete is refused while the pool holds addresses', async (t) => {
   ctlOk(t, etcd, 'pool', 'create', 'default', '--cidr', '10.97.0.0/16');
   const call = { containerId: containerId(), netns: createNetns(t, 'del').path, netconf: ipamNetconf(etcd) };
   invoke({ ...call, command: 'ADD' });
-  refusedWith(t, ctl(etcd, 'pool', 'delete', 'default'), 1, /pool "default" still has 1 allocated address; release them first/);
+  refusedWith(
+    t,
+    ctl(etcd, 'pool', 'delete', 'default'),
+    1,
+    /^netplugctl: pool "default" still has 1 allocated address; release them first, or add --force to delete it anyway/,
+  );
   invoke({ ...call, command: 'DEL' });
   t.regex(ctlOk(t, etcd, 'pool', 'delete', 'default').stdout, /pool "default" deleted with 1 empty block/);
   t.deepEqual(await etcdKeys(t, etcd, '/netplug/ipam/'), [], 'its blocks and affinities went with it');
+});
+
+test('pool delete --force: the pool goes, allocated addresses stay until their DEL, then nothing is left', async (t) => {
+  const etcd = await startEtcd(t);
+  ctlOk(t, etcd, 'pool', 'create', 'default', '--cidr', '10.87.0.0/16', '--block-size', '30');
+  const calls = [0, 1, 2, 3, 4].map(() => ({
+    containerId: containerId(),
+    netns: createNetns(t, 'force').path,
+    netconf: ipamNetconf(etcd),
+  }));
+  for (const call of calls) t.is(invoke({ ...call, command: 'ADD' }).status, 0);
+  // Four addresses fill the first /30; the fifth opens a second block. Free the first block's: one empty, one holding.
+  for (const call of calls.slice(0, 4)) t.is(invoke({ ...call, command: 'DEL' }).status, 0);
+  refusedWith(t, ctl(etcd, 'pool', 'delete', 'default'), 1, /still has 1 allocated address; .*--force/);
+  t.regex(
+    ctlOk(t, etcd, 'pool', 'delete', 'default', '--force').stdout,
+    /^pool "default" deleted with 1 empty block; 1 block still holds 1 address, released as their pods are deleted\n$/,
+  );
+  t.deepEqual(ctlOk(t, etcd, 'pool', 'list', '-o', 'json').json, { pools: [] });
+  t.is((await etcdKeys(t, etcd, '/netplug/ipam/v2/host/')).length, 0, 'no node keeps an affinity to the blocks');
+  t.is((await etcdKeys(t, etcd, '/netplug/ipam/v2/assignment/')).length, 1, 'the block with an address stays');
+  t.is(invoke({ ...calls[4], command: 'DEL' }).status, 0, 'the last pod is deleted as usual');
+  t.deepEqual(await etcdKeys(t, etcd, '/netplug/ipam/'), [], 'and its block goes with its last address');
+  refusedWith(t, ctl(etcd, 'pool', 'delete', 'default', '--force'), 1, /^netplugctl: pool "default" does not exist$/);
+});
+
+test('pool update: disable, enable, node selector, NAT, encapsulation; a disabled pool gives no new address, even when named', async (t) => {
+  const etcd = await startEtcd(t);
+  ctlOk(t, etcd, 'pool', 'create', 'blue', '--cidr', '10.86.0.0/16');
+  const netns = () => createNetns(t, 'upd').path;
+  const first = { containerId: containerId(), netns: netns(), netconf: ipamNetconf(etcd) };
+  const [held] = addressesOf(invoke({ ...first, command: 'ADD' }).json);
+
+  t.is(
+    ctlOk(t, etcd, 'pool', 'update', 'blue', '--disable').stdout,
+    'pool "blue" updated: disabled (no new addresses; those allocated stay)\n',
+  );
+  t.like(ctlOk(t, etcd, 'pool', 'get', 'blue', '-o', 'json').json, { disabled: true, cidr: '10.86.0.0/16', blockSize: 26 });
+  t.is(ctlOk(t, etcd, 'pool', 'update', 'blue', '--disable').stdout, 'pool "blue" unchanged\n');
+  const bySelector = invoke({ command: 'ADD', containerId: containerId(), netns: netns(), netconf: ipamNetconf(etcd) });
+  t.is(bySelector.json?.code, 7, bySelector.stdout);
+  t.is(bySelector.json.msg, 'no enabled IPv4 pool selects node "node-a"');
+  const named = invoke({
+    command: 'ADD',
+    containerId: containerId(),
+    netns: netns(),
+    netconf: ipamNetconf(etcd, { ipam: { ipv4_pools: ['blue'] } }),
+  });
+  t.is(named.json?.code, 7, named.stdout);
+  t.is(named.json.msg, 'netconf field "ipam.ipv4_pools": pool "blue" (10.86.0.0/16) is disabled');
+  const exact = invoke({ command: 'ADD', containerId: containerId(), netns: netns(), netconf: ipamNetconf(etcd), args: 'IP=10.86.200.9' });
+  t.is(exact.json?.code, 7, exact.stdout);
+  t.is(exact.json.msg, 'the requested address 10.86.200.9 is in pool "blue" (10.86.0.0/16), which is disabled');
+  t.is(totalAllocated(t, etcd), 1, 'the address allocated before stays');
+  t.like(ctlOk(t, etcd, 'ipam', 'show', '--ip', held ?? '', '-o', 'json').json, { allocated: true, pool: 'blue' });
+  t.is(invoke({ ...first, command: 'DEL' }).status, 0, 'and is released as usual');
+  t.is(totalAllocated(t, etcd), 0);
+
+  t.is(ctlOk(t, etcd, 'pool', 'update', 'blue', '--enable').stdout, 'pool "blue" updated: enabled\n');
+  t.is(invoke({ command: 'ADD', containerId: containerId(), netns: netns(), netconf: ipamNetconf(etcd) }).status, 0);
+  t.is(
+    ctlOk(t, etcd, 'pool', 'update', 'blue', '--node-selector', 'zone == "a"', '--nat-outgoing', 'true', '--ipip-mode', 'CrossSubnet')
+      .stdout,
+    'pool "blue" updated: nodeSelector zone == "a", natOutgoing true, ipipMode CrossSubnet\n',
+  );
+  t.like(ctlOk(t, etcd, 'pool', 'get', 'blue', '-o', 'json').json, {
+    nodeSelector: 'zone == "a"',
+    natOutgoing: true,
+    ipipMode: 'CrossSubnet',
+    vxlanMode: 'Never',
+    disabled: false,
+  });
+  refusedWith(
+    t,
+    ctl(etcd, 'pool', 'update', 'blue', '--vxlan-mode', 'Always'),
+    1,
+    /^netplugctl: pool "blue" has ipip mode CrossSubnet; --vxlan-mode Always would enable both \(add --ipip-mode Never\)$/,
+  );
+  ctlOk(t, etcd, 'pool', 'update', 'blue', '--vxlan-mode', 'Always', '--ipip-mode', 'Never', '--nat-outgoing=false');
+  t.like(ctlOk(t, etcd, 'pool', 'get', 'blue', '-o', 'json').json, { ipipMode: 'Never', vxlanMode: 'Always', natOutgoing: false });
+});
+
+test('bad pool updates: usage errors exit 2, refusals 1, and nothing changes', async (t) => {
+  const etcd = await startEtcd(t);
+  ctlOk(t, etcd, 'pool', 'create', 'blue', '--cidr', '10.85.0.0/16');
+  ctlOk(t, etcd, 'pool', 'create', 'six', '--cidr', 'fd85::/48');
+  const before = ctlOk(t, etcd, 'pool', 'list', '-o', 'json').json;
+  refusedWith(t, ctl(etcd, 'pool', 'update', 'blue'), 2, /^netplugctl: pool update needs at least one of --disable, --enable, /);
+  refusedWith(t, ctl(etcd, 'pool', 'update', 'blue', '--disable', '--enable'), 2, /takes --disable or --enable, not both/);
+  refusedWith(t, ctl(etcd, 'pool', 'update', 'blue', '--nat-outgoing', 'yes'), 2, /--nat-outgoing "yes" must be true or false/);
+  refusedWith(t, ctl(etcd, 'pool', 'update', 'blue', '--nat-outgoing'), 2, /--nat-outgoing/);
+  refusedWith(
+    t,
+    ctl(etcd, 'pool', 'update', 'blue', '--ipip-mode', 'Sometimes'),
+    2,
+    /--ipip-mode "Sometimes" must be one of Never, Always, CrossSubnet/,
+  );
+  refusedWith(
+    t,
+    ctl(etcd, 'pool', 'update', 'blue', '--node-selector', 'zone ==='),
+    2,
+    /^netplugctl: --node-selector: selector "zone ==="/,
+  );
+  refusedWith(
+    t,
+    ctl(etcd, 'pool', 'update', 'blue', '--ipip-mode', 'Always', '--vxlan-mode', 'Always'),
+    2,
+    /--ipip-mode and --vxlan-mode cannot both be enabled/,
+  );
+  refusedWith(t, ctl(etcd, 'pool', 'update', 'blue', '--cidr', '10.0.0.0/8'), 2, /pool update does not take --cidr/);
+  refusedWith(t, ctl(etcd, 'pool', 'update', '--disable'), 2, /pool update needs a NAME/);
+  refusedWith(t, ctl(etcd, 'pool', 'update', 'six', '--ipip-mode', 'Always'), 1, /pool "six" is IPv6; --ipip-mode is for IPv4 pools only/);
+  refusedWith(t, ctl(etcd, 'pool', 'update', 'green', '--disable'), 1, /^netplugctl: pool "green" does not exist$/);
+  refusedWith(t, ctl(etcd, 'pool', 'list', '--force'), 2, /pool list does not take --force/);
+  t.deepEqual(ctlOk(t, etcd, 'pool', 'list', '-o', 'json').json, before, 'nothing changed');
+  // A switch before the command is not taken for a command word; a value after it is the flag's.
+  ctlOk(t, etcd, '--nat-outgoing', 'pool', 'create', 'nat', '--cidr', '10.84.0.0/16');
+  ctlOk(t, etcd, 'pool', 'update', 'nat', '--nat-outgoing', 'false', '--disable');
+  t.like(ctlOk(t, etcd, 'pool', 'get', 'nat', '-o', 'json').json, { natOutgoing: false, disabled: true });
+  t.regex(ctlOk(t, etcd, 'pool', 'update', '--help').stdout, /pool update NAME \[--disable\|--enable\]/);
 });
 
 test('the datastore from a conflist (--config) or the environment; unreachable is one line', async (t) => {

@@ -14,7 +14,9 @@ import {
   releaseOrdinals,
 } from '../../ts/ipam/block.ts';
 import { formatIp, formatPrefix, parseIp, parsePrefix, within } from '../../ts/ipam/cidr.ts';
-import { cidrOfKey, keys } from '../../ts/ipam/model.ts';
+import { poolChanges } from '../../ts/ctl/pool-update.ts';
+import { IpamError } from '../../ts/ipam/errors.ts';
+import { checkedBlock, checkedHandle, checkedPool, cidrOfKey, isPendingRequest, keys } from '../../ts/ipam/model.ts';
 import { parseSelector } from '../../ts/ipam/selector.ts';
 
 test('addresses round-trip in canonical form', (t) => {
@@ -124,4 +126,71 @@ test('keys follow the reference layout', (t) => {
   t.is(keys.affinity('node-1', 'fd00:1::/122'), '/netplug/ipam/v2/host/node-1/ipv6/block/fd00:1::-122');
   t.is(cidrOfKey(keys.block('fd00:1::/122')), 'fd00:1::/122');
   t.is(keys.handle('k8s-pod-network.abc'), '/netplug/ipam/v2/handle/k8s-pod-network.abc');
+});
+
+test("a pool document: the reference's defaults for fields left out; a wrong field named with its value", (t) => {
+  const entry = (value: unknown) => ({ key: keys.pool('p'), value, revision: '1' });
+  const minimal = {
+    kind: 'IPPool',
+    apiVersion: 'projectnet.org/v3',
+    metadata: { name: 'p' },
+    spec: { cidr: '10.0.0.0/16', blockSize: 26 },
+  };
+  t.like(checkedPool(entry(minimal)).value.spec, {
+    nodeSelector: 'all()',
+    ipipMode: 'Never',
+    vxlanMode: 'Never',
+    natOutgoing: false,
+    disabled: false,
+  });
+  const error = t.throws(() => checkedPool(entry({ ...minimal, spec: { cidr: 'fd00::/48', blockSize: 64 } })), { instanceOf: IpamError });
+  t.is(error?.code, 7);
+  t.is(
+    error?.message,
+    'the datastore\'s IPPool "p" (key /netplug/resources/v3/projectnet.org/ippools/p) is broken: field "spec.blockSize" must be a whole number from 116 to 128 (for fd00::/48), got 64; repair or remove it',
+  );
+  t.throws(() => checkedPool(entry({ ...minimal, spec: { ...minimal.spec, cidr: 'x'.repeat(10_000) } })), {
+    message: /got "x{63}…; repair/,
+  });
+});
+
+test('a block document must agree with its key and its CIDR; a handle must count addresses per block CIDR', (t) => {
+  const key = keys.block('10.0.0.0/30');
+  const block = newBlock('10.0.0.0/30', 'host:n1', new Date(0));
+  t.deepEqual(checkedBlock({ key, value: block, revision: '1' }).value, block);
+  const { deleted: _, sequenceNumber: __, ...older } = block;
+  t.like(checkedBlock({ key, value: older, revision: '1' }).value, { deleted: false, sequenceNumber: 0 }, 'fields left out get defaults');
+  t.throws(() => checkedBlock({ key, value: { ...block, allocations: [null, null] }, revision: '1' }), {
+    message: /IPAMBlock "10\.0\.0\.0-30" .* field "allocations" must be a list of 4 entries/,
+  });
+  t.throws(() => checkedBlock({ key, value: { ...block, cidr: '10.0.0.0/8' }, revision: '1' }), {
+    message: /field "cidr" must be the CIDR its key names, 10\.0\.0\.0\/30, got "10\.0\.0\.0\/8"/,
+  });
+  t.throws(() => checkedBlock({ key: keys.block('10.0.0.0/8'), value: { ...block, cidr: '10.0.0.0/8' }, revision: '1' }), {
+    message: /must be a block of at most 4096 addresses/,
+  });
+  t.throws(() => cidrOfKey(`${keys.affinities('n1', 4)}nope`), {
+    message: /BlockAffinity "n1\/ipv4\/block\/nope" .* its key must end in a block CIDR/,
+  });
+  const handle = { handleID: 'n.c', block: { '10.0.0.0/30': 1 } };
+  t.like(checkedHandle({ key: keys.handle('n.c'), value: handle, revision: '1' }).value, { deleted: false });
+  t.throws(() => checkedHandle({ key: keys.handle('n.c'), value: { ...handle, block: { '10.0.0.0/30': -1 } }, revision: '1' }), {
+    message: /field "block\["10\.0\.0\.0\/30"\]" must be a count of addresses, got -1/,
+  });
+  t.true(isPendingRequest({ handle: 'h', attributes: {}, requests: [{ family: 4, pools: ['p'] }], created: '2026-01-01T00:00:00Z' }));
+  t.false(isPendingRequest({ handle: 'h', attributes: {}, requests: [{ family: 5, pools: ['p'] }], created: '2026-01-01T00:00:00Z' }));
+  t.false(isPendingRequest({ handle: 'h', requests: 'all' }));
+});
+
+test('pool update flags: checked before anything is read', (t) => {
+  t.deepEqual(poolChanges({ disable: true, 'nat-outgoing': 'false', 'vxlan-mode': 'Always' }), {
+    disabled: true,
+    natOutgoing: false,
+    vxlanMode: 'Always',
+  });
+  t.deepEqual(poolChanges({ enable: true, 'node-selector': 'has(zone)' }), { disabled: false, nodeSelector: 'has(zone)' });
+  t.throws(() => poolChanges({}), { message: /needs at least one of/ });
+  t.throws(() => poolChanges({ disable: true, enable: true }), { message: /not both/ });
+  t.throws(() => poolChanges({ 'ipip-mode': 'Always', 'vxlan-mode': 'CrossSubnet' }), { message: /cannot both be enabled/ });
+  t.throws(() => poolChanges({ 'node-selector': '!!' }), { message: /^--node-selector: selector "!!"/ });
 });

@@ -11,6 +11,8 @@ import { installCrds, startKube } from '../helpers/kube.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
 
 let store: KubeStore;
+/** A handle-shaped document (the schema of ipamhandles refuses others), told apart by `n`. */
+const handle = (n: number) => ({ handleID: 'net.x', block: { '10.9.0.0/26': n }, deleted: false });
 const shared = sharedTeardowns(test);
 
 test.before(async () => {
@@ -23,46 +25,46 @@ test.before(async () => {
 test.serial('create, update and delete only when the resourceVersion still holds; a commit is all or nothing', async (t) => {
   const a = keys.handle('net.a');
   const b = keys.handle('net.b');
-  t.true(await store.commit([{ key: a, create: { n: 1 } }]));
-  t.false(await store.commit([{ key: a, create: { n: 2 } }]), 'create fails on an existing key');
-  const first = await store.get<{ n: number }>(a);
-  t.deepEqual(first?.value, { n: 1 });
-  t.true(await store.commit([{ key: a, update: { n: 2 }, revision: first?.revision ?? '' }]));
-  t.false(await store.commit([{ key: a, update: { n: 3 }, revision: first?.revision ?? '' }]), 'a stale revision fails');
+  t.true(await store.commit([{ key: a, create: handle(1) }]));
+  t.false(await store.commit([{ key: a, create: handle(2) }]), 'create fails on an existing key');
+  const first = await store.get<ReturnType<typeof handle>>(a);
+  t.deepEqual(first?.value, handle(1));
+  t.true(await store.commit([{ key: a, update: handle(2), revision: first?.revision ?? '' }]));
+  t.false(await store.commit([{ key: a, update: handle(3), revision: first?.revision ?? '' }]), 'a stale revision fails');
 
-  const current = await store.get<{ n: number }>(a);
+  const current = await store.get<ReturnType<typeof handle>>(a);
   t.false(
     await store.commit([
-      { key: b, create: { n: 10 } },
-      { key: a, update: { n: 4 }, revision: first?.revision ?? '' },
+      { key: b, create: handle(10) },
+      { key: a, update: handle(4), revision: first?.revision ?? '' },
     ]),
   );
   t.is(await store.get(b), undefined, 'the create before the failed write is undone');
   t.false(
     await store.commit([
-      { key: a, update: { n: 5 }, revision: current?.revision ?? '' },
+      { key: a, update: handle(5), revision: current?.revision ?? '' },
       { key: b, remove: true, revision: '1' },
     ]),
   );
-  t.deepEqual((await store.get(a))?.value, { n: 2 }, 'the update before the failed write is undone');
+  t.deepEqual((await store.get(a))?.value, handle(2), 'the update before the failed write is undone');
   const now = await store.get(a);
   t.false(
     await store.commit([
       { key: a, remove: true, revision: now?.revision ?? '' },
-      { key: b, update: {}, revision: '1' },
+      { key: b, update: handle(0), revision: '1' },
     ]),
   );
-  t.deepEqual((await store.get(a))?.value, { n: 2 }, 'the delete before the failed write is undone');
+  t.deepEqual((await store.get(a))?.value, handle(2), 'the delete before the failed write is undone');
 
   t.true(
     await store.commit([
-      { key: b, create: { n: 10 } },
+      { key: b, create: handle(10) },
       { key: a, remove: true, revision: (await store.get(a))?.revision ?? '' },
     ]),
   );
   t.deepEqual(
     (await store.list(keys.handles)).map((e) => [e.key, e.value]),
-    [[b, { n: 10 }]],
+    [[b, handle(10)]],
   );
   t.deepEqual(await store.listKeys(keys.handles), [b]);
   t.true(await store.commit([{ key: b, remove: true, revision: (await store.get(b))?.revision ?? '' }]));

@@ -2,7 +2,7 @@
 // only: inspecting never locks the datastore or holds up allocations.
 import { addressOf, attributeAt } from '../ipam/block.ts';
 import { contains, parseIp, parsePrefix, size, type Prefix } from '../ipam/cidr.ts';
-import { cidrOfKey, keys, type AllocationAttribute, type Block, type Handle } from '../ipam/model.ts';
+import { checkedBlock, checkedHandle, cidrOfKey, keys, type AllocationAttribute, type Block, type Handle } from '../ipam/model.ts';
 import { blockInPool, listPools, type Pool } from '../ipam/pools.ts';
 import type { WorkloadEndpoint } from '../plugin/workload-endpoint.ts';
 import type { Entry, Store } from '../store/store.ts';
@@ -27,9 +27,9 @@ export interface HeldAddress {
 export async function readIpamState(store: Store): Promise<IpamState> {
   const [pools, v4, v6, handles, affinityKeys, endpoints] = await Promise.all([
     listPools(store),
-    store.list<Block>(keys.blocks(4)),
-    store.list<Block>(keys.blocks(6)),
-    store.list<Handle>(keys.handles),
+    store.list(keys.blocks(4)),
+    store.list(keys.blocks(6)),
+    store.list(keys.handles),
     store.listKeys(keys.allAffinities),
     store.list<WorkloadEndpoint>(keys.workloadEndpoints),
   ]);
@@ -40,8 +40,9 @@ export async function readIpamState(store: Store): Promise<IpamState> {
   }
   return {
     pools,
-    blocks: [...v4, ...v6],
-    handles: new Map(handles.map((e) => [e.key.slice(keys.handles.length), e.value])),
+    // A document that cannot be read is reported by name, not taken apart half-way.
+    blocks: [...v4, ...v6].map(checkedBlock),
+    handles: new Map(handles.map((e) => [e.key.slice(keys.handles.length), checkedHandle(e).value])),
     affinities,
     endpoints: new Map(endpoints.map((e) => [`${e.value.metadata.namespace}/${e.value.metadata.name}`, e.value])),
   };

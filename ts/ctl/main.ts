@@ -21,7 +21,12 @@ commands:
   pool create NAME --cidr CIDR [--block-size N] [--node-selector EXPR]
                    [--ipip-mode Never|Always|CrossSubnet] [--vxlan-mode Never|Always|CrossSubnet]
                    [--nat-outgoing] [--disabled]
-  pool list | pool get NAME | pool delete NAME
+  pool update NAME [--disable|--enable] [--node-selector EXPR] [--nat-outgoing true|false]
+                   [--ipip-mode Never|Always|CrossSubnet] [--vxlan-mode Never|Always|CrossSubnet]
+                               a disabled pool gives no new addresses; those allocated stay
+  pool delete NAME [--force]   refused while the pool has allocated addresses, unless --force
+                               (they stay allocated until their pods are deleted)
+  pool list | pool get NAME
   node create NAME [--label KEY=VALUE]... | node list | node delete NAME
   ipam show [--ip IP]          usage per pool and block, or who holds an address and since when
   ipam check [--grace-period SECONDS]
@@ -64,6 +69,15 @@ const COMMAND_FLAGS = {
     'nat-outgoing': { type: 'boolean' },
     disabled: { type: 'boolean' },
   },
+  'pool update': {
+    disable: { type: 'boolean' },
+    enable: { type: 'boolean' },
+    'node-selector': { type: 'string' },
+    'nat-outgoing': { type: 'string' },
+    'ipip-mode': { type: 'string' },
+    'vxlan-mode': { type: 'string' },
+  },
+  'pool delete': { force: { type: 'boolean' } },
   'node create': { label: { type: 'string', multiple: true } },
   'ipam show': { ip: { type: 'string' } },
   'ipam check': { 'grace-period': { type: 'string' } },
@@ -73,6 +87,7 @@ const COMMAND_FLAGS = {
 /** Each command and how many NAME arguments it takes. */
 const COMMANDS: Record<string, number> = {
   'pool create': 1,
+  'pool update': 1,
   'pool list': 0,
   'pool get': 1,
   'pool delete': 1,
@@ -85,7 +100,20 @@ const COMMANDS: Record<string, number> = {
   version: 0,
 };
 
-const ALL_FLAGS = { ...GLOBAL, ...Object.assign({}, ...Object.values(COMMAND_FLAGS)) } as ParseArgsConfig['options'];
+type Options = NonNullable<ParseArgsConfig['options']>;
+const ALL_FLAGS: Options = { ...Object.assign({}, ...Object.values(COMMAND_FLAGS)), ...GLOBAL };
+/**
+ * Which command it is, found before its flags are parsed: the flags that take a value for every
+ * command that has them (their values are not mistaken for command words); the others, switches.
+ */
+const VALUED_FLAGS: Options = {
+  ...Object.fromEntries(
+    Object.entries(ALL_FLAGS).filter(([flag]) =>
+      Object.values(COMMAND_FLAGS as Record<string, Options>).every((flags) => (flags[flag]?.type ?? 'string') === 'string'),
+    ),
+  ),
+  help: GLOBAL.help,
+};
 
 export async function runCtlMain(argv: readonly string[], env: Env = {}): Promise<CtlOutcome> {
   try {
@@ -98,13 +126,16 @@ export async function runCtlMain(argv: readonly string[], env: Env = {}): Promis
 }
 
 async function run(argv: readonly string[], env: Env): Promise<string> {
-  const { values, positionals } = parseFlags(argv);
-  if (values['help'] || positionals[0] === 'help') return USAGE;
-  if (positionals.length === 0) throw new UsageError('no command given; netplugctl --help lists them');
-  const single = positionals[0] as string;
-  const command = single in COMMANDS ? single : positionals.slice(0, 2).join(' ');
+  // A flag may mean different things to different commands (--nat-outgoing: a switch to pool
+  // create, true|false to pool update): find the command first, then parse its flags.
+  const loose = parseArgs({ args: [...argv], options: VALUED_FLAGS, allowPositionals: true, strict: false });
+  if (loose.values['help'] || loose.positionals[0] === 'help') return USAGE;
+  if (loose.positionals.length === 0) throw new UsageError('no command given; netplugctl --help lists them');
+  const single = loose.positionals[0] as string;
+  const command = single in COMMANDS ? single : loose.positionals.slice(0, 2).join(' ');
   const expected = COMMANDS[command];
-  if (expected === undefined) throw new UsageError(`unknown command "${positionals.slice(0, 2).join(' ')}"`);
+  if (expected === undefined) throw new UsageError(`unknown command "${loose.positionals.slice(0, 2).join(' ')}"`);
+  const { values, positionals } = parseFlags(argv, { ...ALL_FLAGS, ...(COMMAND_FLAGS as Record<string, Options>)[command], ...GLOBAL });
   const names = positionals.slice(command.split(' ').length);
   if (names.length !== expected) {
     throw new UsageError(
@@ -132,8 +163,10 @@ async function run(argv: readonly string[], env: Env): Promise<string> {
         return await (await import('./pools.ts')).listPoolsCommand(store, json);
       case 'pool get':
         return await (await import('./pools.ts')).getPool(store, name, json);
+      case 'pool update':
+        return await (await import('./pool-update.ts')).updatePool(store, name, flags);
       case 'pool delete':
-        return await (await import('./pools.ts')).deletePool(store, name);
+        return await (await import('./pools.ts')).deletePool(store, name, flags['force'] === true);
       case 'node create':
         return await (await import('./nodes.ts')).createNode(store, name, (flags['label'] as string[] | undefined) ?? []);
       case 'node list':
@@ -163,9 +196,15 @@ async function run(argv: readonly string[], env: Env): Promise<string> {
   }
 }
 
-function parseFlags(argv: readonly string[]): { values: Record<string, string | boolean | string[] | undefined>; positionals: string[] } {
+function parseFlags(
+  argv: readonly string[],
+  options: Options,
+): { values: Record<string, string | boolean | string[] | undefined>; positionals: string[] } {
   try {
-    return parseArgs({ args: [...argv], options: ALL_FLAGS, allowPositionals: true, strict: true });
+    return parseArgs({ args: [...argv], options, allowPositionals: true, strict: true }) as {
+      values: Record<string, string | boolean | string[] | undefined>;
+      positionals: string[];
+    };
   } catch (err) {
     // node:util's messages name the flag; drop its advice about "--" which does not apply here.
     throw new UsageError((err as Error).message.split('. To specify')[0]?.replace(/^Unknown option/, 'unknown flag') ?? 'bad arguments');

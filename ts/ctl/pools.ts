@@ -1,14 +1,22 @@
-// netplugctl pool create|list|get|delete.
+// netplugctl pool create|list|get|delete (update: pool-update.ts).
 import { allocatedCount } from '../ipam/block.ts';
 import { formatPrefix, parsePrefix, widthOf } from '../ipam/cidr.ts';
-import { API_VERSION, keys, type Block, type EncapsulationMode, type PoolResource } from '../ipam/model.ts';
-import { blockInPool, listPools, type Pool } from '../ipam/pools.ts';
+import {
+  API_VERSION,
+  checkedBlock,
+  checkedPool,
+  ENCAPSULATION_MODES,
+  keys,
+  type EncapsulationMode,
+  type PoolResource,
+} from '../ipam/model.ts';
+import { IpamError } from '../ipam/errors.ts';
+import { blockInPool, listPools, poolOf, type Pool } from '../ipam/pools.ts';
 import { parseSelector, SelectorError } from '../ipam/selector.ts';
-import type { Store, Write } from '../store/store.ts';
+import { retryOnConflict, type Entry, type Store, type Write } from '../store/store.ts';
 import { details, table } from './table.ts';
 import { refused, UsageError } from './usage.ts';
 
-const MODES: readonly EncapsulationMode[] = ['Never', 'Always', 'CrossSubnet'];
 const NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 
 export interface PoolOptions {
@@ -48,7 +56,8 @@ export function poolResource(name: string, options: PoolOptions, now: Date): Poo
   }
   const mode = (flag: 'ipip-mode' | 'vxlan-mode'): EncapsulationMode => {
     const value = options[flag] ?? 'Never';
-    if (!MODES.includes(value as EncapsulationMode)) throw new UsageError(`--${flag} "${value}" must be one of ${MODES.join(', ')}`);
+    if (!ENCAPSULATION_MODES.includes(value as EncapsulationMode))
+      throw new UsageError(`--${flag} "${value}" must be one of ${ENCAPSULATION_MODES.join(', ')}`);
     return value as EncapsulationMode;
   };
   const [ipipMode, vxlanMode] = [mode('ipip-mode'), mode('vxlan-mode')];
@@ -119,24 +128,56 @@ export async function getPool(store: Store, name: string, json: boolean): Promis
   ]);
 }
 
-/** Refused while the pool holds addresses; its empty blocks and their affinities go with it. */
-export async function deletePool(store: Store, name: string): Promise<string> {
-  const entry = await store.get<PoolResource>(keys.pool(name));
-  if (!entry) throw refused(`pool "${name}" does not exist`);
-  const pool = (await listPools(store)).find((p) => p.name === name) as Pool;
-  const blocks = (await store.list<Block>(keys.blocks(pool.prefix.family))).filter((b) => blockInPool(b.value.cidr, pool));
-  const allocated = blocks.reduce((sum, b) => sum + allocatedCount(b.value), 0);
-  if (allocated > 0)
-    throw refused(`pool "${name}" still has ${allocated} allocated address${allocated === 1 ? '' : 'es'}; release them first`);
-  const writes: Write[] = [{ key: entry.key, remove: true, revision: entry.revision }];
-  for (const block of blocks) {
-    writes.push({ key: block.key, remove: true, revision: block.revision });
-    const node = block.value.affinity?.startsWith('host:') ? block.value.affinity.slice(5) : undefined;
-    const affinity = node ? await store.get(keys.affinity(node, block.value.cidr)) : undefined;
-    if (affinity) writes.push({ key: affinity.key, remove: true, revision: affinity.revision });
-  }
-  if (!(await store.commit(writes))) throw refused(`pool "${name}" changed while being deleted; try again`);
-  return `pool "${name}" deleted${blocks.length ? ` with ${blocks.length} empty block${blocks.length === 1 ? '' : 's'}` : ''}\n`;
+/**
+ * Refused while the pool holds addresses, unless `force`. Its empty blocks and their affinities go
+ * with it. Forced, the blocks that still hold addresses stay (so that no address is handed out
+ * twice) but lose their node: each goes when its pods' DEL releases its last address. One
+ * compare-and-swap commit, read again and retried if anything changed meanwhile.
+ */
+export async function deletePool(store: Store, name: string, force = false): Promise<string> {
+  let kept = { blocks: 0, addresses: 0 };
+  const emptied = await retryOnConflict(`deleting pool "${name}"`, async () => {
+    const stored = await store.get(keys.pool(name));
+    if (!stored) throw refused(`pool "${name}" does not exist`);
+    let entry: Entry<PoolResource>;
+    try {
+      entry = checkedPool(stored);
+    } catch (err) {
+      // A pool nobody can read can still be removed: its document alone, its blocks unknown.
+      if (!(err instanceof IpamError) || !force)
+        throw err instanceof IpamError ? refused(`${err.message} (pool delete --force removes it)`) : err;
+      return (await store.commit([{ key: stored.key, remove: true, revision: stored.revision }])) ? 0 : undefined;
+    }
+    const pool = poolOf(entry.value);
+    const blocks = (await store.list(keys.blocks(pool.prefix.family))).map(checkedBlock).filter((b) => blockInPool(b.value.cidr, pool));
+    const allocated = blocks.reduce((sum, b) => sum + allocatedCount(b.value), 0);
+    if (allocated > 0 && !force) {
+      throw refused(
+        `pool "${name}" still has ${allocated} allocated address${allocated === 1 ? '' : 'es'}; release them first, or add --force to delete it anyway (they stay allocated until their pods are deleted)`,
+      );
+    }
+    // The pool first: a datastore without transactions that stops part-way has at worst blocks left, which nothing allocates from.
+    const writes: Write[] = [{ key: entry.key, remove: true, revision: entry.revision }];
+    for (const block of blocks) {
+      const holding = allocatedCount(block.value) > 0;
+      writes.push(
+        holding
+          ? { key: block.key, update: { ...block.value, affinity: null }, revision: block.revision }
+          : { key: block.key, remove: true, revision: block.revision },
+      );
+      const node = block.value.affinity?.startsWith('host:') ? block.value.affinity.slice(5) : undefined;
+      const affinity = node ? await store.get(keys.affinity(node, block.value.cidr)) : undefined;
+      if (affinity) writes.push({ key: affinity.key, remove: true, revision: affinity.revision });
+    }
+    kept = { blocks: blocks.filter((b) => allocatedCount(b.value) > 0).length, addresses: allocated };
+    return (await store.commit(writes)) ? blocks.length - kept.blocks : undefined;
+  });
+  const plural = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : what.endsWith('s') ? 'es' : 's'}`;
+  return `pool "${name}" deleted${emptied ? ` with ${plural(emptied, 'empty block')}` : ''}${
+    kept.blocks
+      ? `; ${plural(kept.blocks, 'block')} still ${kept.blocks === 1 ? 'holds' : 'hold'} ${plural(kept.addresses, 'address')}, released as their pods are deleted`
+      : ''
+  }\n`;
 }
 
 function poolJson(pool: Pool) {

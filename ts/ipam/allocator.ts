@@ -9,11 +9,15 @@
 import type { Entry, Read, Store, Write } from '../store/store.ts';
 import { retryOnConflict } from '../store/store.ts';
 import { addressOf, assignNext, assignOrdinal, attributeAt, newBlock, ordinalOf, ordinalsOf, releaseOrdinals } from './block.ts';
-import { formatPrefix, mask, parseIp, widthOf, type Family } from './cidr.ts';
+import { contains, formatPrefix, mask, parseIp, widthOf, type Family } from './cidr.ts';
 import { exhausted, inUse, poolError } from './errors.ts';
 import {
+  checkedBlock,
+  checkedHandle,
+  checkedOrAbsent,
   cidrOfKey,
   familyOf,
+  isPendingRequest,
   hostAffinity,
   keys,
   type Affinity,
@@ -84,7 +88,7 @@ export function knownFrom(
 ): KnownState {
   const [handle, ...rest] = results;
   return {
-    handle: (handle as Entry<Handle> | undefined) ?? null,
+    handle: checkedOrAbsent(checkedHandle, handle as Entry<unknown> | undefined) ?? null,
     affinityKeys: Object.fromEntries(families.map((family, i) => [family, rest[i] as string[]])),
     companions: Object.fromEntries(companionKeys.map((key, i) => [key, (rest[families.length + i] as Entry<unknown> | undefined) ?? null])),
     ...(blocks ? { blocks } : {}),
@@ -99,23 +103,23 @@ export async function affineBlocks(
 ): Promise<Record<string, Entry<Block> | null>> {
   const cidrs = (results.slice(1, 1 + families.length) as string[][]).flat().map(cidrOfKey);
   const entries = (cidrs.length > 0 ? await store.read(cidrs.map((cidr) => ({ get: keys.block(cidr) }))) : []) as (
-    | Entry<Block>
+    | Entry<unknown>
     | undefined
   )[];
-  return Object.fromEntries(cidrs.map((cidr, i) => [cidr, entries[i] ?? null]));
+  return Object.fromEntries(cidrs.map((cidr, i) => [cidr, checkedOrAbsent(checkedBlock, entries[i]) ?? null]));
 }
 
 /** The addresses `handle` holds, in the order of its blocks. */
 export async function addressesOf(store: Store, handle: string, handleEntry?: Entry<Handle>): Promise<Allocation[]> {
-  const entry = handleEntry ?? (await store.get<Handle>(keys.handle(handle)));
+  const entry = handleEntry ?? checkedOrAbsent(checkedHandle, await store.get(keys.handle(handle)));
   if (!entry) return [];
   const cidrs = Object.keys(entry.value.block);
   const blocks = (cidrs.length > 0 ? await store.read(cidrs.map((cidr) => ({ get: keys.block(cidr) }))) : []) as (
-    | Entry<Block>
+    | Entry<unknown>
     | undefined
   )[];
   return blocks.flatMap((blockEntry) => {
-    const block = blockEntry?.value;
+    const block = checkedOrAbsent(checkedBlock, blockEntry)?.value;
     if (!block) return [];
     return ordinalsOf(block, handle).map((ordinal) => {
       const ifname = attributeAt(block, ordinal)?.secondary['ifname'];
@@ -192,7 +196,8 @@ async function allocateInOneCommit(
     return await retryOnConflict(`allocating addresses for ${handle}`, async () => {
       const first = state;
       state = {};
-      const handleEntry = first.handle !== undefined ? (first.handle ?? undefined) : await store.get<Handle>(keys.handle(handle));
+      const handleEntry =
+        first.handle !== undefined ? (first.handle ?? undefined) : checkedOrAbsent(checkedHandle, await store.get(keys.handle(handle)));
       const held = handleEntry ? (await addressesOf(store, handle, handleEntry)).filter((a) => sameInterface(a.ifname, request)) : [];
       const plan = new Plan(request, first.blocks);
       for (const r of requests) {
@@ -202,7 +207,8 @@ async function allocateInOneCommit(
         else await plan.any(r.family, r.pools, first.affinityKeys?.[r.family]);
       }
       const pending = first.pending ?? [];
-      const fresh = (p: Entry<PendingRequest>) => Date.now() - Date.parse(p.value.created) < PENDING_FRESH_MS;
+      // A request that cannot be served (a broken document) goes as if it were stale.
+      const fresh = (p: Entry<PendingRequest>) => isPendingRequest(p.value) && Date.now() - Date.parse(p.value.created) < PENDING_FRESH_MS;
       // Serving others needs the commit to be one transaction: applied one write at a time, a
       // commit that serves others has more writes to fail and undo part-way.
       if (store.transactional)
@@ -260,9 +266,10 @@ async function allocateInOneCommit(
       }
       waiting ||= wait;
       const { results } = outcome;
-      const blocks = results.slice(results.length - 1 - plan.blocksRead.length, results.length - 1) as (Entry<Block> | undefined)[];
+      const blocks = results.slice(results.length - 1 - plan.blocksRead.length, results.length - 1) as (Entry<unknown> | undefined)[];
+      const known = plan.blocksRead.map((cidr, i) => [cidr, checkedOrAbsent(checkedBlock, blocks[i]) ?? null]);
       state = {
-        ...knownFrom(results, families, companionKeys, Object.fromEntries(plan.blocksRead.map((cidr, i) => [cidr, blocks[i] ?? null]))),
+        ...knownFrom(results, families, companionKeys, Object.fromEntries(known)),
         pending: results.at(-1) as Entry<PendingRequest>[],
       };
       return undefined;
@@ -312,7 +319,9 @@ class Plan {
       known
         ? affine.map((cidr) => this.knownBlocks[cidr] ?? undefined)
         : affine.length > 0
-          ? await store.read(affine.map((cidr) => ({ get: keys.block(cidr) })))
+          ? ((await store.read(affine.map((cidr) => ({ get: keys.block(cidr) })))) as (Entry<unknown> | undefined)[]).map((e) =>
+              checkedOrAbsent(checkedBlock, e),
+            )
           : []
     ) as (Entry<Block> | undefined)[];
     for (const [i, cidr] of affine.entries()) {
@@ -333,7 +342,7 @@ class Plan {
       }
     }
     // Borrow from a block another node owns.
-    for (const entry of await store.list<Block>(keys.blocks(family))) {
+    for (const entry of (await store.list(keys.blocks(family))).map(checkedBlock)) {
       if (inPools(entry.value.cidr) && this.take(entry.value, assignNext(entry.value, this.attribute), entry)) return;
     }
     throw exhausted(`no free ${familyName(family)} address in ${pools.map((p) => `pool "${p.name}" (${p.spec.cidr})`).join(', ')}`);
@@ -348,13 +357,17 @@ class Plan {
         (p) =>
           !p.spec.disabled && p.prefix.family === parsed.family && (parsed.value & mask(parsed.family, p.prefix.length)) === p.prefix.base,
       );
-    if (!parsed || !pool) throw poolError(`the requested address ${ip} is not in any enabled pool`);
+    if (!parsed || !pool) {
+      const disabled = parsed && pools.find((p) => contains(p.prefix, parsed.family, parsed.value));
+      if (disabled) throw poolError(`the requested address ${ip} is in pool "${disabled.name}" (${disabled.spec.cidr}), which is disabled`);
+      throw poolError(`the requested address ${ip} is not in any enabled pool`);
+    }
     const cidr = formatPrefix({
       family: parsed.family,
       base: parsed.value & mask(parsed.family, pool.spec.blockSize),
       length: pool.spec.blockSize,
     });
-    const entry = await this.request.store.get<Block>(keys.block(cidr));
+    const entry = checkedOrAbsent(checkedBlock, await this.request.store.get(keys.block(cidr)));
     const block = entry?.value ?? newBlock(cidr, hostAffinity(this.request.node), this.now);
     const ordinal = ordinalOf(block, ip) as number;
     const holder = attributeAt(block, ordinal);
@@ -379,7 +392,8 @@ class Plan {
       const room = new Map([...this.touched.values()].map((block) => [block, block.unallocated.length]));
       const picks: Block[] = [];
       for (const r of requests ?? []) {
-        const inPools = (cidr: string) => pools.some((p) => r.pools.includes(p.name) && blockInPool(cidr, p));
+        // A pool disabled since the request was made serves it no more.
+        const inPools = (cidr: string) => pools.some((p) => !p.spec.disabled && r.pools.includes(p.name) && blockInPool(cidr, p));
         const block = [...room.keys()].find((b) => familyOf(b.cidr) === r.family && inPools(b.cidr) && (room.get(b) ?? 0) > 0);
         if (!block) break;
         room.set(block, (room.get(block) ?? 0) - 1);
@@ -406,7 +420,7 @@ class Plan {
 
   private async releaseFromEarlierSandbox(block: Block, ordinal: number, handle: string): Promise<void> {
     releaseOrdinals(block, [ordinal]);
-    const entry = await this.request.store.get<Handle>(keys.handle(handle));
+    const entry = checkedOrAbsent(checkedHandle, await this.request.store.get(keys.handle(handle)));
     if (!entry) return;
     const counts = { ...entry.value.block, [block.cidr]: ordinalsOf(block, handle).length };
     if (counts[block.cidr] === 0) delete counts[block.cidr];

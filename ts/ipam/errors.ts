@@ -19,3 +19,9 @@ export const exhausted = (message: string) => new IpamError(ErrorCode.AddressesE
 
 /** A requested address is taken by another workload. */
 export const inUse = (message: string) => new IpamError(ErrorCode.AddressInUse, message);
+
+/**
+ * A datastore document netplug cannot use (error 7): it stays broken until an administrator
+ * repairs or removes it, so "try again later" (11) would only have the runtime retry in vain.
+ */
+export const badDocument = (message: string) => new IpamError(ErrorCode.InvalidConfig, message);

@@ -3,7 +3,7 @@
 import type { Entry, Store } from '../store/store.ts';
 import { formatPrefix, parsePrefix, within, type Family, type Prefix } from './cidr.ts';
 import { poolError } from './errors.ts';
-import { keys, type NodeResource, type PoolResource, type PoolSpec } from './model.ts';
+import { checkedPool, keys, type NodeResource, type PoolResource, type PoolSpec } from './model.ts';
 import { parseSelector, type Labels } from './selector.ts';
 
 export interface Pool {
@@ -24,16 +24,22 @@ export async function listPools(store: Store): Promise<Pool[]> {
   return poolsOf(await store.list<PoolResource>(keys.pools));
 }
 
-/** The pools in the entries under `keys.pools`, by name. */
-export function poolsOf(entries: readonly Entry<PoolResource>[]): Pool[] {
+/** The pools in the entries under `keys.pools`, by name; a broken one is an error naming it. */
+export function poolsOf(entries: readonly Entry<unknown>[]): Pool[] {
   return (
     entries
-      .map(({ value }) => ({ name: value.metadata.name, spec: value.spec, prefix: parsePrefix(value.spec.cidr) }))
-      .filter((pool): pool is Pool => pool.prefix !== undefined)
+      .map((entry) => poolOf(checkedPool(entry).value))
       // By code point: localeCompare would load ICU's collation data, milliseconds on every ADD.
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
   );
 }
+
+/** A checked pool resource as the allocator uses it. */
+export const poolOf = (value: PoolResource): Pool => ({
+  name: value.metadata.name,
+  spec: value.spec,
+  prefix: parsePrefix(value.spec.cidr) as Prefix,
+});
 
 /** The node's labels; a node nobody registered has none. */
 export async function nodeLabels(store: Store, node: string): Promise<Labels> {
