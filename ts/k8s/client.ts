@@ -9,6 +9,7 @@ import {
   type HttpRequest,
   type HttpResponse,
 } from '../net/http-client.ts';
+import { proxyFor } from '../net/proxy.ts';
 import { apiAccess, KubeSettingsError, type ApiAccess, type KubernetesSettings } from './kubeconfig.ts';
 
 /** The API server could not be reached or did not answer: try again later (CNI error 11). */
@@ -41,7 +42,7 @@ export class KubeClient {
   constructor(access: ApiAccess) {
     this.access = access;
     try {
-      this.http = new HttpClient({ endpoints: [access.server], tls: access.tls, requestTimeoutMs: 10_000 });
+      this.http = new HttpClient({ endpoints: [access.server], tls: access.tls, requestTimeoutMs: 10_000, proxy: proxyFor(access.server) });
     } catch (err) {
       if (err instanceof TlsMaterialError)
         throw new KubeSettingsError(

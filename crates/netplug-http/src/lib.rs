@@ -58,7 +58,8 @@ impl Client {
     /// Fails, naming `ca`, `cert`, `key` or `proxy`, when that setting is unusable.
     pub fn new(options: ClientOptions) -> std::result::Result<Client, TlsError> {
         let proxy = match &options.proxy {
-            Some(url) => Some(ureq::Proxy::new(url).map_err(|err| TlsError { part: "proxy", message: format!("{url}: {err}") })?),
+            // The URL may carry credentials: it is not repeated in the message.
+            Some(url) => Some(ureq::Proxy::new(url).map_err(|err| TlsError { part: "proxy", message: err.to_string() })?),
             // Never from the environment: the caller decides per server (see ts/net/proxy.ts).
             None => None,
         };
