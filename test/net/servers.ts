@@ -27,7 +27,7 @@ export async function serve(
   tls?: { cert: string; key: string; clientCa?: string },
 ): Promise<Served> {
   const args = [SERVE, mode, ...(tls ? [tls.cert, tls.key, ...(tls.clientCa ? [tls.clientCa] : [])] : [])];
-  const child = spawn('python3', args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn('python3', args, { stdio: ['ignore', 'pipe', 'ignore'] });
   t.teardown(() => {
     child.kill('SIGKILL');
   });
