@@ -85,7 +85,12 @@ impl HttpAgent {
         let headers: Vec<(String, String)> = request.headers.unwrap_or_default().into_iter().collect();
         let body = request.body.map(|b| b.to_vec());
         on_thread(env, move || {
-            let spec = netplug_http::Request { method: &request.method, url: &request.url, headers: &headers, body: body.as_deref() };
+            let spec = netplug_http::Request {
+                method: &request.method,
+                url: &request.url,
+                headers: &headers,
+                body: body.as_deref(),
+            };
             match client.request(&spec) {
                 Ok(response) => HttpOutcome {
                     status: Some(response.status.into()),

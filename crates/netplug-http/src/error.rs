@@ -45,12 +45,21 @@ impl From<ureq::Error> for Error {
     fn from(err: ureq::Error) -> Self {
         let kind = match &err {
             ureq::Error::Timeout(_) => ErrorKind::Timeout,
-            ureq::Error::HostNotFound | ureq::Error::ConnectionFailed | ureq::Error::ConnectProxyFailed(_) => ErrorKind::Connect,
-            ureq::Error::Tls(_) | ureq::Error::Pem(_) | ureq::Error::Rustls(_) | ureq::Error::TlsRequired => ErrorKind::Tls,
+            ureq::Error::HostNotFound | ureq::Error::ConnectionFailed | ureq::Error::ConnectProxyFailed(_) => {
+                ErrorKind::Connect
+            }
+            ureq::Error::Tls(_) | ureq::Error::Pem(_) | ureq::Error::Rustls(_) | ureq::Error::TlsRequired => {
+                ErrorKind::Tls
+            }
             ureq::Error::Io(io) => io_kind(io),
             _ => ErrorKind::Protocol,
         };
-        Error::new(kind, err.to_string())
+        let message = match &err {
+            // Without ureq's "io: " in front: the message names the failure plainly.
+            ureq::Error::Io(io) => io.to_string(),
+            _ => err.to_string(),
+        };
+        Error::new(kind, message)
     }
 }
 

@@ -59,7 +59,9 @@ impl Client {
     pub fn new(options: ClientOptions) -> std::result::Result<Client, TlsError> {
         let proxy = match &options.proxy {
             // The URL may carry credentials: it is not repeated in the message.
-            Some(url) => Some(ureq::Proxy::new(url).map_err(|err| TlsError { part: "proxy", message: err.to_string() })?),
+            Some(url) => {
+                Some(ureq::Proxy::new(url).map_err(|err| TlsError { part: "proxy", message: err.to_string() })?)
+            }
             // Never from the environment: the caller decides per server (see ts/net/proxy.ts).
             None => None,
         };
@@ -98,7 +100,9 @@ impl Client {
         for (name, value) in request.headers {
             builder = builder.header(name.as_str(), value.as_str());
         }
-        let built = builder.body(request.body.unwrap_or_default()).map_err(|err| Error::new(ErrorKind::Protocol, err.to_string()))?;
+        let built = builder
+            .body(request.body.unwrap_or_default())
+            .map_err(|err| Error::new(ErrorKind::Protocol, err.to_string()))?;
         let mut response = self.agent.run(built)?;
         let mut headers: Vec<(String, String)> = Vec::new();
         for (name, value) in response.headers() {

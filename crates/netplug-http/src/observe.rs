@@ -47,7 +47,18 @@ impl Transport for Observed {
     }
 
     fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), Error> {
-        self.0.transmit_output(amount, timeout)
+        let result = self.0.transmit_output(amount, timeout);
+        // A TLS 1.3 server refusing the client certificate says so in an alert after the
+        // handshake and closes: writing the request then fails with a broken pipe. The alert is
+        // likely waiting unread; reading it turns "broken pipe" into the reason.
+        if matches!(result, Err(Error::Io(_))) && self.0.is_tls() && !RECEIVED.get() {
+            if let Err(Error::Io(io)) = self.0.await_input(timeout) {
+                if io.get_ref().is_some_and(|inner| inner.is::<rustls::Error>()) {
+                    return Err(Error::Io(io));
+                }
+            }
+        }
+        result
     }
 
     fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, Error> {

@@ -57,7 +57,9 @@ pub fn tls_config(files: &TlsFiles) -> Result<TlsConfig, TlsError> {
                     .add(certificate.clone())
                     .map_err(|err| fail("ca", format!("a certificate is not a usable trust anchor: {err}")))?;
             }
-            RootCerts::new_with_certs(&certificates.iter().map(|c| Certificate::from_der(c.as_ref()).to_owned()).collect::<Vec<_>>())
+            RootCerts::new_with_certs(
+                &certificates.iter().map(|c| Certificate::from_der(c.as_ref()).to_owned()).collect::<Vec<_>>(),
+            )
         }
         None => RootCerts::PlatformVerifier,
     };

@@ -12,7 +12,13 @@ use std::time::Duration;
 use netplug_http::{Client, ClientOptions, ErrorKind, Request, TlsFiles, tls_config};
 
 fn client(request_timeout: Duration) -> Client {
-    Client::new(ClientOptions { tls: TlsFiles::default(), proxy: None, connect_timeout: Duration::from_secs(1), request_timeout }).unwrap()
+    Client::new(ClientOptions {
+        tls: TlsFiles::default(),
+        proxy: None,
+        connect_timeout: Duration::from_secs(1),
+        request_timeout,
+    })
+    .unwrap()
 }
 
 fn get(client: &Client, port: u16, path: &str) -> netplug_http::Result<netplug_http::Response> {
@@ -64,7 +70,9 @@ fn a_204_without_length_and_a_chunked_answer_share_one_connection() {
         read_request(&mut socket);
         socket.write_all(b"HTTP/1.1 204 No Content\r\n\r\n").unwrap();
         read_request(&mut socket);
-        socket.write_all(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n3\r\nabc\r\n0\r\n\r\n").unwrap();
+        socket
+            .write_all(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n3\r\nabc\r\n0\r\n\r\n")
+            .unwrap();
         read_request(&mut socket);
     });
     let client = client(Duration::from_secs(5));
