@@ -2,6 +2,7 @@
 //! connection was opened and whether any response byte arrived. That is what tells a pooled
 //! connection the server had already closed (retry once, safely) from a request the server may
 //! have acted on (never retried). Requests run on the calling thread, so thread-locals suffice.
+//! It also sends each request in one write (see [`Observed`]).
 
 use std::cell::Cell;
 
@@ -33,47 +34,68 @@ impl Connector<Box<dyn Transport>> for Observe {
     fn connect(&self, _: &ConnectionDetails, chained: Option<Box<dyn Transport>>) -> Result<Option<Observed>, Error> {
         Ok(chained.map(|inner| {
             OPENED.set(true);
-            Observed(inner)
+            Observed { inner, pending: Vec::new() }
         }))
     }
 }
 
+/// A transport that also holds back what is written until the first read, so that a request's
+/// head and body leave in one write. Written in two, a TLS 1.3 server that refuses the client
+/// certificate (it says so in an alert after the handshake, then closes) resets the connection
+/// between them, and the second write's "broken pipe" would hide its reason; written in one, the
+/// next read finds the alert.
 #[derive(Debug)]
-pub struct Observed(Box<dyn Transport>);
+pub struct Observed {
+    inner: Box<dyn Transport>,
+    pending: Vec<u8>,
+}
+
+/// Held back no further: a larger body is sent as it comes.
+const HOLD_AT_MOST: usize = 64 * 1024;
+
+impl Observed {
+    fn flush(&mut self, timeout: NextTimeout) -> Result<(), Error> {
+        let mut sent = 0;
+        while sent < self.pending.len() {
+            let output = self.inner.buffers().output();
+            let amount = output.len().min(self.pending.len() - sent);
+            output[..amount].copy_from_slice(&self.pending[sent..sent + amount]);
+            self.inner.transmit_output(amount, timeout)?;
+            sent += amount;
+        }
+        self.pending.clear();
+        Ok(())
+    }
+}
 
 impl Transport for Observed {
     fn buffers(&mut self) -> &mut dyn Buffers {
-        self.0.buffers()
+        self.inner.buffers()
     }
 
     fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), Error> {
-        let result = self.0.transmit_output(amount, timeout);
-        // A TLS 1.3 server refusing the client certificate says so in an alert after the
-        // handshake and closes: writing the request then fails with a broken pipe. The alert is
-        // likely waiting unread; reading it turns "broken pipe" into the reason.
-        if matches!(result, Err(Error::Io(_))) && self.0.is_tls() && !RECEIVED.get() {
-            if let Err(Error::Io(io)) = self.0.await_input(timeout) {
-                if io.get_ref().is_some_and(|inner| inner.is::<rustls::Error>()) {
-                    return Err(Error::Io(io));
-                }
-            }
+        let output = self.inner.buffers().output();
+        self.pending.extend_from_slice(&output[..amount]);
+        if self.pending.len() >= HOLD_AT_MOST {
+            return self.flush(timeout);
         }
-        result
+        Ok(())
     }
 
     fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, Error> {
-        let result = self.0.await_input(timeout);
-        if !self.0.buffers().input().is_empty() {
+        self.flush(timeout)?;
+        let result = self.inner.await_input(timeout);
+        if !self.inner.buffers().input().is_empty() {
             RECEIVED.set(true);
         }
         result
     }
 
     fn is_open(&mut self) -> bool {
-        self.0.is_open()
+        self.inner.is_open()
     }
 
     fn is_tls(&self) -> bool {
-        self.0.is_tls()
+        self.inner.is_tls()
     }
 }

@@ -2,6 +2,9 @@
 // the native HTTP client. Like etcd's own client, every endpoint is used: one that refuses, times
 // out, answers 503 or says it has no leader hands the request to the next, and the next request
 // starts there. No proxy: etcd is a cluster-internal service a node reaches directly.
+// A transaction sent again to another member after a timeout is safe: every write netplug makes
+// is a compare-and-swap, so one the first member did apply fails its comparison the second time
+// and the caller re-reads, as after any conflict.
 import { HttpClient, HttpTlsError, HttpUnavailableError, type HttpClientOptions, type HttpResponse } from '../../net/http-client.ts';
 import { StoreError, StoreUnavailableError } from '../store.ts';
 
