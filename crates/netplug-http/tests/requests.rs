@@ -65,7 +65,7 @@ fn an_http_1_0_body_ends_when_the_server_closes() {
 }
 
 #[test]
-fn a_204_without_length_and_a_chunked_answer_share_one_connection() {
+fn a_204_without_length_a_chunked_answer_and_a_304_share_one_connection() {
     let (port, accepted) = serve(|_, mut socket| {
         read_request(&mut socket);
         socket.write_all(b"HTTP/1.1 204 No Content\r\n\r\n").unwrap();
@@ -74,12 +74,17 @@ fn a_204_without_length_and_a_chunked_answer_share_one_connection() {
             .write_all(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n3\r\nabc\r\n0\r\n\r\n")
             .unwrap();
         read_request(&mut socket);
+        // A 304's Content-Length is the unsent body's: nothing follows the head.
+        socket.write_all(b"HTTP/1.1 304 Not Modified\r\nContent-Length: 99\r\n\r\n").unwrap();
+        read_request(&mut socket);
     });
     let client = client(Duration::from_secs(5));
     let first = get(&client, port, "/a").unwrap();
     assert_eq!((first.status, first.body.len()), (204, 0));
     let second = get(&client, port, "/b").unwrap();
     assert_eq!((second.status, second.body.as_slice()), (200, b"{}abc".as_slice()));
+    let third = get(&client, port, "/c").unwrap();
+    assert_eq!((third.status, third.body.len()), (304, 0));
     assert_eq!(accepted.load(Ordering::SeqCst), 1);
 }
 
