@@ -83,35 +83,17 @@ exports.setupWorkload = async (spec) => ({ interfaces: { host: iface(spec.hostIf
   routes: spec.addresses.map((a) => a.includes(':') ? { destination: '::/0', gateway: 'fe80::ecee:eeff:feee:eeee' } : { destination: '0.0.0.0/0', gateway: '169.254.1.1' }) } });
 exports.teardownWorkload = async () => ({ result: 'removed' });
 exports.checkWorkload = async () => ({ differences: [] });
-// The gateway connection, over Node's sockets (only here: training may load them freely).
-exports.HttpConnection = class {
+// The HTTP agent, over Node's fetch (only here: training may load it freely).
+exports.HttpAgent = class {
   constructor(options) { this.options = options; }
-  async connect() { await this.open(); return {}; }
-  open() {
-    this.socket ??= new Promise((resolve, reject) => {
-      const socket = require('node:net').connect({ host: this.options.host, port: this.options.port }, () => resolve(socket));
-      socket.once('error', reject);
-    });
-    return this.socket;
+  async request(spec) {
+    try {
+      const response = await fetch(spec.url, { method: spec.method, headers: spec.headers, body: spec.body });
+      return { status: response.status, headers: Object.fromEntries(response.headers), body: Buffer.from(await response.arrayBuffer()) };
+    } catch (err) {
+      return { error: { kind: 'connect', message: String(err) } };
+    }
   }
-  async exchange(request) {
-    const socket = await this.open();
-    return new Promise((resolve) => {
-      let data = Buffer.alloc(0);
-      const onData = (chunk) => {
-        data = Buffer.concat([data, chunk]);
-        const end = data.indexOf('\\r\\n\\r\\n');
-        const length = /content-length: *(\\d+)/i.exec(data.subarray(0, end).toString())?.[1];
-        if (end >= 0 && length !== undefined && data.length >= end + 4 + Number(length)) {
-          socket.off('data', onData);
-          resolve({ response: data.subarray(0, end + 4 + Number(length)) });
-        }
-      };
-      socket.on('data', onData);
-      socket.write(request);
-    });
-  }
-  close() { this.socket?.then((s) => s.destroy()); this.socket = undefined; }
 };
 `;
 

@@ -12,6 +12,7 @@ import {
   type HttpResponse,
   type TlsFiles,
 } from '../net/http-client.ts';
+import { proxyFor } from '../net/proxy.ts';
 import type { Credential } from './credentials.ts';
 import { KubeError, KubeSettingsError, KubeUnavailableError } from './errors.ts';
 import { apiAccess, serverText, type ApiAccess, type KubernetesSettings } from './kubeconfig.ts';
@@ -125,9 +126,16 @@ export class KubeClient {
     const cert = credential.cert ?? this.access.tls.cert;
     if (this.http && (this.httpCert === cert || (cert && this.httpCert?.equals(cert)))) return this.http;
     const tls: TlsFiles = credential.cert ? { ...this.access.tls, cert: credential.cert, key: credential.key as Buffer } : this.access.tls;
+    let proxy: URL | undefined;
+    try {
+      proxy = proxyFor(this.endpoint);
+    } catch (err) {
+      // A proxy variable of the node's environment that is not a usable URL: a setting to fix.
+      throw new KubeSettingsError((err as Error).message.split(' ')[0] as string, (err as Error).message);
+    }
     let http: HttpClient;
     try {
-      http = new HttpClient({ endpoints: [this.endpoint], tls, requestTimeoutMs: 10_000 });
+      http = new HttpClient({ endpoints: [this.endpoint], tls, requestTimeoutMs: 10_000, proxy });
     } catch (err) {
       if (!(err instanceof TlsMaterialError)) throw err;
       const origin = credential.cert && err.part !== 'ca' ? credential.certOrigin : this.access.tlsOrigins[err.part];

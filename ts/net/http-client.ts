@@ -1,22 +1,29 @@
-// HTTP/1.1 to a service with one or more endpoints (etcd's gateway, the Kubernetes API, readiness
-// gates): one kept-alive connection per endpoint, TLS for https, failover to the next endpoint
-// while one refuses connections. The connection itself is native (netplug-http in the addon):
-// connecting, the TLS handshake and every exchange run on OS threads of their own, so a plugin
-// process neither loads Node's socket and stream stack nor spends its JavaScript thread on TLS on
-// a pod's path. Requests are built and responses parsed here.
+// HTTP to a service with one or more endpoints (etcd's gateway, the Kubernetes API, readiness
+// gates). The protocol is native (netplug-http in the addon, ureq on rustls): connecting, TLS,
+// framing and every request run on OS threads of their own, so a plugin process neither loads
+// Node's socket and stream stack nor spends its JavaScript thread on TLS on a pod's path.
+// Here: which endpoint to ask, in a rotating order like etcd's own client: a failure moves the
+// client to the next endpoint, and the next request starts there.
 import { addon, type Binding } from '../native/addon.ts';
 
 export interface TlsFiles {
+  /** Trust exactly these certificates; without it, the platform's store. */
   ca?: Buffer;
   cert?: Buffer;
   key?: Buffer;
 }
 
 export interface HttpClientOptions {
+  /** Each may carry a path prefix (`https://host/k8s/clusters/c-1`) that request paths follow. */
   endpoints: URL[];
   tls?: TlsFiles;
+  /** An HTTP(S) proxy for every endpoint (see proxy.ts); none when absent. */
+  proxy?: URL | undefined;
   connectTimeoutMs?: number;
+  /** The deadline of each request as a whole, per endpoint tried. */
   requestTimeoutMs?: number;
+  /** An answer that means "this endpoint cannot serve now, ask another" (etcd's 503, no leader). */
+  unavailable?: (response: HttpResponse) => boolean;
 }
 
 export interface HttpRequest {
@@ -45,7 +52,7 @@ export class HttpTlsError extends Error {
   override readonly name = 'HttpTlsError';
 }
 
-/** TLS material the native connection cannot use: which part (`ca`, `cert`, `key`) and why. */
+/** TLS material the native agent cannot use: which part (`ca`, `cert`, `key`) and why. */
 export class TlsMaterialError extends Error {
   override readonly name = 'TlsMaterialError';
   readonly part: 'ca' | 'cert' | 'key';
@@ -56,9 +63,12 @@ export class TlsMaterialError extends Error {
   }
 }
 
+/** Failures after which another endpoint is asked: it may well answer. */
+const FAILOVER_KINDS = new Set(['connect', 'timeout']);
+
 export class HttpClient {
   private readonly options: HttpClientOptions;
-  private readonly connections = new Map<number, Binding.HttpConnection>();
+  private readonly agent: Binding.HttpAgent;
   private endpoint = 0;
   private queue: Promise<unknown> = Promise.resolve();
 
@@ -66,130 +76,80 @@ export class HttpClient {
   constructor(options: HttpClientOptions) {
     if (options.endpoints.length === 0) throw new Error('no endpoints');
     this.options = options;
-    this.connection(0);
+    const tls = options.tls ?? {};
+    try {
+      this.agent = new (addon().HttpAgent)({
+        ...(tls.ca ? { ca: tls.ca } : {}),
+        ...(tls.cert ? { cert: tls.cert } : {}),
+        ...(tls.key ? { key: tls.key } : {}),
+        ...(options.proxy ? { proxy: options.proxy.href } : {}),
+        connectTimeoutMs: options.connectTimeoutMs ?? 2_000,
+        requestTimeoutMs: options.requestTimeoutMs ?? 10_000,
+      });
+    } catch (err) {
+      const message = (err as Error).message;
+      const part = /^(ca|cert|key): /.exec(message)?.[1] as TlsMaterialError['part'] | undefined;
+      if (part) throw new TlsMaterialError(part, message.slice(part.length + 2));
+      throw err;
+    }
   }
 
   get current(): URL {
     return this.options.endpoints[this.endpoint] as URL;
   }
 
-  /** One request at a time, as a single connection carries them. */
+  /** One request at a time, so a kept-alive connection carries them in turn. */
   request(request: HttpRequest): Promise<HttpResponse> {
     const next = this.queue.then(() => this.send(request));
     this.queue = next.catch(() => undefined);
     return next;
   }
 
-  /** Starts connecting to the current endpoint; a failure surfaces on the first request. */
+  /** Opens a connection to the current endpoint ahead of the first request (a cheap GET whose answer is dropped). */
   warmUp(): void {
-    try {
-      void this.connection(this.endpoint).connect();
-    } catch {
-      // Unusable TLS material for this endpoint: the first request reports it.
-    }
+    void this.request({ method: 'GET', path: '/version' }).catch(() => undefined);
   }
 
-  close(): void {
-    for (const connection of this.connections.values()) connection.close();
-  }
+  /** Nothing to release: idle connections close with the process or when the server drops them. */
+  close(): void {}
 
   private async send(request: HttpRequest): Promise<HttpResponse> {
     const failures: string[] = [];
-    // Endpoints in turn from the current one, while they refuse connections.
+    let refused: HttpResponse | undefined;
     for (let tried = 0; tried < this.options.endpoints.length; tried++) {
       const url = this.current;
-      const outcome = await this.connection(this.endpoint).exchange(encode(url, request));
-      if (outcome.response) {
-        const response = parseResponse(outcome.response);
-        if (!response)
-          throw new HttpUnavailableError(`${url.origin} answered ${request.method} ${request.path} with an incomplete response`);
-        return { ...response, origin: url.origin };
+      const outcome = await this.agent.request({
+        method: request.method,
+        url: join(url, request.path),
+        ...(request.headers ? { headers: request.headers } : {}),
+        ...(request.body ? { body: request.body } : {}),
+      });
+      if (outcome.status !== undefined) {
+        const response = {
+          status: outcome.status,
+          headers: new Map(Object.entries(outcome.headers ?? {})),
+          body: outcome.body ?? Buffer.alloc(0),
+          origin: url.origin,
+        };
+        if (!this.options.unavailable?.(response)) return response;
+        refused = response;
+        failures.push(`${url.origin}: status ${response.status}`);
+      } else {
+        const error = outcome.error ?? { kind: 'io', message: 'no response' };
+        if (error.kind === 'tls') throw new HttpTlsError(`TLS with ${url.origin} failed: ${error.message}`);
+        if (!FAILOVER_KINDS.has(error.kind))
+          throw new HttpUnavailableError(`${url.origin} did not answer ${request.method} ${request.path}: ${error.message}`);
+        failures.push(`${url.origin}: ${error.message}`);
       }
-      const error = outcome.error ?? { kind: 'io', message: 'no response' };
-      if (error.kind === 'tls') throw new HttpTlsError(`TLS with ${url.origin} failed: ${error.message}`);
-      if (error.kind !== 'connect')
-        throw new HttpUnavailableError(`${url.origin} did not answer ${request.method} ${request.path}: ${error.message}`);
-      failures.push(`${url.origin}: ${error.message}`);
       this.endpoint = (this.endpoint + 1) % this.options.endpoints.length;
     }
+    // Every endpoint said it cannot serve: the caller reads why from the last answer.
+    if (refused) return refused;
     throw new HttpUnavailableError(`no endpoint could be reached (${failures.join('; ')})`);
   }
-
-  private connection(index: number): Binding.HttpConnection {
-    let connection = this.connections.get(index);
-    if (!connection) {
-      const url = this.options.endpoints[index] as URL;
-      const secure = url.protocol === 'https:';
-      const tls = this.options.tls ?? {};
-      try {
-        connection = new (addon().HttpConnection)({
-          host: url.hostname.replace(/^\[|\]$/g, ''),
-          port: Number(url.port || (secure ? 443 : 80)),
-          tls: secure,
-          ...(tls.ca ? { ca: tls.ca } : {}),
-          ...(tls.cert ? { cert: tls.cert } : {}),
-          ...(tls.key ? { key: tls.key } : {}),
-          connectTimeoutMs: this.options.connectTimeoutMs ?? 2_000,
-          requestTimeoutMs: this.options.requestTimeoutMs ?? 10_000,
-        });
-      } catch (err) {
-        const message = (err as Error).message;
-        const part = /^(ca|cert|key): /.exec(message)?.[1] as 'ca' | 'cert' | 'key' | undefined;
-        if (part) throw new TlsMaterialError(part, message.slice(part.length + 2));
-        throw err;
-      }
-      this.connections.set(index, connection);
-    }
-    return connection;
-  }
 }
 
-function encode(url: URL, request: HttpRequest): Buffer {
-  const body = request.body ?? Buffer.alloc(0);
-  const headers = {
-    Host: url.host,
-    ...request.headers,
-    ...(request.body || request.method !== 'GET' ? { 'Content-Length': String(body.length) } : {}),
-  };
-  const head = `${request.method} ${request.path} HTTP/1.1\r\n${Object.entries(headers)
-    .map(([name, value]) => `${name}: ${value}\r\n`)
-    .join('')}\r\n`;
-  return Buffer.concat([Buffer.from(head), body]);
-}
-
-/** The response in `data`, or undefined while more bytes are needed. */
-export function parseResponse(data: Buffer): Omit<HttpResponse, 'origin'> | undefined {
-  const headerEnd = data.indexOf('\r\n\r\n');
-  if (headerEnd < 0) return undefined;
-  const [statusLine = '', ...headerLines] = data.subarray(0, headerEnd).toString('latin1').split('\r\n');
-  const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(statusLine)?.[1]);
-  if (!status) throw new Error(`not an HTTP response: ${statusLine.slice(0, 60)}`);
-  const headers = new Map(
-    headerLines.map((line) => [line.slice(0, line.indexOf(':')).trim().toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]),
-  );
-  const body = data.subarray(headerEnd + 4);
-  const length = headers.get('content-length');
-  if (length !== undefined) {
-    return body.length >= Number(length) ? { status, headers, body: body.subarray(0, Number(length)) } : undefined;
-  }
-  if (headers.get('transfer-encoding')?.toLowerCase() === 'chunked') {
-    const dechunked = dechunk(body);
-    return dechunked && { status, headers, body: dechunked };
-  }
-  throw new Error('a response with neither Content-Length nor chunked encoding');
-}
-
-function dechunk(data: Buffer): Buffer | undefined {
-  const parts: Buffer[] = [];
-  let offset = 0;
-  for (;;) {
-    const lineEnd = data.indexOf('\r\n', offset);
-    if (lineEnd < 0) return undefined;
-    const size = Number.parseInt(data.subarray(offset, lineEnd).toString('latin1'), 16);
-    if (Number.isNaN(size)) throw new Error('malformed chunked response');
-    if (size === 0) return data.length >= lineEnd + 4 ? Buffer.concat(parts) : undefined;
-    if (data.length < lineEnd + 2 + size + 2) return undefined;
-    parts.push(data.subarray(lineEnd + 2, lineEnd + 2 + size));
-    offset = lineEnd + 2 + size + 2;
-  }
+/** The endpoint's URL with its path prefix, then the request's path. */
+export function join(endpoint: URL, path: string): string {
+  return `${endpoint.origin}${endpoint.pathname.replace(/\/+$/, '')}${path.startsWith('/') ? path : `/${path}`}`;
 }

@@ -15,9 +15,10 @@ export async function waitForReadinessGates(urls: readonly string[], timeoutSeco
 
 async function waitForGate(text: string, timeoutMs: number, log: Logger): Promise<void> {
   const url = new URL(text);
-  // A probe that hangs must not hold ADD past the gate's timeout.
+  // A probe that hangs must not hold ADD past the gate's timeout. No proxy: gates are node-local
+  // or cluster-internal services.
   const http = new HttpClient({
-    endpoints: [url],
+    endpoints: [new URL(url.origin)],
     connectTimeoutMs: Math.min(2_000, timeoutMs),
     requestTimeoutMs: Math.min(5_000, timeoutMs),
   });

@@ -1,31 +1,40 @@
-//! Binding of `netplug-http`: a keep-alive connection to etcd's gateway whose connect and
-//! exchanges each run on an OS thread of their own and settle a promise, so the JS thread never
-//! waits on the network. Failures resolve as `{ error: { kind, message } }`.
+//! Binding of `netplug-http`: an HTTP agent (TLS material, proxy and timeouts fixed at
+//! construction, connections pooled) whose requests each run on an OS thread of their own and
+//! settle a promise, so the JS thread never waits on the network. Failures resolve as
+//! `{ error: { kind, message } }`.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use napi::bindgen_prelude::{Buffer, Object};
 use napi::{Env, Error, Result};
 use napi_derive::napi;
-use netplug_http::{Connection, Target, TlsFiles, client_config};
+use netplug_http::{Client, ClientOptions, TlsFiles};
 
 use crate::on_thread;
 
 #[napi(object)]
-pub struct HttpOptions {
-    /// A DNS name or an IP address (without brackets).
-    pub host: String,
-    pub port: u32,
-    /// TLS: the server is verified against `ca` (every certificate in it), and `cert` + `key`
-    /// (PEM) are presented for mutual TLS when given.
-    pub tls: bool,
+pub struct HttpAgentOptions {
+    /// Trust exactly the certificates of this PEM bundle; the platform's store when absent.
     pub ca: Option<Buffer>,
+    /// PEM client certificate and key, presented for mutual TLS.
     pub cert: Option<Buffer>,
     pub key: Option<Buffer>,
+    /// An `http://` or `https://` proxy URL (CONNECT for https targets); none when absent.
+    pub proxy: Option<String>,
     pub connect_timeout_ms: u32,
+    /// The deadline of each request as a whole.
     pub request_timeout_ms: u32,
+}
+
+#[napi(object)]
+pub struct HttpRequestSpec {
+    pub method: String,
+    /// Absolute URL.
+    pub url: String,
+    pub headers: Option<HashMap<String, String>>,
+    pub body: Option<Buffer>,
 }
 
 /// `kind`: `connect`, `timeout`, `tls`, `io` or `protocol`.
@@ -36,99 +45,62 @@ pub struct HttpError {
 }
 
 #[napi(object)]
-pub struct ConnectOutcome {
+pub struct HttpOutcome {
+    pub status: Option<u32>,
+    /// Names lower-cased; repeated headers joined with `, `.
+    pub headers: Option<HashMap<String, String>>,
+    pub body: Option<Buffer>,
     pub error: Option<HttpError>,
 }
 
-#[napi(object)]
-pub struct ExchangeOutcome {
-    /// The whole response, status line to the end of its body.
-    pub response: Option<Buffer>,
-    pub error: Option<HttpError>,
-}
-
-struct Shared {
-    target: Target,
-    connection: Mutex<Option<Connection>>,
-    closed: AtomicBool,
-    connect_timeout: Duration,
-    request_timeout: Duration,
-}
-
-impl Shared {
-    /// The open connection, opened now if there is none.
-    fn with_connection<T>(&self, work: impl FnOnce(&mut Connection) -> netplug_http::Result<T>) -> netplug_http::Result<T> {
-        let mut guard = self.connection.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if guard.is_none() {
-            *guard = Some(Connection::open(&self.target, self.connect_timeout)?);
-        }
-        let result = work(guard.as_mut().expect("opened above"));
-        // A failed exchange leaves the stream mid-message; a closed connection is not reused.
-        if result.is_err() || self.closed.load(Ordering::Acquire) {
-            *guard = None;
-        }
-        result
-    }
-}
-
-/// A keep-alive HTTP/1.1 connection, plain or TLS, opened on first use (or by `connect`).
+/// Connections to any number of servers, kept alive between requests.
 #[napi]
-pub struct HttpConnection {
-    shared: Arc<Shared>,
+pub struct HttpAgent {
+    client: Arc<Client>,
 }
 
 #[napi]
-impl HttpConnection {
-    /// Throws `ca: ...`, `cert: ...` or `key: ...` when TLS material is unusable.
+impl HttpAgent {
+    /// Throws `ca: ...`, `cert: ...`, `key: ...` or `proxy: ...` when that setting is unusable.
     #[napi(constructor)]
-    pub fn new(options: HttpOptions) -> Result<Self> {
-        let port = u16::try_from(options.port).map_err(|_| Error::from_reason(format!("port {} is out of range", options.port)))?;
-        let tls = if options.tls {
-            let files = TlsFiles {
+    pub fn new(options: HttpAgentOptions) -> Result<Self> {
+        let client = Client::new(ClientOptions {
+            tls: TlsFiles {
                 ca: options.ca.map(|b| b.to_vec()),
                 cert: options.cert.map(|b| b.to_vec()),
                 key: options.key.map(|b| b.to_vec()),
+            },
+            proxy: options.proxy,
+            connect_timeout: Duration::from_millis(options.connect_timeout_ms.into()),
+            request_timeout: Duration::from_millis(options.request_timeout_ms.into()),
+        })
+        .map_err(|err| Error::from_reason(err.to_string()))?;
+        Ok(HttpAgent { client: Arc::new(client) })
+    }
+
+    /// Sends one request and reads the whole response, whatever its status.
+    #[napi(ts_return_type = "Promise<HttpOutcome>")]
+    pub fn request<'env>(&self, env: &'env Env, request: HttpRequestSpec) -> Result<Object<'env>> {
+        let client = self.client.clone();
+        let headers: Vec<(String, String)> = request.headers.unwrap_or_default().into_iter().collect();
+        let body = request.body.map(|b| b.to_vec());
+        on_thread(env, move || {
+            let spec = netplug_http::Request {
+                method: &request.method,
+                url: &request.url,
+                headers: &headers,
+                body: body.as_deref(),
             };
-            Some(client_config(&files).map_err(|err| Error::from_reason(err.to_string()))?)
-        } else {
-            None
-        };
-        Ok(HttpConnection {
-            shared: Arc::new(Shared {
-                target: Target { host: options.host, port, tls },
-                connection: Mutex::new(None),
-                closed: AtomicBool::new(false),
-                connect_timeout: Duration::from_millis(options.connect_timeout_ms.into()),
-                request_timeout: Duration::from_millis(options.request_timeout_ms.into()),
-            }),
+            match client.request(&spec) {
+                Ok(response) => HttpOutcome {
+                    status: Some(response.status.into()),
+                    headers: Some(response.headers.into_iter().collect()),
+                    body: Some(response.body.into()),
+                    error: None,
+                },
+                Err(err) => HttpOutcome { status: None, headers: None, body: None, error: Some(http_error(err)) },
+            }
         })
-    }
-
-    /// Opens the connection (TCP, and the TLS handshake) ahead of the first exchange.
-    #[napi(ts_return_type = "Promise<ConnectOutcome>")]
-    pub fn connect<'env>(&self, env: &'env Env) -> Result<Object<'env>> {
-        let shared = self.shared.clone();
-        on_thread(env, move || ConnectOutcome { error: shared.with_connection(|_| Ok(())).err().map(http_error) })
-    }
-
-    /// Sends one whole request and returns the whole response.
-    #[napi(ts_return_type = "Promise<ExchangeOutcome>")]
-    pub fn exchange<'env>(&self, env: &'env Env, request: Buffer) -> Result<Object<'env>> {
-        let shared = self.shared.clone();
-        let request = request.to_vec();
-        on_thread(env, move || match shared.with_connection(|c| c.exchange(&request, shared.request_timeout)) {
-            Ok(response) => ExchangeOutcome { response: Some(response.into()), error: None },
-            Err(err) => ExchangeOutcome { response: None, error: Some(http_error(err)) },
-        })
-    }
-
-    /// Closes the connection; one in use closes when its exchange ends. A later exchange reopens.
-    #[napi]
-    pub fn close(&self) {
-        match self.shared.connection.try_lock() {
-            Ok(mut guard) => *guard = None,
-            Err(_) => self.shared.closed.store(true, Ordering::Release),
-        }
     }
 }
 

@@ -1,5 +1,5 @@
 //! N-API binding of netplug's native crates: `netplug-dataplane` (kernel work) and, in
-//! [`http`], `netplug-http` (the connection to etcd's gateway).
+//! [`http`], `netplug-http` (HTTP for etcd, the Kubernetes API and readiness gates).
 //!
 //! Each call starts a dedicated OS thread (namespaces are per thread), returns a promise at
 //! once, and settles it from that thread: neither the JS thread nor libuv's pool ever blocks on

@@ -1,180 +1,121 @@
-//! One keep-alive HTTP/1.1 connection to etcd's JSON gateway, over plain TCP or TLS (rustls).
+//! HTTP/1.1 for netplug's three servers (etcd's JSON gateway, the Kubernetes API, readiness
+//! gates) by ureq on rustls: response framing as servers really send it (Content-Length,
+//! chunked, close-delimited, bodiless 204/304), keep-alive, a deadline on every request, TLS
+//! trust from a CA bundle or the platform's store, mutual TLS, and an optional HTTP(S) proxy.
 //!
-//! Blocking by design: the N-API binding runs every call on an OS thread of its own, so a plugin
-//! process connects, handshakes and waits for etcd off its JavaScript thread, which meanwhile
-//! validates the netconf (Node's own sockets would cost that thread the loading of its whole
-//! streams stack on every pod's path). Requests are written and responses parsed by the caller;
-//! this crate only knows where a response ends.
+//! Blocking by design: the N-API binding runs every request on an OS thread of its own, so a
+//! plugin process connects, handshakes and waits off its JavaScript thread (Node's own sockets
+//! would cost that thread the loading of its whole streams stack on every pod's path).
 
-mod framing;
+mod error;
+mod observe;
 mod tls;
 
-use std::fmt;
-use std::io::{ErrorKind as IoKind, Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
-use std::sync::Arc;
 use std::time::Duration;
 
-use rustls::pki_types::ServerName;
-use rustls::{ClientConfig, ClientConnection, StreamOwned};
+use ureq::Agent;
+use ureq::http;
+use ureq::unversioned::resolver::DefaultResolver;
+use ureq::unversioned::transport::{Connector, DefaultConnector};
 
-pub use framing::response_length;
-pub use tls::{TlsError, TlsFiles, client_config};
+pub use error::{Error, ErrorKind, Result};
+pub use tls::{TlsError, TlsFiles, tls_config};
 
-/// What failed, for the caller's retry decisions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorKind {
-    /// No connection could be made (refused, unreachable, name not resolved).
-    Connect,
-    /// The peer took longer than the time allowed.
-    Timeout,
-    /// The TLS handshake or session failed (certificates, protocol).
-    Tls,
-    /// The connection broke, or the peer closed it mid-response.
-    Io,
-    /// The bytes received are not an HTTP/1.1 response.
-    Protocol,
+/// Largest response body accepted (a Kubernetes list of a big cluster fits).
+const MAX_BODY: u64 = 256 << 20;
+
+pub struct ClientOptions {
+    pub tls: TlsFiles,
+    /// `http://host:port` or `https://...`; CONNECT is used through it for https targets.
+    pub proxy: Option<String>,
+    pub connect_timeout: Duration,
+    /// The whole request, connecting included, to the last byte of the body.
+    pub request_timeout: Duration,
 }
 
-#[derive(Debug, Clone)]
-pub struct Error {
-    pub kind: ErrorKind,
-    pub message: String,
+pub struct Request<'a> {
+    pub method: &'a str,
+    /// Absolute: `https://host:port/path?query`.
+    pub url: &'a str,
+    pub headers: &'a [(String, String)],
+    pub body: Option<&'a [u8]>,
 }
 
-impl Error {
-    fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Error { kind, message: message.into() }
-    }
+#[derive(Debug)]
+pub struct Response {
+    pub status: u16,
+    /// Names lower-cased; repeated headers joined with `, `.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
 
-    fn io(context: &str, err: std::io::Error) -> Self {
-        let kind = match err.kind() {
-            IoKind::TimedOut | IoKind::WouldBlock => ErrorKind::Timeout,
-            // rustls reports its failures through io::Error with an inner rustls::Error.
-            IoKind::InvalidData if err.get_ref().is_some_and(|inner| inner.is::<rustls::Error>()) => ErrorKind::Tls,
-            _ => ErrorKind::Io,
+/// A keep-alive agent: connections are pooled per host and reused while the server keeps them.
+pub struct Client {
+    agent: Agent,
+}
+
+impl Client {
+    /// Fails, naming `ca`, `cert`, `key` or `proxy`, when that setting is unusable.
+    pub fn new(options: ClientOptions) -> std::result::Result<Client, TlsError> {
+        let proxy = match &options.proxy {
+            // The URL may carry credentials: it is not repeated in the message.
+            Some(url) => {
+                Some(ureq::Proxy::new(url).map_err(|err| TlsError { part: "proxy", message: err.to_string() })?)
+            }
+            // Never from the environment: the caller decides per server (see ts/net/proxy.ts).
+            None => None,
         };
-        Error::new(kind, format!("{context}: {err}"))
+        let config = Agent::config_builder()
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .proxy(proxy)
+            .tls_config(tls_config(&options.tls)?)
+            .timeout_connect(Some(options.connect_timeout))
+            .timeout_global(Some(options.request_timeout))
+            .user_agent("netplug")
+            .build();
+        let connector = DefaultConnector::new().chain(observe::Observe);
+        Ok(Client { agent: Agent::with_parts(config, connector, DefaultResolver::default()) })
     }
-}
 
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for Error {}
-
-pub type Result<T> = std::result::Result<T, Error>;
-
-/// Where to connect: host (name or address) and port, with TLS when a client configuration is given.
-#[derive(Clone)]
-pub struct Target {
-    pub host: String,
-    pub port: u16,
-    pub tls: Option<Arc<ClientConfig>>,
-}
-
-enum Stream {
-    Plain(TcpStream),
-    Tls(Box<StreamOwned<ClientConnection, TcpStream>>),
-}
-
-impl Stream {
-    fn tcp(&self) -> &TcpStream {
-        match self {
-            Stream::Plain(tcp) => tcp,
-            Stream::Tls(tls) => tls.get_ref(),
+    /// Sends the request and reads the whole response, any status. A pooled connection that the
+    /// server closed while idle (it had no way to tell us) fails before any byte of an answer;
+    /// only then is the request sent once more, on a new connection. That is safe for every
+    /// request, etcd's compare-and-swap transactions included: a server that closed the
+    /// connection never read the request, and should it have read it and then died, the
+    /// transaction's comparison fails the second time instead of applying twice.
+    pub fn request(&self, request: &Request) -> Result<Response> {
+        observe::reset();
+        match self.send(request) {
+            Err(err) if matches!(err.kind, ErrorKind::Io | ErrorKind::Protocol) && observe::pooled_and_silent() => {
+                observe::reset();
+                self.send(request)
+            }
+            outcome => outcome,
         }
     }
 
-    fn as_io(&mut self) -> &mut dyn ReadWrite {
-        match self {
-            Stream::Plain(tcp) => tcp,
-            Stream::Tls(tls) => tls.as_mut(),
+    fn send(&self, request: &Request) -> Result<Response> {
+        let mut builder = http::Request::builder().method(request.method).uri(request.url);
+        for (name, value) in request.headers {
+            builder = builder.header(name.as_str(), value.as_str());
         }
-    }
-}
-
-trait ReadWrite: Read + Write {}
-impl<T: Read + Write> ReadWrite for T {}
-
-/// An open connection: TCP connected and, with TLS, the handshake done.
-pub struct Connection {
-    stream: Stream,
-}
-
-impl Connection {
-    /// Connects to the first address of `target` that accepts within `timeout` each, and
-    /// completes the TLS handshake within the same time.
-    pub fn open(target: &Target, timeout: Duration) -> Result<Connection> {
-        let authority = format!("{}:{}", target.host, target.port);
-        let addresses = (target.host.as_str(), target.port)
-            .to_socket_addrs()
-            .map_err(|err| Error::new(ErrorKind::Connect, format!("resolve {authority}: {err}")))?;
-        let mut failures = Vec::new();
-        let mut tcp = None;
-        for address in addresses {
-            match TcpStream::connect_timeout(&address, timeout) {
-                Ok(stream) => {
-                    tcp = Some(stream);
-                    break;
+        let built = builder
+            .body(request.body.unwrap_or_default())
+            .map_err(|err| Error::new(ErrorKind::Protocol, err.to_string()))?;
+        let mut response = self.agent.run(built)?;
+        let mut headers: Vec<(String, String)> = Vec::new();
+        for (name, value) in response.headers() {
+            let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+            match headers.iter_mut().find(|(n, _)| n == name.as_str()) {
+                Some((_, joined)) => {
+                    joined.push_str(", ");
+                    joined.push_str(&value);
                 }
-                Err(err) => failures.push(format!("{address}: {err}")),
+                None => headers.push((name.as_str().to_owned(), value)),
             }
         }
-        let Some(tcp) = tcp else {
-            // One address (the usual case) needs no repeating; a name with several lists each.
-            let detail = match failures.as_slice() {
-                [] => format!("{authority} resolves to no address"),
-                [only] => only.split_once(": ").map_or(only.clone(), |(_, err)| err.to_string()),
-                many => many.join("; "),
-            };
-            return Err(Error::new(ErrorKind::Connect, detail));
-        };
-        tcp.set_nodelay(true).map_err(|err| Error::io("set TCP_NODELAY", err))?;
-        let stream = match &target.tls {
-            None => Stream::Plain(tcp),
-            Some(config) => Stream::Tls(Box::new(handshake(config.clone(), &target.host, tcp, timeout)?)),
-        };
-        Ok(Connection { stream })
+        let body = response.body_mut().with_config().limit(MAX_BODY).read_to_vec()?;
+        Ok(Response { status: response.status().as_u16(), headers, body })
     }
-
-    /// Writes `request` (a whole HTTP/1.1 request) and reads its whole response, each within
-    /// `timeout`. After an error the connection is unusable; open another.
-    pub fn exchange(&mut self, request: &[u8], timeout: Duration) -> Result<Vec<u8>> {
-        let tcp = self.stream.tcp();
-        tcp.set_write_timeout(Some(timeout)).map_err(|err| Error::io("set write timeout", err))?;
-        tcp.set_read_timeout(Some(timeout)).map_err(|err| Error::io("set read timeout", err))?;
-        let io = self.stream.as_io();
-        io.write_all(request).map_err(|err| Error::io("send request", err))?;
-        io.flush().map_err(|err| Error::io("send request", err))?;
-        let mut response = Vec::with_capacity(4096);
-        let mut chunk = [0u8; 16 * 1024];
-        loop {
-            if let Some(length) = response_length(&response)? {
-                response.truncate(length);
-                return Ok(response);
-            }
-            let n = io.read(&mut chunk).map_err(|err| Error::io("read response", err))?;
-            if n == 0 {
-                return Err(Error::new(ErrorKind::Io, "read response: the server closed the connection"));
-            }
-            response.extend_from_slice(&chunk[..n]);
-        }
-    }
-}
-
-fn handshake(config: Arc<ClientConfig>, host: &str, mut tcp: TcpStream, timeout: Duration) -> Result<StreamOwned<ClientConnection, TcpStream>> {
-    let name = ServerName::try_from(host.to_string())
-        .map_err(|_| Error::new(ErrorKind::Tls, format!("\"{host}\" is neither a DNS name nor an IP address")))?;
-    let mut session = ClientConnection::new(config, name).map_err(|err| Error::new(ErrorKind::Tls, format!("TLS with {host}: {err}")))?;
-    tcp.set_read_timeout(Some(timeout)).map_err(|err| Error::io("set read timeout", err))?;
-    tcp.set_write_timeout(Some(timeout)).map_err(|err| Error::io("set write timeout", err))?;
-    // Done here rather than on the first request, so that a warm-up connects completely.
-    while session.is_handshaking() {
-        session.complete_io(&mut tcp).map_err(|err| Error::io(&format!("TLS handshake with {host}"), err))?;
-    }
-    Ok(StreamOwned::new(session, tcp))
 }

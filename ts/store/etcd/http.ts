@@ -1,5 +1,10 @@
 // etcd's JSON gateway (POST a JSON body to /v3/kv/range or /v3/kv/txn, read a JSON answer) over
-// the native HTTP client.
+// the native HTTP client. Like etcd's own client, every endpoint is used: one that refuses, times
+// out, answers 503 or says it has no leader hands the request to the next, and the next request
+// starts there. No proxy: etcd is a cluster-internal service a node reaches directly.
+// A transaction sent again to another member after a timeout is safe: every write netplug makes
+// is a compare-and-swap, so one the first member did apply fails its comparison the second time
+// and the caller re-reads, as after any conflict.
 import { HttpClient, HttpTlsError, HttpUnavailableError, type HttpClientOptions, type HttpResponse } from '../../net/http-client.ts';
 import { StoreError, StoreUnavailableError } from '../store.ts';
 
@@ -10,7 +15,8 @@ export class GatewayConnection {
 
   /** Throws TlsMaterialError (from net/http-client.ts) for unusable TLS material. */
   constructor(options: GatewayOptions) {
-    this.http = new HttpClient(options);
+    // Every datastore call has a deadline: 10 s per endpoint tried unless the options say otherwise.
+    this.http = new HttpClient({ requestTimeoutMs: 10_000, ...options, unavailable: memberUnavailable });
   }
 
   get current(): URL {
@@ -41,8 +47,7 @@ export class GatewayConnection {
     }
     if (response.status !== 200) {
       const message = (parsed as { message?: string; error?: string }).message ?? (parsed as { error?: string }).error;
-      const unavailable = response.status === 503 || /no leader|timed out|unavailable/i.test(message ?? '');
-      const Kind = unavailable ? StoreUnavailableError : StoreError;
+      const Kind = memberUnavailable(response) ? StoreUnavailableError : StoreError;
       throw new Kind(`etcd at ${response.origin} refused ${path} (${response.status}): ${message ?? 'no message'}`);
     }
     return parsed;
@@ -55,4 +60,11 @@ export class GatewayConnection {
   close(): void {
     this.http.close();
   }
+}
+
+/** An answer by which an etcd member says it cannot serve now (no leader, stopping, overloaded). */
+function memberUnavailable(response: HttpResponse): boolean {
+  if (response.status === 503) return true;
+  if (response.status < 500) return false;
+  return /no leader|timed out|unavailable|stopped/i.test(response.body.toString('utf8'));
 }

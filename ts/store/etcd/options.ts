@@ -1,7 +1,8 @@
 // Where the etcd datastore is, from the netconf (or netplugctl's flags): etcd_endpoints, else DNS
 // SRV discovery under etcd_discovery_srv, else the deprecated etcd_scheme://etcd_authority; mutual
-// TLS from etcd_key_file + etcd_cert_file; server trust from etcd_ca_cert_file (every root in it).
-import { existsSync, readFileSync } from 'node:fs';
+// TLS from etcd_key_file + etcd_cert_file; server trust from etcd_ca_cert_file (every root in it),
+// else the platform's store (read by the native client, and only if an https endpoint needs it).
+import { readFileSync } from 'node:fs';
 
 import { StoreError, StoreUnavailableError } from '../store.ts';
 import type { TlsFiles } from '../../net/http-client.ts';
@@ -27,9 +28,6 @@ export class EtcdSettingsError extends StoreError {
   }
 }
 
-/** Where distributions keep the system's trusted roots (Debian and Ubuntu, then Fedora and RHEL). */
-const SYSTEM_CA_BUNDLES = ['/etc/ssl/certs/ca-certificates.crt', '/etc/pki/tls/certs/ca-bundle.crt'];
-
 export async function gatewayOptions(settings: EtcdSettings): Promise<GatewayOptions> {
   const endpoints = settings.etcd_endpoints
     ? parseEndpoints(settings.etcd_endpoints)
@@ -47,11 +45,6 @@ export async function gatewayOptions(settings: EtcdSettings): Promise<GatewayOpt
       field,
       `TLS files are given, so the etcd endpoints must be https:// (${endpoints.map((u) => u.origin).join(', ')})`,
     );
-  }
-  // https without etcd_ca_cert_file: the host's trust store, as other clients would use.
-  if (!tls.ca && endpoints.some((url) => url.protocol === 'https:')) {
-    const system = SYSTEM_CA_BUNDLES.find((path) => existsSync(path));
-    if (system) tls.ca = readFileSync(system);
   }
   return { endpoints, ...(secured ? { tls } : {}) };
 }

@@ -1,0 +1,122 @@
+// Real servers for the HTTP tests: test/net/serve.py (Python's http.server) plain or over TLS,
+// certificates from openssl, and tinyproxy; each stopped at teardown.
+import { execFileSync, spawn } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { connect } from 'node:net';
+import { createInterface } from 'node:readline';
+
+import type { ExecutionContext } from 'ava';
+
+import { freePort } from '../helpers/etcd.ts';
+
+const SERVE = new URL('./serve.py', import.meta.url).pathname;
+
+type Teardown = Pick<ExecutionContext, 'teardown'>;
+
+export interface Served {
+  port: number;
+  pid: number;
+  url(path?: string): URL;
+}
+
+/** serve.py in `mode`, over TLS with `tls` (and requiring a client certificate with `clientCa`). */
+export async function serve(
+  t: Teardown,
+  mode: 'http10' | 'http11',
+  tls?: { cert: string; key: string; clientCa?: string },
+): Promise<Served> {
+  const args = [SERVE, mode, ...(tls ? [tls.cert, tls.key, ...(tls.clientCa ? [tls.clientCa] : [])] : [])];
+  const child = spawn('python3', args, { stdio: ['ignore', 'pipe', 'ignore'] });
+  t.teardown(() => {
+    child.kill('SIGKILL');
+  });
+  const line = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout }).once('line', resolve);
+    child.once('exit', (code) => reject(new Error(`serve.py ${mode} exited with ${code}`)));
+  });
+  const port = Number(line);
+  const scheme = tls ? 'https' : 'http';
+  return { port, pid: child.pid as number, url: (path = '/') => new URL(`${scheme}://127.0.0.1:${port}${path}`) };
+}
+
+export interface Certs {
+  ca: string;
+  serverCert: string;
+  serverKey: string;
+  clientCert: string;
+  clientKey: string;
+}
+
+/** A CA, a server certificate for 127.0.0.1 and localhost, and a client certificate, in `dir`. */
+export function makeCerts(dir: string): Certs {
+  const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
+  const key = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
+  ssl('req', '-x509', ...key, '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=netplug http test CA');
+  const leaf = (name: string, extensions: string) => {
+    writeFileSync(join(dir, `${name}.ext`), extensions);
+    ssl('req', ...key, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=netplug http test ${name}`);
+    ssl(
+      'x509',
+      '-req',
+      '-in',
+      `${name}.csr`,
+      '-CA',
+      'ca.pem',
+      '-CAkey',
+      'ca.key',
+      '-CAcreateserial',
+      '-out',
+      `${name}.pem`,
+      '-days',
+      '2',
+      '-extfile',
+      `${name}.ext`,
+    );
+  };
+  leaf('server', 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n');
+  leaf('client', 'extendedKeyUsage=clientAuth\n');
+  const at = (file: string) => join(dir, file);
+  return {
+    ca: at('ca.pem'),
+    serverCert: at('server.pem'),
+    serverKey: at('server.key'),
+    clientCert: at('client.pem'),
+    clientKey: at('client.key'),
+  };
+}
+
+export interface Proxy {
+  url: URL;
+  /** What tinyproxy logged so far (its CONNECT lines name each tunnel's target). */
+  log(): string;
+}
+
+/** tinyproxy on a free loopback port, tunnelling CONNECT to any port. */
+export async function startProxy(t: Teardown, dir: string): Promise<Proxy> {
+  const port = await freePort();
+  const logFile = join(dir, 'tinyproxy.log');
+  const config = join(dir, 'tinyproxy.conf');
+  writeFileSync(logFile, '');
+  // No ConnectPort line: CONNECT to every port is allowed.
+  writeFileSync(
+    config,
+    `Port ${port}\nListen 127.0.0.1\nTimeout 30\nLogFile "${logFile}"\nLogLevel Connect\nMaxClients 20\nAllow 127.0.0.1\n`,
+  );
+  const child = spawn('tinyproxy', ['-d', '-c', config], { stdio: 'ignore' });
+  t.teardown(() => {
+    child.kill('SIGKILL');
+  });
+  for (let i = 0; i < 100 && !(await accepts(port)); i++) await new Promise((r) => setTimeout(r, 50));
+  return { url: new URL(`http://127.0.0.1:${port}`), log: () => readFileSync(logFile, 'utf8') };
+}
+
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
