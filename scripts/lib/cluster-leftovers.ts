@@ -25,14 +25,15 @@ const LAST = ['kube-apiserver', 'etcd'];
 
 export async function removeClusterLeftovers(dir: string): Promise<void> {
   await stopProcesses(dir);
-  const shimSockets = shimSocketsOf(dir);
+  const tasks = tasksOf(dir);
   deleteContainers(dir);
   // Shims whose containers are gone exit by themselves; any left are stopped here.
   await terminate(
     processesNaming(dir).map((process) => process.pid),
     2000,
   );
-  for (const socket of shimSockets) rmSync(socket, { force: true });
+  for (const { socket } of tasks) if (socket) rmSync(socket, { force: true });
+  removeCachedResults(tasks.map((task) => task.id));
   unmountUnder(dir);
   spawnSync('ip', ['netns', 'del', basename(dir)], { stdio: 'ignore' });
   removeHostPaths(dir);
@@ -64,22 +65,32 @@ function deleteContainers(dir: string): void {
   }
 }
 
-/** containerd 1.6 puts each shim's socket in /run/containerd/s whatever its own paths; the task dirs record which. */
-function shimSocketsOf(dir: string): string[] {
-  const tasks = join(dir, 'containerd/state/io.containerd.runtime.v2.task');
-  const sockets: string[] = [];
-  if (!existsSync(tasks)) return sockets;
-  for (const namespace of readdirSync(tasks)) {
-    for (const id of readdirSync(join(tasks, namespace))) {
+/**
+ * The containers containerd ran, from its task directories, with their shims' sockets: containerd
+ * 1.6 puts those in /run/containerd/s whatever its own paths.
+ */
+function tasksOf(dir: string): Array<{ id: string; socket?: string }> {
+  const root = join(dir, 'containerd/state/io.containerd.runtime.v2.task');
+  if (!existsSync(root)) return [];
+  return readdirSync(root).flatMap((namespace) =>
+    readdirSync(join(root, namespace)).map((id) => {
       try {
-        const address = readFileSync(join(tasks, namespace, id, 'address'), 'utf8').trim();
-        if (address.startsWith('unix:///run/containerd/s/')) sockets.push(address.slice('unix://'.length));
+        const address = readFileSync(join(root, namespace, id, 'address'), 'utf8').trim();
+        return address.startsWith('unix:///run/containerd/s/') ? { id, socket: address.slice('unix://'.length) } : { id };
       } catch {
-        // No shim started for it.
+        return { id };
       }
-    }
+    }),
+  );
+}
+
+/** libcni's cached results (<network>-<sandbox id>-<interface>) of sandboxes that got no DEL. */
+function removeCachedResults(ids: string[]): void {
+  const results = '/var/lib/cni/results';
+  if (!existsSync(results)) return;
+  for (const entry of readdirSync(results)) {
+    if (ids.some((id) => entry.includes(`-${id}-`))) rmSync(join(results, entry), { force: true });
   }
-  return sockets;
 }
 
 /** Unmounts every mount at or below `dir`, deepest first. */

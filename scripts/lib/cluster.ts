@@ -8,8 +8,7 @@
 // Binaries come from scripts/kube-binaries.sh and scripts/kube-apiserver.sh, built from the Go
 // module proxy; images are written locally (cluster-images.ts).
 import { execFile, execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
-import { request } from 'node:https';
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { connect, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -19,7 +18,10 @@ import { kubeconfigText, makeClusterCerts } from './cluster-certs.ts';
 import { writeContainerdConfig, writeKubeletConfig, type NodeLayout } from './cluster-config.ts';
 import { BUSYBOX_IMAGE, buildClusterImages, PAUSE_IMAGE } from './cluster-images.ts';
 import { CLUSTER_PREFIX, recordHostPaths, removeClusterLeftovers, runcRootOf } from './cluster-leftovers.ts';
-import { sleep, startDaemon, type Daemon } from './cluster-processes.ts';
+import { startDaemon, type Daemon } from './cluster-processes.ts';
+import { apiGet, waitFor } from './cluster-api.ts';
+import { drainWorkloads } from './cluster-drain.ts';
+import { linkSystemPlugins, makeNodeNetwork } from './cluster-network.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const run = promisify(execFile);
@@ -69,14 +71,20 @@ export interface Cluster {
   importImage(ociArchive: string): Promise<void>;
   /** Stops everything and removes all the cluster made. */
   stop(): Promise<void>;
+  /** Seconds from the call of startCluster to each stage of the start, for reports. */
+  timings: Record<string, number>;
 }
 
 export async function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
+  const started = Date.now();
+  const timings: Record<string, number> = {};
+  const mark = (stage: string) => (timings[stage] = (Date.now() - started) / 1000);
   const tool = (script: string) =>
     execFileSync('sh', [join(ROOT, 'scripts', script)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
   const binaries = tool('kube-binaries.sh');
   const apiserver = tool('kube-apiserver.sh');
   const bin = (name: string) => join(binaries, name);
+  mark('binaries');
 
   const dir = mkdtempSync(join(tmpdir(), `${CLUSTER_PREFIX}${process.pid}-`));
   const netns = basename(dir);
@@ -94,7 +102,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     (await run('nsenter', [`--net=${netnsPath}`, '--', command, ...args], { maxBuffer: 64 << 20 })).stdout;
   try {
     recordHostPaths(dir);
-    await makeNodeNetwork(netns);
+    await makeNodeNetwork(netns, NODE_IP);
 
     const certs = makeClusterCerts(join(dir, 'pki'), { nodeIp: NODE_IP, serviceIp: API_SERVICE_IP });
     const inside = `https://127.0.0.1:${API_PORT}`;
@@ -116,6 +124,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     mkdirSync(node.cniConfDir, { recursive: true });
     if (options.systemPlugins ?? true) linkSystemPlugins(node.cniBinDir);
     const images = buildClusterImages(join(dir, 'images'), bin('pause'));
+    mark('network, certificates, images');
 
     const start = (name: string, command: string, args: string[]) => daemons.push(startDaemon(netnsPath, logs, name, command, args));
     start('etcd', 'etcd', [
@@ -192,15 +201,18 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       importImage: async (archive) => {
         await run('ctr', ['--address', node.containerdSocket, '--namespace', 'k8s.io', 'images', 'import', archive]);
       },
+      timings,
       stop: async () => {
-        await drainWorkloads(cluster);
+        await drainWorkloads(cluster.kubectl);
         await stop();
       },
     };
 
     await waitFor('containerd', daemons, async () => existsSync(node.containerdSocket));
     await Promise.all([cluster.importImage(images.pause), cluster.importImage(images.busybox)]);
+    mark('containerd, images imported');
     await waitFor('kube-apiserver', daemons, async () => (await api('/readyz')).status === 200);
+    mark('kube-apiserver ready');
 
     start('kubelet', bin('kubelet'), [
       `--config=${writeKubeletConfig(node, certs.ca)}`,
@@ -251,102 +263,20 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       const response = await api(`/api/v1/nodes/${nodeName}`);
       return response.status === 200 && (JSON.parse(response.body).spec?.podCIDRs ?? []).length > 0;
     });
+    mark('Node registered with its pod CIDR');
     await waitFor(
       'the default service account',
       daemons,
       async () => (await api('/api/v1/namespaces/default/serviceaccounts/default')).status === 200,
     );
+    mark('default service account');
     await waitFor('kube-proxy rules for the kubernetes Service', daemons, async () =>
       (await inNode('iptables-save', ['-t', 'nat']).catch(() => '')).includes('default/kubernetes:https'),
     );
+    mark('kube-proxy rules');
     return cluster;
   } catch (err) {
     await stop();
     throw err;
-  }
-}
-
-/** The node's network namespace: loopback, the node address on a veth pair, a default route, forwarding. */
-async function makeNodeNetwork(netns: string): Promise<void> {
-  const ip = (...args: string[]) => run('ip', ['-n', netns, ...args]);
-  await run('ip', ['netns', 'add', netns]);
-  await ip('link', 'set', 'lo', 'up');
-  // No dummy driver on these kernels: a veth pair with both ends in the namespace carries the address.
-  await ip('link', 'add', 'node0', 'type', 'veth', 'peer', 'name', 'node0-peer');
-  await ip('addr', 'add', `${NODE_IP}/24`, 'dev', 'node0');
-  await ip('link', 'set', 'node0', 'up');
-  await ip('link', 'set', 'node0-peer', 'up');
-  // Host-network clients pick their source address for ClusterIPs from this route.
-  await ip('route', 'add', 'default', 'via', '10.250.0.254', 'dev', 'node0');
-  await run('nsenter', [`--net=/run/netns/${netns}`, '--', 'sysctl', '-q', '-w', 'net.ipv4.ip_forward=1']);
-}
-
-function linkSystemPlugins(binDir: string): void {
-  for (const plugin of readdirSync('/usr/lib/cni')) {
-    if (!existsSync(join(binDir, plugin))) symlinkSync(join('/usr/lib/cni', plugin), join(binDir, plugin));
-  }
-}
-
-/** Polls `ready` (every 100 ms, up to 60 s); fails with the logs' tails when a daemon died or time ran out. */
-async function waitFor(what: string, daemons: Daemon[], ready: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    const dead = daemons.find((daemon) => daemon.exited());
-    if (dead) throw new Error(`${dead.name} exited while waiting for ${what}:\n${dead.tail()}`);
-    if (await ready().catch(() => false)) return;
-    await sleep(100);
-  }
-  throw new Error(`timed out waiting for ${what}:\n${daemons.map((daemon) => `--- ${daemon.name}\n${daemon.tail()}`).join('\n')}`);
-}
-
-function apiGet(server: string, ca: string, user: { cert: string; key: string }, path: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      `${server}${path}`,
-      { ca: readFileSync(ca), cert: readFileSync(user.cert), key: readFileSync(user.key), timeout: 2000 },
-      (response) => {
-        let body = '';
-        response.on('data', (chunk: Buffer) => (body += chunk.toString()));
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
-      },
-    );
-    req.on('error', reject);
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.end();
-  });
-}
-
-/**
- * Deletes the workloads through the API so the kubelet tears their pods down as on a real node
- * (CNI DEL with the network namespace): controllers and pod-network pods first, then DaemonSets
- * and host-network pods (a CNI installed by a DaemonSet must outlive the pods that use it).
- * Bounded: a cluster that no longer answers is torn down regardless.
- */
-async function drainWorkloads(cluster: Cluster): Promise<void> {
-  const kubectl = (...args: string[]) => cluster.kubectl('--request-timeout=10s', ...args);
-  const remaining = async (hostNetwork: boolean | undefined) => {
-    const pods = JSON.parse(await kubectl('get', 'pods', '--all-namespaces', '-o', 'json')).items as Array<{
-      metadata: { namespace: string; name: string };
-      spec: { hostNetwork?: boolean };
-    }>;
-    return pods.filter((pod) => hostNetwork === undefined || (pod.spec.hostNetwork ?? false) === hostNetwork);
-  };
-  const deletePods = async (hostNetwork: boolean | undefined) => {
-    const deadline = Date.now() + 30_000;
-    for (let pods = await remaining(hostNetwork); pods.length > 0 && Date.now() < deadline; pods = await remaining(hostNetwork)) {
-      for (const namespace of new Set(pods.map((pod) => pod.metadata.namespace))) {
-        const names = pods.filter((pod) => pod.metadata.namespace === namespace).map((pod) => pod.metadata.name);
-        await kubectl('delete', 'pods', '-n', namespace, '--grace-period=1', '--wait=false', '--ignore-not-found', ...names);
-      }
-      await sleep(500);
-    }
-  };
-  try {
-    await kubectl('delete', 'deployments,replicasets,statefulsets,jobs,cronjobs', '--all', '--all-namespaces', '--wait=false');
-    await deletePods(false);
-    await kubectl('delete', 'daemonsets', '--all', '--all-namespaces', '--wait=false');
-    await deletePods(undefined);
-  } catch {
-    // The API server or the kubelet is gone: removeClusterLeftovers takes the rest.
   }
 }

@@ -5,6 +5,7 @@ import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import test from 'ava';
+import * as k8s from '@kubernetes/client-node';
 
 import { mountsUnder } from '../../scripts/lib/cluster-leftovers.ts';
 import { processesNaming } from '../../scripts/lib/cluster-processes.ts';
@@ -71,6 +72,14 @@ test.serial('with a CNI configured the node turns Ready and a Deployment of 3 po
   // Each address is on the pod's eth0, as ptp put it there.
   const inside = await cluster().kubectl('exec', pods[0].metadata.name, '--', 'ip', '-4', 'addr', 'show', 'eth0');
   t.true(inside.includes(`inet ${pods[0].status.podIP}/`), inside);
+});
+
+test.serial('the administrator kubeconfig works from outside the node network namespace', async (t) => {
+  const config = new k8s.KubeConfig();
+  config.loadFromFile(cluster().kubeconfig);
+  const node = await config.makeApiClient(k8s.CoreV1Api).readNode({ name: cluster().nodeName });
+  t.is(node.status?.nodeInfo?.kubeletVersion.startsWith('v1.36.'), true, node.status?.nodeInfo?.kubeletVersion);
+  t.deepEqual(node.status?.addresses?.find((address) => address.type === 'InternalIP')?.address, cluster().nodeIp);
 });
 
 test.serial('a pod reaches the API server through the kubernetes Service', async (t) => {

@@ -15,12 +15,13 @@ export function clusterPerFile(test: TestFn, options: ClusterOptions = {}): () =
   test.before(async (t) => {
     // A cold build of the Kubernetes binaries (npm test's pretest does it first) takes minutes.
     t.timeout(30 * 60_000);
-    const started = Date.now();
     cluster = await startCluster(options);
-    t.log(`cluster ${cluster.netns} up in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    t.log(`cluster ${cluster.netns} up: ${JSON.stringify(cluster.timings)}`);
   });
-  test.after.always(async () => {
+  test.after.always(async (t) => {
+    const started = Date.now();
     await cluster?.stop();
+    t.log(`cluster stopped in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   });
   return () => {
     if (!cluster) throw new Error('the cluster did not start (see the before hook)');
