@@ -2,9 +2,12 @@
 // API server's serving certificate valid for every address a client inside the node's network
 // namespace uses (loopback, the node IP, the `kubernetes` Service's ClusterIP and names), the
 // service-account key pair, and client identities with kubeconfigs.
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
 
 export interface ClusterIdentity {
   /** The certificate's CN: the Kubernetes user name. */
@@ -23,20 +26,23 @@ export interface ClusterCerts {
   serviceAccountKey: string;
   serviceAccountPub: string;
   /** Makes a client certificate (CN=user, O=group) and a kubeconfig for `server`. */
-  identity(user: string, group: string | undefined, server: string): ClusterIdentity;
+  identity(user: string, group: string | undefined, server: string): Promise<ClusterIdentity>;
 }
 
-export function makeClusterCerts(dir: string, addresses: { nodeIp: string; serviceIp: string }): ClusterCerts {
+/** Keys and certificates are made concurrently: openssl's key generation dominates the cluster's start otherwise. */
+export async function makeClusterCerts(dir: string, addresses: { nodeIp: string; serviceIp: string }): Promise<ClusterCerts> {
   mkdirSync(dir, { recursive: true });
-  const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
+  const ssl = (...args: string[]) => run('openssl', args, { cwd: dir });
   const ecKey = (name: string) => ssl('genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', `${name}.key`);
-  ecKey('ca');
-  ssl('req', '-x509', '-new', '-key', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=netplug test cluster CA');
-  const sign = (name: string, subject: string, extensions: string) => {
-    ecKey(name);
+  await ecKey('ca');
+  await ssl('req', '-x509', '-new', '-key', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=netplug test cluster CA');
+  // Each certificate its own serial (-set_serial): -CAcreateserial's serial file is not safe to share concurrently.
+  let serial = 1;
+  const sign = async (name: string, subject: string, extensions: string) => {
+    await ecKey(name);
     writeFileSync(join(dir, `${name}.ext`), extensions);
-    ssl('req', '-new', '-key', `${name}.key`, '-out', `${name}.csr`, '-subj', subject);
-    ssl(
+    await ssl('req', '-new', '-key', `${name}.key`, '-out', `${name}.csr`, '-subj', subject);
+    await ssl(
       'x509',
       '-req',
       '-in',
@@ -45,7 +51,8 @@ export function makeClusterCerts(dir: string, addresses: { nodeIp: string; servi
       'ca.pem',
       '-CAkey',
       'ca.key',
-      '-CAcreateserial',
+      '-set_serial',
+      String(serial++),
       '-out',
       `${name}.pem`,
       '-days',
@@ -55,17 +62,19 @@ export function makeClusterCerts(dir: string, addresses: { nodeIp: string; servi
     );
   };
   const names = ['kubernetes', 'kubernetes.default', 'kubernetes.default.svc', 'kubernetes.default.svc.cluster.local', 'localhost'];
-  sign(
+  const serving = sign(
     'serving',
     '/CN=kube-apiserver',
     `subjectAltName=IP:127.0.0.1,IP:${addresses.nodeIp},IP:${addresses.serviceIp},${names.map((name) => `DNS:${name}`).join(',')}\nextendedKeyUsage=serverAuth\n`,
   );
-  ecKey('service-accounts');
-  ssl('pkey', '-in', 'service-accounts.key', '-pubout', '-out', 'service-accounts.pub');
+  const serviceAccounts = ecKey('service-accounts').then(() =>
+    ssl('pkey', '-in', 'service-accounts.key', '-pubout', '-out', 'service-accounts.pub'),
+  );
+  await Promise.all([serving, serviceAccounts]);
 
-  const identity = (user: string, group: string | undefined, server: string): ClusterIdentity => {
+  const identity = async (user: string, group: string | undefined, server: string): Promise<ClusterIdentity> => {
     const name = `user-${user.replace(/[^a-z0-9]/gi, '-')}`;
-    sign(name, `/CN=${user}${group ? `/O=${group}` : ''}`, 'extendedKeyUsage=clientAuth\n');
+    await sign(name, `/CN=${user}${group ? `/O=${group}` : ''}`, 'extendedKeyUsage=clientAuth\n');
     const kubeconfig = join(dir, `${name}.kubeconfig`);
     writeFileSync(kubeconfig, kubeconfigText(server, join(dir, 'ca.pem'), user, join(dir, `${name}.pem`), join(dir, `${name}.key`)));
     return { user, cert: join(dir, `${name}.pem`), key: join(dir, `${name}.key`), kubeconfig };

@@ -1,6 +1,4 @@
 // Emptying a test cluster of workloads before it stops.
-import { sleep } from './cluster-processes.ts';
-
 /**
  * Deletes the workloads through the API so the kubelet tears their pods down as on a real node
  * (CNI DEL with the network namespace): controllers and pod-network pods first, then DaemonSets
@@ -16,14 +14,17 @@ export async function drainWorkloads(kubectlAsAdmin: (...args: string[]) => Prom
     }>;
     return pods.filter((pod) => hostNetwork === undefined || (pod.spec.hostNetwork ?? false) === hostNetwork);
   };
+  // kubectl delete waits until the kubelet has torn the pods down; another pass catches pods a
+  // controller being deleted still made.
   const deletePods = async (hostNetwork: boolean | undefined) => {
-    const deadline = Date.now() + 30_000;
-    for (let pods = await remaining(hostNetwork); pods.length > 0 && Date.now() < deadline; pods = await remaining(hostNetwork)) {
-      for (const namespace of new Set(pods.map((pod) => pod.metadata.namespace))) {
-        const names = pods.filter((pod) => pod.metadata.namespace === namespace).map((pod) => pod.metadata.name);
-        await kubectl('delete', 'pods', '-n', namespace, '--grace-period=1', '--wait=false', '--ignore-not-found', ...names);
-      }
-      await sleep(500);
+    for (let pass = 0, pods = await remaining(hostNetwork); pass < 3 && pods.length > 0; pass++, pods = await remaining(hostNetwork)) {
+      const namespaces = [...new Set(pods.map((pod) => pod.metadata.namespace))];
+      await Promise.all(
+        namespaces.map((namespace) => {
+          const names = pods.filter((pod) => pod.metadata.namespace === namespace).map((pod) => pod.metadata.name);
+          return kubectlAsAdmin('delete', 'pods', '-n', namespace, '--grace-period=1', '--timeout=30s', '--ignore-not-found', ...names);
+        }),
+      );
     }
   };
   try {

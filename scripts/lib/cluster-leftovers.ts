@@ -19,9 +19,15 @@ export const CLUSTER_PREFIX = 'npcluster-';
 export const runcRootOf = (dir: string) => join(dir, 'containerd/runc');
 
 // Stopped in this order: the kubelet before the runtime it would restart containers on, the API
-// server's clients before it, etcd last.
-const STOP_ORDER = ['kube-scheduler', 'kube-controller-manager', 'kube-proxy', 'kubelet', 'containerd', 'containerd-shim-runc-v2'];
-const LAST = ['kube-apiserver', 'etcd'];
+// server's clients before it. The API server and etcd keep nothing worth a graceful shutdown
+// (the API server's takes seconds), and whatever else names the directory (the relay) goes with
+// them. containerd's shims stay until their containers are deleted (deleteContainers).
+const STAGES: Array<{ names: string[]; graceMs: number }> = [
+  { names: ['kube-scheduler', 'kube-controller-manager', 'kube-proxy'], graceMs: 5000 },
+  { names: ['kubelet'], graceMs: 5000 },
+  { names: ['containerd'], graceMs: 5000 },
+];
+const SHIM = 'containerd-shim-runc-v2';
 
 export async function removeClusterLeftovers(dir: string): Promise<void> {
   await stopProcesses(dir);
@@ -41,17 +47,18 @@ export async function removeClusterLeftovers(dir: string): Promise<void> {
 }
 
 async function stopProcesses(dir: string): Promise<void> {
-  const rank = (name: string) => {
-    const index = [...STOP_ORDER, ...LAST].indexOf(name);
-    return index === -1 ? STOP_ORDER.length : index;
-  };
-  const byRank = new Map<number, number[]>();
-  for (const { pid, name } of processesNaming(dir)) byRank.set(rank(name), [...(byRank.get(rank(name)) ?? []), pid]);
-  for (const rankValue of [...byRank.keys()].sort((a, b) => a - b)) {
-    // Shims stay until their containers are deleted (deleteContainers), so they are not stopped here.
-    if (rankValue === STOP_ORDER.indexOf('containerd-shim-runc-v2')) continue;
-    await terminate(byRank.get(rankValue) ?? [], 5000);
+  for (const stage of STAGES) {
+    const pids = processesNaming(dir).filter((process) => stage.names.includes(process.name));
+    await terminate(
+      pids.map((process) => process.pid),
+      stage.graceMs,
+    );
   }
+  const rest = processesNaming(dir).filter((process) => process.name !== SHIM);
+  await terminate(
+    rest.map((process) => process.pid),
+    0,
+  );
 }
 
 /** Kills and deletes every container runc still knows in this cluster (their cgroups go with them). */

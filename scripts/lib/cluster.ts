@@ -104,14 +104,6 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     recordHostPaths(dir);
     await makeNodeNetwork(netns, NODE_IP);
 
-    const certs = makeClusterCerts(join(dir, 'pki'), { nodeIp: NODE_IP, serviceIp: API_SERVICE_IP });
-    const inside = `https://127.0.0.1:${API_PORT}`;
-    const admin = certs.identity('netplug-test-admin', 'system:masters', inside);
-    const kubelet = certs.identity(`system:node:${nodeName}`, 'system:nodes', inside);
-    const proxy = certs.identity('system:kube-proxy', undefined, inside);
-    const scheduler = certs.identity('system:kube-scheduler', undefined, inside);
-    const apiserverClient = certs.identity('kube-apiserver-kubelet-client', 'system:masters', inside);
-
     const node: NodeLayout = {
       dir,
       containerdSocket: join(dir, 'containerd/containerd.sock'),
@@ -123,8 +115,6 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     mkdirSync(node.cniBinDir, { recursive: true });
     mkdirSync(node.cniConfDir, { recursive: true });
     if (options.systemPlugins ?? true) linkSystemPlugins(node.cniBinDir);
-    const images = buildClusterImages(join(dir, 'images'), bin('pause'));
-    mark('network, certificates, images');
 
     const start = (name: string, command: string, args: string[]) => daemons.push(startDaemon(netnsPath, logs, name, command, args));
     start('etcd', 'etcd', [
@@ -138,6 +128,24 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       '--log-level=warn',
       '--logger=zap',
     ]);
+    start('containerd', 'containerd', ['--config', writeContainerdConfig(node)]);
+    const images = buildClusterImages(join(dir, 'images'), bin('pause'));
+    const imported = waitFor('containerd', daemons, async () => existsSync(node.containerdSocket)).then(() =>
+      Promise.all([images.pause, images.busybox].map((archive) => importInto(node.containerdSocket, archive))),
+    );
+    // Handled where it is awaited; a failure before that must not go unhandled meanwhile.
+    imported.catch(() => undefined);
+    const certs = await makeClusterCerts(join(dir, 'pki'), { nodeIp: NODE_IP, serviceIp: API_SERVICE_IP });
+    const inside = `https://127.0.0.1:${API_PORT}`;
+    const [admin, kubelet, proxy, scheduler, apiserverClient] = await Promise.all([
+      certs.identity('netplug-test-admin', 'system:masters', inside),
+      certs.identity(`system:node:${nodeName}`, 'system:nodes', inside),
+      certs.identity('system:kube-proxy', undefined, inside),
+      certs.identity('system:kube-scheduler', undefined, inside),
+      certs.identity('kube-apiserver-kubelet-client', 'system:masters', inside),
+    ]);
+    mark('network, certificates, images');
+
     start('kube-apiserver', apiserver, [
       '--etcd-servers=http://127.0.0.1:2379',
       `--secure-port=${API_PORT}`,
@@ -160,7 +168,6 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       `--cert-dir=${join(dir, 'apiserver')}`,
       '--profiling=false',
     ]);
-    start('containerd', 'containerd', ['--config', writeContainerdConfig(node)]);
     // The test process reaches the API server through a relay: a Unix socket served inside the
     // namespace, and a loopback TCP port here piping to it.
     const socket = join(dir, 'apiserver.sock');
@@ -198,9 +205,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
           },
         ),
       inNode,
-      importImage: async (archive) => {
-        await run('ctr', ['--address', node.containerdSocket, '--namespace', 'k8s.io', 'images', 'import', archive]);
-      },
+      importImage: (archive) => importInto(node.containerdSocket, archive),
       timings,
       stop: async () => {
         await drainWorkloads(cluster.kubectl);
@@ -208,12 +213,9 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       },
     };
 
+    // The kubelet and kube-proxy wait for the API server by themselves; starting them now
+    // overlaps their start with its own. They need containerd's socket.
     await waitFor('containerd', daemons, async () => existsSync(node.containerdSocket));
-    await Promise.all([cluster.importImage(images.pause), cluster.importImage(images.busybox)]);
-    mark('containerd, images imported');
-    await waitFor('kube-apiserver', daemons, async () => (await api('/readyz')).status === 200);
-    mark('kube-apiserver ready');
-
     start('kubelet', bin('kubelet'), [
       `--config=${writeKubeletConfig(node, certs.ca)}`,
       `--kubeconfig=${kubelet.kubeconfig}`,
@@ -223,6 +225,23 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       `--hostname-override=${nodeName}`,
       `--node-ip=${NODE_IP}`,
     ]);
+    start('kube-proxy', bin('kube-proxy'), [
+      `--kubeconfig=${proxy.kubeconfig}`,
+      '--proxy-mode=iptables',
+      `--cluster-cidr=${CLUSTER_CIDR}`,
+      `--hostname-override=${nodeName}`,
+      '--healthz-bind-address=127.0.0.1:10256',
+      '--metrics-bind-address=127.0.0.1:10249',
+      // Zero: leave the conntrack table size and timeouts alone (the size is host-wide).
+      '--conntrack-max-per-core=0',
+      '--conntrack-min=0',
+      '--conntrack-tcp-timeout-established=0',
+      '--conntrack-tcp-timeout-close-wait=0',
+    ]);
+
+    await waitFor('kube-apiserver', daemons, async () => (await api('/readyz')).status === 200);
+    mark('kube-apiserver ready');
+    // These two give up when the API server is not healthy within seconds of their start.
     start('kube-controller-manager', bin('kube-controller-manager'), [
       `--kubeconfig=${admin.kubeconfig}`,
       '--leader-elect=false',
@@ -243,19 +262,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       '--bind-address=127.0.0.1',
       '--profiling=false',
     ]);
-    start('kube-proxy', bin('kube-proxy'), [
-      `--kubeconfig=${proxy.kubeconfig}`,
-      '--proxy-mode=iptables',
-      `--cluster-cidr=${CLUSTER_CIDR}`,
-      `--hostname-override=${nodeName}`,
-      '--healthz-bind-address=127.0.0.1:10256',
-      '--metrics-bind-address=127.0.0.1:10249',
-      // Zero: leave the conntrack table size and timeouts alone (the size is host-wide).
-      '--conntrack-max-per-core=0',
-      '--conntrack-min=0',
-      '--conntrack-tcp-timeout-established=0',
-      '--conntrack-tcp-timeout-close-wait=0',
-    ]);
+    await imported;
+    mark('containerd, images imported');
 
     // Ready for workloads: the Node registered with its pod CIDR, the default service account
     // (pods are refused without it), and kube-proxy's rules for the `kubernetes` Service.
@@ -279,4 +287,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     await stop();
     throw err;
   }
+}
+
+async function importInto(containerdSocket: string, archive: string): Promise<void> {
+  await run('ctr', ['--address', containerdSocket, '--namespace', 'k8s.io', 'images', 'import', archive]);
 }
