@@ -6,7 +6,9 @@
 // iptables, default ports cannot clash with anything else on the machine, and stop() removes
 // every process, mount, container, cgroup and host path the cluster made (cluster-leftovers.ts).
 // Binaries come from scripts/kube-binaries.sh and scripts/kube-apiserver.sh, built from the Go
-// module proxy; images are written locally (cluster-images.ts).
+// module proxy; images are written locally (cluster-images.ts). Unlike real-node.md, pod network
+// namespaces live under containerd's state directory (CNI_NETNS=<dir>/containerd/state/...), not
+// /var/run/netns: every one of them is the cluster's own to remove, even after a crash.
 import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { connect, createServer, type Server } from 'node:net';
