@@ -1,0 +1,44 @@
+// A real single-node Kubernetes cluster for a test file (scripts/lib/cluster.ts): started once in
+// a before hook, stopped (everything it made removed) after the file's tests, pass or fail.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+import type { TestFn } from 'ava';
+
+import { startCluster, type Cluster, type ClusterOptions } from '../../scripts/lib/cluster.ts';
+
+export { BUSYBOX_IMAGE, API_SERVICE_IP, CLUSTER_CIDR, startCluster, type Cluster } from '../../scripts/lib/cluster.ts';
+
+/** Registers the hooks; the returned function gives the running cluster inside tests. */
+export function clusterPerFile(test: TestFn, options: ClusterOptions = {}): () => Cluster {
+  let cluster: Cluster | undefined;
+  test.before(async (t) => {
+    // A cold build of the Kubernetes binaries (npm test's pretest does it first) takes minutes.
+    t.timeout(30 * 60_000);
+    cluster = await startCluster(options);
+    t.log(`cluster ${cluster.netns} up: ${JSON.stringify(cluster.timings)}`);
+  });
+  test.after.always(async (t) => {
+    const started = Date.now();
+    await cluster?.stop();
+    t.log(`cluster stopped in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  });
+  return () => {
+    if (!cluster) throw new Error('the cluster did not start (see the before hook)');
+    return cluster;
+  };
+}
+
+/** Parsed `kubectl get -o json`. */
+export async function getJson(cluster: Cluster, ...args: string[]): Promise<any> {
+  return JSON.parse(await cluster.kubectl('get', ...args, '-o', 'json'));
+}
+
+let manifests = 0;
+
+/** Applies a manifest given as objects (kubectl apply -f - would need stdin; a file in the cluster dir does). */
+export async function apply(cluster: Cluster, ...objects: unknown[]): Promise<void> {
+  const file = join(cluster.dir, `manifest-${manifests++}.json`);
+  writeFileSync(file, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
+  await cluster.kubectl('apply', '-f', file);
+}
