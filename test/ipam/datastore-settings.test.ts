@@ -158,6 +158,6 @@ test('the deprecated etcd_authority and etcd_scheme, used only without etcd_endp
     netconf: { ...netconf, etcd_endpoints: 'etcd-1:2379' },
   });
   t.is(bad.json.code, 7);
-  t.is(bad.json.msg, 'netconf field "etcd_endpoints": "etcd-1:2379" must be an http:// or https:// URL');
+  t.is(bad.json.msg, 'netconf field "etcd_endpoints" must be http:// or https:// URLs, comma-separated, got "etcd-1:2379"');
   t.is(ctl(etcd, 'ipam', 'check', '--grace-period', '0').status, 0);
 });

@@ -94,12 +94,13 @@ export class KubeClient {
   }
 
   warmUp(): void {
-    if (this.http) this.http.warmUp();
+    const path = `${this.prefix}/version`;
+    if (this.http) this.http.warmUp(path);
     // The exec plugin runs first; its failure surfaces on the first request.
     else
       this.access.credentials
         .current()
-        .then((credential) => this.connection(credential).warmUp())
+        .then((credential) => this.connection(credential).warmUp(path))
         .catch(() => undefined);
   }
 

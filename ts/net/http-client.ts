@@ -106,8 +106,8 @@ export class HttpClient {
   }
 
   /** Opens a connection to the current endpoint ahead of the first request (a cheap GET whose answer is dropped). */
-  warmUp(): void {
-    void this.request({ method: 'GET', path: '/version' }).catch(() => undefined);
+  warmUp(path = '/version'): void {
+    void this.request({ method: 'GET', path }).catch(() => undefined);
   }
 
   /** Nothing to release: idle connections close with the process or when the server drops them. */
