@@ -2,7 +2,7 @@
 // inside a pids cgroup of its own: a case that forks without limit is contained and counted, a
 // case that hangs is killed at its time limit with everything it started, and nothing outlives
 // its case. Output is captured up to a bound, so a runaway writer cannot exhaust the test.
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 
 import { hasStackTrace, NETPLUG } from '../../helpers/cni.ts';
@@ -29,6 +29,8 @@ export interface Limits {
   /** The cgroup refuses forks beyond this many tasks (threads count: a Node process has about ten). */
   maxProcesses?: number;
   executable?: string;
+  /** Called with the plugin's process once it runs (a fault test kills it at a chosen moment). */
+  onSpawn?: (child: ChildProcess) => void;
 }
 
 let cases = 0;
@@ -77,6 +79,7 @@ export function runBounded(env: Record<string, string>, input: Buffer | string, 
     } catch {
       // exited already
     }
+    limits.onSpawn?.(child);
     const stdout: Buffer[] = [];
     const stderr: Buffer[] = [];
     let [stdoutBytes, stderrBytes] = [0, 0];

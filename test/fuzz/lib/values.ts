@@ -101,7 +101,7 @@ export const EDGE_NUMBERS: readonly number[] = [
   5e-324,
 ];
 
-const EDGE_RAW = ['1e309', '-1e309', '1.0', '1e2', '-0.0', '00', '1' + '0'.repeat(400), '"\\ud800"', '"\\u0000"', '"\\udfff\\ud800"'];
+const EDGE_RAW = ['1e309', '-1e309', '1.0', '1e2', '-0.0', '00', `1${'0'.repeat(400)}`, '"\\ud800"', '"\\u0000"', '"\\udfff\\ud800"'];
 
 /** A nesting `depth` deep, as JSON text. */
 export function deepNesting(rng: Rng, depth: number): RawJson {
