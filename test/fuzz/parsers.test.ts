@@ -46,6 +46,24 @@ const COUNTS = Object.fromEntries(
   }).map(([k, v]) => [k, Math.max(1, Math.round(v * SCALE))]),
 ) as Record<'netconf' | 'environment' | 'cniArgs' | 'annotations' | 'selector' | 'keys' | 'pools', number>;
 
+/**
+ * Registers `total` cases of `target` as tests of CHUNK cases each: a test that holds the event
+ * loop for minutes would trip ava's inactivity timeout on a loaded machine.
+ */
+const CHUNK = 5_000;
+
+function fuzzTest<I>(title: string, target: string, total: number, ...rest: FuzzRest<I>): void {
+  for (let from = 0; from < total; from += CHUNK) {
+    const to = Math.min(total, from + CHUNK);
+    const parts = Math.ceil(total / CHUNK);
+    test(`${title}${parts > 1 ? ` [cases ${from}-${to - 1} of ${total}]` : ''}`, (t) => {
+      verdict(t, fuzz(target, { from, to }, ...rest));
+    });
+  }
+}
+
+type FuzzRest<I> = Parameters<typeof fuzz<I>> extends [unknown, unknown, ...infer R] ? R : never;
+
 function verdict(t: import('ava').ExecutionContext, report: FuzzReport): void {
   t.log(`${report.target}: ${report.cases} cases, ${report.findings.length} distinct findings (NETPLUG_FUZZ_SEED=${FUZZ_SEED})`);
   t.deepEqual(
@@ -55,20 +73,18 @@ function verdict(t: import('ava').ExecutionContext, report: FuzzReport): void {
   );
 }
 
-test(`netconf: ${COUNTS.netconf} mutated netconfs through parseNetconf give a config or error 1, 6 or 7`, (t) => {
-  const report = fuzz(
-    'netconf',
-    COUNTS.netconf,
-    (rng) => mutatedBytes(rng, rng.pick(NETCONFS), NETCONF_FIELDS),
-    (bytes) => {
-      declaredVersion(bytes); // main writes errors in the declared version: it must never throw
-      return parseNetconf(bytes);
-    },
-    ({ error }) => (error === undefined ? undefined : judgeCniError(error, [1, 6, 7])),
-    (bytes) => shorten(bytes.toString('utf8')),
-  );
-  verdict(t, report);
-});
+fuzzTest(
+  `netconf: ${COUNTS.netconf} mutated netconfs through parseNetconf give a config or error 1, 6 or 7`,
+  'netconf',
+  COUNTS.netconf,
+  (rng) => mutatedBytes(rng, rng.pick(NETCONFS), NETCONF_FIELDS),
+  (bytes) => {
+    declaredVersion(bytes); // main writes errors in the declared version: it must never throw
+    return parseNetconf(bytes);
+  },
+  ({ error }) => (error === undefined ? undefined : judgeCniError(error, [1, 6, 7])),
+  (bytes) => shorten(bytes.toString('utf8')),
+);
 
 function mutatedEnvironment(rng: Rng): Record<string, string | undefined> {
   const env: Record<string, string | undefined> = { ...rng.pick(ENVIRONMENTS) };
@@ -82,45 +98,41 @@ function mutatedEnvironment(rng: Rng): Record<string, string | undefined> {
   return env;
 }
 
-test(`environment: ${COUNTS.environment} CNI environments through readCommand and parseEnvironment give error 4 at worst`, (t) => {
-  const report = fuzz(
-    'environment',
-    COUNTS.environment,
-    mutatedEnvironment,
-    (env) => {
-      const command = readCommand(env);
-      return command === undefined ? undefined : parseEnvironment(command, env);
-    },
-    ({ value, error }, env) => {
-      if (error !== undefined) return judgeCniError(error, [4]);
-      const parsed = value as ReturnType<typeof parseEnvironment> | undefined;
-      if (parsed && ['ADD', 'CHECK', 'DEL'].includes(parsed.command) && Buffer.byteLength(parsed.ifname) > 15)
-        return `accepted CNI_IFNAME of ${Buffer.byteLength(parsed.ifname)} bytes`;
-      if (parsed && env['CNI_ARGS']?.includes('IP=') && parsed.args.ip !== undefined && !parseIp(parsed.args.ip))
-        return `accepted CNI_ARGS IP that is no address`;
-      return undefined;
-    },
-    (env) => shorten(JSON.stringify(env)),
-  );
-  verdict(t, report);
-});
+fuzzTest(
+  `environment: ${COUNTS.environment} CNI environments through readCommand and parseEnvironment give error 4 at worst`,
+  'environment',
+  COUNTS.environment,
+  mutatedEnvironment,
+  (env) => {
+    const command = readCommand(env);
+    return command === undefined ? undefined : parseEnvironment(command, env);
+  },
+  ({ value, error }, env) => {
+    if (error !== undefined) return judgeCniError(error, [4]);
+    const parsed = value as ReturnType<typeof parseEnvironment> | undefined;
+    if (parsed && ['ADD', 'CHECK', 'DEL'].includes(parsed.command) && Buffer.byteLength(parsed.ifname) > 15)
+      return `accepted CNI_IFNAME of ${Buffer.byteLength(parsed.ifname)} bytes`;
+    if (parsed && env['CNI_ARGS']?.includes('IP=') && parsed.args.ip !== undefined && !parseIp(parsed.args.ip))
+      return `accepted CNI_ARGS IP that is no address`;
+    return undefined;
+  },
+  (env) => shorten(JSON.stringify(env)),
+);
 
-test(`cni-args: ${COUNTS.cniArgs} CNI_ARGS strings through parseCniArgs give error 4 at worst`, (t) => {
-  const report = fuzz(
-    'cni-args',
-    COUNTS.cniArgs,
-    mutatedArgs,
-    (text) => parseCniArgs(text),
-    ({ value, error }) => {
-      if (error !== undefined) return judgeCniError(error, [4]);
-      const args = value as ReturnType<typeof parseCniArgs>;
-      if (args.ip !== undefined && !parseIp(args.ip)) return 'accepted an IP that is no address';
-      return undefined;
-    },
-    (text) => shorten(text),
-  );
-  verdict(t, report);
-});
+fuzzTest(
+  `cni-args: ${COUNTS.cniArgs} CNI_ARGS strings through parseCniArgs give error 4 at worst`,
+  'cni-args',
+  COUNTS.cniArgs,
+  mutatedArgs,
+  (text) => parseCniArgs(text),
+  ({ value, error }) => {
+    if (error !== undefined) return judgeCniError(error, [4]);
+    const args = value as ReturnType<typeof parseCniArgs>;
+    if (args.ip !== undefined && !parseIp(args.ip)) return 'accepted an IP that is no address';
+    return undefined;
+  },
+  (text) => shorten(text),
+);
 
 /** An annotation value: a valid one, a mutated JSON array, or any string. */
 function annotationValue(rng: Rng, key: string): string {
@@ -151,25 +163,23 @@ function annotationContext(rng: Rng): AnnotationContext {
   };
 }
 
-test(`annotations: ${COUNTS.annotations} pod and namespace annotation sets through addressPlan give a plan or error 7`, (t) => {
-  const report = fuzz(
-    'annotations',
-    COUNTS.annotations,
-    annotationContext,
-    (context) => addressPlan(context),
-    ({ value, error }) => {
-      if (error !== undefined) return judgeCniError(error, [7]);
-      const plan = value as ReturnType<typeof addressPlan>;
-      const bad = [...(plan.ips ?? []), ...(plan.ipsWithoutIpam ?? []), ...(plan.floatingIps ?? [])].find((ip) => !parseIp(ip));
-      if (bad !== undefined) return `planned an address that is none: ${shorten(bad, 40)}`;
-      if (Object.values(plan.pools ?? {}).some((pools) => pools.some((p) => typeof p !== 'string' || p === '')))
-        return 'planned an empty pool name';
-      return undefined;
-    },
-    (context) => shorten(JSON.stringify({ pod: context.pod.annotations, ns: context.namespaceAnnotations, ipam: context.ipamType })),
-  );
-  verdict(t, report);
-});
+fuzzTest(
+  `annotations: ${COUNTS.annotations} pod and namespace annotation sets through addressPlan give a plan or error 7`,
+  'annotations',
+  COUNTS.annotations,
+  annotationContext,
+  (context) => addressPlan(context),
+  ({ value, error }) => {
+    if (error !== undefined) return judgeCniError(error, [7]);
+    const plan = value as ReturnType<typeof addressPlan>;
+    const bad = [...(plan.ips ?? []), ...(plan.ipsWithoutIpam ?? []), ...(plan.floatingIps ?? [])].find((ip) => !parseIp(ip));
+    if (bad !== undefined) return `planned an address that is none: ${shorten(bad, 40)}`;
+    if (Object.values(plan.pools ?? {}).some((pools) => pools.some((p) => typeof p !== 'string' || p === '')))
+      return 'planned an empty pool name';
+    return undefined;
+  },
+  (context) => shorten(JSON.stringify({ pod: context.pod.annotations, ns: context.namespaceAnnotations, ipam: context.ipamType })),
+);
 
 const SELECTOR_TOKENS = [
   '(',
@@ -220,25 +230,23 @@ const LABELS: Record<string, string>[] = [
   { x: 'y', '': '' },
 ];
 
-test(`selector: ${COUNTS.selector} node selectors through parseSelector give a predicate or a SelectorError`, (t) => {
-  const report = fuzz(
-    'selector',
-    COUNTS.selector,
-    mutatedSelector,
-    (source) => {
-      const selector = parseSelector(source);
-      for (const labels of LABELS) selector(labels);
-    },
-    ({ error }) => {
-      if (error === undefined) return undefined;
-      if (!(error instanceof SelectorError)) return `threw ${describeThrown(error)}`;
-      if (error.message.length > MESSAGE_CAP) return oversized('SelectorError', error.message.length, error.message);
-      return undefined;
-    },
-    (source) => shorten(source),
-  );
-  verdict(t, report);
-});
+fuzzTest(
+  `selector: ${COUNTS.selector} node selectors through parseSelector give a predicate or a SelectorError`,
+  'selector',
+  COUNTS.selector,
+  mutatedSelector,
+  (source) => {
+    const selector = parseSelector(source);
+    for (const labels of LABELS) selector(labels);
+  },
+  ({ error }) => {
+    if (error === undefined) return undefined;
+    if (!(error instanceof SelectorError)) return `threw ${describeThrown(error)}`;
+    if (error.message.length > MESSAGE_CAP) return oversized('SelectorError', error.message.length, error.message);
+    return undefined;
+  },
+  (source) => shorten(source),
+);
 
 /** Valid Kubernetes object names and label values (what the API server accepts). */
 const OBJECT_NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
@@ -260,33 +268,31 @@ function datastoreKey(rng: Rng): string {
   return `${kind.prefix}${segments.join(rng.chance(0.9) ? '/' : rng.pick(['//', '', '-']))}`;
 }
 
-test(`datastore keys: ${COUNTS.keys} keys through the Kubernetes datastore's naming and cidrOfKey give valid names, never an exception`, (t) => {
-  const report = fuzz(
-    'datastore-keys',
-    COUNTS.keys,
-    datastoreKey,
-    (key) => {
-      cidrOfKey(key);
-      kindsOfPrefix(key);
-      const found = kindOfKey(key);
-      return found ? found.kind.place(found.rest) : undefined;
-    },
-    ({ value, error }) => {
-      if (error !== undefined) return `threw ${describeThrown(error)}`;
-      const placed = value as { name: string; labels: Record<string, string> } | undefined;
-      if (!placed) return undefined;
-      if (placed.name.length > 253 || !OBJECT_NAME.test(placed.name)) return `invalid object name ${shorten(placed.name, 60)}`;
-      // Node names are DNS-1123 subdomains (what the plugin accepts): only those must make valid labels.
-      const badLabel = Object.entries(placed.labels).find(
-        ([k, v]) => !LABEL_VALUE.test(v) && (k !== 'projectnet.org/node' || DNS_SUBDOMAIN.test(v)),
-      );
-      if (badLabel) return `invalid label value for ${badLabel[0]}: ${shorten(badLabel[1], 60)}`;
-      return undefined;
-    },
-    (key) => shorten(key),
-  );
-  verdict(t, report);
-});
+fuzzTest(
+  `datastore keys: ${COUNTS.keys} keys through the Kubernetes datastore's naming and cidrOfKey give valid names, never an exception`,
+  'datastore-keys',
+  COUNTS.keys,
+  datastoreKey,
+  (key) => {
+    cidrOfKey(key);
+    kindsOfPrefix(key);
+    const found = kindOfKey(key);
+    return found ? found.kind.place(found.rest) : undefined;
+  },
+  ({ value, error }) => {
+    if (error !== undefined) return `threw ${describeThrown(error)}`;
+    const placed = value as { name: string; labels: Record<string, string> } | undefined;
+    if (!placed) return undefined;
+    if (placed.name.length > 253 || !OBJECT_NAME.test(placed.name)) return `invalid object name ${shorten(placed.name, 60)}`;
+    // Node names are DNS-1123 subdomains (what the plugin accepts): only those must make valid labels.
+    const badLabel = Object.entries(placed.labels).find(
+      ([k, v]) => !LABEL_VALUE.test(v) && (k !== 'projectnet.org/node' || DNS_SUBDOMAIN.test(v)),
+    );
+    if (badLabel) return `invalid label value for ${badLabel[0]}: ${shorten(badLabel[1], 60)}`;
+    return undefined;
+  },
+  (key) => shorten(key),
+);
 
 test('datastore keys: distinct keys never share an object name (5,000 hostile rests of one kind)', (t) => {
   const names = new Map<string, string>();
@@ -301,30 +307,28 @@ test('datastore keys: distinct keys never share an object name (5,000 hostile re
   t.deepEqual([...clashes], [], `NETPLUG_FUZZ_SEED=${FUZZ_SEED}`);
 });
 
-test(`pool documents: ${COUNTS.pools} mutated IPPool documents through poolsOf and choosePools give pools or a datastore error`, (t) => {
-  const report = fuzz(
-    'pool-documents',
-    COUNTS.pools,
-    (rng) => {
-      const documents = Array.from({ length: 1 + rng.int(3) }, () =>
-        rng.chance(0.6) ? mutateValue(rng, POOL, ['cidr', 'nodeSelector']) : POOL,
-      );
-      return {
-        documents: documents.map((value, i) => ({ key: `/netplug/resources/v3/projectnet.org/ippools/p${i}`, value, revision: '1' })),
-      };
-    },
-    ({ documents }) => {
-      const pools = poolsOf(documents as unknown as Parameters<typeof poolsOf>[0]);
-      choosePools(pools, 4, undefined, NODE.metadata.labels, 'ipam.ipv4_pools');
-      choosePools(pools, 6, undefined, {}, 'ipam.ipv6_pools');
-      return pools;
-    },
-    ({ error }) => {
-      if (error === undefined) return undefined;
-      if (error instanceof IpamError || error instanceof StoreError || error instanceof SelectorError) return undefined;
-      return `threw ${describeThrown(error)}`;
-    },
-    ({ documents }) => shorten(serialize(documents.map((d) => d.value as PoolResource))),
-  );
-  verdict(t, report);
-});
+fuzzTest(
+  `pool documents: ${COUNTS.pools} mutated IPPool documents through poolsOf and choosePools give pools or a datastore error`,
+  'pool-documents',
+  COUNTS.pools,
+  (rng) => {
+    const documents = Array.from({ length: 1 + rng.int(3) }, () =>
+      rng.chance(0.6) ? mutateValue(rng, POOL, ['cidr', 'nodeSelector']) : POOL,
+    );
+    return {
+      documents: documents.map((value, i) => ({ key: `/netplug/resources/v3/projectnet.org/ippools/p${i}`, value, revision: '1' })),
+    };
+  },
+  ({ documents }) => {
+    const pools = poolsOf(documents as unknown as Parameters<typeof poolsOf>[0]);
+    choosePools(pools, 4, undefined, NODE.metadata.labels, 'ipam.ipv4_pools');
+    choosePools(pools, 6, undefined, {}, 'ipam.ipv6_pools');
+    return pools;
+  },
+  ({ error }) => {
+    if (error === undefined) return undefined;
+    if (error instanceof IpamError || error instanceof StoreError || error instanceof SelectorError) return undefined;
+    return `threw ${describeThrown(error)}`;
+  },
+  ({ documents }) => shorten(serialize(documents.map((d) => d.value as PoolResource))),
+);

@@ -55,14 +55,15 @@ const HANG_MS = 5_000;
  */
 export function fuzz<I>(
   target: string,
-  count: number,
+  cases: number | { from: number; to: number },
   generate: (rng: Rng, index: number) => I,
   run: (input: I) => unknown,
   judge: (outcome: { value?: unknown; error?: unknown }, input: I) => string | undefined,
   describe: (input: I) => string,
 ): FuzzReport {
+  const { from, to } = typeof cases === 'number' ? { from: 0, to: cases } : cases;
   const findings = new Findings();
-  for (let i = 0; i < count; i++) {
+  for (let i = from; i < to; i++) {
     const input = generate(Rng.forCase(target, i), i);
     const started = performance.now();
     let outcome: { value?: unknown; error?: unknown };
@@ -75,7 +76,7 @@ export function fuzz<I>(
     const problem = took > HANG_MS ? `took ${Math.round(took)} ms (a hang)` : judge(outcome, input);
     if (problem) findings.add(problem, replay(target, i), describe(input));
   }
-  return { target, cases: count, findings: findings.list() };
+  return { target, cases: to - from, findings: findings.list() };
 }
 
 /** Longest message (with details) an error may have: values are echoed shortened, not in full. */
