@@ -45,8 +45,15 @@ function runtimeEnv(target: string, index: number, netns: string): Record<string
   };
 }
 
-/** No NUL can be in an environment (execve cannot carry it): a runtime could not send one. */
-const envSafe = (text: string) => text.replaceAll('\0', '');
+/**
+ * What an environment can carry (a runtime could send nothing else): no NUL (execve ends strings
+ * there), at most 128 KiB per variable (the kernel's MAX_ARG_STRLEN; 100,000 bytes here).
+ */
+function envSafe(text: string): string {
+  let out = text.replaceAll('\0', '');
+  while (Buffer.byteLength(out) > 100_000) out = out.slice(0, Math.floor(out.length * 0.9));
+  return out;
+}
 
 interface Setup {
   etcd: EtcdServer;
@@ -136,7 +143,9 @@ test(`executable/environment: ${COUNTS.environment} runs with mutated CNI enviro
         // Valid IDs stay unique: two cases never own one attachment.
         if (name === 'CNI_CONTAINERID' && /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/.test(value)) value += `-${process.pid}-${index}`;
         // Never another process's namespace (the host's least of all).
-        if (name === 'CNI_NETNS' && value.startsWith('/proc')) value = '/nonexistent';
+        // nor another case's (a mutated path could name a live namespace of this run).
+        if (name === 'CNI_NETNS' && (value.startsWith('/proc') || (value.includes('/netns/') && value !== netns.path)))
+          value = '/nonexistent';
         if (name === 'CNI_NETNS' && value === '') mustFail = true;
         env[name] = value;
         changed.push(`${name}=${shorten(value, 80)}`);

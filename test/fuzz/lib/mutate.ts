@@ -5,6 +5,9 @@ import type { Rng } from './prng.ts';
 import { DuplicateKeys, hostileValue, RawJson, toJson } from './values.ts';
 
 type Json = unknown;
+
+/** Where a container keeps the DuplicateKeys that stands for it (a key no seed has). */
+const DUP = '\u0000duplicate-keys';
 type Container = Record<string, Json> | Json[];
 
 const isContainer = (value: Json): value is Container =>
@@ -27,7 +30,7 @@ export function mutateValue<T extends Container>(rng: Rng, seed: T, fields: read
   const root = clone(seed);
   for (let round = 1 + rng.int(3); round > 0; round--) {
     const target = rng.pick(containers(root));
-    const keys = Object.keys(target);
+    const keys = Object.keys(target).filter((k) => k !== DUP);
     const key = keys.length > 0 ? rng.pick(keys) : undefined;
     const op = rng.int(10);
     if (Array.isArray(target)) {
@@ -64,8 +67,6 @@ export function mutateValue<T extends Container>(rng: Rng, seed: T, fields: read
   }
   return root;
 }
-
-const DUP = '\u0000duplicate-keys';
 
 /** JSON text of a mutated value (objects standing for DuplicateKeys written as such). */
 export function serialize(value: Json): string {
