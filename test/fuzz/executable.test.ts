@@ -17,7 +17,7 @@ import { addNetns, attachmentCase, derivedHostName, hostLinkExists, leftovers } 
 import { judgeRun, limiter, runBounded } from './lib/exec.ts';
 import { mutatedArgs } from './lib/generators.ts';
 import { Findings, formatReport, shorten } from './lib/harness.ts';
-import { damageBytes, mutateValue, serialize } from './lib/mutate.ts';
+import { damageBytes, mapFields, mutateValue, serialize } from './lib/mutate.ts';
 import { FUZZ_SEED, replay, Rng } from './lib/prng.ts';
 import { block, COMMAND_WORDS, handle, NETCONF_FIELDS, NODE, POOL, AFFINITY } from './lib/seeds.ts';
 import { EDGE_STRINGS, hostileString, RawJson } from './lib/values.ts';
@@ -112,14 +112,14 @@ async function attachment(
   env: Record<string, string>,
   input: Buffer,
   addCodes: readonly number[],
-  options: { mustFail?: boolean; delCodes?: readonly number[] } = {},
+  options: { mustFail?: boolean; delCodes?: readonly number[]; cwd?: string } = {},
 ): Promise<string[]> {
   const { problems } = await attachmentCase(env, input, addCodes, options);
   return problems;
 }
 
 test(`executable/environment: ${COUNTS.environment} runs with mutated CNI environments exit 0 or with error 3, 4, 7 or 8, and leave nothing`, async (t) => {
-  const { etcd, network, node } = await setup(t, 'fuzzenv');
+  const { etcd, network, node, dir } = await setup(t, 'fuzzenv');
   const netconf = Buffer.from(JSON.stringify(ipamNetconf(etcd, { name: network, node })));
   const findings = await runCases(t, 'executable/environment', COUNTS.environment, async (rng, index) => {
     const netns = addNetns();
@@ -154,7 +154,7 @@ test(`executable/environment: ${COUNTS.environment} runs with mutated CNI enviro
       if (rng.chance(0.2)) {
         // Commands other than ADD/DEL, or none the plugin knows.
         const command = envSafe(rng.chance(0.7) ? rng.pick(COMMAND_WORDS) : hostileString(rng, 'ADD'));
-        const run = await runBounded({ ...env, CNI_COMMAND: command }, netconf);
+        const run = await runBounded({ ...env, CNI_COMMAND: command }, netconf, { cwd: dir });
         const codes = ['VERSION', ''].includes(command)
           ? []
           : ['CHECK', 'GC', 'STATUS', 'ADD', 'DEL'].includes(command)
@@ -162,7 +162,7 @@ test(`executable/environment: ${COUNTS.environment} runs with mutated CNI enviro
             : [4];
         const problem = judgeRun(run, codes, { mustFail: !['VERSION', '', 'CHECK', 'GC', 'STATUS', 'ADD', 'DEL'].includes(command) });
         // An ADD run this way is undone as the attachment cases are.
-        if (command === 'ADD') await runBounded({ ...env, CNI_COMMAND: 'DEL' }, netconf);
+        if (command === 'ADD') await runBounded({ ...env, CNI_COMMAND: 'DEL' }, netconf, { cwd: dir });
         return {
           problems: problem ? [`CNI_COMMAND ${JSON.stringify(command.slice(0, 20))}: ${problem}`] : [],
           input: `CNI_COMMAND=${shorten(command, 40)} ${input}`,
@@ -170,7 +170,7 @@ test(`executable/environment: ${COUNTS.environment} runs with mutated CNI enviro
       }
       const hostName = derivedHostName(env);
       const hostBefore = hostName !== undefined && hostLinkExists(hostName);
-      const problems = await attachment(env, netconf, mustFail ? [4] : [3, 4, 7, 8], { mustFail });
+      const problems = await attachment(env, netconf, mustFail ? [4] : [3, 4, 7, 8], { mustFail, cwd: dir });
       problems.push(...leftovers(netns, hostName, hostBefore));
       return { problems, input };
     } finally {
@@ -182,18 +182,14 @@ test(`executable/environment: ${COUNTS.environment} runs with mutated CNI enviro
 });
 
 /**
- * A mutated netconf made safe to run as root on a shared machine: files only under `dir`, no
- * readiness gate or API server URL to wait on, no endpoint but loopback ones, never netplug as its
- * own IPAM plugin (a known runaway; known-findings.test.ts has it, contained).
+ * A mutated netconf made safe to run as root on a shared machine, wherever a field sits (nested,
+ * or one copy of a repeated key): files only under `dir`, no readiness gate or API server URL to
+ * wait on, no endpoint but loopback ones, and the plugin runs in `dir` (relative paths land
+ * there). A self-delegating IPAM type, should mutation make one, is contained by the run's cgroup.
  */
-function sandboxed(conf: Record<string, unknown>, dir: string, etcd: EtcdServer, rng: Rng): Record<string, unknown> {
+function sandboxed(conf: unknown, dir: string, etcd: EtcdServer, rng: Rng): unknown {
   const inDir = (sub: string, value: unknown) =>
     typeof value === 'string' ? join(dir, sub, value.replaceAll('..', '__').replaceAll('\0', '%00')) : value;
-  const out = { ...conf };
-  if ('log_file_path' in out) out['log_file_path'] = inDir('log', out['log_file_path']);
-  if ('endpoint_status_dir' in out) out['endpoint_status_dir'] = inDir('status', out['endpoint_status_dir']);
-  if (Array.isArray(out['readiness_gates']) && out['readiness_gates'].some((g) => typeof g === 'string' && URL.canParse(g)))
-    delete out['readiness_gates'];
   const endpoints = [
     etcd.endpoints,
     '',
@@ -204,23 +200,28 @@ function sandboxed(conf: Record<string, unknown>, dir: string, etcd: EtcdServer,
     'https://[::1',
     ` ${etcd.endpoints}`,
   ];
-  for (const field of ['etcd_endpoints', 'etcd_authority'])
-    if (typeof out[field] === 'string') out[field] = rng.pick(endpoints).replace(field === 'etcd_authority' ? /^https?:\/\// : /^$/, '');
-  if (typeof out['etcd_discovery_srv'] === 'string') delete out['etcd_discovery_srv'];
-  if (out['kubernetes'] && typeof out['kubernetes'] === 'object' && !Array.isArray(out['kubernetes'])) {
-    const k8s = { ...(out['kubernetes'] as Record<string, unknown>) };
-    if (typeof k8s['k8s_api_root'] === 'string') delete k8s['k8s_api_root'];
-    out['kubernetes'] = k8s;
-  }
-  if (out['ipam'] && typeof out['ipam'] === 'object' && !Array.isArray(out['ipam'])) {
-    const ipam = { ...(out['ipam'] as Record<string, unknown>) };
-    if (ipam['type'] === 'netplug' || (typeof ipam['type'] === 'string' && /(^|\/)netplug$/.test(ipam['type'])))
-      ipam['type'] = 'netplug-ipam';
-    if ('dataDir' in ipam) ipam['dataDir'] = inDir('host-local', ipam['dataDir']);
-    out['ipam'] = ipam;
-  }
-  if (typeof out['policy_setup_timeout_seconds'] === 'number' && out['policy_setup_timeout_seconds'] > 5) delete out['policy'];
-  return out;
+  return mapFields(conf, (key, value) => {
+    switch (key) {
+      case 'log_file_path':
+        return inDir('log', value);
+      case 'endpoint_status_dir':
+        return inDir('status', value);
+      case 'dataDir':
+        return inDir('host-local', value);
+      case 'readiness_gates':
+      case 'k8s_api_root':
+      case 'etcd_discovery_srv':
+        return JSON.stringify(value)?.includes('://') || typeof value === 'string' ? 17 : value;
+      case 'etcd_endpoints':
+        return typeof value === 'string' ? rng.pick(endpoints) : value;
+      case 'etcd_authority':
+        return typeof value === 'string' ? rng.pick(endpoints).replace(/^https?:\/\//, '') : value;
+      case 'policy_setup_timeout_seconds':
+        return typeof value === 'number' && value > 5 ? 5 : value;
+      default:
+        return value;
+    }
+  });
 }
 
 test(`executable/netconf: ${COUNTS.netconf} runs with mutated netconfs exit 0 or with error 1, 6, 7 or 11, and leave nothing`, async (t) => {
@@ -249,7 +250,7 @@ test(`executable/netconf: ${COUNTS.netconf} runs with mutated netconfs exit 0 or
       const conf = sandboxed(mutateValue(rng, seed, NETCONF_FIELDS), dir, etcd, rng);
       const bytes = damageBytes(rng, serialize(conf));
       const hostName = derivedHostName(env);
-      const problems = await attachment(env, bytes, [1, 6, 7, 11]);
+      const problems = await attachment(env, bytes, [1, 6, 7, 11], { cwd: dir });
       problems.push(...leftovers(netns, hostName, false));
       return { problems, input: shorten(bytes.toString('utf8'), 400) };
     } finally {
@@ -261,7 +262,7 @@ test(`executable/netconf: ${COUNTS.netconf} runs with mutated netconfs exit 0 or
 });
 
 test(`executable/cni-args: ${COUNTS.cniArgs} runs with mutated CNI_ARGS exit 0 or with error 4, 7, 103 or 105, and leave nothing`, async (t) => {
-  const { etcd, network, node } = await setup(t, 'fuzzargs');
+  const { etcd, network, node, dir } = await setup(t, 'fuzzargs');
   const netconf = Buffer.from(JSON.stringify(ipamNetconf(etcd, { name: network, node })));
   const findings = await runCases(t, 'executable/cni-args', COUNTS.cniArgs, async (rng, index) => {
     const netns = addNetns();
@@ -269,7 +270,7 @@ test(`executable/cni-args: ${COUNTS.cniArgs} runs with mutated CNI_ARGS exit 0 o
       const env = { ...runtimeEnv('a', index, netns.path), CNI_ARGS: envSafe(mutatedArgs(rng)) };
       const hostName = derivedHostName(env);
       const hostBefore = hostName !== undefined && hostLinkExists(hostName);
-      const problems = await attachment(env, netconf, [4, 7, 103, 105]);
+      const problems = await attachment(env, netconf, [4, 7, 103, 105], { cwd: dir });
       problems.push(...leftovers(netns, hostName, hostBefore));
       return { problems, input: `CNI_ARGS=${shorten(env.CNI_ARGS, 300)}` };
     } finally {
@@ -281,7 +282,7 @@ test(`executable/cni-args: ${COUNTS.cniArgs} runs with mutated CNI_ARGS exit 0 o
 });
 
 test(`executable/datastore documents: ${COUNTS.documents} ADD/DEL pairs over corrupted pool, node, block, affinity and handle documents in etcd give success or error 7, 100 or 103, never 999`, async (t) => {
-  const { etcd, network, node } = await setup(t, 'fuzzdocs');
+  const { etcd, network, node, dir } = await setup(t, 'fuzzdocs');
   const client = new Etcd3({ hosts: etcd.endpoints });
   t.teardown(() => client.close());
   const pool = (await client.get('/netplug/resources/v3/projectnet.org/ippools/fuzz').json()) as typeof POOL;
@@ -311,7 +312,7 @@ test(`executable/datastore documents: ${COUNTS.documents} ADD/DEL pairs over cor
         // The pool stays what ADD allocates from unless it is the document under test.
         await client.put(key).value(text);
         const hostName = derivedHostName(env);
-        const problems = await attachment(env, netconf, [7, 100, 103, 104], { delCodes: [100, 103] });
+        const problems = await attachment(env, netconf, [7, 100, 103, 104], { delCodes: [100, 103], cwd: dir });
         problems.push(...leftovers(netns, hostName, false));
         return { problems, input: `${key} = ${shorten(text, 300)}` };
       } finally {

@@ -51,14 +51,15 @@ export async function attachmentCase(
   env: Record<string, string>,
   input: Buffer,
   addCodes: readonly number[],
-  options: { mustFail?: boolean; delCodes?: readonly number[] } = {},
+  options: { mustFail?: boolean; delCodes?: readonly number[]; cwd?: string } = {},
 ): Promise<AttachmentVerdict> {
   const problems: string[] = [];
-  const add = await runBounded({ ...env, CNI_COMMAND: 'ADD' }, input);
+  const limits = options.cwd ? { cwd: options.cwd } : {};
+  const add = await runBounded({ ...env, CNI_COMMAND: 'ADD' }, input, limits);
   const addProblem = judgeRun(add, addCodes, options);
   if (addProblem) problems.push(`ADD: ${addProblem}`);
   const addCode = codeOf(add);
-  const del = await runBounded({ ...env, CNI_COMMAND: 'DEL' }, input);
+  const del = await runBounded({ ...env, CNI_COMMAND: 'DEL' }, input, limits);
   const delAllowed = [...(options.delCodes ?? []), ...(addCode !== undefined && REFUSALS.includes(addCode) ? [addCode] : [])];
   const delProblem = judgeRun(del, delAllowed);
   if (delProblem) problems.push(`DEL after ADD ${add.status === 0 ? 'succeeded' : `failed with ${addCode}`}: ${delProblem}`);

@@ -3,6 +3,7 @@
 // case that hangs is killed at its time limit with everything it started, and nothing outlives
 // its case. Output is captured up to a bound, so a runaway writer cannot exhaust the test.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { tmpdir } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 
@@ -30,6 +31,8 @@ export interface Limits {
   /** The cgroup refuses forks beyond this many tasks (threads count: a Node process has about ten). */
   maxProcesses?: number;
   executable?: string;
+  /** The plugin's working directory (relative paths in a netconf land here); a temporary one by default. */
+  cwd?: string;
   /** Called with the plugin's process once it runs (a fault test kills it at a chosen moment). */
   onSpawn?: (child: ChildProcess) => void;
 }
@@ -74,7 +77,7 @@ export function runBounded(env: Record<string, string>, input: Buffer | string, 
   return new Promise((resolve, reject) => {
     let child: ChildProcess & { stdout: Readable; stderr: Readable; stdin: Writable };
     try {
-      child = spawn(executable, [], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+      child = spawn(executable, [], { env, cwd: limits.cwd ?? tmpdir(), stdio: ['pipe', 'pipe', 'pipe'] });
     } catch (err) {
       removeCgroup(cgroup);
       reject(err);

@@ -111,3 +111,19 @@ export function damageBytes(rng: Rng, text: string): Buffer {
 export function mutatedBytes(rng: Rng, seed: Container, fields: readonly string[] = []): Buffer {
   return damageBytes(rng, serialize(mutateValue(rng, seed, fields)));
 }
+
+/**
+ * `value` with every field (anywhere: nested, and each copy of a repeated key) replaced by
+ * `change(key, value)`: how a test constrains what a mutated document may point at.
+ */
+export function mapFields(value: Json, change: (key: string, value: Json) => Json): Json {
+  const entries = (pairs: [string, Json][]) => pairs.map(([k, v]): [string, Json] => [k, mapFields(change(k, v), change)]);
+  if (value instanceof DuplicateKeys) return new DuplicateKeys(entries([...value.entries]));
+  if (Array.isArray(value)) return value.map((item) => mapFields(item, change));
+  if (isContainer(value)) {
+    const dup = (value as Record<string, Json>)[DUP];
+    if (dup instanceof DuplicateKeys) return mapFields(dup, change);
+    return Object.fromEntries(entries(Object.entries(value)));
+  }
+  return value;
+}
