@@ -9,7 +9,25 @@ import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'n
 
 import { hasStackTrace, NETPLUG } from '../../helpers/cni.ts';
 
-const PIDS_ROOT = '/sys/fs/cgroup/pids';
+let pidsRoot: string | undefined;
+
+/**
+ * Where per-run cgroups go: cgroup v1's pids hierarchy, else cgroup v2's root with the pids
+ * controller enabled for its children. Neither: the runs cannot be contained, and that fails.
+ */
+function cgroupRoot(): string {
+  if (pidsRoot) return pidsRoot;
+  if (existsSync('/sys/fs/cgroup/pids/cgroup.procs')) return (pidsRoot = '/sys/fs/cgroup/pids');
+  try {
+    if (readFileSync('/sys/fs/cgroup/cgroup.controllers', 'utf8').split(/\s+/).includes('pids')) {
+      writeFileSync('/sys/fs/cgroup/cgroup.subtree_control', '+pids');
+      return (pidsRoot = '/sys/fs/cgroup');
+    }
+  } catch {
+    // not allowed here: reported below
+  }
+  throw new Error('no pids cgroup to run the plugin in (cgroup v1 /sys/fs/cgroup/pids, or v2 with the pids controller)');
+}
 const KEEP = 1024 * 1024;
 
 export interface ExecOutcome {
@@ -71,7 +89,7 @@ function removeCgroup(cgroup: string): void {
 /** One plugin run with `env` (nothing else) and `input` on stdin. */
 export function runBounded(env: Record<string, string>, input: Buffer | string, limits: Limits = {}): Promise<ExecOutcome> {
   const { timeoutMs = 30_000, maxProcesses = 128, executable = NETPLUG } = limits;
-  const cgroup = `${PIDS_ROOT}/nptest-fuzz-${process.pid}-${cases++}`;
+  const cgroup = `${cgroupRoot()}/nptest-fuzz-${process.pid}-${cases++}`;
   mkdirSync(cgroup);
   writeFileSync(`${cgroup}/pids.max`, String(maxProcesses));
   return new Promise((resolve, reject) => {
