@@ -17,7 +17,7 @@ import { formatIp, formatPrefix, parseIp, parsePrefix, within } from '../../ts/i
 import { poolChanges } from '../../ts/ctl/pool-update.ts';
 import { IpamError } from '../../ts/ipam/errors.ts';
 import { checkedBlock, checkedHandle, checkedPool, cidrOfKey, isPendingRequest, keys } from '../../ts/ipam/model.ts';
-import { parseSelector } from '../../ts/ipam/selector.ts';
+import { parseSelector, SelectorError } from '../../ts/ipam/selector.ts';
 
 test('addresses round-trip in canonical form', (t) => {
   for (const ip of ['10.0.0.1', '255.255.255.255', '::', '::1', 'fd00::5', 'fd00:0:0:1::', '2001:db8::1:0:0:1', '1:2:3:4:5:6:7:8']) {
@@ -193,4 +193,16 @@ test('pool update flags: checked before anything is read', (t) => {
   t.throws(() => poolChanges({ disable: true, enable: true }), { message: /not both/ });
   t.throws(() => poolChanges({ 'ipip-mode': 'Always', 'vxlan-mode': 'CrossSubnet' }), { message: /cannot both be enabled/ });
   t.throws(() => poolChanges({ 'node-selector': '!!' }), { message: /^--node-selector: selector "!!"/ });
+});
+
+test('selectors: nesting is bounded, long chains evaluate flat, and errors echo a bounded part of the source', (t) => {
+  const nested = `${'('.repeat(20_000)}a == "b"${')'.repeat(20_000)}`;
+  t.throws(() => parseSelector(nested), { instanceOf: SelectorError, message: /nests "\(" and "!" deeper than 64 levels/ });
+  t.throws(() => parseSelector(`${'!'.repeat(20_000)}has(a)`), { instanceOf: SelectorError });
+  t.true(parseSelector(`${'!'.repeat(64)}has(a)`)({ a: '1' }));
+  const chain = parseSelector(Array.from({ length: 50_000 }, (_, i) => `k${i} == "v"`).join(' || '));
+  t.true(chain({ k49999: 'v' }));
+  t.false(chain({}));
+  const error = t.throws(() => parseSelector(`a == ${'x'.repeat(20_000)}`), { instanceOf: SelectorError });
+  t.true((error?.message.length ?? 0) < 600, `${error?.message.length} characters`);
 });

@@ -3,12 +3,17 @@
 // `name contains "x"`, `starts with`, `ends with`, `all()`, combined with `&&`, `||`, `!` and
 // parentheses. Parsed once into a predicate over a node's labels.
 
+import { quote } from '../cni/errors.ts';
+
 export type Labels = Readonly<Record<string, string>>;
 export type Selector = (labels: Labels) => boolean;
 
 export class SelectorError extends Error {
   override readonly name = 'SelectorError';
 }
+
+/** How deeply `(` and `!` may nest: the parser and the predicate it builds recurse per level. */
+export const MAX_SELECTOR_DEPTH = 64;
 
 const TOKEN = /\s*(?:(\(|\)|\{|\}|,|&&|\|\||==|!=|!)|("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')|([A-Za-z0-9_./-]+(?:\(\))?))/y;
 
@@ -25,7 +30,7 @@ function tokenize(source: string): Token[] {
     if (/^\s*$/.test(source.slice(TOKEN.lastIndex))) return tokens;
     const at = TOKEN.lastIndex;
     const match = TOKEN.exec(source);
-    if (!match) throw new SelectorError(`selector "${source}": unexpected "${source.slice(at).trim().slice(0, 10)}" at ${at}`);
+    if (!match) throw new SelectorError(`selector ${quote(source)}: unexpected "${source.slice(at).trim().slice(0, 10)}" at ${at}`);
     if (match[1]) tokens.push({ text: match[1], kind: 'punct', at });
     else if (match[2]) tokens.push({ text: match[2].slice(1, -1).replace(/\\(.)/g, '$1'), kind: 'string', at });
     else tokens.push({ text: match[3] as string, kind: 'word', at });
@@ -37,35 +42,42 @@ export function parseSelector(source: string): Selector {
   let position = 0;
   const fail = (what: string): never => {
     const token = tokens[position];
-    throw new SelectorError(`selector "${source}": ${what} ${token ? `at "${token.text}"` : 'at the end'}`);
+    throw new SelectorError(`selector ${quote(source)}: ${what} ${token ? `at ${quote(token.text)}` : 'at the end'}`);
   };
   const peek = (text?: string) => (text === undefined ? tokens[position] : tokens[position]?.text === text ? tokens[position] : undefined);
   const take = (text: string) => (peek(text) ? tokens[position++] : fail(`expected "${text}"`));
   const word = () => (tokens[position]?.kind === 'word' ? (tokens[position++] as Token).text : fail('expected a label key'));
   const string = () => (tokens[position]?.kind === 'string' ? (tokens[position++] as Token).text : fail('expected a quoted value'));
 
+  // Operands of a chain of `||` (or `&&`) in a list rather than nested closures: a long chain
+  // must not make the predicate recurse once per operand.
   const expression = (): Selector => {
-    let left = conjunction();
+    const operands = [conjunction()];
     while (peek('||')) {
       position++;
-      const [a, b] = [left, conjunction()];
-      left = (labels) => a(labels) || b(labels);
+      operands.push(conjunction());
     }
-    return left;
+    return operands.length === 1 ? (operands[0] as Selector) : (labels) => operands.some((operand) => operand(labels));
   };
   const conjunction = (): Selector => {
-    let left = unary();
+    const operands = [unary()];
     while (peek('&&')) {
       position++;
-      const [a, b] = [left, unary()];
-      left = (labels) => a(labels) && b(labels);
+      operands.push(unary());
     }
-    return left;
+    return operands.length === 1 ? (operands[0] as Selector) : (labels) => operands.every((operand) => operand(labels));
+  };
+  let depth = 0;
+  const deeper = <T>(parse: () => T): T => {
+    if (++depth > MAX_SELECTOR_DEPTH) fail(`nests "(" and "!" deeper than ${MAX_SELECTOR_DEPTH} levels`);
+    const parsed = parse();
+    depth--;
+    return parsed;
   };
   const unary = (): Selector => {
     if (peek('!')) {
       position++;
-      const inner = unary();
+      const inner = deeper(unary);
       return (labels) => !inner(labels);
     }
     return primary();
@@ -73,7 +85,7 @@ export function parseSelector(source: string): Selector {
   const primary = (): Selector => {
     if (peek('(')) {
       position++;
-      const inner = expression();
+      const inner = deeper(expression);
       take(')');
       return inner;
     }
