@@ -175,6 +175,7 @@ test.serial('every broken rule is an error naming the annotation and value, with
       /10\.121\.3\.0\/24 lies within pool "blue" \(10\.121\.0\.0\/16\); name a pool, or its exact CIDR/,
     ],
     [{ 'cni.projectnet.org/ipv4pools': '{"pool": "blue"}' }, /must be a JSON array of strings/],
+    [{ 'cni.projectnet.org/ipv6pools': '[""]' }, /annotation "cni\.projectnet\.org\/ipv6pools" .*: holds an empty string/],
     [{ 'cni.projectnet.org/ipv4pools': '["v6"]' }, /pool "v6" \(fd22::\/48\) is IPv6, not IPv4/],
   ];
   for (const [annotations, message] of cases) {

@@ -47,6 +47,13 @@ const cases: Case[] = [
     call: (netns, d) => ({ command: 'ADD', netns, ifname: 'a/b', netconf: netconf(d) }),
   },
   {
+    // U+6800 is E6 A0 80 in UTF-8; the kernel's isspace() counts the byte 0xA0 as white space.
+    title: 'CNI_IFNAME with a byte the kernel counts as white space',
+    code: 4,
+    message: /CNI_IFNAME "栀" contains '\/', ':' or a byte the kernel counts as white space/,
+    call: (netns, d) => ({ command: 'ADD', netns, ifname: '栀', netconf: netconf(d) }),
+  },
+  {
     title: 'unknown CNI_ARGS key',
     code: 4,
     message: /CNI_ARGS: unknown keys "FOO" \(set IgnoreUnknown=1/,

@@ -1,6 +1,7 @@
 // The CNI environment variables, validated per command (CNI spec "Parameters"; libcni's skel).
 import { CniError, ErrorCode, quote } from './errors.ts';
 import { parseCniArgs, type CniArgs } from './args.ts';
+import { interfaceNameProblem, MAX_IFNAME_BYTES } from './interface-name.ts';
 
 export const COMMANDS = ['ADD', 'DEL', 'CHECK', 'VERSION', 'STATUS', 'GC'] as const;
 export type Command = (typeof COMMANDS)[number];
@@ -71,12 +72,8 @@ export function parseEnvironment(command: Command, env: Readonly<Record<string, 
 /** The kernel's rules for interface names (dev_valid_name), as libcni's ValidateInterfaceName. */
 function validateIfname(name: string): void {
   const problem =
-    Buffer.byteLength(name) > 15
-      ? `is ${Buffer.byteLength(name)} bytes long; at most 15 are allowed`
-      : name === '.' || name === '..'
-        ? 'is a reserved name'
-        : /[/:\s]/.test(name)
-          ? "contains '/', ':' or whitespace"
-          : undefined;
+    Buffer.byteLength(name) > MAX_IFNAME_BYTES
+      ? `is ${Buffer.byteLength(name)} bytes long; at most ${MAX_IFNAME_BYTES} are allowed`
+      : interfaceNameProblem(name);
   if (problem) throw new CniError(ErrorCode.InvalidEnvironment, `CNI_IFNAME ${quote(name)} ${problem}`);
 }

@@ -100,6 +100,8 @@ function strings(key: string, value: string, fail: Fail): string[] {
     throw fail(key, value, `not JSON (${(err as Error).message}); write a JSON array of strings`);
   }
   if (!Array.isArray(parsed) || parsed.some((item) => typeof item !== 'string')) throw fail(key, value, 'must be a JSON array of strings');
+  // As the netconf's ipv4_pools/ipv6_pools: an empty name names nothing.
+  if (parsed.includes('')) throw fail(key, value, 'holds an empty string');
   return parsed as string[];
 }
 

@@ -2,6 +2,7 @@
 // policy agent uses to derive it from a workload's identity (computed by the data plane).
 import type { CniEnvironment } from '../cni/environment.ts';
 import { CniError, ErrorCode, quote } from '../cni/errors.ts';
+import { interfaceNameProblem } from '../cni/interface-name.ts';
 import { hostInterfaceName as derive } from '../dataplane/index.ts';
 
 const DEFAULT_PREFIX = 'cali';
@@ -25,9 +26,7 @@ export function interfacePrefix(env: Readonly<Record<string, string | undefined>
   const problem =
     length > MAX_PREFIX_LENGTH
       ? `is ${length} bytes long: host interface names are the prefix and ${HASH_DIGITS} hex digits in at most ${MAX_IFNAME_LENGTH} bytes, so the prefix may have at most ${MAX_PREFIX_LENGTH}`
-      : /[/:\s]/.test(prefix)
-        ? "contains '/', ':' or whitespace, which interface names cannot"
-        : undefined;
+      : interfaceNameProblem(prefix);
   if (problem) throw new CniError(ErrorCode.InvalidEnvironment, `FELIX_INTERFACEPREFIX's first entry ${quote(prefix)} ${problem}`);
   return prefix;
 }
