@@ -13,6 +13,11 @@ export declare class HttpConnection {
   close(): void
 }
 
+export interface AttachmentTeardownOutcome {
+  result?: 'removed' | 'namespace-gone' | 'link-gone' | 'foreign'
+  error?: KernelError
+}
+
 export interface CheckOutcome {
   differences?: Array<Difference>
   error?: KernelError
@@ -124,6 +129,13 @@ export interface SetupOutcome {
 
 /** Creates the workload's veth pair and configures both ends; all or nothing. */
 export declare function setupWorkload(spec: WorkloadSpec): Promise<SetupOutcome>
+
+/**
+ * Deletes `ifname` in `netns` only if it is the attachment's: the workload end of the veth whose
+ * host end is `hostIfname`. Anything else is left alone and reported as `foreign`; a missing
+ * namespace or interface is success.
+ */
+export declare function teardownAttachment(netns: string, ifname: string, hostIfname: string): Promise<AttachmentTeardownOutcome>
 
 export interface TeardownOutcome {
   result?: 'removed' | 'namespace-gone' | 'link-gone'

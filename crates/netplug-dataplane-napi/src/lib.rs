@@ -135,20 +135,43 @@ pub fn setup_workload(env: &Env, spec: WorkloadSpec) -> Result<Object<'_>> {
 /// Deletes `ifname` in `netns`; a missing namespace or interface is success.
 #[napi(ts_return_type = "Promise<TeardownOutcome>")]
 pub fn teardown_workload(env: &Env, netns: String, ifname: String) -> Result<Object<'_>> {
-    on_namespace_thread(env, move |thread| match dataplane::teardown_workload(thread, netns.as_ref(), &ifname) {
+    on_namespace_thread(env, move |thread| teardown_outcome(dataplane::teardown_workload(thread, netns.as_ref(), &ifname)))
+}
+
+#[napi(object)]
+pub struct AttachmentTeardownOutcome {
+    #[napi(ts_type = "'removed' | 'namespace-gone' | 'link-gone' | 'foreign'")]
+    pub result: Option<String>,
+    pub error: Option<KernelError>,
+}
+
+/// Deletes `ifname` in `netns` only if it is the attachment's: the workload end of the veth whose
+/// host end is `hostIfname`. Anything else is left alone and reported as `foreign`; a missing
+/// namespace or interface is success.
+#[napi(ts_return_type = "Promise<AttachmentTeardownOutcome>")]
+pub fn teardown_attachment(env: &Env, netns: String, ifname: String, host_ifname: String) -> Result<Object<'_>> {
+    on_namespace_thread(env, move |thread| {
+        let outcome = teardown_outcome(dataplane::teardown_attachment(thread, netns.as_ref(), &ifname, &host_ifname));
+        AttachmentTeardownOutcome { result: outcome.result, error: outcome.error }
+    })
+}
+
+fn teardown_outcome(result: dataplane::Result<Teardown>) -> TeardownOutcome {
+    match result {
         Ok(result) => TeardownOutcome {
             result: Some(
                 match result {
                     Teardown::Removed => "removed",
                     Teardown::NamespaceGone => "namespace-gone",
                     Teardown::LinkGone => "link-gone",
+                    Teardown::Foreign => "foreign",
                 }
                 .into(),
             ),
             error: None,
         },
         Err(err) => TeardownOutcome { result: None, error: Some(kernel_error(err)) },
-    })
+    }
 }
 
 #[napi(object)]
