@@ -106,9 +106,10 @@ export interface KernelError {
 
 /**
  * Takes the host-wide lock on the file at `path` (flock), waiting on a thread of its own while
- * another process holds it.
+ * another process holds it, for at most `patienceMs`: then it resolves without `fd`, and neither
+ * the promise nor the blocked wait holds up the process.
  */
-export declare function lockHostFile(path: string): Promise<HostLockOutcome>
+export declare function lockHostFile(path: string, patienceMs: number): Promise<HostLockOutcome>
 
 export interface PresenceOutcome {
   /** `absent`, `attached` (the peer of the given host veth) or `foreign`. */

@@ -249,11 +249,18 @@ pub struct HostLockOutcome {
 }
 
 /// Takes the host-wide lock on the file at `path` (flock), waiting on a thread of its own while
-/// another process holds it.
+/// another process holds it, for at most `patienceMs`: then it resolves without `fd`, and neither
+/// the promise nor the blocked wait holds up the process.
 #[napi(ts_return_type = "Promise<HostLockOutcome>")]
-pub fn lock_host_file(env: &Env, path: String) -> Result<Object<'_>> {
-    on_thread(env, move || match dataplane::hostlock::lock_host_file(std::path::Path::new(&path)) {
-        Ok(lock) => HostLockOutcome { fd: Some(std::os::fd::IntoRawFd::into_raw_fd(lock.fd)), waited: Some(lock.waited), error: None },
+pub fn lock_host_file(env: &Env, path: String, patience_ms: u32) -> Result<Object<'_>> {
+    let patience = std::time::Duration::from_millis(patience_ms.into());
+    on_thread(env, move || match dataplane::hostlock::lock_host_file_within(std::path::Path::new(&path), patience) {
+        Ok(Some(lock)) => HostLockOutcome {
+            fd: Some(std::os::fd::IntoRawFd::into_raw_fd(lock.fd)),
+            waited: Some(lock.waited),
+            error: None,
+        },
+        Ok(None) => HostLockOutcome { fd: None, waited: Some(true), error: None },
         Err(err) => HostLockOutcome { fd: None, waited: None, error: Some(format!("{path}: {err}")) },
     })
 }
