@@ -88,6 +88,11 @@ test('etcd: GC without a list of valid attachments is refused with error 7 and r
   t.is(totalAllocated(t, etcd), 1, 'nothing released');
   t.is(gc(netconf, [], 'cni.dev/attachments').status, 0, "libcni's cni.dev/attachments is a list too");
   t.is(totalAllocated(t, etcd), 0);
+  // libcni (Go) writes an empty list as null.
+  allocate(t, netconf);
+  const asNull = invoke({ command: 'GC', netconf: { ...netconf, 'cni.dev/valid-attachments': null, 'cni.dev/attachments': null } });
+  t.is(asNull.status, 0, asNull.stdout);
+  t.is(totalAllocated(t, etcd), 0);
 });
 
 test('Kubernetes datastore: GC on one node leaves the other node’s handles as they were', async (t) => {

@@ -21,16 +21,19 @@ const ECHO_LIMIT = 120;
 
 /**
  * `cni.dev/valid-attachments` of a GC request (libcni also sends the misspelled
- * `cni.dev/attachments`). Required: a GC without it would release everything on the node.
+ * `cni.dev/attachments`). Required: a GC without it would release everything on the node. `null`
+ * is how libcni (Go) writes an empty list.
  */
 export function validAttachments(json: Record<string, unknown>): Attachment[] {
-  const list = json[LIST_FIELD] ?? json['cni.dev/attachments'];
-  if (list === undefined) {
+  const given = [json[LIST_FIELD], json['cni.dev/attachments']].filter((list) => list !== undefined);
+  if (given.length === 0) {
     throw new CniError(
       ErrorCode.InvalidConfig,
       `netconf field "${LIST_FIELD}" is missing: GC needs the list of valid attachments (an empty list, to release every attachment of this network on this node)`,
     );
   }
+  const list = given.find((each) => each !== null);
+  if (list === undefined) return [];
   if (!Array.isArray(list)) throw new CniError(ErrorCode.InvalidConfig, `netconf field "${LIST_FIELD}" must be a list`);
   return list.map((item: unknown, index) => {
     const { containerID, ifname } = (item ?? {}) as { containerID?: unknown; ifname?: unknown };
