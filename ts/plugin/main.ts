@@ -69,17 +69,6 @@ export async function runMain(io: MainIo, program: Program = 'netplug'): Promise
     }
     const { conf } = netconf;
     if (netconf.json['cniVersion'] !== undefined) cniVersion = conf.cniVersion;
-    if (command !== 'ADD' && command !== 'DEL' && !versionAllows(conf.cniVersion, command)) {
-      throw new CniError(
-        ErrorCode.IncompatibleVersion,
-        `netconf field "cniVersion" is "${conf.cniVersion}", which has no ${command}; it needs ${command === 'CHECK' ? '0.4.0' : '1.1.0'} or later`,
-      );
-    }
-    if (program === 'netplug-ipam' && conf.ipam.type !== 'netplug-ipam') {
-      throw new CniError(ErrorCode.InvalidConfig, `netconf field "ipam.type" is "${conf.ipam.type}"; netplug-ipam serves "netplug-ipam"`);
-    }
-    // Started before the rest of the command loads, which it overlaps.
-    early = await (await import('./early.ts')).startEarlyWork(command, program, env, netconf);
     log.configure(
       conf.log_level,
       conf.log_file_path
@@ -91,6 +80,17 @@ export async function runMain(io: MainIo, program: Program = 'netplug'): Promise
           }
         : undefined,
     );
+    if (command !== 'ADD' && command !== 'DEL' && !versionAllows(conf.cniVersion, command)) {
+      throw new CniError(
+        ErrorCode.IncompatibleVersion,
+        `netconf field "cniVersion" is "${conf.cniVersion}", which has no ${command}; it needs ${command === 'CHECK' ? '0.4.0' : '1.1.0'} or later`,
+      );
+    }
+    if (program === 'netplug-ipam' && conf.ipam.type !== 'netplug-ipam') {
+      throw new CniError(ErrorCode.InvalidConfig, `netconf field "ipam.type" is "${conf.ipam.type}"; netplug-ipam serves "netplug-ipam"`);
+    }
+    // Started before the rest of the command loads, which it overlaps.
+    early = await (await import('./early.ts')).startEarlyWork(command, program, env, netconf);
     log.debug(`${command} called`, { container: env.containerId, netns: env.netns, interface: env.ifname, args: env.raw['CNI_ARGS'] });
     const { createContext } = await import('./context.ts');
     const ctx = createContext(env, netconf, log.child(command.toLowerCase()), {
@@ -126,11 +126,17 @@ export async function runMain(io: MainIo, program: Program = 'netplug'): Promise
     logFailure(log, command, error);
     return failed(error, cniVersion);
   } finally {
-    if (!context)
+    // Connections early work opened that no context took over.
+    if (!context) {
       early.store?.then(
         (store) => store.close(),
         () => undefined,
       );
+      early.podReads?.kube.then(
+        (kube) => kube.close(),
+        () => undefined,
+      );
+    }
     context?.close();
     await (await import('./early.ts')).settle(early);
     log.close();
