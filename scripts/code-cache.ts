@@ -82,6 +82,7 @@ exports.interfacePresence = async () => ({ presence: 'absent' });
 exports.setupWorkload = async (spec) => ({ interfaces: { host: iface(spec.hostIfname, 10), container: iface(spec.containerIfname, 2), mtu: 1500,
   routes: spec.addresses.map((a) => a.includes(':') ? { destination: '::/0', gateway: 'fe80::ecee:eeff:feee:eeee' } : { destination: '0.0.0.0/0', gateway: '169.254.1.1' }) } });
 exports.teardownWorkload = async () => ({ result: 'removed' });
+exports.teardownAttachment = async () => ({ result: 'removed' });
 exports.checkWorkload = async () => ({ differences: [] });
 // The HTTP agent, over Node's fetch (only here: training may load it freely).
 exports.HttpAgent = class {

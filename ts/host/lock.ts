@@ -13,40 +13,22 @@ export interface HostLock {
 
 /**
  * Takes the lock at `path`, waiting up to `patienceMs`; undefined if it could not be had in time
- * (or at all): the lock only spares wasted work, so the caller goes on without it. A lock granted
- * after the caller stopped waiting is released at once.
+ * (or at all): the lock only spares wasted work, so the caller goes on without it. The wait's
+ * bound is the addon's: a holder that never lets go costs this process `patienceMs`, no more (its
+ * waiting thread neither keeps the process alive nor keeps a lock granted after it gave up).
  */
 export async function lockHost(path: string, patienceMs: number): Promise<HostLock | undefined> {
-  let gaveUp = false;
-  const taken = addon()
-    .lockHostFile(path)
-    .then((outcome): HostLock | undefined => {
-      if (outcome.fd === undefined || outcome.fd === null) return undefined;
-      const fd = outcome.fd;
-      if (gaveUp) {
-        closeSync(fd);
-        return undefined;
-      }
-      let held = true;
-      return {
-        waited: outcome.waited ?? true,
-        release: () => {
-          if (held) closeSync(fd);
-          held = false;
-        },
-      };
-    })
+  const outcome = await addon()
+    .lockHostFile(path, Math.max(0, Math.min(Math.floor(patienceMs), 2 ** 32 - 1)))
     .catch(() => undefined);
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<undefined>((resolve) => {
-    timer = setTimeout(() => {
-      gaveUp = true;
-      resolve(undefined);
-    }, patienceMs);
-  });
-  try {
-    return await Promise.race([taken, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
+  if (outcome?.fd === undefined || outcome.fd === null) return undefined;
+  const fd = outcome.fd;
+  let held = true;
+  return {
+    waited: outcome.waited ?? true,
+    release: () => {
+      if (held) closeSync(fd);
+      held = false;
+    },
+  };
 }

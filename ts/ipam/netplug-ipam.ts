@@ -22,7 +22,7 @@ import {
 import { releaseWhere } from './release.ts';
 import type { Family } from './cidr.ts';
 import { IpamError, poolError } from './errors.ts';
-import { collectGarbage, type Attachment } from './gc.ts';
+import { collectGarbage, validAttachments } from './gc.ts';
 import type { AddressOverrides, Ipam } from './ipam.ts';
 import { handleId, keys, type AllocationAttribute, type Block, type NodeResource, type PoolResource } from './model.ts';
 import { choosePools, familyName, listPools, nodeLabels, poolsOf } from './pools.ts';
@@ -198,23 +198,6 @@ export class NetplugIpam implements Ipam {
       }
     }
   }
-}
-
-/** `cni.dev/valid-attachments` of a GC request (libcni also sends the misspelled `cni.dev/attachments`). */
-export function validAttachments(json: Record<string, unknown>): Attachment[] {
-  const list = json['cni.dev/valid-attachments'] ?? json['cni.dev/attachments'];
-  if (list === undefined) return [];
-  if (!Array.isArray(list)) throw new CniError(ErrorCode.InvalidConfig, 'netconf field "cni.dev/valid-attachments" must be a list');
-  return list.map((item: unknown, index) => {
-    const { containerID, ifname } = (item ?? {}) as { containerID?: unknown; ifname?: unknown };
-    if (typeof containerID !== 'string' || typeof ifname !== 'string') {
-      throw new CniError(
-        ErrorCode.InvalidConfig,
-        `netconf field "cni.dev/valid-attachments[${index}]" needs string containerID and ifname, got ${JSON.stringify(item)}`,
-      );
-    }
-    return { containerId: containerID, ifname };
-  });
 }
 
 /** Where plugin processes on a node take turns with a datastore that has no transactions. */

@@ -55,6 +55,9 @@ export async function releaseWhere(
       const left = ordinalsOf(block, handle).length;
       if (left > 0) remaining.block[cidr] = left;
     }
+    // Nothing to release and the handle as it is: nothing is written (GC and a repeated DEL leave
+    // the datastore, and whoever is writing it, alone).
+    if (released.length === 0 && sameCounts(remaining.block, handleEntry.value.block)) return [];
     const handleWrite: Write =
       Object.keys(remaining.block).length === 0
         ? { key: handleEntry.key, remove: true, revision: handleEntry.revision }
@@ -62,6 +65,11 @@ export async function releaseWhere(
     await notBefore;
     return (await store.commit([...blockWrites, handleWrite])) ? released : undefined;
   });
+}
+
+function sameCounts(a: Record<string, number>, b: Record<string, number>): boolean {
+  const entries = Object.entries(a);
+  return entries.length === Object.keys(b).length && entries.every(([cidr, count]) => b[cidr] === count);
 }
 
 /**

@@ -9,6 +9,11 @@ export declare class HttpAgent {
   request(request: HttpRequestSpec): Promise<HttpOutcome>
 }
 
+export interface AttachmentTeardownOutcome {
+  result?: 'removed' | 'namespace-gone' | 'link-gone' | 'foreign'
+  error?: KernelError
+}
+
 export interface CheckOutcome {
   differences?: Array<Difference>
   error?: KernelError
@@ -100,9 +105,10 @@ export interface KernelError {
 
 /**
  * Takes the host-wide lock on the file at `path` (flock), waiting on a thread of its own while
- * another process holds it.
+ * another process holds it, for at most `patienceMs`: then it resolves without `fd`, and neither
+ * the promise nor the blocked wait holds up the process.
  */
-export declare function lockHostFile(path: string): Promise<HostLockOutcome>
+export declare function lockHostFile(path: string, patienceMs: number): Promise<HostLockOutcome>
 
 export interface PresenceOutcome {
   /** `absent`, `attached` (the peer of the given host veth) or `foreign`. */
@@ -123,6 +129,13 @@ export interface SetupOutcome {
 
 /** Creates the workload's veth pair and configures both ends; all or nothing. */
 export declare function setupWorkload(spec: WorkloadSpec): Promise<SetupOutcome>
+
+/**
+ * Deletes `ifname` in `netns` only if it is the attachment's: the workload end of the veth whose
+ * host end is `hostIfname`. Anything else is left alone and reported as `foreign`; a missing
+ * namespace or interface is success.
+ */
+export declare function teardownAttachment(netns: string, ifname: string, hostIfname: string): Promise<AttachmentTeardownOutcome>
 
 export interface TeardownOutcome {
   result?: 'removed' | 'namespace-gone' | 'link-gone'

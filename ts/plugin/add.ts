@@ -4,7 +4,8 @@
 // addresses released, so a failed ADD leaves nothing.
 import { CniError, ErrorCode } from '../cni/errors.ts';
 import type { Result } from '../cni/result.ts';
-import { interfacePresence, setupWorkload, teardownWorkload, type Presence } from '../dataplane/index.ts';
+import { interfacePresence, setupWorkload, type Presence } from '../dataplane/index.ts';
+import { teardownAttachment } from '../dataplane/ownership.ts';
 import type { AddressPlan } from '../k8s/annotations.ts';
 import { workloadMtu, type PluginContext } from './context.ts';
 import { endpointCompanion, hostNetwork, macFor } from './endpoint.ts';
@@ -34,7 +35,7 @@ export async function cmdAdd(ctx: PluginContext, presence?: Promise<Presence>): 
       );
     }
     log.info('repeated ADD: re-wiring the attachment with the addresses it holds', { container: env.containerId, interface: env.ifname });
-    await teardownWorkload(env.netns, env.ifname).catch((err: unknown) => Promise.reject(toCniError(err)));
+    await teardownAttachment(env.netns, env.ifname, hostIfname).catch((err: unknown) => Promise.reject(toCniError(err)));
   }
   // Nothing is allocated before the gates pass, or while the pod's annotations could refuse it.
   const [facts] = await Promise.all([
@@ -124,7 +125,7 @@ async function rollBack(
   const { env, log, workload } = ctx;
   const problems: string[] = [];
   if (done.wired)
-    await teardownWorkload(env.netns, env.ifname).catch((err: unknown) =>
+    await teardownAttachment(env.netns, env.ifname, hostInterfaceName(env)).catch((err: unknown) =>
       problems.push(`removing "${env.ifname}": ${toCniError(err).message}`),
     );
   if (done.endpoint && failure.code !== ErrorCode.TryAgainLater) {

@@ -17,8 +17,8 @@ import { usesPodCidr, withAnyCidrs, withPodCidrs } from '../k8s/pod-cidr.ts';
 import type { Logger } from '../log/logger.ts';
 import { openStore } from '../store/open.ts';
 import type { Store } from '../store/store.ts';
-import { DATASTORE_FIELDS } from './early-datastore.ts';
-import { sameSettingsKey, type PodReads } from './early-kube.ts';
+import { usesDatastore as storesState } from './early-datastore.ts';
+import type { PodReads } from './early-kube.ts';
 import { workloadOf, type Workload } from './workload.ts';
 
 /** Written by the node agent when the netconf leaves `mtu` out (as the reference's). */
@@ -69,12 +69,11 @@ export function createContext(env: CniEnvironment, netconf: ParsedNetconf, log: 
   const writesEndpoint = options.writesEndpoint ?? true;
   let opened: Promise<Store> | undefined = options.store;
   const store = () => (opened ??= openStore(conf));
-  // The early client and reads, if made with the settings validation confirmed.
-  const podReads = options.podReads && options.podReads.settings === sameSettingsKey(conf.kubernetes ?? {}) ? options.podReads : undefined;
+  const { podReads } = options;
   let kubeClient: Promise<KubeClient> | undefined = podReads?.kube;
   const kube = () => (kubeClient ??= openKubeClient(conf.kubernetes ?? {}));
   const node = nodeName(conf.nodename);
-  const usesDatastore = isNetplugIpam(conf.ipam) || DATASTORE_FIELDS.some((field) => field in netconf.json);
+  const usesDatastore = storesState(netconf);
   const workload = workloadOf(env, node);
   // Recorded with each address: the endpoint it belongs to (for netplugctl ipam check), and the pod.
   const attributes = {

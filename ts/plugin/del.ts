@@ -1,10 +1,13 @@
 // DEL: remove the interface and the workload endpoint, then release the addresses. Idempotent:
-// a namespace, interface, endpoint or allocation that is already gone is success. Every step is
-// attempted even if one fails.
+// a namespace, interface, endpoint or allocation that is already gone is success. Only what is
+// this attachment's is removed: an interface at CNI_IFNAME that is not the workload end of this
+// attachment's veth (another container's, `lo`, a link netplug did not make) is left alone, and
+// the DEL goes on to release this container's addresses. Every step is attempted even if one fails.
 import type { CniError } from '../cni/errors.ts';
-import { teardownWorkload, type TeardownResult } from '../dataplane/index.ts';
+import { teardownAttachment, type AttachmentTeardown } from '../dataplane/ownership.ts';
 import type { PluginContext } from './context.ts';
 import { toCniError } from './errors.ts';
+import { hostInterfaceName } from './host-interface.ts';
 import { deleteWorkloadEndpoint } from './workload-endpoint.ts';
 
 /** Stands for "the interface is still there": the address release is skipped, not failed. */
@@ -14,7 +17,7 @@ const INTERFACE_KEPT = Symbol('interface kept');
  * `teardown`: the interface's removal, if already under way (early work); `hostEndGone`: whether
  * its host end has left the host.
  */
-export async function cmdDel(ctx: PluginContext, teardown?: Promise<TeardownResult>, hostEndGone?: Promise<boolean>): Promise<void> {
+export async function cmdDel(ctx: PluginContext, teardown?: Promise<AttachmentTeardown>, hostEndGone?: Promise<boolean>): Promise<void> {
   const { env, log } = ctx;
   const failures: CniError[] = [];
   const attempt = async (step: () => Promise<void>) => {
@@ -30,14 +33,16 @@ export async function cmdDel(ctx: PluginContext, teardown?: Promise<TeardownResu
   // workload gets one while its old routes still exist; and not at all if it could not be
   // removed: the DEL fails, and the runtime's retry releases them.
   ctx.warmUp();
-  let removed = false;
+  let settled = false;
   const removal = attempt(async () => {
-    const outcome = await (teardown ?? teardownWorkload(env.netns, env.ifname));
-    removed = true;
-    log.info('workload interface removed', { container: env.containerId, netns: env.netns, interface: env.ifname, outcome });
+    const outcome = await (teardown ?? teardownAttachment(env.netns, env.ifname, hostInterfaceName(env)));
+    settled = true;
+    const where = { container: env.containerId, netns: env.netns, interface: env.ifname };
+    if (outcome === 'foreign') log.warning("interface left alone: it is not this attachment's (not the peer of its host veth)", where);
+    else log.info('workload interface removed', { ...where, outcome });
   });
   const interfaceGone = Promise.race([
-    removal.then(() => (removed ? undefined : Promise.reject(INTERFACE_KEPT))),
+    removal.then(() => (settled ? undefined : Promise.reject(INTERFACE_KEPT))),
     (hostEndGone ?? new Promise<boolean>(() => {})).then((gone) => (gone ? undefined : new Promise<void>(() => {}))),
   ]);
   interfaceGone.catch(() => undefined);

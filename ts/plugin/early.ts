@@ -1,19 +1,21 @@
-// Work a command starts before its netconf is validated, because it needs only the environment
-// (or the datastore settings read straight from stdin): it overlaps validation and the loading of
-// the rest of the program. On a pod's path this is most of what separates netplug from a plugin
-// without a runtime to start: DEL's veth deletion (the kernel waits for RCU grace periods) and
-// the datastore connection both run while the main thread does everything else. The kernel work
-// starts first, before even the datastore code loads.
+// Work a command starts as soon as its netconf is validated, before the rest of the program loads:
+// it overlaps the loading and the set-up of the command. On a pod's path this is most of what
+// separates netplug from a plugin without a runtime to start: DEL's veth deletion (the kernel
+// waits for RCU grace periods) and the datastore connection both run while the main thread does
+// everything else. The kernel work starts first, before even the datastore code loads.
 import type { CniEnvironment, Command } from '../cni/environment.ts';
-import { interfacePresence, teardownWorkload, waitHostLinkGone, type Presence, type TeardownResult } from '../dataplane/index.ts';
+import type { ParsedNetconf } from '../config/netconf.ts';
+import { interfacePresence, waitHostLinkGone, type Presence } from '../dataplane/index.ts';
+import { teardownAttachment, type AttachmentTeardown } from '../dataplane/ownership.ts';
 import type { Prefetched } from '../ipam/netplug-ipam.ts';
 import type { Store } from '../store/store.ts';
 import type { PodReads } from './early-kube.ts';
+import { handled } from './handled.ts';
 import { hostInterfaceName } from './host-interface.ts';
 
 export interface EarlyWork {
-  /** DEL: the workload interface's removal, under way. */
-  teardown?: Promise<TeardownResult>;
+  /** DEL: the removal of the attachment's own interface, under way. */
+  teardown?: Promise<AttachmentTeardown>;
   /** DEL: whether the host end left the host (it does early in the removal). */
   hostEndGone?: Promise<boolean>;
   /** ADD: what is at the workload interface's name. */
@@ -28,36 +30,31 @@ export interface EarlyWork {
 
 const HOST_END_PATIENCE_MS = 2_000;
 
+/** Starts what `command` can start now; `netconf` is validated, so nothing here acts on bad input. */
 export async function startEarlyWork(
   command: Command,
   program: 'netplug' | 'netplug-ipam',
   env: CniEnvironment,
-  stdin: Buffer,
+  netconf: ParsedNetconf,
 ): Promise<EarlyWork> {
   const work: EarlyWork = {};
   if (program === 'netplug' && command === 'DEL') {
-    work.teardown = handled(teardownWorkload(env.netns, env.ifname));
+    const hostIfname = hostInterfaceName(env);
+    work.teardown = handled(teardownAttachment(env.netns, env.ifname, hostIfname));
     // Bounded: if the removal fails and the link stays, the process must not wait long to exit.
-    work.hostEndGone = waitHostLinkGone(hostInterfaceName(env), HOST_END_PATIENCE_MS).catch(() => false);
+    work.hostEndGone = waitHostLinkGone(hostIfname, HOST_END_PATIENCE_MS).catch(() => false);
   }
   if (program === 'netplug' && command === 'ADD') work.presence = handled(interfacePresence(env.netns, env.ifname, hostInterfaceName(env)));
-  const { startDatastoreWork, rawJson } = await import('./early-datastore.ts');
-  const json = rawJson(stdin);
+  Object.assign(work, (await import('./early-datastore.ts')).startDatastoreWork(command, program, env, netconf));
   // Only a pod's ADD reads from the Kubernetes API: other commands do not load its code.
-  const podReads =
-    program === 'netplug' && command === 'ADD' && env.args.podName
-      ? (await import('./early-kube.ts')).startKubeWork(command, env, json)
-      : undefined;
-  return { ...work, ...startDatastoreWork(command, program, env, json), ...(podReads ? { podReads } : {}) };
+  if (program === 'netplug' && command === 'ADD' && env.args.podName) {
+    const podReads = (await import('./early-kube.ts')).startKubeWork(env, netconf.conf);
+    if (podReads) work.podReads = podReads;
+  }
+  return work;
 }
 
 /** Waits for whatever early work is still running (a thread in the kernel must finish first). */
 export async function settle(work: EarlyWork): Promise<void> {
   await Promise.allSettled([work.teardown, work.presence, work.hostEndGone]);
-}
-
-/** The same promise, with its failure marked as handled: whoever awaits it later still sees it. */
-export function handled<T>(promise: Promise<T>): Promise<T> {
-  promise.catch(() => undefined);
-  return promise;
 }

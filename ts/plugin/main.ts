@@ -7,6 +7,7 @@ import { readCommand } from '../cni/environment.ts';
 import { CniError, ErrorCode } from '../cni/errors.ts';
 import { LATEST_VERSION, SUPPORTED_VERSIONS, versionAllows } from '../cni/versions.ts';
 import type { Logger } from '../log/logger.ts';
+import type { ParsedNetconf } from '../config/netconf.ts';
 import type { PluginContext } from './context.ts';
 import type { EarlyWork } from './early.ts';
 import { NETPLUG_VERSION } from '../version.ts';
@@ -57,12 +58,17 @@ export async function runMain(io: MainIo, program: Program = 'netplug'): Promise
     const { parseEnvironment } = await import('../cni/environment.ts');
     const env = parseEnvironment(command, io.env);
     const stdin = io.readStdin();
-    // Before loading the netconf's validation: early work overlaps it.
-    early = await (await import('./early.ts')).startEarlyWork(command, program, env, stdin);
+    // The one reader of the netconf: nothing below, early work included, acts on unvalidated input.
     const { parseNetconf, declaredVersion } = await import('../config/netconf.ts');
-    cniVersion = declaredVersion(stdin) ?? cniVersion;
-    const netconf = parseNetconf(stdin);
+    let netconf: ParsedNetconf;
+    try {
+      netconf = parseNetconf(stdin);
+    } catch (err) {
+      cniVersion = declaredVersion(stdin) ?? cniVersion;
+      throw err;
+    }
     const { conf } = netconf;
+    if (netconf.json['cniVersion'] !== undefined) cniVersion = conf.cniVersion;
     log.configure(
       conf.log_level,
       conf.log_file_path
@@ -80,10 +86,12 @@ export async function runMain(io: MainIo, program: Program = 'netplug'): Promise
         `netconf field "cniVersion" is "${conf.cniVersion}", which has no ${command}; it needs ${command === 'CHECK' ? '0.4.0' : '1.1.0'} or later`,
       );
     }
-    log.debug(`${command} called`, { container: env.containerId, netns: env.netns, interface: env.ifname, args: env.raw['CNI_ARGS'] });
     if (program === 'netplug-ipam' && conf.ipam.type !== 'netplug-ipam') {
       throw new CniError(ErrorCode.InvalidConfig, `netconf field "ipam.type" is "${conf.ipam.type}"; netplug-ipam serves "netplug-ipam"`);
     }
+    // Started before the rest of the command loads, which it overlaps.
+    early = await (await import('./early.ts')).startEarlyWork(command, program, env, netconf);
+    log.debug(`${command} called`, { container: env.containerId, netns: env.netns, interface: env.ifname, args: env.raw['CNI_ARGS'] });
     const { createContext } = await import('./context.ts');
     const ctx = createContext(env, netconf, log.child(command.toLowerCase()), {
       writesEndpoint: program === 'netplug',
@@ -118,11 +126,17 @@ export async function runMain(io: MainIo, program: Program = 'netplug'): Promise
     logFailure(log, command, error);
     return failed(error, cniVersion);
   } finally {
-    if (!context)
+    // Connections early work opened that no context took over.
+    if (!context) {
       early.store?.then(
         (store) => store.close(),
         () => undefined,
       );
+      early.podReads?.kube.then(
+        (kube) => kube.close(),
+        () => undefined,
+      );
+    }
     context?.close();
     await (await import('./early.ts')).settle(early);
     log.close();

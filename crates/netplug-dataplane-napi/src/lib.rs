@@ -135,20 +135,43 @@ pub fn setup_workload(env: &Env, spec: WorkloadSpec) -> Result<Object<'_>> {
 /// Deletes `ifname` in `netns`; a missing namespace or interface is success.
 #[napi(ts_return_type = "Promise<TeardownOutcome>")]
 pub fn teardown_workload(env: &Env, netns: String, ifname: String) -> Result<Object<'_>> {
-    on_namespace_thread(env, move |thread| match dataplane::teardown_workload(thread, netns.as_ref(), &ifname) {
+    on_namespace_thread(env, move |thread| teardown_outcome(dataplane::teardown_workload(thread, netns.as_ref(), &ifname)))
+}
+
+#[napi(object)]
+pub struct AttachmentTeardownOutcome {
+    #[napi(ts_type = "'removed' | 'namespace-gone' | 'link-gone' | 'foreign'")]
+    pub result: Option<String>,
+    pub error: Option<KernelError>,
+}
+
+/// Deletes `ifname` in `netns` only if it is the attachment's: the workload end of the veth whose
+/// host end is `hostIfname`. Anything else is left alone and reported as `foreign`; a missing
+/// namespace or interface is success.
+#[napi(ts_return_type = "Promise<AttachmentTeardownOutcome>")]
+pub fn teardown_attachment(env: &Env, netns: String, ifname: String, host_ifname: String) -> Result<Object<'_>> {
+    on_namespace_thread(env, move |thread| {
+        let outcome = teardown_outcome(dataplane::teardown_attachment(thread, netns.as_ref(), &ifname, &host_ifname));
+        AttachmentTeardownOutcome { result: outcome.result, error: outcome.error }
+    })
+}
+
+fn teardown_outcome(result: dataplane::Result<Teardown>) -> TeardownOutcome {
+    match result {
         Ok(result) => TeardownOutcome {
             result: Some(
                 match result {
                     Teardown::Removed => "removed",
                     Teardown::NamespaceGone => "namespace-gone",
                     Teardown::LinkGone => "link-gone",
+                    Teardown::Foreign => "foreign",
                 }
                 .into(),
             ),
             error: None,
         },
         Err(err) => TeardownOutcome { result: None, error: Some(kernel_error(err)) },
-    })
+    }
 }
 
 #[napi(object)]
@@ -226,11 +249,18 @@ pub struct HostLockOutcome {
 }
 
 /// Takes the host-wide lock on the file at `path` (flock), waiting on a thread of its own while
-/// another process holds it.
+/// another process holds it, for at most `patienceMs`: then it resolves without `fd`, and neither
+/// the promise nor the blocked wait holds up the process.
 #[napi(ts_return_type = "Promise<HostLockOutcome>")]
-pub fn lock_host_file(env: &Env, path: String) -> Result<Object<'_>> {
-    on_thread(env, move || match dataplane::hostlock::lock_host_file(std::path::Path::new(&path)) {
-        Ok(lock) => HostLockOutcome { fd: Some(std::os::fd::IntoRawFd::into_raw_fd(lock.fd)), waited: Some(lock.waited), error: None },
+pub fn lock_host_file(env: &Env, path: String, patience_ms: u32) -> Result<Object<'_>> {
+    let patience = std::time::Duration::from_millis(patience_ms.into());
+    on_thread(env, move || match dataplane::hostlock::lock_host_file_within(std::path::Path::new(&path), patience) {
+        Ok(Some(lock)) => HostLockOutcome {
+            fd: Some(std::os::fd::IntoRawFd::into_raw_fd(lock.fd)),
+            waited: Some(lock.waited),
+            error: None,
+        },
+        Ok(None) => HostLockOutcome { fd: None, waited: Some(true), error: None },
         Err(err) => HostLockOutcome { fd: None, waited: None, error: Some(format!("{path}: {err}")) },
     })
 }

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use crate::error::{DataplaneError, Result};
-use crate::link::{delete_link, get_link};
+use crate::link::{Link, delete_link, get_link};
 use crate::netlink::Rtnl;
 use crate::netns::{NamespaceThread, NetNs, NetNsLookup};
 use crate::spec::validate_ifname;
@@ -18,6 +18,8 @@ pub enum Teardown {
     NamespaceGone,
     /// The namespace exists but has no such interface.
     LinkGone,
+    /// The interface is not this attachment's (not the workload end of its veth): left alone.
+    Foreign,
 }
 
 /// What is at a workload's interface name.
@@ -42,24 +44,60 @@ pub fn interface_presence(thread: &mut NamespaceThread, netns: &Path, ifname: &s
     };
     let op = || format!("look up \"{ifname}\" in {}", netns.path().display());
     refuse_host_namespace(&netns, op())?;
-    let host_end = {
-        let mut host = Rtnl::open().map_err(|e| e.into_dataplane(op()))?;
-        get_link(&mut host, host_ifname).map_err(|e| e.into_dataplane(op()))?.filter(|l| l.is_veth())
-    };
+    let host_end = host_veth(host_ifname, op)?;
     thread.enter(&netns)?;
     let mut rtnl = Rtnl::open().map_err(|e| e.into_dataplane(op()))?;
     Ok(match get_link(&mut rtnl, ifname).map_err(|e| e.into_dataplane(op()))? {
         None => Presence::Absent,
-        Some(link) => match host_end {
-            Some(host) if link.is_veth() && link.peer_index == Some(host.index) && host.peer_index == Some(link.index) => {
-                Presence::Attached
-            }
-            _ => Presence::Foreign,
-        },
+        Some(link) if peers(&link, host_end.as_ref()) => Presence::Attached,
+        Some(_) => Presence::Foreign,
     })
 }
 
-/// Deletes `ifname` inside the namespace at `netns`. Moves the calling thread into it.
+/// The veth named `name` in the calling thread's (the host's) namespace, if there is one.
+fn host_veth(name: &str, op: impl Fn() -> String) -> Result<Option<Link>> {
+    let mut host = Rtnl::open().map_err(|e| e.into_dataplane(op()))?;
+    Ok(get_link(&mut host, name).map_err(|e| e.into_dataplane(op()))?.filter(Link::is_veth))
+}
+
+/// Whether `link` is the workload end of the veth whose host end is `host_end`.
+fn peers(link: &Link, host_end: Option<&Link>) -> bool {
+    host_end.is_some_and(|host| link.is_veth() && link.peer_index == Some(host.index) && host.peer_index == Some(link.index))
+}
+
+/// Deletes `ifname` inside the namespace at `netns` if it is this attachment's: the workload end of
+/// the veth whose host end is `host_ifname`, or a veth without a peer. Anything else (another
+/// attachment's interface, `lo`, a link netplug did not make) is left alone: [`Teardown::Foreign`].
+/// Looks up the host end first, then moves the calling thread into the namespace.
+pub fn teardown_attachment(thread: &mut NamespaceThread, netns: &Path, ifname: &str, host_ifname: &str) -> Result<Teardown> {
+    validate_ifname("container interface name", ifname)?;
+    validate_ifname("host interface name", host_ifname)?;
+    if netns.as_os_str().is_empty() {
+        return Ok(Teardown::NamespaceGone);
+    }
+    let netns = match NetNs::lookup(netns)? {
+        NetNsLookup::Found(netns) => netns,
+        NetNsLookup::Missing | NetNsLookup::NotANamespace => return Ok(Teardown::NamespaceGone),
+    };
+    let op = || format!("delete \"{ifname}\" in {}", netns.path().display());
+    refuse_host_namespace(&netns, op())?;
+    let host_end = host_veth(host_ifname, op)?;
+    thread.enter(&netns)?;
+    let mut rtnl = Rtnl::open().map_err(|e| e.into_dataplane(op()))?;
+    let Some(link) = get_link(&mut rtnl, ifname).map_err(|e| e.into_dataplane(op()))? else {
+        return Ok(Teardown::LinkGone);
+    };
+    let peerless = link.is_veth() && link.peer_index.is_none_or(|index| index == 0);
+    if !peerless && !peers(&link, host_end.as_ref()) {
+        return Ok(Teardown::Foreign);
+    }
+    match delete_link(&mut rtnl, link.index).map_err(|e| e.into_dataplane(op()))? {
+        true => Ok(Teardown::Removed),
+        false => Ok(Teardown::LinkGone),
+    }
+}
+
+/// Deletes `ifname` inside the namespace at `netns`, whatever it is. Moves the calling thread into it.
 pub fn teardown_workload(thread: &mut NamespaceThread, netns: &Path, ifname: &str) -> Result<Teardown> {
     validate_ifname("container interface name", ifname)?;
     if netns.as_os_str().is_empty() {
