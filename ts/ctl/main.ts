@@ -232,6 +232,7 @@ function describeFailure(err: unknown): { message: string; exitCode: number } {
     switch (err.name) {
       case 'StoreUnavailableError':
       case 'StoreError':
+      case 'StoreDocumentError':
       case 'EtcdSettingsError':
       case 'KubeSettingsError':
       case 'KubeUnavailableError':

@@ -5,9 +5,9 @@
 // borrowed. A handle holding no address cannot be told to be this node's (another node may be
 // in the middle of an ADD that wrote it first): DEL releases it, never GC.
 import { CniError, ErrorCode } from '../cni/errors.ts';
-import type { Store } from '../store/store.ts';
+import type { Entry, Store } from '../store/store.ts';
 import { attributeAt } from './block.ts';
-import { keys, type Block } from './model.ts';
+import { checkedBlocks, keys } from './model.ts';
 import { releaseWhere } from './release.ts';
 
 export interface Attachment {
@@ -58,9 +58,9 @@ export async function collectGarbage(store: Store, network: string, node: string
     const ifname = secondary['ifname'];
     return ifname ? !attachments.has(`${containerId}/${ifname}`) : !containers.has(containerId);
   };
-  const [v4, v6] = (await store.read([{ list: keys.blocks(4) }, { list: keys.blocks(6) }])) as [{ value: Block }[], { value: Block }[]];
+  const [v4, v6] = (await store.read([{ list: keys.blocks(4) }, { list: keys.blocks(6) }])) as [Entry<unknown>[], Entry<unknown>[]];
   const handles = new Set<string>();
-  for (const { value: block } of [...v4, ...v6]) {
+  for (const { value: block } of checkedBlocks([...v4, ...v6])) {
     for (let ordinal = 0; ordinal < block.allocations.length; ordinal++) {
       const attribute = attributeAt(block, ordinal);
       if (attribute && stale(attribute.handle_id, attribute.secondary)) handles.add(attribute.handle_id);

@@ -258,6 +258,20 @@ export function checkedHandle(entry: Entry<unknown>): Entry<Handle> {
   };
 }
 
+/** A node's labels (what pool selectors match), from its datastore document. */
+export function checkedNodeLabels(entry: Entry<unknown>): Record<string, string> {
+  const { key, value } = entry;
+  if (!isObject(value)) throw wanted(key, '.', 'an object', value);
+  const metadata = value['metadata'];
+  if (metadata === undefined || metadata === null) return {};
+  if (!isObject(metadata)) throw wanted(key, 'metadata', 'an object', metadata);
+  const labels = metadata['labels'];
+  if (labels === undefined || labels === null) return {};
+  if (!isObject(labels) || !Object.values(labels).every((v) => typeof v === 'string'))
+    throw wanted(key, 'metadata.labels', 'an object of strings', labels);
+  return labels as Record<string, string>;
+}
+
 /** Whether a pending request can be served; one that cannot is dropped as if it had gone stale. */
 export function isPendingRequest(value: unknown): value is PendingRequest {
   return (

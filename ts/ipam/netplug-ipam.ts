@@ -24,7 +24,7 @@ import type { Family } from './cidr.ts';
 import { IpamError, poolError } from './errors.ts';
 import { collectGarbage, validAttachments } from './gc.ts';
 import type { AddressOverrides, Ipam } from './ipam.ts';
-import { handleId, keys, type AllocationAttribute, type Block, type NodeResource, type PoolResource } from './model.ts';
+import { checkedNodeLabels, handleId, keys, type AllocationAttribute, type Block, type NodeResource, type PoolResource } from './model.ts';
 import { choosePools, familyName, listPools, nodeLabels, poolsOf } from './pools.ts';
 import { poolsWithRoom } from './room.ts';
 
@@ -118,7 +118,7 @@ export class NetplugIpam implements Ipam {
     } else {
       if (families.length === 0)
         throw poolError('netconf fields "ipam.assign_ipv4" and "ipam.assign_ipv6" are both "false": there is no address to assign');
-      const labels = nodeEntry?.value.metadata.labels ?? {};
+      const labels = nodeEntry ? checkedNodeLabels(nodeEntry) : {};
       // Pools an annotation names win over the netconf's, which win over node selectors.
       const requested = (family: Family) => {
         const annotated = overrides.pools?.[family];

@@ -6,7 +6,7 @@ import { retryOnConflict } from '../store/store.ts';
 import { addressOf, attributeAt, ordinalOf, ordinalsOf, releaseOrdinals } from './block.ts';
 import { contains, parseIp, parsePrefix, type Prefix } from './cidr.ts';
 import { poolError } from './errors.ts';
-import { cidrOfKey, keys, type AllocationAttribute, type Block, type Handle } from './model.ts';
+import { checkedBlock, checkedHandle, checkedOrAbsent, cidrOfKey, keys, type AllocationAttribute, type Handle } from './model.ts';
 
 /** Releases every address of the handle; what was already released is fine. */
 export function releaseHandle(store: Store, handle: string): Promise<string[]> {
@@ -25,13 +25,14 @@ export async function releaseWhere(
   notBefore?: Promise<unknown>,
 ): Promise<string[]> {
   return retryOnConflict(`releasing the addresses of ${handle}`, async () => {
-    const handleEntry = await store.get<Handle>(keys.handle(handle));
+    const handleEntry = checkedOrAbsent(checkedHandle, await store.get<unknown>(keys.handle(handle)));
     if (!handleEntry) return [];
     const cidrs = Object.keys(handleEntry.value.block);
-    const entries = (cidrs.length > 0 ? await store.read(cidrs.map((cidr) => ({ get: keys.block(cidr) }))) : []) as (
-      | Entry<Block>
+    const read = (cidrs.length > 0 ? await store.read(cidrs.map((cidr) => ({ get: keys.block(cidr) }))) : []) as (
+      | Entry<unknown>
       | undefined
     )[];
+    const entries = read.map((entry) => checkedOrAbsent(checkedBlock, entry));
     const released: string[] = [];
     const blockWrites: Write[] = [];
     const remaining: Handle = { ...handleEntry.value, block: {} };
@@ -84,7 +85,7 @@ export async function releaseAddress(store: Store, ip: string): Promise<Allocati
     .find((c) => contains(parsePrefix(c) as Prefix, parsed.family, parsed.value));
   if (!cidr) return undefined;
   return retryOnConflict(`releasing ${ip}`, async () => {
-    const entry = await store.get<Block>(keys.block(cidr));
+    const entry = checkedOrAbsent(checkedBlock, await store.get<unknown>(keys.block(cidr)));
     const ordinal = entry && ordinalOf(entry.value, ip);
     const holder = entry && ordinal !== undefined ? attributeAt(entry.value, ordinal) : undefined;
     if (!entry || ordinal === undefined || !holder) return { holder: undefined };

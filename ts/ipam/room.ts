@@ -1,6 +1,6 @@
 // Whether pools have a free address left, for STATUS: a block not claimed yet, or a free ordinal.
 import type { Store } from '../store/store.ts';
-import { cidrOfKey, keys, type Block } from './model.ts';
+import { checkedBlocks, cidrOfKey, keys } from './model.ts';
 import { blockInPool, type Pool } from './pools.ts';
 
 export async function poolsWithRoom(store: Store, pools: readonly Pool[]): Promise<Pool[]> {
@@ -12,7 +12,7 @@ export async function poolsWithRoom(store: Store, pools: readonly Pool[]): Promi
       withRoom.push(pool);
       continue;
     }
-    const blocks = await store.list<Block>(keys.blocks(pool.prefix.family));
+    const blocks = checkedBlocks(await store.list<unknown>(keys.blocks(pool.prefix.family)));
     if (blocks.some(({ value }) => inPool(value.cidr) && value.unallocated.length > 0)) withRoom.push(pool);
   }
   return withRoom;

@@ -7,7 +7,7 @@ import type { Result } from '../cni/result.ts';
 import { interfacePresence, setupWorkload, type Presence } from '../dataplane/index.ts';
 import { teardownAttachment } from '../dataplane/ownership.ts';
 import type { AddressPlan } from '../k8s/annotations.ts';
-import { workloadMtu, type PluginContext } from './context.ts';
+import type { PluginContext } from './context.ts';
 import { endpointCompanion, hostNetwork, macFor } from './endpoint.ts';
 import { toCniError } from './errors.ts';
 import { hostInterfaceName } from './host-interface.ts';
@@ -50,7 +50,8 @@ export async function cmdAdd(ctx: PluginContext, presence?: Promise<Presence>): 
     ? withoutIpam(conf.cniVersion, plan.ipsWithoutIpam)
     : await ctx.ipam.add(committed ? [endpoint] : [], overrides(plan));
   const addresses = (allocated.ips ?? []).map((ip) => ip.address.split('/')[0] ?? ip.address);
-  const mtu = workloadMtu(conf);
+  // parseNetconf resolved it: the netconf's, auto for 0, else the node agent's file, else the kernel default.
+  const mtu = conf.mtu;
   const routes = requestedRoutes(ctx, allocated);
   let wired = false;
   let endpointWritten = committed;

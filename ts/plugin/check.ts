@@ -3,7 +3,7 @@
 import { CniError, ErrorCode } from '../cni/errors.ts';
 import { parseResult } from '../cni/result.ts';
 import { checkWorkload } from '../dataplane/index.ts';
-import { workloadMtu, type PluginContext } from './context.ts';
+import type { PluginContext } from './context.ts';
 import { toCniError } from './errors.ts';
 import { hostInterfaceName } from './host-interface.ts';
 
@@ -25,7 +25,8 @@ export async function cmdCheck(ctx: PluginContext): Promise<void> {
     throw new CniError(ErrorCode.InvalidConfig, `prevResult lists no addresses on interface "${env.ifname}"`);
   }
   await ctx.ipam.check();
-  const mtu = workloadMtu(conf);
+  // parseNetconf resolved it: the netconf's, auto for 0, else the node agent's file, else the kernel default.
+  const mtu = conf.mtu;
   const differences = await checkWorkload({
     netns: env.netns,
     containerIfname: env.ifname,

@@ -1,7 +1,6 @@
 // What every plugin command works with: the validated environment and netconf, the logger, the
 // datastore and the Kubernetes API (each opened on first use and shared), the node's name, the
 // workload (a pod, or a container outside Kubernetes), and the address manager the netconf chooses.
-import { readFileSync } from 'node:fs';
 
 import type { Command, CniEnvironment } from '../cni/environment.ts';
 import { CniError, ErrorCode } from '../cni/errors.ts';
@@ -20,9 +19,6 @@ import type { Store } from '../store/store.ts';
 import { usesDatastore as storesState } from './early-datastore.ts';
 import type { PodReads } from './early-kube.ts';
 import { workloadOf, type Workload } from './workload.ts';
-
-/** Written by the node agent when the netconf leaves `mtu` out (as the reference's). */
-export const MTU_FILE = '/var/lib/netplug/mtu';
 
 export interface PluginContext {
   env: CniEnvironment;
@@ -141,15 +137,4 @@ function podCidrRewrite(netconf: ParsedNetconf, workload: Workload, kubeNode: st
     }
     return withPodCidrs(netconf.json, kubeNode, async () => nodePodCidrs(await kube(), kubeNode));
   };
-}
-
-/** The netconf's MTU, else the node's MTU file, else the kernel default (undefined). */
-export function workloadMtu(conf: Netconf): number | undefined {
-  if (conf.mtu !== undefined) return conf.mtu;
-  try {
-    const value = Number(readFileSync(MTU_FILE, 'utf8').trim());
-    return Number.isInteger(value) && value >= 68 ? value : undefined;
-  } catch {
-    return undefined;
-  }
 }

@@ -11,7 +11,7 @@ import { SelectorError } from '../ipam/selector.ts';
 import { KubeError, KubeUnavailableError } from '../k8s/client.ts';
 import { KubeSettingsError } from '../k8s/kubeconfig.ts';
 import { EtcdSettingsError } from '../store/etcd/options.ts';
-import { StoreError, StoreUnavailableError } from '../store/store.ts';
+import { StoreDocumentError, StoreError, StoreUnavailableError } from '../store/store.ts';
 
 export function toCniError(err: unknown, command?: Command): CniError {
   if (err instanceof CniError) return err;
@@ -32,6 +32,7 @@ export function toCniError(err: unknown, command?: Command): CniError {
   }
   if (err instanceof EtcdSettingsError)
     return new CniError(ErrorCode.InvalidConfig, `netconf field "${err.field}": ${err.message}`, undefined, { cause: err });
+  if (err instanceof StoreDocumentError) return new CniError(ErrorCode.InvalidConfig, err.message, undefined, { cause: err });
   if (err instanceof StoreError || err instanceof SelectorError)
     return new CniError(ErrorCode.Datastore, err.message, undefined, { cause: err });
   if (err instanceof KubeUnavailableError) {

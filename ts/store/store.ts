@@ -64,7 +64,12 @@ export class StoreUnavailableError extends Error {
 
 /** The datastore answered, but refused the request. */
 export class StoreError extends Error {
-  override readonly name = 'StoreError';
+  override readonly name: string = 'StoreError';
+}
+
+/** A stored document is not what any writer of netplug's writes: a repair, not a retry, fixes it. */
+export class StoreDocumentError extends StoreError {
+  override readonly name = 'StoreDocumentError';
 }
 
 /**

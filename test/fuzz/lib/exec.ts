@@ -17,11 +17,15 @@ let pidsRoot: string | undefined;
  */
 function cgroupRoot(): string {
   if (pidsRoot) return pidsRoot;
-  if (existsSync('/sys/fs/cgroup/pids/cgroup.procs')) return (pidsRoot = '/sys/fs/cgroup/pids');
+  if (existsSync('/sys/fs/cgroup/pids/cgroup.procs')) {
+    pidsRoot = '/sys/fs/cgroup/pids';
+    return pidsRoot;
+  }
   try {
     if (readFileSync('/sys/fs/cgroup/cgroup.controllers', 'utf8').split(/\s+/).includes('pids')) {
       writeFileSync('/sys/fs/cgroup/cgroup.subtree_control', '+pids');
-      return (pidsRoot = '/sys/fs/cgroup');
+      pidsRoot = '/sys/fs/cgroup';
+      return pidsRoot;
     }
   } catch {
     // not allowed here: reported below

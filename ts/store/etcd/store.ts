@@ -1,7 +1,7 @@
 // The Store on etcd: a commit is one transaction, its conditions compare revisions (or, for a
 // create, that the key has no version yet).
 import type { Entry, Read, ReadResult, Store, Write } from '../store.ts';
-import { StoreError } from '../store.ts';
+import { StoreDocumentError } from '../store.ts';
 import type { Compare, EtcdClient, KeyValue, Operation, RangeRequest } from './client.ts';
 
 export class EtcdStore implements Store {
@@ -86,6 +86,6 @@ function entry<T>(kv: KeyValue): Entry<T> {
   try {
     return { key: kv.key, value: JSON.parse(kv.value.toString('utf8')) as T, revision: kv.modRevision };
   } catch {
-    throw new StoreError(`the value at ${kv.key} is not JSON`);
+    throw new StoreDocumentError(`the datastore's document at ${kv.key} is not JSON; repair or remove it`);
   }
 }
