@@ -182,3 +182,15 @@ test('error messages repeat at most 200 characters of a value, with its length',
     t.regex(error.message, /x{199}\.\.\. \(209715\d characters\)/);
   }
 });
+
+test('host-local sections host-local itself would refuse are field errors (found by the fuzz suite)', (t) => {
+  const cases: Array<[Record<string, unknown>, RegExp]> = [
+    [{ type: 'host-local' }, /netconf field "ipam" host-local needs "subnet" or "ranges"/],
+    [{ type: 'host-local', ranges: [] }, /netconf field "ipam\.ranges" must list at least one range set/],
+    [{ type: 'host-local', ranges: [[]] }, /netconf field "ipam\.ranges\[0\]" must not hold an empty range set/],
+    [{ type: 'host-local', subnet: '10.0.0.0/24', dataDir: 'a\u0000b' }, /netconf field "ipam\.dataDir" must be a directory path/],
+    [{ type: 'host-local', subnet: '10.0.0.0/24', dataDir: 5 }, /netconf field "ipam\.dataDir" must be a string/],
+  ];
+  for (const [ipam, message] of cases) t.throws(() => parse({ ...minimal, ipam }), { message }, JSON.stringify(ipam));
+  t.notThrows(() => parse({ ...minimal, ipam: { type: 'host-local', ranges: [[{ subnet: '10.0.0.0/24' }]], dataDir: '/tmp/x' } }));
+});

@@ -41,17 +41,37 @@ const noPodCidr = () =>
 const subnet = () =>
   z.string().check(z.refine((value) => isPodCidrValue(value) || isCidr(value), { error: 'must be a CIDR, usePodCidr or usePodCidrIPv6' }));
 
-const hostLocalSchema = z.object({
-  type: z.literal('host-local'),
-  subnet: z.optional(subnet()),
-  rangeStart: noPodCidr(),
-  rangeEnd: noPodCidr(),
-  ranges: z.optional(
-    z.array(z.array(z.object({ subnet: subnet(), rangeStart: noPodCidr(), rangeEnd: noPodCidr(), gateway: z.optional(z.unknown()) }))),
-  ),
-  routes: ipamRoutes,
-  gateway: z.optional(z.unknown()),
-});
+// What host-local itself refuses is refused here too, with error 7 naming the field, rather than
+// passed on as host-local's own error after it has started.
+const hostLocalSchema = z
+  .object({
+    type: z.literal('host-local'),
+    subnet: z.optional(subnet()),
+    rangeStart: noPodCidr(),
+    rangeEnd: noPodCidr(),
+    ranges: z.optional(
+      z
+        .array(
+          z
+            .array(z.object({ subnet: subnet(), rangeStart: noPodCidr(), rangeEnd: noPodCidr(), gateway: z.optional(z.unknown()) }))
+            .check(z.minLength(1, { error: 'must not hold an empty range set' })),
+        )
+        .check(z.minLength(1, { error: 'must list at least one range set' })),
+    ),
+    routes: ipamRoutes,
+    gateway: z.optional(z.unknown()),
+    dataDir: z.optional(
+      z.string().check(
+        z.minLength(1),
+        z.refine((dir) => !dir.includes('\0'), { error: 'must be a directory path without NUL characters' }),
+      ),
+    ),
+  })
+  .check(
+    z.refine((ipam) => ipam.subnet !== undefined || ipam.ranges !== undefined, {
+      error: 'host-local needs "subnet" or "ranges"',
+    }),
+  );
 
 /** Any other IPAM plugin: only its type and, if it has them, routes matter to netplug. */
 const delegatedSchema = z.object({ type: z.string().check(z.minLength(1)), routes: ipamRoutes });
