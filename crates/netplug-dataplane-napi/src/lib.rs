@@ -135,7 +135,9 @@ pub fn setup_workload(env: &Env, spec: WorkloadSpec) -> Result<Object<'_>> {
 /// Deletes `ifname` in `netns`; a missing namespace or interface is success.
 #[napi(ts_return_type = "Promise<TeardownOutcome>")]
 pub fn teardown_workload(env: &Env, netns: String, ifname: String) -> Result<Object<'_>> {
-    on_namespace_thread(env, move |thread| teardown_outcome(dataplane::teardown_workload(thread, netns.as_ref(), &ifname)))
+    on_namespace_thread(env, move |thread| {
+        teardown_outcome(dataplane::teardown_workload(thread, netns.as_ref(), &ifname))
+    })
 }
 
 #[napi(object)]
@@ -214,9 +216,11 @@ pub struct GoneOutcome {
 /// in the host namespace.
 #[napi(ts_return_type = "Promise<GoneOutcome>")]
 pub fn wait_host_link_gone(env: &Env, name: String, timeout_ms: u32) -> Result<Object<'_>> {
-    on_thread(env, move || match dataplane::wait_host_link_gone(&name, std::time::Duration::from_millis(timeout_ms.into())) {
-        Ok(gone) => GoneOutcome { gone: Some(gone), error: None },
-        Err(err) => GoneOutcome { gone: None, error: Some(kernel_error(err)) },
+    on_thread(env, move || {
+        match dataplane::wait_host_link_gone(&name, std::time::Duration::from_millis(timeout_ms.into())) {
+            Ok(gone) => GoneOutcome { gone: Some(gone), error: None },
+            Err(err) => GoneOutcome { gone: None, error: Some(kernel_error(err)) },
+        }
     })
 }
 
@@ -345,8 +349,12 @@ fn to_core(spec: WorkloadSpec) -> dataplane::Result<dataplane::WorkloadSpec> {
 }
 
 fn parse_mac(op: &str, text: &str) -> dataplane::Result<[u8; 6]> {
-    let bytes: Vec<u8> = text.split(':').filter_map(|part| (part.len() == 2).then(|| u8::from_str_radix(part, 16).ok()).flatten()).collect();
-    <[u8; 6]>::try_from(bytes).map_err(|_| DataplaneError::invalid(op, format!("\"{text}\" is not a MAC address such as 0a:58:0a:f4:00:05")))
+    let bytes: Vec<u8> = text
+        .split(':')
+        .filter_map(|part| (part.len() == 2).then(|| u8::from_str_radix(part, 16).ok()).flatten())
+        .collect();
+    <[u8; 6]>::try_from(bytes)
+        .map_err(|_| DataplaneError::invalid(op, format!("\"{text}\" is not a MAC address such as 0a:58:0a:f4:00:05")))
 }
 
 fn interface(info: dataplane::InterfaceInfo) -> InterfaceInfo {

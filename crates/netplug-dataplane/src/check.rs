@@ -111,7 +111,11 @@ fn check_workload_side(
     };
     check_link(found, &subject, &link, spec);
     if let Some(mac) = spec.container_mac {
-        found.expect(format!("{subject} MAC"), format_mac(&mac), link.mac.as_deref().map(format_mac).unwrap_or_default());
+        found.expect(
+            format!("{subject} MAC"),
+            format_mac(&mac),
+            link.mac.as_deref().map(format_mac).unwrap_or_default(),
+        );
     }
     if let Some(host) = host_link {
         let peer = |index: u32| match index == host.index {

@@ -26,4 +26,6 @@ pub use check::{Difference, check_workload};
 pub use error::{DataplaneError, Result};
 pub use setup::{InterfaceInfo, ProgrammedRoute, WorkloadInterfaces, setup_workload};
 pub use spec::WorkloadSpec;
-pub use teardown::{Presence, Teardown, interface_presence, teardown_attachment, teardown_workload, wait_host_link_gone};
+pub use teardown::{
+    Presence, Teardown, interface_presence, teardown_attachment, teardown_workload, wait_host_link_gone,
+};

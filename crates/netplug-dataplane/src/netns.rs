@@ -43,6 +43,13 @@ impl NetNs {
         let file = match File::open(path) {
             Ok(file) => file,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(NetNsLookup::Missing),
+            // A path too long to name a file, or one through a regular file, names no namespace
+            // either: DEL of it succeeds, ADD says it does not exist.
+            Err(err)
+                if matches!(err.raw_os_error().map(Errno::from_raw), Some(Errno::ENAMETOOLONG | Errno::ENOTDIR)) =>
+            {
+                return Ok(NetNsLookup::Missing);
+            }
             Err(err) => return Err(DataplaneError::from_io(op(), &err)),
         };
         let fs = fstatfs(file.as_fd()).map_err(|errno| DataplaneError::from_errno(op(), errno, None))?;

@@ -36,7 +36,12 @@ pub enum Presence {
 /// What `ifname` inside the namespace at `netns` is: absent, the peer of the host link
 /// `host_ifname`, or something else. Looks up the host end first, then moves the calling thread
 /// into the namespace.
-pub fn interface_presence(thread: &mut NamespaceThread, netns: &Path, ifname: &str, host_ifname: &str) -> Result<Presence> {
+pub fn interface_presence(
+    thread: &mut NamespaceThread,
+    netns: &Path,
+    ifname: &str,
+    host_ifname: &str,
+) -> Result<Presence> {
     validate_ifname("container interface name", ifname)?;
     validate_ifname("host interface name", host_ifname)?;
     let NetNsLookup::Found(netns) = NetNs::lookup(netns)? else {
@@ -62,14 +67,21 @@ fn host_veth(name: &str, op: impl Fn() -> String) -> Result<Option<Link>> {
 
 /// Whether `link` is the workload end of the veth whose host end is `host_end`.
 fn peers(link: &Link, host_end: Option<&Link>) -> bool {
-    host_end.is_some_and(|host| link.is_veth() && link.peer_index == Some(host.index) && host.peer_index == Some(link.index))
+    host_end.is_some_and(|host| {
+        link.is_veth() && link.peer_index == Some(host.index) && host.peer_index == Some(link.index)
+    })
 }
 
 /// Deletes `ifname` inside the namespace at `netns` if it is this attachment's: the workload end of
 /// the veth whose host end is `host_ifname`, or a veth without a peer. Anything else (another
 /// attachment's interface, `lo`, a link netplug did not make) is left alone: [`Teardown::Foreign`].
 /// Looks up the host end first, then moves the calling thread into the namespace.
-pub fn teardown_attachment(thread: &mut NamespaceThread, netns: &Path, ifname: &str, host_ifname: &str) -> Result<Teardown> {
+pub fn teardown_attachment(
+    thread: &mut NamespaceThread,
+    netns: &Path,
+    ifname: &str,
+    host_ifname: &str,
+) -> Result<Teardown> {
     validate_ifname("container interface name", ifname)?;
     validate_ifname("host interface name", host_ifname)?;
     if netns.as_os_str().is_empty() {

@@ -113,7 +113,10 @@ fn invalid_requests_are_refused_before_the_kernel_sees_them() {
             "224.0.0.1 cannot be a workload address",
         ),
         (WorkloadSpec { host_ifname: "a/b".into(), ..base.clone() }, "\"a/b\" is not a valid interface name"),
-        (WorkloadSpec { container_mac: Some([0x01, 0, 0x5e, 0, 0, 1]), ..base.clone() }, "MAC 01:00:5e:00:00:01 is not a unicast address"),
+        (
+            WorkloadSpec { container_mac: Some([0x01, 0, 0x5e, 0, 0, 1]), ..base.clone() },
+            "MAC 01:00:5e:00:00:01 is not a unicast address",
+        ),
     ];
     for (spec, message) in cases {
         let err = set_up(&spec).unwrap_err();

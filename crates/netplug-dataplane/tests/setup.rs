@@ -203,7 +203,8 @@ fn a_stale_host_veth_of_the_same_name_is_replaced() {
 #[test]
 fn a_chosen_container_mac_is_applied_and_checked() {
     let ns = TestNs::new();
-    let spec = WorkloadSpec { container_mac: Some([0x0a, 0x58, 0x0a, 0xf4, 0x00, 0x05]), ..spec(&ns, vec![unique_v4()]) };
+    let spec =
+        WorkloadSpec { container_mac: Some([0x0a, 0x58, 0x0a, 0xf4, 0x00, 0x05]), ..spec(&ns, vec![unique_v4()]) };
     let _cleanup = HostLink(spec.host_ifname.clone());
     assert_eq!(set_up(&spec).container.mac, "0a:58:0a:f4:00:05");
     assert_eq!(differences(&spec), vec![]);

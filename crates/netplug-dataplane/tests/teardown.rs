@@ -44,7 +44,10 @@ fn presence(netns_path: &std::path::Path, ifname: &str, host_ifname: &str) -> Pr
 #[test]
 fn a_missing_empty_or_unmounted_namespace_is_success() {
     require_root();
-    assert_eq!(presence(std::path::Path::new("/run/netns/netplug-never-existed"), "eth0", "cali00000000000"), Presence::Absent);
+    assert_eq!(
+        presence(std::path::Path::new("/run/netns/netplug-never-existed"), "eth0", "cali00000000000"),
+        Presence::Absent
+    );
     assert_eq!(tear_down("", "eth0").unwrap(), Teardown::NamespaceGone);
     assert_eq!(tear_down("/run/netns/netplug-never-existed", "eth0").unwrap(), Teardown::NamespaceGone);
     // What an unmounted namespace leaves: a plain file where the bind mount was.
@@ -53,6 +56,10 @@ fn a_missing_empty_or_unmounted_namespace_is_success() {
     let result = tear_down(&leftover, "eth0");
     std::fs::remove_file(&leftover).unwrap();
     assert_eq!(result.unwrap(), Teardown::NamespaceGone);
+    // Paths that cannot name a file: too long for the kernel, or through a regular file.
+    let too_long = format!("/run/netns/{}", "n".repeat(5000));
+    assert_eq!(tear_down(&too_long, "eth0").unwrap(), Teardown::NamespaceGone);
+    assert_eq!(tear_down("/etc/hostname/netns", "eth0").unwrap(), Teardown::NamespaceGone);
 }
 
 #[test]
