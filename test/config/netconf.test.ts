@@ -194,3 +194,22 @@ test('host-local sections host-local itself would refuse are field errors (found
   for (const [ipam, message] of cases) t.throws(() => parse({ ...minimal, ipam }), { message }, JSON.stringify(ipam));
   t.notThrows(() => parse({ ...minimal, ipam: { type: 'host-local', ranges: [[{ subnet: '10.0.0.0/24' }]], dataDir: '/tmp/x' } }));
 });
+
+test('a key given twice in one object is refused, naming it: netplug and Go plugins would read different netconfs', (t) => {
+  const text = (ipam: string) => Buffer.from(`{"cniVersion":"1.0.0","name":"n","type":"netplug","ipam":${ipam}}`);
+  t.throws(() => parseNetconf(text('{"type":["host-local"],"type":"host-local","subnet":"10.0.0.0/24"}')), {
+    message: /^netconf field "ipam\.type" is given twice/,
+  });
+  t.throws(
+    () => parseNetconf(text('{"type":"host-local","subnet":"10.0.0.0/24","routes":[{"dst":"0.0.0.0/0"},{"dst":["x"],"dst":"::/0"}]}')),
+    {
+      message: /^netconf field "ipam\.routes\[1\]\.dst" is given twice/,
+    },
+  );
+  // The same name in different objects, or inside strings, is no repetition.
+  t.notThrows(() =>
+    parseNetconf(
+      text('{"type":"host-local","subnet":"10.0.0.0/24","routes":[{"dst":"0.0.0.0/0"},{"dst":"::/0"}],"x":"\\"type\\":1,\\"type\\""}'),
+    ),
+  );
+});

@@ -38,6 +38,19 @@ export function shorten(text: string, limit = ECHO_LIMIT): string {
 /** `text` in double quotes, shortened: for values from the environment, stdin or files. */
 export const quote = (text: string): string => `"${shorten(text)}"`;
 
+/** Any value as a message shows it: its JSON, shortened; never a throw, however deep it nests. */
+export function describeValue(value: unknown, limit = ECHO_LIMIT): string {
+  if (value === undefined) return 'nothing';
+  let json: string;
+  try {
+    json = JSON.stringify(value) ?? String(value);
+  } catch {
+    // Nesting deeper than the stack (JSON.stringify recurses), or a value that is not JSON.
+    json = Array.isArray(value) ? '[...]' : '{...}';
+  }
+  return shorten(json, limit);
+}
+
 /** A failure reported to the runtime. `msg` says what is wrong, naming the field or object. */
 export class CniError extends Error {
   override readonly name = 'CniError';

@@ -1,7 +1,7 @@
 // Turns zod's validation issues into CNI error 7 messages that name the field and the bad value.
 import type * as z from 'zod/mini';
 
-import { CniError, ErrorCode, shorten } from '../cni/errors.ts';
+import { CniError, describeValue, ErrorCode, shorten } from '../cni/errors.ts';
 
 /** `ipam.ipv4_pools[1]` */
 export function fieldPath(path: readonly PropertyKey[], prefix = ''): string {
@@ -13,18 +13,6 @@ export function fieldPath(path: readonly PropertyKey[], prefix = ''): string {
 }
 
 /** A value as it appears in JSON, shortened (ECHO_LIMIT characters, then the full length). */
-export function describeValue(value: unknown): string {
-  if (value === undefined) return 'nothing';
-  let json: string;
-  try {
-    json = JSON.stringify(value) ?? String(value);
-  } catch {
-    // Nesting deeper than the stack: parseNetconf refuses such input before validation, so only
-    // other callers can get here.
-    json = Array.isArray(value) ? '[...]' : '{...}';
-  }
-  return shorten(json);
-}
 
 /** zod's own messages start like this; any other message was written for the field and wins. */
 const DEFAULT_MESSAGE = /^(Invalid|Too (small|big)|Expected|Unrecognized)/;

@@ -4,10 +4,11 @@
 // delegated plugins receive the netconf's bytes as they came.
 import * as z from 'zod/mini';
 
-import { CniError, ErrorCode, shorten } from '../cni/errors.ts';
+import { CniError, describeValue, ErrorCode, shorten } from '../cni/errors.ts';
 import { IMPLICIT_VERSION, isSupported, SUPPORTED_VERSIONS } from '../cni/versions.ts';
 import { parseIpam, type IpamConfig } from './ipam.ts';
-import { configError, describeIssues, describeValue, fieldPath } from './issues.ts';
+import { configError, describeIssues, fieldPath } from './issues.ts';
+import { firstDuplicateKey } from './duplicate-keys.ts';
 import { autoMtu, DEFAULT_MTU_FILE, mtuFromFile } from './mtu.ts';
 import { isNodeName, NODE_NAME_RULE } from './nodename.ts';
 
@@ -159,6 +160,13 @@ export interface ParsedNetconf {
 /** Decodes stdin (error 6) and validates it (error 7, or 1 for an unsupported cniVersion). */
 export function parseNetconf(raw: Buffer): ParsedNetconf {
   const json = decodeJson(raw);
+  const repeated = firstDuplicateKey(raw.toString('utf8'));
+  if (repeated) {
+    throw new CniError(
+      ErrorCode.InvalidConfig,
+      `netconf field "${shorten(fieldPath(repeated))}" is given twice; give it once (JSON readers disagree on which copy counts, so netplug and the plugins it runs would read different netconfs)`,
+    );
+  }
   const deep = tooDeep(json, MAX_NESTING);
   if (deep) {
     throw new CniError(

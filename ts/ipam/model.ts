@@ -1,5 +1,6 @@
 // What address management stores, and where. The layout follows the reference's (keys and field
 // names), under /netplug/ instead of /calico/: tools that know one can read the other.
+import { describeValue } from '../cni/errors.ts';
 import type { Entry } from '../store/store.ts';
 import { formatPrefix, parsePrefix, widthOf, type Family, type Prefix } from './cidr.ts';
 import { badDocument } from './errors.ts';
@@ -140,7 +141,7 @@ const isCount = (value: unknown): value is number => Number.isInteger(value) && 
 
 /** A text for a message, cut short: a document may hold megabytes. */
 const cut = (text: string, most = 160) => (text.length > most ? `${text.slice(0, most)}…` : text);
-const echo = (value: unknown): string => cut(value === undefined ? 'nothing' : (JSON.stringify(value) ?? String(value)), 64);
+const echo = (value: unknown): string => describeValue(value, 64);
 
 /** What a key holds, for messages: `IPAMBlock "10.0.0.0-26"`. */
 export function documentName(key: string): string {

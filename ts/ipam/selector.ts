@@ -125,7 +125,7 @@ export function parseSelector(source: string): Selector {
             : (v: string) => v.endsWith(value);
       return (labels) => labels[key] !== undefined && test(labels[key] as string);
     }
-    return fail(`expected an operator after "${key}"`);
+    return fail(`expected an operator after ${quote(key)}`);
   };
   const set = (): Set<string> => {
     take('{');

@@ -108,7 +108,8 @@ const NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 
 /**
  * A valid object name for `text`: itself when it is one, else its lower-cased, cleaned form with
- * a hash of the original appended (so distinct keys never share a name).
+ * a hash of the original appended (so distinct keys never share a name; the hash reads UTF-8, in
+ * which lone UTF-16 surrogates all become U+FFFD, but no validated name or key carries one).
  */
 export function objectName(text: string, alwaysHash = false): string {
   if (!alwaysHash && NAME.test(text)) return text;
