@@ -3,9 +3,11 @@
 // namespace uses (loopback, the node IP, the `kubernetes` Service's ClusterIP and names), the
 // service-account key pair, and client identities with kubeconfigs.
 import { execFile } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+
+import { kubeconfigText, makeTestCa } from './test-ca.ts';
 
 const run = promisify(execFile);
 
@@ -31,45 +33,18 @@ export interface ClusterCerts {
 
 /** Keys and certificates are made concurrently: openssl's key generation dominates the cluster's start otherwise. */
 export async function makeClusterCerts(dir: string, addresses: { nodeIp: string; serviceIp: string }): Promise<ClusterCerts> {
-  mkdirSync(dir, { recursive: true });
+  const testCa = makeTestCa(dir, 'netplug test cluster CA');
+  const sign = testCa.sign;
   const ssl = (...args: string[]) => run('openssl', args, { cwd: dir });
-  const ecKey = (name: string) => ssl('genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', `${name}.key`);
-  await ecKey('ca');
-  await ssl('req', '-x509', '-new', '-key', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=netplug test cluster CA');
-  // Each certificate its own serial (-set_serial): -CAcreateserial's serial file is not safe to share concurrently.
-  let serial = 1;
-  const sign = async (name: string, subject: string, extensions: string) => {
-    await ecKey(name);
-    writeFileSync(join(dir, `${name}.ext`), extensions);
-    await ssl('req', '-new', '-key', `${name}.key`, '-out', `${name}.csr`, '-subj', subject);
-    await ssl(
-      'x509',
-      '-req',
-      '-in',
-      `${name}.csr`,
-      '-CA',
-      'ca.pem',
-      '-CAkey',
-      'ca.key',
-      '-set_serial',
-      String(serial++),
-      '-out',
-      `${name}.pem`,
-      '-days',
-      '2',
-      '-extfile',
-      `${name}.ext`,
-    );
-  };
   const names = ['kubernetes', 'kubernetes.default', 'kubernetes.default.svc', 'kubernetes.default.svc.cluster.local', 'localhost'];
   const serving = sign(
     'serving',
     '/CN=kube-apiserver',
     `subjectAltName=IP:127.0.0.1,IP:${addresses.nodeIp},IP:${addresses.serviceIp},${names.map((name) => `DNS:${name}`).join(',')}\nextendedKeyUsage=serverAuth\n`,
   );
-  const serviceAccounts = ecKey('service-accounts').then(() =>
-    ssl('pkey', '-in', 'service-accounts.key', '-pubout', '-out', 'service-accounts.pub'),
-  );
+  const serviceAccounts = testCa
+    .key('service-accounts')
+    .then(() => ssl('pkey', '-in', 'service-accounts.key', '-pubout', '-out', 'service-accounts.pub'));
   await Promise.all([serving, serviceAccounts]);
 
   const identity = async (user: string, group: string | undefined, server: string): Promise<ClusterIdentity> => {
@@ -88,29 +63,4 @@ export async function makeClusterCerts(dir: string, addresses: { nodeIp: string;
     serviceAccountPub: join(dir, 'service-accounts.pub'),
     identity,
   };
-}
-
-/** A kubeconfig in YAML, as they usually are, with file references rather than embedded data. */
-export function kubeconfigText(server: string, ca: string, user: string, cert: string, key: string): string {
-  return [
-    'apiVersion: v1',
-    'kind: Config',
-    'clusters:',
-    '- name: netplug-test',
-    '  cluster:',
-    `    server: ${server}`,
-    `    certificate-authority: ${ca}`,
-    'users:',
-    `- name: ${user}`,
-    '  user:',
-    `    client-certificate: ${cert}`,
-    `    client-key: ${key}`,
-    'contexts:',
-    '- name: netplug-test',
-    '  context:',
-    '    cluster: netplug-test',
-    `    user: ${user}`,
-    'current-context: netplug-test',
-    '',
-  ].join('\n');
 }

@@ -16,7 +16,8 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
 
-import { kubeconfigText, makeClusterCerts } from './cluster-certs.ts';
+import { makeClusterCerts } from './cluster-certs.ts';
+import { kubeconfigText } from './test-ca.ts';
 import { writeContainerdConfig, writeKubeletConfig, type NodeLayout } from './cluster-config.ts';
 import { BUSYBOX_IMAGE, buildClusterImages, PAUSE_IMAGE } from './cluster-images.ts';
 import { CLUSTER_PREFIX, recordHostPaths, removeClusterLeftovers, runcRootOf } from './cluster-leftovers.ts';

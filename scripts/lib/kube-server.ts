@@ -9,6 +9,7 @@ import { request } from 'node:https';
 import { join } from 'node:path';
 
 import { freePort, launchEtcd, type EtcdServer } from './etcd-server.ts';
+import { kubeconfigText, makeTestCa } from './test-ca.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 
@@ -43,65 +44,17 @@ export async function launchKubeApiserver(dir: string): Promise<KubeServer> {
   const etcd = await launchEtcd(join(dir, 'etcd'));
   const port = await freePort();
   const url = `https://127.0.0.1:${port}`;
+  const testCa = makeTestCa(dir, 'netplug test cluster CA');
+  testCa.signSync('serving', '/CN=kube-apiserver', 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n');
   const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
-  const ecKey = (name: string) => ssl('genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', `${name}.key`);
-  ecKey('ca');
-  ssl('req', '-x509', '-new', '-key', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=netplug test cluster CA');
-  const sign = (name: string, subject: string, extensions: string) => {
-    ecKey(name);
-    writeFileSync(join(dir, `${name}.ext`), extensions);
-    ssl('req', '-new', '-key', `${name}.key`, '-out', `${name}.csr`, '-subj', subject);
-    ssl(
-      'x509',
-      '-req',
-      '-in',
-      `${name}.csr`,
-      '-CA',
-      'ca.pem',
-      '-CAkey',
-      'ca.key',
-      '-CAcreateserial',
-      '-out',
-      `${name}.pem`,
-      '-days',
-      '2',
-      '-extfile',
-      `${name}.ext`,
-    );
-  };
-  sign('serving', '/CN=kube-apiserver', 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n');
-  ecKey('service-accounts');
+  ssl('genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', 'service-accounts.key');
   ssl('pkey', '-in', 'service-accounts.key', '-pubout', '-out', 'service-accounts.pub');
 
   const identity = (user: string, group?: string): Identity => {
     const name = `user-${user.replace(/[^a-z0-9]/gi, '-')}`;
-    sign(name, `/CN=${user}${group ? `/O=${group}` : ''}`, 'extendedKeyUsage=clientAuth\n');
+    testCa.signSync(name, `/CN=${user}${group ? `/O=${group}` : ''}`, 'extendedKeyUsage=clientAuth\n');
     const kubeconfig = join(dir, `${name}.kubeconfig`);
-    // YAML, as kubeconfig files usually are; file references rather than embedded data.
-    writeFileSync(
-      kubeconfig,
-      [
-        'apiVersion: v1',
-        'kind: Config',
-        'clusters:',
-        '- name: test',
-        '  cluster:',
-        `    server: ${url}`,
-        `    certificate-authority: ${join(dir, 'ca.pem')}`,
-        'users:',
-        `- name: ${user}`,
-        '  user:',
-        `    client-certificate: ${join(dir, `${name}.pem`)}`,
-        `    client-key: ${join(dir, `${name}.key`)}`,
-        'contexts:',
-        '- name: test',
-        '  context:',
-        '    cluster: test',
-        `    user: ${user}`,
-        'current-context: test',
-        '',
-      ].join('\n'),
-    );
+    writeFileSync(kubeconfig, kubeconfigText(url, join(dir, 'ca.pem'), user, join(dir, `${name}.pem`), join(dir, `${name}.key`)));
     return { user, kubeconfig, cert: join(dir, `${name}.pem`), key: join(dir, `${name}.key`) };
   };
   const admin = identity('netplug-test-admin', 'system:masters');

@@ -2,14 +2,15 @@
 // (@kubernetes/client-node) for fixtures, and netplug's plugin identity with exactly the
 // permissions the shipped ClusterRoles (deploy/rbac/netplug-cni.yaml) give: get on pods,
 // namespaces and nodes; with the Kubernetes datastore, netplug's custom resources too.
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 
 import type { ExecutionContext } from 'ava';
 import * as k8s from '@kubernetes/client-node';
 
 import { launchKubeApiserver, type Identity, type KubeServer } from '../../scripts/lib/kube-server.ts';
 import { installCrds as installNetplugCrds } from '../../scripts/lib/netplug-crds.ts';
+import { IPAM_LOCK_FILE } from '../../ts/ipam/netplug-ipam.ts';
 import { ROOT, tempDir } from './cni.ts';
 
 export interface Kube {
@@ -52,6 +53,19 @@ export async function startKube(t: Pick<ExecutionContext, 'teardown'>): Promise<
 }
 
 /** netplug's custom resource definitions (deploy/crds/), installed as an operator would, and ready to use. */
+/**
+ * netplug-ipam on the Kubernetes datastore takes a host-wide lock file: removed after the test (or
+ * file) if it was not there before, with its directory.
+ */
+export function removeIpamLockFileAfter(t: Pick<ExecutionContext, 'teardown'>): void {
+  const lockDirExisted = existsSync(dirname(IPAM_LOCK_FILE));
+  const lockExisted = existsSync(IPAM_LOCK_FILE);
+  t.teardown(() => {
+    if (!lockExisted) rmSync(IPAM_LOCK_FILE, { force: true });
+    if (!lockDirExisted) rmSync(dirname(IPAM_LOCK_FILE), { recursive: true, force: true });
+  });
+}
+
 export const installCrds = (kube: Kube): Promise<void> => installNetplugCrds(kube.server.admin.kubeconfig);
 
 let pods = 0;

@@ -4,21 +4,27 @@
 // broken documents a schema cannot catch (a selector's grammar, a block's array against its CIDR,
 // a handle's keys) reaching the plugin as error 7 naming the resource, never as error 999.
 import { spawnSync } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
-import { dirname } from 'node:path';
 
 import test, { type ExecutionContext } from 'ava';
 import * as k8s from '@kubernetes/client-node';
 
 import { newBlock } from '../../ts/ipam/block.ts';
 import { handleId, hostAffinity, keys } from '../../ts/ipam/model.ts';
-import { IPAM_LOCK_FILE } from '../../ts/ipam/netplug-ipam.ts';
 import { openKubeClient } from '../../ts/k8s/client.ts';
 import { KubeStore } from '../../ts/store/kubernetes/store.ts';
 import { hasStackTrace, invoke } from '../helpers/cni.ts';
 import { addressesOf, NETPLUGCTL } from '../helpers/ipam.ts';
 import { containerId, createNetns, link } from '../helpers/kernel.ts';
-import { createPod, DATASTORE_RULES, installCrds, PLUGIN_RULES, podArgs, startKube, type Kube } from '../helpers/kube.ts';
+import {
+  createPod,
+  DATASTORE_RULES,
+  installCrds,
+  PLUGIN_RULES,
+  podArgs,
+  startKube,
+  type Kube,
+  removeIpamLockFileAfter,
+} from '../helpers/kube.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
 import { deleteSeesConcurrentAllocation, updatesDoNotLoseEachOther } from '../ctl/races.ts';
 
@@ -31,12 +37,7 @@ let pluginKubeconfig: string;
 const shared = sharedTeardowns(test);
 
 test.before(async () => {
-  const lockDirExisted = existsSync(dirname(IPAM_LOCK_FILE));
-  const lockExisted = existsSync(IPAM_LOCK_FILE);
-  shared.teardown(() => {
-    if (!lockExisted) rmSync(IPAM_LOCK_FILE, { force: true });
-    if (!lockDirExisted) rmSync(dirname(IPAM_LOCK_FILE), { recursive: true, force: true });
-  });
+  removeIpamLockFileAfter(shared);
   kube = await startKube(shared);
   await installCrds(kube);
   const config = new k8s.KubeConfig();

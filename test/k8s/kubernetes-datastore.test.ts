@@ -5,17 +5,23 @@
 // permissions told which one it lacks, and plugin processes killed mid-ADD leaving nothing DEL
 // cannot clean (the API server has no transactions: the order of the writes is what keeps it so).
 import { spawnSync } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
-import { dirname } from 'node:path';
 
 import test from 'ava';
 import * as k8s from '@kubernetes/client-node';
 
-import { IPAM_LOCK_FILE } from '../../ts/ipam/netplug-ipam.ts';
 import { invoke } from '../helpers/cni.ts';
 import { addressesOf, invokeAsync, NETPLUGCTL, startInvocation } from '../helpers/ipam.ts';
 import { containerId, createNetns } from '../helpers/kernel.ts';
-import { createPod, DATASTORE_RULES, installCrds, PLUGIN_RULES, podArgs, startKube, type Kube } from '../helpers/kube.ts';
+import {
+  createPod,
+  DATASTORE_RULES,
+  installCrds,
+  PLUGIN_RULES,
+  podArgs,
+  startKube,
+  type Kube,
+  removeIpamLockFileAfter,
+} from '../helpers/kube.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
 
 let kube: Kube;
@@ -41,13 +47,7 @@ function kctl(...args: string[]) {
 }
 
 test.before(async (t) => {
-  // The plugin's host-wide IPAM lock file (this file's ADDs are the suite's only ones that take it).
-  const lockDirExisted = existsSync(dirname(IPAM_LOCK_FILE));
-  const lockExisted = existsSync(IPAM_LOCK_FILE);
-  shared.teardown(() => {
-    if (!lockExisted) rmSync(IPAM_LOCK_FILE, { force: true });
-    if (!lockDirExisted) rmSync(dirname(IPAM_LOCK_FILE), { recursive: true, force: true });
-  });
+  removeIpamLockFileAfter(shared);
   kube = await startKube(shared);
   await installCrds(kube);
   const config = new k8s.KubeConfig();

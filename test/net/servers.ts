@@ -1,6 +1,6 @@
 // Real servers for the HTTP tests: test/net/serve.py (Python's http.server) plain or over TLS,
 // certificates from openssl, and tinyproxy; each stopped at teardown.
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect } from 'node:net';
@@ -9,6 +9,7 @@ import { createInterface } from 'node:readline';
 import type { ExecutionContext } from 'ava';
 
 import { freePort } from '../helpers/etcd.ts';
+import { makeTestCa } from '../../scripts/lib/test-ca.ts';
 
 const SERVE = new URL('./serve.py', import.meta.url).pathname;
 
@@ -50,32 +51,9 @@ export interface Certs {
 
 /** A CA, a server certificate for 127.0.0.1 and localhost, and a client certificate, in `dir`. */
 export function makeCerts(dir: string): Certs {
-  const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
-  const key = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
-  ssl('req', '-x509', ...key, '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=netplug http test CA');
-  const leaf = (name: string, extensions: string) => {
-    writeFileSync(join(dir, `${name}.ext`), extensions);
-    ssl('req', ...key, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=netplug http test ${name}`);
-    ssl(
-      'x509',
-      '-req',
-      '-in',
-      `${name}.csr`,
-      '-CA',
-      'ca.pem',
-      '-CAkey',
-      'ca.key',
-      '-CAcreateserial',
-      '-out',
-      `${name}.pem`,
-      '-days',
-      '2',
-      '-extfile',
-      `${name}.ext`,
-    );
-  };
-  leaf('server', 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n');
-  leaf('client', 'extendedKeyUsage=clientAuth\n');
+  const testCa = makeTestCa(dir, 'netplug http test CA');
+  testCa.signSync('server', '/CN=netplug http test server', 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n');
+  testCa.signSync('client', '/CN=netplug http test client', 'extendedKeyUsage=clientAuth\n');
   const at = (file: string) => join(dir, file);
   return {
     ca: at('ca.pem'),

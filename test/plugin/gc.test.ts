@@ -3,19 +3,16 @@
 // without a list of valid attachments it refuses (error 7) rather than release everything. On a
 // real etcd and on the Kubernetes datastore (a real kube-apiserver), with two nodes' allocations.
 import { spawnSync } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
-import { dirname } from 'node:path';
 
 import test, { type ExecutionContext } from 'ava';
 import * as k8s from '@kubernetes/client-node';
 import { Etcd3 } from 'etcd3';
 
-import { IPAM_LOCK_FILE } from '../../ts/ipam/netplug-ipam.ts';
 import { invoke } from '../helpers/cni.ts';
 import { startEtcd, type EtcdServer } from '../helpers/etcd.ts';
 import { ctlOk, ipamNetconf, NETPLUG_IPAM, NETPLUGCTL, totalAllocated } from '../helpers/ipam.ts';
 import { containerId } from '../helpers/kernel.ts';
-import { DATASTORE_RULES, installCrds, PLUGIN_RULES, startKube } from '../helpers/kube.ts';
+import { DATASTORE_RULES, installCrds, PLUGIN_RULES, startKube, removeIpamLockFileAfter } from '../helpers/kube.ts';
 
 const HANDLES = '/netplug/ipam/v2/handle/';
 
@@ -96,12 +93,7 @@ test('etcd: GC without a list of valid attachments is refused with error 7 and r
 });
 
 test('Kubernetes datastore: GC on one node leaves the other node’s handles as they were', async (t) => {
-  const lockDirExisted = existsSync(dirname(IPAM_LOCK_FILE));
-  const lockExisted = existsSync(IPAM_LOCK_FILE);
-  t.teardown(() => {
-    if (!lockExisted) rmSync(IPAM_LOCK_FILE, { force: true });
-    if (!lockDirExisted) rmSync(dirname(IPAM_LOCK_FILE), { recursive: true, force: true });
-  });
+  removeIpamLockFileAfter(t);
   const kube = await startKube(t);
   await installCrds(kube);
   const kubeconfig = (await kube.identityWith('netplug-cni-gc', [...PLUGIN_RULES, ...DATASTORE_RULES])).kubeconfig;

@@ -2,7 +2,7 @@
 // flock forever, a plugin process gives up waiting after its patience, goes on without the lock,
 // and exits (its abandoned wait neither keeps it alive nor takes the lock later and keeps it).
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 import test, { type ExecutionContext } from 'ava';
@@ -11,7 +11,7 @@ import { IPAM_LOCK_FILE } from '../../ts/ipam/netplug-ipam.ts';
 import { invoke, ROOT, tempDir } from '../helpers/cni.ts';
 import { NETPLUG_IPAM, NETPLUGCTL } from '../helpers/ipam.ts';
 import { containerId } from '../helpers/kernel.ts';
-import { DATASTORE_RULES, installCrds, PLUGIN_RULES, startKube } from '../helpers/kube.ts';
+import { DATASTORE_RULES, installCrds, PLUGIN_RULES, startKube, removeIpamLockFileAfter } from '../helpers/kube.ts';
 
 /** A process (flock(1) and its child) holding the lock at `path` until the test ends. */
 async function holdForever(t: ExecutionContext, path: string): Promise<void> {
@@ -50,12 +50,7 @@ test('a process waiting for a lock held forever gives up after its patience and 
 });
 
 test('Kubernetes datastore: an ADD whose host lock is held forever completes without it and exits', async (t) => {
-  const lockDirExisted = existsSync(dirname(IPAM_LOCK_FILE));
-  const lockExisted = existsSync(IPAM_LOCK_FILE);
-  t.teardown(() => {
-    if (!lockExisted) rmSync(IPAM_LOCK_FILE, { force: true });
-    if (!lockDirExisted) rmSync(dirname(IPAM_LOCK_FILE), { recursive: true, force: true });
-  });
+  removeIpamLockFileAfter(t);
   const kube = await startKube(t);
   await installCrds(kube);
   const kubeconfig = (await kube.identityWith('netplug-cni-lock', [...PLUGIN_RULES, ...DATASTORE_RULES])).kubeconfig;

@@ -5,21 +5,29 @@
 // with the Node's pod CIDRs, or etcd. Only what install-cni fills in on a node is substituted (the
 // kubeconfig path, the API server, etcd's endpoints), plus paths kept inside the test's directory.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 
 import test, { type ExecutionContext } from 'ava';
 
 import { findPlugin } from '../../ts/cni/exec.ts';
 import { autoMtu, DEFAULT_MTU_FILE, mtuFromFile } from '../../ts/config/mtu.ts';
 import { parseNetconf } from '../../ts/config/netconf.ts';
-import { IPAM_LOCK_FILE } from '../../ts/ipam/netplug-ipam.ts';
 import { CNI_PATH, invoke, type Outcome, tempDir } from '../helpers/cni.ts';
 import { startEtcd } from '../helpers/etcd.ts';
 import { ctlOk, NETPLUGCTL, totalAllocated } from '../helpers/ipam.ts';
 import { addresses, containerId, createNetns, link, uniqueSubnet4, uniqueSubnet6 } from '../helpers/kernel.ts';
-import { createPod, DATASTORE_RULES, installCrds, PLUGIN_RULES, podArgs, startKube, type Kube } from '../helpers/kube.ts';
+import {
+  createPod,
+  DATASTORE_RULES,
+  installCrds,
+  PLUGIN_RULES,
+  podArgs,
+  startKube,
+  type Kube,
+  removeIpamLockFileAfter,
+} from '../helpers/kube.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
 
 const DIR = new URL('../fixtures/conflists/', import.meta.url).pathname;
@@ -65,13 +73,7 @@ const poolCidr = uniqueSubnet4();
 const shared = sharedTeardowns(test);
 
 test.before(async () => {
-  // The plugin's host-wide IPAM lock file (netplug-ipam on the Kubernetes datastore takes it).
-  const lockDirExisted = existsSync(dirname(IPAM_LOCK_FILE));
-  const lockExisted = existsSync(IPAM_LOCK_FILE);
-  shared.teardown(() => {
-    if (!lockExisted) rmSync(IPAM_LOCK_FILE, { force: true });
-    if (!lockDirExisted) rmSync(dirname(IPAM_LOCK_FILE), { recursive: true, force: true });
-  });
+  removeIpamLockFileAfter(shared);
   kube = await startKube(shared);
   await installCrds(kube);
   pluginKubeconfig = (await kube.identityWith('netplug-cni-fixtures', [...PLUGIN_RULES, ...DATASTORE_RULES])).kubeconfig;
