@@ -7,7 +7,7 @@ import test from 'ava';
 import { parseCniArgs } from '../../ts/cni/args.ts';
 import { parseEnvironment, readCommand } from '../../ts/cni/environment.ts';
 import { declaredVersion, parseNetconf } from '../../ts/config/netconf.ts';
-import { parseIp } from '../../ts/ipam/cidr.ts';
+import { parseIp } from '../../ts/net/cidr.ts';
 import { IpamError } from '../../ts/ipam/errors.ts';
 import { cidrOfKey, type PoolResource } from '../../ts/ipam/model.ts';
 import { choosePools, poolsOf } from '../../ts/ipam/pools.ts';

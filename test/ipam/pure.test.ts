@@ -13,7 +13,7 @@ import {
   ordinalsOf,
   releaseOrdinals,
 } from '../../ts/ipam/block.ts';
-import { formatIp, formatPrefix, parseIp, parsePrefix, within } from '../../ts/ipam/cidr.ts';
+import { formatIp, formatPrefix, parseIp, parsePrefix, within } from '../../ts/net/cidr.ts';
 import { poolChanges } from '../../ts/ctl/pool-update.ts';
 import { IpamError } from '../../ts/ipam/errors.ts';
 import { checkedBlock, checkedHandle, checkedPool, cidrOfKey, isPendingRequest, keys } from '../../ts/ipam/model.ts';

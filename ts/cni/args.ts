@@ -1,5 +1,5 @@
 // CNI_ARGS: `K=V;K=V` pairs from the runtime (conventions of containernetworking/cni pkg/types).
-import { parseIp } from '../ipam/cidr.ts';
+import { parseIp } from '../net/cidr.ts';
 
 import { CniError, ErrorCode, quote, shorten } from './errors.ts';
 

@@ -1,4 +1,8 @@
 // CNI errors: the spec's error object, printed on stdout with exit code 1.
+import { shorten } from '../log/echo.ts';
+
+// How messages repeat input lives in log/echo.ts, below both the errors and the logger.
+export { describeValue, ECHO_LIMIT, quote, shorten } from '../log/echo.ts';
 
 /** Well-known codes (CNI spec, "Error" section) and netplug's own (100 and up). */
 export const ErrorCode = {
@@ -25,31 +29,8 @@ export const ErrorCode = {
 
 export type ErrorCodeValue = (typeof ErrorCode)[keyof typeof ErrorCode] | number;
 
-/** How much of a value a message repeats: input can be megabytes, an error line should not be. */
-export const ECHO_LIMIT = 200;
 /** A message or its details beyond this is cut: a safety net for whatever echoes input unquoted. */
 const MESSAGE_LIMIT = 4096;
-
-/** `text` as a message repeats it: at most ECHO_LIMIT characters, then an ellipsis and the length. */
-export function shorten(text: string, limit = ECHO_LIMIT): string {
-  return text.length > limit ? `${text.slice(0, limit)}... (${text.length} characters)` : text;
-}
-
-/** `text` in double quotes, shortened: for values from the environment, stdin or files. */
-export const quote = (text: string): string => `"${shorten(text)}"`;
-
-/** Any value as a message shows it: its JSON, shortened; never a throw, however deep it nests. */
-export function describeValue(value: unknown, limit = ECHO_LIMIT): string {
-  if (value === undefined) return 'nothing';
-  let json: string;
-  try {
-    json = JSON.stringify(value) ?? String(value);
-  } catch {
-    // Nesting deeper than the stack (JSON.stringify recurses), or a value that is not JSON.
-    json = Array.isArray(value) ? '[...]' : '{...}';
-  }
-  return shorten(json, limit);
-}
 
 /** A failure reported to the runtime. `msg` says what is wrong, naming the field or object. */
 export class CniError extends Error {

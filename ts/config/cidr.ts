@@ -1,5 +1,5 @@
 // CIDR parsing enough for validation and family checks (no arithmetic here).
-import { parseIp } from '../ipam/cidr.ts';
+import { parseIp } from '../net/cidr.ts';
 
 export interface Cidr {
   address: string;

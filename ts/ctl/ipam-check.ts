@@ -2,7 +2,7 @@
 // endpoints. Reads only, so it never stops pods from starting (the reference's repair flow locks
 // the datastore first). Each problem says how to repair it.
 import { ordinalsOf } from '../ipam/block.ts';
-import { parsePrefix, size, type Prefix } from '../ipam/cidr.ts';
+import { parsePrefix, size, type Prefix } from '../net/cidr.ts';
 import { hostAffinity } from '../ipam/model.ts';
 import type { Store } from '../store/store.ts';
 import { age } from './ipam-show.ts';

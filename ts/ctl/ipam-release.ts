@@ -2,7 +2,7 @@
 // a live workload endpoint still has (handing it out again would give two pods one address)
 // unless forced.
 import { releaseAddress } from '../ipam/release.ts';
-import { parseIp } from '../ipam/cidr.ts';
+import { parseIp } from '../net/cidr.ts';
 import { keys } from '../ipam/model.ts';
 import type { WorkloadEndpoint } from '../plugin/workload-endpoint.ts';
 import type { Store } from '../store/store.ts';

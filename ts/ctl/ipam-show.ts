@@ -1,6 +1,6 @@
 // netplugctl ipam show [--ip IP]: usage per pool and block, or who holds one address and since when.
 import { allocatedCount, attributeAt, ordinalOf } from '../ipam/block.ts';
-import { parseIp } from '../ipam/cidr.ts';
+import { parseIp } from '../net/cidr.ts';
 import type { Store } from '../store/store.ts';
 import { affineNode, blockOfAddress, poolOfAddress, poolOfBlock, poolSize, readIpamState, type IpamState } from './ipam-state.ts';
 import { details, table } from './table.ts';

@@ -1,7 +1,7 @@
 // Everything address management stores, read once, for netplugctl's ipam show and check. Reads
 // only: inspecting never locks the datastore or holds up allocations.
 import { addressOf, attributeAt } from '../ipam/block.ts';
-import { contains, parseIp, parsePrefix, size, type Prefix } from '../ipam/cidr.ts';
+import { contains, parseIp, parsePrefix, size, type Prefix } from '../net/cidr.ts';
 import { checkedBlock, checkedHandle, cidrOfKey, keys, type AllocationAttribute, type Block, type Handle } from '../ipam/model.ts';
 import { blockInPool, listPools, type Pool } from '../ipam/pools.ts';
 import type { WorkloadEndpoint } from '../plugin/workload-endpoint.ts';

@@ -2,7 +2,7 @@
 // encapsulation. The CIDR and block size stay: blocks already cut from the pool depend on them.
 // Read, change, compare-and-swap, and on a conflict read again and re-apply only the flags given:
 // a concurrent writer's change to another field is never lost.
-import { parsePrefix } from '../ipam/cidr.ts';
+import { parsePrefix } from '../net/cidr.ts';
 import { checkedOrAbsent, checkedPool, ENCAPSULATION_MODES, keys, type EncapsulationMode, type PoolSpec } from '../ipam/model.ts';
 import { parseSelector, SelectorError } from '../ipam/selector.ts';
 import { retryOnConflict, type Store } from '../store/store.ts';

@@ -1,6 +1,6 @@
 // netplugctl pool create|list|get|delete (update: pool-update.ts).
 import { allocatedCount } from '../ipam/block.ts';
-import { formatPrefix, parsePrefix, widthOf } from '../ipam/cidr.ts';
+import { formatPrefix, parsePrefix, widthOf } from '../net/cidr.ts';
 import {
   API_VERSION,
   checkedBlock,

@@ -9,7 +9,7 @@
 import type { Entry, Read, Store, Write } from '../store/store.ts';
 import { retryOnConflict } from '../store/store.ts';
 import { addressOf, assignNext, assignOrdinal, attributeAt, newBlock, ordinalOf, ordinalsOf, releaseOrdinals } from './block.ts';
-import { contains, formatPrefix, mask, parseIp, widthOf, type Family } from './cidr.ts';
+import { contains, formatPrefix, mask, parseIp, widthOf, type Family } from '../net/cidr.ts';
 import { exhausted, inUse, poolError } from './errors.ts';
 import {
   checkedBlock,

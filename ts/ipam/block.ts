@@ -1,6 +1,6 @@
 // Operations on one block's allocation state. Pure: they change the object given; the caller
 // writes it back with compare-and-swap.
-import { formatIp, parseIp, widthOf, type Family } from './cidr.ts';
+import { formatIp, parseIp, widthOf, type Family } from '../net/cidr.ts';
 import type { AllocationAttribute, Block } from './model.ts';
 import { prefixOf } from './model.ts';
 

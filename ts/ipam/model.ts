@@ -1,12 +1,12 @@
 // What address management stores, and where. The layout follows the reference's (keys and field
 // names), under /netplug/ instead of /calico/: tools that know one can read the other.
 import { describeValue } from '../cni/errors.ts';
-import type { Entry } from '../store/store.ts';
-import { formatPrefix, parsePrefix, widthOf, type Family, type Prefix } from './cidr.ts';
+import { API_VERSION, type Entry } from '../store/store.ts';
+import { formatPrefix, parsePrefix, widthOf, type Family, type Prefix } from '../net/cidr.ts';
 import { badDocument } from './errors.ts';
 import { parseSelector, SelectorError } from './selector.ts';
 
-export const API_VERSION = 'projectnet.org/v3';
+export { API_VERSION };
 const RESOURCES = '/netplug/resources/v3/projectnet.org';
 const IPAM = '/netplug/ipam/v2';
 

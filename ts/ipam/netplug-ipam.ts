@@ -20,7 +20,7 @@ import {
   type Companion,
 } from './allocator.ts';
 import { releaseWhere } from './release.ts';
-import type { Family } from './cidr.ts';
+import type { Family } from '../net/cidr.ts';
 import { IpamError, poolError } from './errors.ts';
 import { collectGarbage, validAttachments } from './gc.ts';
 import type { AddressOverrides, Ipam } from './ipam.ts';

@@ -1,7 +1,7 @@
 // IP pools, and which of them an allocation may use: those a netconf (or, later, an annotation)
 // names, by name or exact CIDR, else every enabled pool whose node selector matches the node.
 import type { Entry, Store } from '../store/store.ts';
-import { formatPrefix, parsePrefix, within, type Family, type Prefix } from './cidr.ts';
+import { formatPrefix, parsePrefix, within, type Family, type Prefix } from '../net/cidr.ts';
 import { poolError } from './errors.ts';
 import { checkedPool, keys, type NodeResource, type PoolResource, type PoolSpec } from './model.ts';
 import { parseSelector, type Labels } from './selector.ts';

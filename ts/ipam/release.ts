@@ -4,7 +4,7 @@
 import type { Entry, Store, Write } from '../store/store.ts';
 import { retryOnConflict } from '../store/store.ts';
 import { addressOf, attributeAt, ordinalOf, ordinalsOf, releaseOrdinals } from './block.ts';
-import { contains, parseIp, parsePrefix, type Prefix } from './cidr.ts';
+import { contains, parseIp, parsePrefix, type Prefix } from '../net/cidr.ts';
 import { poolError } from './errors.ts';
 import { checkedBlock, checkedHandle, checkedOrAbsent, cidrOfKey, keys, type AllocationAttribute, type Handle } from './model.ts';
 

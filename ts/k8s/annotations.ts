@@ -5,7 +5,7 @@
 // with netplug-ipam. Each violation is an error naming the annotation and its value; nothing has
 // been allocated when it is raised.
 import { CniError, ErrorCode } from '../cni/errors.ts';
-import { parseIp, type Family } from '../ipam/cidr.ts';
+import { parseIp, type Family } from '../net/cidr.ts';
 
 export const ANNOTATIONS = {
   ipv4pools: 'cni.projectnet.org/ipv4pools',

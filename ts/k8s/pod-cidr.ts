@@ -2,7 +2,7 @@
 // a range's `subnet`, become the Kubernetes Node's IPv4 and IPv6 pod CIDRs in the netconf host-local
 // receives. DEL needs no lookup: host-local releases by container, so any valid subnet will do.
 import { CniError, ErrorCode } from '../cni/errors.ts';
-import { parsePrefix } from '../ipam/cidr.ts';
+import { parsePrefix } from '../net/cidr.ts';
 
 const PLACEHOLDERS: Record<string, 4 | 6> = { usepodcidr: 4, usepodcidripv6: 6 };
 

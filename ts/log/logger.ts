@@ -1,6 +1,6 @@
 // Leveled logging to stderr, always, and to the netconf's log file when one is configured.
 // Records are single lines: `2026-11-21T08:00:34.534Z [INFO][4242] netplug/add: message key="value"`.
-import { shorten } from '../cni/errors.ts';
+import { shorten } from './echo.ts';
 import { redact } from './redact.ts';
 import { RotatingFile, type RotationLimits } from './rotating-file.ts';
 

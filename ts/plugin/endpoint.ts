@@ -3,7 +3,7 @@
 // floating IPs. Built as a companion of the allocation, so netplug-ipam commits it with the
 // addresses.
 import type { Companion } from '../ipam/allocator.ts';
-import { parseIp } from '../ipam/cidr.ts';
+import { parseIp } from '../net/cidr.ts';
 import type { PodInfo } from '../k8s/objects.ts';
 import type { PluginContext } from './context.ts';
 import { endpointKey } from './workload.ts';

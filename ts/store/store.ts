@@ -3,6 +3,9 @@
 // transaction; a datastore without multi-object transactions applies its writes one by one in the
 // order given, which callers choose so that a crash between two writes is safe.
 
+/** The apiVersion of every document netplug stores (the reference's v3 resources). */
+export const API_VERSION = 'projectnet.org/v3';
+
 export interface Entry<T> {
   key: string;
   value: T;

@@ -4,7 +4,7 @@
 // its writes one by one in the caller's order and, when a condition fails part-way, undoes the
 // ones already applied in reverse: callers see all or nothing, and their ordering (the handle
 // before the block it points into) keeps a crash between two writes harmless.
-import { API_VERSION } from '../../ipam/model.ts';
+import { API_VERSION } from '../store.ts';
 import type { KubeClient } from '../../k8s/client.ts';
 import type { Entry, Read, ReadResult, Store, Write } from '../store.ts';
 import { StoreError } from '../store.ts';
