@@ -126,14 +126,15 @@ test(`executable/environment: ${COUNTS.environment} runs with mutated CNI enviro
     try {
       const env = runtimeEnv('e', index, netns.path);
       const changed: string[] = [];
-      let mustFail = false;
+      // ADD needs each of these: one dropped (and not set again by a later round) must fail with 4.
+      const missing = new Set<string>();
       for (let round = 1 + rng.int(2); round > 0; round--) {
         const name = rng.pick(['CNI_CONTAINERID', 'CNI_NETNS', 'CNI_IFNAME', 'CNI_PATH', 'CNI_ARGS', 'FELIX_INTERFACEPREFIX', 'drop']);
         if (name === 'drop') {
           const dropped = rng.pick(['CNI_CONTAINERID', 'CNI_IFNAME', 'CNI_PATH', 'CNI_NETNS']);
           delete env[dropped];
           changed.push(`-${dropped}`);
-          mustFail = true; // each is required by ADD
+          missing.add(dropped);
           continue;
         }
         let value = envSafe(hostileString(rng, env[name] ?? ''));
@@ -146,11 +147,13 @@ test(`executable/environment: ${COUNTS.environment} runs with mutated CNI enviro
         // nor another case's (a mutated path could name a live namespace of this run).
         if (name === 'CNI_NETNS' && (value.startsWith('/proc') || (value.includes('/netns/') && value !== netns.path)))
           value = '/nonexistent';
-        if (name === 'CNI_NETNS' && value === '') mustFail = true;
+        if (value === '' && name !== 'CNI_ARGS' && name !== 'FELIX_INTERFACEPREFIX') missing.add(name);
+        else missing.delete(name);
         env[name] = value;
         changed.push(`${name}=${shorten(value, 80)}`);
       }
       const input = `${changed.join(' ')}`;
+      const mustFail = missing.size > 0;
       if (rng.chance(0.2)) {
         // Commands other than ADD/DEL, or none the plugin knows.
         const command = envSafe(rng.chance(0.7) ? rng.pick(COMMAND_WORDS) : hostileString(rng, 'ADD'));
