@@ -4,7 +4,7 @@
 // the server's certificate is signed by the second one, so a client that trusted only the first
 // root in a bundle would fail.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
@@ -50,10 +50,29 @@ export interface EtcdOptions {
 
 /** Starts etcd with its data and certificates in `dir` (the caller removes it after stop()). */
 export async function launchEtcd(dir: string, options: EtcdOptions = {}): Promise<EtcdServer> {
-  const [port, peerPort] = [await freePort(), await freePort()];
-  const scheme = options.tls ? 'https' : 'http';
-  const url = `${scheme}://127.0.0.1:${port}`;
   const certs = options.tls ? makeCerts(dir, options.dnsName) : undefined;
+  // A port found free can be taken by another process before etcd binds it; etcd then exits at
+  // once and is started again on fresh ports.
+  for (let attempt = 1; ; attempt++) {
+    const server = etcdServer(dir, certs, await freePort(), await freePort());
+    try {
+      await server.start();
+      return server;
+    } catch (err) {
+      await server.stop();
+      if (attempt === 3 || !(err instanceof EtcdExitedError)) throw err;
+      rmSync(join(dir, 'data'), { recursive: true, force: true });
+    }
+  }
+}
+
+/** etcd exited before it answered: its ports were taken, or its data directory is unusable. */
+class EtcdExitedError extends Error {}
+
+/** An etcd on these ports, not started yet; start() may be called again after stop() (a restart). */
+function etcdServer(dir: string, certs: EtcdCerts | undefined, port: number, peerPort: number): EtcdServer {
+  const scheme = certs ? 'https' : 'http';
+  const url = `${scheme}://127.0.0.1:${port}`;
   const args = [
     '--name',
     'netplug-test',
@@ -95,8 +114,9 @@ export async function launchEtcd(dir: string, options: EtcdOptions = {}): Promis
       ...(certs ? { etcd_ca_cert_file: certs.caBundle, etcd_cert_file: certs.clientCert, etcd_key_file: certs.clientKey } : {}),
     },
     async start() {
-      child = spawn('etcd', args, { stdio: 'ignore' });
-      await waitHealthy(port, certs);
+      const started = spawn('etcd', args, { stdio: 'ignore' });
+      child = started;
+      await waitHealthy(port, certs, () => started.exitCode !== null || started.signalCode !== null);
     },
     async stop() {
       if (!child || child.exitCode !== null || child.signalCode !== null) return;
@@ -105,21 +125,18 @@ export async function launchEtcd(dir: string, options: EtcdOptions = {}): Promis
       await exited;
     },
   };
-  try {
-    await server.start();
-  } catch (err) {
-    await server.stop();
-    throw err;
-  }
   return server;
 }
 
-async function waitHealthy(port: number, certs: EtcdCerts | undefined): Promise<void> {
-  for (let attempt = 0; attempt < 200; attempt++) {
+/** Until etcd answers its health check; a loaded machine can take seconds to start it. */
+async function waitHealthy(port: number, certs: EtcdCerts | undefined, exited: () => boolean): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
     if (await healthy(port, certs)) return;
+    if (exited()) throw new EtcdExitedError(`etcd on port ${port} exited before it became healthy`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  throw new Error(`etcd on port ${port} did not become healthy`);
+  throw new Error(`etcd on port ${port} did not become healthy within 60 s`);
 }
 
 function healthy(port: number, certs: EtcdCerts | undefined): Promise<boolean> {
