@@ -84,12 +84,8 @@ pub fn teardown_attachment(
 ) -> Result<Teardown> {
     validate_ifname("container interface name", ifname)?;
     validate_ifname("host interface name", host_ifname)?;
-    if netns.as_os_str().is_empty() {
+    let Some(netns) = namespace_to_tear_down(netns)? else {
         return Ok(Teardown::NamespaceGone);
-    }
-    let netns = match NetNs::lookup(netns)? {
-        NetNsLookup::Found(netns) => netns,
-        NetNsLookup::Missing | NetNsLookup::NotANamespace => return Ok(Teardown::NamespaceGone),
     };
     let op = || format!("delete \"{ifname}\" in {}", netns.path().display());
     refuse_host_namespace(&netns, op())?;
@@ -112,12 +108,8 @@ pub fn teardown_attachment(
 /// Deletes `ifname` inside the namespace at `netns`, whatever it is. Moves the calling thread into it.
 pub fn teardown_workload(thread: &mut NamespaceThread, netns: &Path, ifname: &str) -> Result<Teardown> {
     validate_ifname("container interface name", ifname)?;
-    if netns.as_os_str().is_empty() {
+    let Some(netns) = namespace_to_tear_down(netns)? else {
         return Ok(Teardown::NamespaceGone);
-    }
-    let netns = match NetNs::lookup(netns)? {
-        NetNsLookup::Found(netns) => netns,
-        NetNsLookup::Missing | NetNsLookup::NotANamespace => return Ok(Teardown::NamespaceGone),
     };
     let op = || format!("delete \"{ifname}\" in {}", netns.path().display());
     // A runtime passing the host's own namespace must not cost the host its interface.
@@ -161,4 +153,17 @@ pub fn wait_host_link_gone(name: &str, timeout: std::time::Duration) -> Result<b
         }
         std::thread::sleep(std::time::Duration::from_micros(200));
     }
+}
+
+/// The namespace a teardown works in, or None when there is none to work in: an empty path (the
+/// runtime's way of saying it is gone), a missing one, or a file that is no namespace (what an
+/// unmounted namespace leaves).
+fn namespace_to_tear_down(netns: &Path) -> Result<Option<NetNs>> {
+    if netns.as_os_str().is_empty() {
+        return Ok(None);
+    }
+    Ok(match NetNs::lookup(netns)? {
+        NetNsLookup::Found(netns) => Some(netns),
+        NetNsLookup::Missing | NetNsLookup::NotANamespace => None,
+    })
 }
