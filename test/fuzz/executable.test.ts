@@ -13,7 +13,7 @@ import { CNI_PATH, requireBuilt, tempDir } from '../helpers/cni.ts';
 import { startEtcd, type EtcdServer } from '../helpers/etcd.ts';
 import { ctl, ctlOk, ipamNetconf, totalAllocated } from '../helpers/ipam.ts';
 import { requireRoot, uniqueSubnet4 } from '../helpers/kernel.ts';
-import { addNetns, attachmentCase, derivedHostName, hostLinkExists, leftovers } from './lib/attachment.ts';
+import { addNetns, attachmentCase, derivedHostName, hostLinkExists, leftovers, inTurnFor } from './lib/attachment.ts';
 import { judgeRun, limiter, runBounded } from './lib/exec.ts';
 import { mutatedArgs } from './lib/generators.ts';
 import { Findings, formatReport, shorten } from './lib/harness.ts';
@@ -172,10 +172,12 @@ test(`executable/environment: ${COUNTS.environment} runs with mutated CNI enviro
         };
       }
       const hostName = derivedHostName(env);
-      const hostBefore = hostName !== undefined && hostLinkExists(hostName);
-      const problems = await attachment(env, netconf, mustFail ? [4] : [3, 4, 7, 8], { mustFail, cwd: dir });
-      problems.push(...leftovers(netns, hostName, hostBefore));
-      return { problems, input };
+      return await inTurnFor(hostName, async () => {
+        const hostBefore = hostName !== undefined && hostLinkExists(hostName);
+        const problems = await attachment(env, netconf, mustFail ? [4] : [3, 4, 7, 8], { mustFail, cwd: dir });
+        problems.push(...leftovers(netns, hostName, hostBefore));
+        return { problems, input };
+      });
     } finally {
       netns.remove();
     }
@@ -253,9 +255,11 @@ test(`executable/netconf: ${COUNTS.netconf} runs with mutated netconfs exit 0 or
       const conf = sandboxed(mutateValue(rng, seed, NETCONF_FIELDS), dir, etcd, rng);
       const bytes = damageBytes(rng, serialize(conf));
       const hostName = derivedHostName(env);
-      const problems = await attachment(env, bytes, [1, 6, 7, 11], { cwd: dir });
-      problems.push(...leftovers(netns, hostName, false));
-      return { problems, input: shorten(bytes.toString('utf8'), 400) };
+      return await inTurnFor(hostName, async () => {
+        const problems = await attachment(env, bytes, [1, 6, 7, 11], { cwd: dir });
+        problems.push(...leftovers(netns, hostName, false));
+        return { problems, input: shorten(bytes.toString('utf8'), 400) };
+      });
     } finally {
       netns.remove();
     }
@@ -272,10 +276,12 @@ test(`executable/cni-args: ${COUNTS.cniArgs} runs with mutated CNI_ARGS exit 0 o
     try {
       const env = { ...runtimeEnv('a', index, netns.path), CNI_ARGS: envSafe(mutatedArgs(rng)) };
       const hostName = derivedHostName(env);
-      const hostBefore = hostName !== undefined && hostLinkExists(hostName);
-      const problems = await attachment(env, netconf, [4, 7, 103, 105], { cwd: dir });
-      problems.push(...leftovers(netns, hostName, hostBefore));
-      return { problems, input: `CNI_ARGS=${shorten(env.CNI_ARGS, 300)}` };
+      return await inTurnFor(hostName, async () => {
+        const hostBefore = hostName !== undefined && hostLinkExists(hostName);
+        const problems = await attachment(env, netconf, [4, 7, 103, 105], { cwd: dir });
+        problems.push(...leftovers(netns, hostName, hostBefore));
+        return { problems, input: `CNI_ARGS=${shorten(env.CNI_ARGS, 300)}` };
+      });
     } finally {
       netns.remove();
     }

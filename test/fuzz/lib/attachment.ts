@@ -34,6 +34,26 @@ export function derivedHostName(env: Record<string, string>): string | undefined
   return name;
 }
 
+const hostNameTurns = new Map<string, Promise<unknown>>();
+
+/**
+ * Runs `work` when no other case with the same derived host interface name is running. Two cases
+ * with one pod identity (mutated CNI_ARGS often keep `default/web-0`) are two sandboxes of one pod:
+ * the second's ADD replaces the first's host link, and one case's leftover check would see the
+ * other's live link.
+ */
+export function inTurnFor<T>(hostName: string | undefined, work: () => Promise<T>): Promise<T> {
+  if (hostName === undefined) return work();
+  const previous = hostNameTurns.get(hostName) ?? Promise.resolve();
+  const turn = previous.then(work, work);
+  const settled = turn.catch(() => undefined);
+  hostNameTurns.set(hostName, settled);
+  void settled.then(() => {
+    if (hostNameTurns.get(hostName) === settled) hostNameTurns.delete(hostName);
+  });
+  return turn;
+}
+
 /** Codes that refuse the input (or say the datastore is unreachable): the DEL of the same input may repeat them. */
 const REFUSALS = [1, 4, 6, 7, 11];
 
