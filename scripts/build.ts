@@ -2,7 +2,8 @@
 //
 //   dist/cni/netplug        Node 24 single executable application (SEA) with the bundled program
 //   dist/cni/netplug-ipam   the same file, linked: the program dispatches on the name it runs as
-//   dist/bin/netplugctl     the same file again, for administrators
+//   dist/bin/netplugctl     the same file again, for administrators; also netplug-node,
+//                           netplug-install and netplug-kube-controllers (their own bundle)
 //   dist/*/netplug-dataplane.linux-<arch>-gnu.node   the data-plane addon beside each
 //
 // The program is one esbuild bundle (CommonJS) in which each command's code is initialised on
@@ -21,6 +22,8 @@ const root = new URL('../', import.meta.url).pathname;
 const out = (path: string) => `${root}dist/${path}`;
 const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
 const addonFile = `netplug-dataplane.linux-${arch()}-gnu.node`;
+// dist/bin: the administrator's tool and the long-running programs, all the same executable.
+const BIN_NAMES = ['netplugctl', 'netplug-node', 'netplug-install', 'netplug-kube-controllers'];
 
 rmSync(out(''), { recursive: true, force: true });
 for (const dir of ['build', 'cni', 'bin']) mkdirSync(out(dir), { recursive: true });
@@ -42,11 +45,16 @@ await build({
   logOverride: { 'empty-import-meta': 'silent' },
 });
 await build({ ...bundleOptions, entryPoints: [`${root}ts/cli/sea-main.ts`], outfile: out('build/sea-main.cjs') });
+// The long-running programs (node agent, installer, controllers) and their libraries, apart.
+await build({ ...bundleOptions, entryPoints: [`${root}ts/cli/agents.ts`], outfile: out('build/agents.cjs') });
+writeFileSync(out('build/agents.wrapped.cjs'), wrap(readFileSync(out('build/agents.cjs'), 'utf8')));
 
 // The bundle as a function of CommonJS's module variables, the one string both the training and
 // the executable compile (V8 accepts a code cache only for the source it was made from).
-const wrapped = `(function (exports, require, module, __filename, __dirname) {${readFileSync(out('build/netplug.cjs'), 'utf8')}\n})`;
-writeFileSync(out('build/netplug.wrapped.cjs'), wrapped);
+function wrap(source: string): string {
+  return `(function (exports, require, module, __filename, __dirname) {${source}\n})`;
+}
+writeFileSync(out('build/netplug.wrapped.cjs'), wrap(readFileSync(out('build/netplug.cjs'), 'utf8')));
 // Node and V8 flags of the executable (none so far; a larger young generation measured no gain).
 // V8 accepts a code cache only under the flags it was made with, so training runs with them too.
 // NODE_OPTIONS from the runtime's environment is ignored: the plugin behaves the same everywhere.
@@ -66,7 +74,11 @@ writeFileSync(
     useCodeCache: true,
     execArgv: EXEC_ARGV,
     execArgvExtension: 'none',
-    assets: { 'netplug.cjs': out('build/netplug.wrapped.cjs'), 'netplug.cache': out('build/netplug.cache') },
+    assets: {
+      'netplug.cjs': out('build/netplug.wrapped.cjs'),
+      'netplug.cache': out('build/netplug.cache'),
+      'agents.cjs': out('build/agents.wrapped.cjs'),
+    },
   }),
 );
 execFileSync(process.execPath, ['--experimental-sea-config', out('build/sea-config.json')], { stdio: 'ignore' });
@@ -81,7 +93,7 @@ execFileSync(`${root}node_modules/.bin/postject`, [executable, 'NODE_SEA_BLOB', 
 });
 
 linkSync(executable, out('cni/netplug-ipam'));
-linkSync(executable, out('bin/netplugctl'));
+for (const name of BIN_NAMES) linkSync(executable, out(`bin/${name}`));
 for (const dir of ['cni', 'bin']) copyFileSync(`${root}native/${addonFile}`, out(`${dir}/${addonFile}`));
 
 // A rejected cache still runs, only slower on every command: refuse to build one.
@@ -90,4 +102,4 @@ if (!report.stderr.includes('code cache accepted'))
   throw new Error(`the executable does not use its code cache: ${report.stderr}${report.stdout}`);
 
 const size = (readFileSync(executable).length / 1e6).toFixed(0);
-console.log(`built dist/cni/netplug (${size} MB, also as dist/cni/netplug-ipam and dist/bin/netplugctl) with ${addonFile}`);
+console.log(`built dist/cni/netplug (${size} MB, also as dist/cni/netplug-ipam and dist/bin/{${BIN_NAMES.join(',')}}) with ${addonFile}`);

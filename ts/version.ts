@@ -1,2 +1,3 @@
-// netplug's own version (kept equal to package.json's by a test).
-export const NETPLUG_VERSION = '0.1.0';
+// netplug's release: v3.31.N, the reference line it implements (package.json's version with a `v`;
+// a test keeps them equal). Every executable prints it for --version; the image is tagged with it.
+export const NETPLUG_VERSION = 'v3.31.0';

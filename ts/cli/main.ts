@@ -1,4 +1,5 @@
 // The bundled executables' program: dispatches on the name it was run as.
+import { NETPLUG_VERSION } from '../version.ts';
 import { processIo, programName, writeAll } from './process-io.ts';
 
 /** Runs the program named by how it was invoked; failures end as a CNI error object. */
@@ -14,6 +15,11 @@ export function main(): void {
 
 async function dispatch(): Promise<void> {
   const program = programName();
+  // Every executable answers --version alike (a runtime never passes arguments to a plugin).
+  if (process.argv[2] === '--version') {
+    writeAll(1, `${program} ${NETPLUG_VERSION}\n`);
+    return;
+  }
   if (program === 'netplugctl') {
     const { runCtlMain } = await import('../ctl/main.ts');
     const outcome = await runCtlMain(process.argv.slice(2), process.env);

@@ -7,12 +7,19 @@ const { Script } = process.getBuiltinModule('node:vm');
 const { createRequire } = process.getBuiltinModule('node:module');
 const { dirname } = process.getBuiltinModule('node:path');
 
-// The asset is the bundle wrapped as a function of CommonJS's module variables (see build.ts).
-const script = new Script(getAsset('netplug.cjs', 'utf8'), {
-  filename: 'netplug.cjs',
-  cachedData: new Uint8Array(getAsset('netplug.cache')),
-});
-if (process.env['NETPLUG_REPORT_CODE_CACHE']) process.stderr.write(`code cache ${script.cachedDataRejected ? 'rejected' : 'accepted'}\n`);
+const { basename } = process.getBuiltinModule('node:path');
+
+// The long-running programs live in a bundle of their own (see ts/cli/agents.ts); it has no code
+// cache, since their start-up is paid once per pod, not once per pod network operation.
+const AGENT_NAMES = ['netplug-node', 'netplug-install', 'netplug-kube-controllers'];
+const agent = AGENT_NAMES.includes(basename(process.argv0));
+
+// The asset is a bundle wrapped as a function of CommonJS's module variables (see build.ts).
+const script = agent
+  ? new Script(getAsset('agents.cjs', 'utf8'), { filename: 'agents.cjs' })
+  : new Script(getAsset('netplug.cjs', 'utf8'), { filename: 'netplug.cjs', cachedData: new Uint8Array(getAsset('netplug.cache')) });
+if (process.env['NETPLUG_REPORT_CODE_CACHE'] && !agent)
+  process.stderr.write(`code cache ${script.cachedDataRejected ? 'rejected' : 'accepted'}\n`);
 const bundle = { exports: {} as { main(): void } };
 script.runInThisContext()(bundle.exports, createRequire(process.execPath), bundle, process.execPath, dirname(process.execPath));
 bundle.exports.main();

@@ -1,0 +1,41 @@
+// Entry point of the long-running programs' bundle (netplug-node, netplug-install,
+// netplug-kube-controllers). A second asset of the single executable, so the CNI plugin's
+// start-up never parses their libraries (@kubernetes/client-node and its dependencies).
+import { NETPLUG_VERSION } from '../version.ts';
+import { programName, writeAll } from './process-io.ts';
+
+export type AgentMain = (argv: readonly string[], env: NodeJS.ProcessEnv, signal: AbortSignal) => Promise<number>;
+
+export const AGENTS: Record<string, () => Promise<AgentMain>> = {
+  'netplug-node': async () => (await import('../node/main.ts')).runNodeMain,
+  'netplug-install': async () => (await import('../install/main.ts')).runInstallMain,
+  'netplug-kube-controllers': async () => (await import('../controllers/main.ts')).runControllersMain,
+};
+
+/** Runs the agent named by how the executable was invoked; SIGTERM and SIGINT stop it cleanly. */
+export function main(): void {
+  const program = programName();
+  if (process.argv[2] === '--version') {
+    writeAll(1, `${program} ${NETPLUG_VERSION}\n`);
+    return;
+  }
+  const load = AGENTS[program];
+  if (!load) {
+    writeAll(2, `${program}: not one of ${Object.keys(AGENTS).join(', ')}\n`);
+    process.exitCode = 2;
+    return;
+  }
+  const stop = new AbortController();
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => stop.abort());
+  load()
+    .then((run) => run(process.argv.slice(2), process.env, stop.signal))
+    .then(
+      (code) => {
+        process.exitCode = code;
+      },
+      (err: unknown) => {
+        writeAll(2, `${program}: ${err instanceof Error ? err.message : String(err)}\n`);
+        process.exitCode = 1;
+      },
+    );
+}
