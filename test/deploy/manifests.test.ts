@@ -1,0 +1,71 @@
+// The release manifests are generated (npm run generate:manifests) from ts/render/: the committed
+// files must be exactly what the template source gives, and say what a cluster needs.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+import { loadAllYaml } from '@kubernetes/client-node';
+import test from 'ava';
+
+import { RELEASE_IMAGE, releaseFiles } from '../../ts/render/release.ts';
+import { NETPLUG_VERSION } from '../../ts/version.ts';
+
+const ROOT = new URL('../../', import.meta.url).pathname;
+const files = releaseFiles(join(ROOT, 'deploy/crds'));
+type Doc = { kind: string; metadata: { name: string; namespace?: string }; spec?: any; data?: Record<string, string> };
+const docs = (name: string) => loadAllYaml(readFileSync(join(ROOT, 'deploy/manifests', name), 'utf8')) as Doc[];
+
+test('deploy/manifests is what ts/render generates (run npm run generate:manifests after a change)', (t) => {
+  for (const [name, text] of Object.entries(files)) t.is(readFileSync(join(ROOT, 'deploy/manifests', name), 'utf8'), text, name);
+});
+
+test('every container runs the release image, never pulled', (t) => {
+  t.is(RELEASE_IMAGE, `localhost/netplug:${NETPLUG_VERSION}`);
+  for (const name of ['netplug.yaml', 'netplug-etcd.yaml']) {
+    const workloads = docs(name).filter((doc) => doc.kind === 'DaemonSet' || doc.kind === 'Deployment');
+    t.deepEqual(
+      workloads.map((doc) => doc.metadata.name),
+      ['netplug-node', 'netplug-kube-controllers'],
+    );
+    for (const doc of workloads)
+      for (const container of doc.spec.template.spec.containers) {
+        t.is(container.image, RELEASE_IMAGE);
+        t.is(container.imagePullPolicy, 'IfNotPresent');
+      }
+    t.true(docs(name).every((doc) => doc.metadata.namespace === undefined || doc.metadata.namespace === 'kube-system'));
+  }
+});
+
+test('the node pod: agent first, install-cni second, on the standard host paths', (t) => {
+  const daemonSet = docs('netplug.yaml').find((doc) => doc.kind === 'DaemonSet');
+  const pod = daemonSet?.spec.template.spec;
+  t.deepEqual(
+    pod.containers.map((container: { name: string }) => container.name),
+    ['netplug-node', 'install-cni'],
+  );
+  t.deepEqual(
+    pod.volumes
+      .filter((volume: { hostPath?: unknown }) => volume.hostPath)
+      .map((volume: { hostPath: { path: string } }) => volume.hostPath.path),
+    ['/opt/cni/bin', '/etc/cni/net.d', '/var/lib/netplug'],
+  );
+  t.true(pod.hostNetwork);
+});
+
+test('the conflist template on each datastore is JSON once install-cni substitutes it', (t) => {
+  for (const [name, datastore] of [
+    ['netplug.yaml', 'kubernetes'],
+    ['netplug-etcd.yaml', 'etcdv3'],
+  ]) {
+    const template = docs(name as string).find((doc) => doc.kind === 'ConfigMap')?.data?.['cni_network_config'] ?? '';
+    const conflist = JSON.parse(template.replaceAll('__CNI_MTU__', '0').replaceAll(/__[A-Z_]+__/g, 'x'));
+    t.is(conflist.plugins[0].type, 'netplug');
+    t.is(conflist.plugins[0].datastore_type, datastore);
+    t.is(conflist.plugins[1].type, 'portmap');
+  }
+});
+
+test('crds.yaml holds every CRD of deploy/crds', (t) => {
+  const crds = docs('crds.yaml');
+  t.true(crds.length >= 6);
+  t.true(crds.every((doc) => doc.kind === 'CustomResourceDefinition' && doc.metadata.name.endsWith('.crd.projectnet.org')));
+});

@@ -1,0 +1,62 @@
+// The ConfigMap every component reads its settings from, and (etcd) the Secret with etcd's TLS
+// files. Values a cluster operator edits before applying are documented in place.
+import { conflistTemplate } from './conflist.ts';
+import { CONFIG_MAP, ETCD_SECRET, type KubeObject, type RenderOptions } from './objects.ts';
+
+export function renderConfig(options: RenderOptions): KubeObject[] {
+  const etcd = options.datastore === 'etcdv3';
+  const data: Record<string, string> = {
+    // "0": the plugin uses the MTU netplug-node detects on each node.
+    veth_mtu: '0',
+    // "": the cluster's pod CIDR (kubeadm's networking.podSubnet), else 192.168.0.0/16.
+    ipv4_pool_cidr: '',
+    ipv4_pool_block_size: '26',
+    ...(etcd
+      ? {
+          // Your etcd cluster, comma-separated. With TLS, set etcd_ca/etcd_cert/etcd_key to
+          // /netplug-secrets/etcd-ca, /netplug-secrets/etcd-cert, /netplug-secrets/etcd-key and
+          // put the files in the Secret netplug-etcd-secrets.
+          etcd_endpoints: 'http://<ETCD_IP>:<ETCD_PORT>',
+          etcd_ca: '',
+          etcd_cert: '',
+          etcd_key: '',
+        }
+      : {}),
+    cni_network_config: conflistTemplate(options.datastore),
+  };
+  const objects: KubeObject[] = [
+    { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: CONFIG_MAP, namespace: options.namespace }, data },
+  ];
+  if (etcd)
+    objects.unshift({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      type: 'Opaque',
+      metadata: { name: ETCD_SECRET, namespace: options.namespace },
+      // base64 of your etcd-ca, etcd-cert and etcd-key files, when etcd uses TLS.
+      data: {},
+    });
+  return objects;
+}
+
+/** Environment variables from the ConfigMap (`key` → `name`). */
+export const fromConfig = (name: string, key: string, optional = false) => ({
+  name,
+  valueFrom: { configMapKeyRef: { name: CONFIG_MAP, key, ...(optional ? { optional: true } : {}) } },
+});
+
+/** The datastore settings every component gets. */
+export function datastoreEnv(options: RenderOptions): object[] {
+  if (options.datastore === 'kubernetes') return [{ name: 'DATASTORE_TYPE', value: 'kubernetes' }];
+  return [
+    { name: 'DATASTORE_TYPE', value: 'etcdv3' },
+    fromConfig('ETCD_ENDPOINTS', 'etcd_endpoints'),
+    fromConfig('ETCD_CA_CERT_FILE', 'etcd_ca'),
+    fromConfig('ETCD_CERT_FILE', 'etcd_cert'),
+    fromConfig('ETCD_KEY_FILE', 'etcd_key'),
+  ];
+}
+
+/** etcd's TLS files, where ETCD_*_FILE point. */
+export const etcdSecretVolume = { name: 'etcd-certs', secret: { secretName: ETCD_SECRET, defaultMode: 0o400 } };
+export const etcdSecretMount = { name: 'etcd-certs', mountPath: '/netplug-secrets', readOnly: true };

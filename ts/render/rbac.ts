@@ -1,0 +1,99 @@
+// Least-privilege identities: one ServiceAccount per component, each bound to what that component
+// does and nothing more. The CNI plugin's rules are deploy/rbac/netplug-cni.yaml's.
+import { CNI_PLUGIN, CONFIG_MAP, CONTROLLERS, type KubeObject, NODE, type RenderOptions } from './objects.ts';
+
+type Rule = { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] };
+
+const CRD_GROUP = 'crd.projectnet.org';
+const IPAM_KINDS = ['ipamblocks', 'blockaffinities', 'ipamhandles', 'ipampendingrequests', 'workloadendpoints'];
+
+/** Cluster-wide rules of each component on the given datastore. */
+function clusterRules(component: string, datastore: RenderOptions['datastore']): Rule[] {
+  const kdd = datastore === 'kubernetes';
+  switch (component) {
+    case NODE:
+      return [
+        // Its own Node's labels (etcd: copied to the datastore's Node) and pod CIDR.
+        { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
+        ...(kdd
+          ? [
+              { apiGroups: [CRD_GROUP], resources: ['ippools'], verbs: ['get', 'list', 'create'] },
+              { apiGroups: [CRD_GROUP], resources: ['clusterinformations'], verbs: ['get', 'create', 'update'] },
+            ]
+          : []),
+      ];
+    case CONTROLLERS:
+      return [
+        { apiGroups: [''], resources: ['nodes', 'pods'], verbs: ['get', 'list', 'watch'] },
+        ...(kdd
+          ? [
+              { apiGroups: [CRD_GROUP], resources: ['ippools'], verbs: ['get', 'list'] },
+              { apiGroups: [CRD_GROUP], resources: IPAM_KINDS, verbs: ['get', 'list', 'watch', 'create', 'update', 'delete'] },
+            ]
+          : []),
+      ];
+    case CNI_PLUGIN:
+      return [
+        { apiGroups: [''], resources: ['pods', 'namespaces', 'nodes'], verbs: ['get'] },
+        ...(kdd
+          ? [
+              { apiGroups: [CRD_GROUP], resources: ['ippools'], verbs: ['get', 'list'] },
+              { apiGroups: [CRD_GROUP], resources: IPAM_KINDS, verbs: ['get', 'list', 'create', 'update', 'delete'] },
+            ]
+          : []),
+      ];
+    default:
+      throw new Error(`no rules for ${component}`);
+  }
+}
+
+/** Rules in the install namespace: install-cni (same pod, same identity as netplug-node). */
+function namespaceRules(component: string): Rule[] {
+  if (component !== NODE) return [];
+  return [
+    // The plugin's kubeconfig token, for netplug-cni-plugin only.
+    { apiGroups: [''], resources: ['serviceaccounts/token'], verbs: ['create'], resourceNames: [CNI_PLUGIN] },
+    // The conflist template (watched) and kubeadm's pod subnet for the default pool.
+    { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'], resourceNames: [CONFIG_MAP] },
+    { apiGroups: [''], resources: ['configmaps'], verbs: ['get'], resourceNames: ['kubeadm-config'] },
+    // Whether the DaemonSet is being deleted (then install-cni removes what it installed).
+    { apiGroups: ['apps'], resources: ['daemonsets'], verbs: ['get'], resourceNames: [NODE] },
+  ];
+}
+
+export function renderRbac(options: RenderOptions): KubeObject[] {
+  const objects: KubeObject[] = [];
+  for (const component of [NODE, CNI_PLUGIN, CONTROLLERS]) {
+    const subject = { kind: 'ServiceAccount', name: component, namespace: options.namespace };
+    objects.push({ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: component, namespace: options.namespace } });
+    objects.push({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name: component },
+      rules: clusterRules(component, options.datastore),
+    });
+    objects.push({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: component },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: component },
+      subjects: [subject],
+    });
+    const rules = namespaceRules(component);
+    if (rules.length === 0) continue;
+    objects.push({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name: component, namespace: options.namespace },
+      rules,
+    });
+    objects.push({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: component, namespace: options.namespace },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: component },
+      subjects: [subject],
+    });
+  }
+  return objects;
+}
