@@ -4,7 +4,7 @@
 // removal of binaries a newer version no longer ships, etcd TLS files, a bad template, --check
 // (in process and through the built executable).
 import { execFile, spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 
@@ -234,4 +234,20 @@ test('--check: ready only once this version is recorded and the conflist exists 
   t.is(await check(), 1);
   t.regex(node.log.at(-1) ?? '', /not ready: the install record says v3.30.9, not v3\.31\.\d+/);
   t.is(await install(node, {}, undefined, ['--bogus']), 2);
+});
+
+test('temp files a crashed install left are removed; a recent one (a write in progress elsewhere) is not', async (t) => {
+  const node = makeNode(t, { netplug: 0o755 });
+  t.is(await install(node), 0);
+  const confDir = node.path('/etc/cni/net.d');
+  const crashed = join(confDir, '.10-netplug.conflist.4000000.7.tmp');
+  const recent = join(confDir, '.10-netplug.conflist.4000001.0.tmp');
+  const crashedBinary = node.path('/opt/cni/bin/.netplug.4000000.3.tmp');
+  for (const path of [crashed, recent, crashedBinary]) writeFileSync(path, 'partial');
+  const hourAgo = new Date(Date.now() - 3_600_000);
+  for (const path of [crashed, crashedBinary]) utimesSync(path, hourAgo, hourAgo);
+  t.is(await install(node), 0);
+  t.false(existsSync(crashed));
+  t.false(existsSync(crashedBinary));
+  t.true(existsSync(recent));
 });

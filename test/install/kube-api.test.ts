@@ -227,6 +227,56 @@ test('SIGTERM after the installer ServiceAccount was deleted (401) uninstalls', 
   t.false(existsSync(node.path('/etc/cni/net.d/10-netplug.conflist')));
 });
 
+test('SIGTERM after the installer lost its RBAC (403) uninstalls', async (t) => {
+  const pod = await podNamespace(kube, t);
+  await createDaemonSet(apps, pod.namespace);
+  const node = makeNode(t, { netplug: 0o755 });
+  const installer = await startInstaller(node, { ...pod.env, NETPLUG_CONFIG_MAP: '' });
+  t.teardown(() => installer.stop());
+  await kube.rbac.deleteNamespacedRoleBinding({ name: 'netplug-install', namespace: pod.namespace });
+  await eventually('the binding to be gone', async () => {
+    const review = await kube.core.createNamespacedServiceAccountToken({
+      name: 'netplug-node',
+      namespace: pod.namespace,
+      body: { spec: { audiences: [] } },
+    });
+    const asInstaller = new k8s.KubeConfig();
+    asInstaller.loadFromClusterAndUser(
+      { name: 'test', server: kube.server.url, caFile: kube.server.ca, skipTLSVerify: false },
+      { name: 'installer', token: review.status?.token ?? '' },
+    );
+    return asInstaller
+      .makeApiClient(k8s.AppsV1Api)
+      .readNamespacedDaemonSet({ name: 'netplug-node', namespace: pod.namespace })
+      .then(
+        () => false,
+        (err: k8s.ApiException<unknown>) => err.code === 403,
+      );
+  });
+  t.is(await installer.stop(), 0, node.log.join('\n'));
+  t.true(
+    node.log.some((line) => line.includes(`INFO DaemonSet ${pod.namespace}/netplug-node: HTTP 403`)),
+    node.log.join('\n'),
+  );
+  t.false(existsSync(node.path('/etc/cni/net.d/10-netplug.conflist')));
+});
+
+test('with KUBECONFIG (outside a pod): that identity, the namespace from POD_NAMESPACE, the server and CA from the file', async (t) => {
+  const pod = await podNamespace(kube, t);
+  await setTemplate(pod.namespace, TEMPLATE('warning'), true);
+  const node = makeNode(t, { netplug: 0o755 });
+  t.is(
+    await install(node, { KUBECONFIG: kube.server.admin.kubeconfig, POD_NAMESPACE: pod.namespace, NETPLUG_CONFIG_MAP: 'netplug-config' }),
+    0,
+    node.log.join('\n'),
+  );
+  t.is(conflist(node).plugins[0].log_level, 'warning');
+  const text = readFileSync(node.path('/etc/cni/net.d/netplug-kubeconfig'), 'utf8');
+  t.true(text.includes(`server: "${kube.server.url}"`));
+  t.true(text.includes(`certificate-authority-data: "${readFileSync(kube.server.ca).toString('base64')}"`));
+  t.is(tokenSubject(kubeconfigToken(node)), `system:serviceaccount:${pod.namespace}:netplug-cni-plugin`);
+});
+
 test('a bad template in the ConfigMap fails the install naming the ConfigMap, and writes nothing', async (t) => {
   const pod = await podNamespace(kube, t);
   await setTemplate(pod.namespace, '{"name": "k8s-pod-network", "plugins": [{"type": "netplug"}', true);

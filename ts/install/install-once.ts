@@ -3,6 +3,7 @@
 // binaries (and removal of those this version no longer ships), the plugin's kubeconfig, the
 // conflist; the record last, so `--check` passes only after everything is in place.
 import { mkdir } from 'node:fs/promises';
+import { dirname } from 'node:path';
 
 import { chooseTemplate } from './choose-template.ts';
 import { copyBinaries } from './copy-binaries.ts';
@@ -14,6 +15,7 @@ import { readRecord, removeRecordedFiles, writeRecord } from './record.ts';
 import { renderConflist } from './render-conflist.ts';
 import type { InstallSettings } from './settings.ts';
 import { writeConflist } from './write-conflist.ts';
+import { removeStaleTemps } from './write-atomically.ts';
 import { writeKubeconfig } from './write-kubeconfig.ts';
 
 export interface InstallOutcome {
@@ -31,6 +33,7 @@ export async function installOnce(settings: InstallSettings, kube: KubeAccess | 
   const conflist = renderConflist(template, placeholderValues(settings, tls.length > 0));
 
   await mkdir(settings.confDir, { recursive: true });
+  for (const dir of [settings.binDir, settings.confDir, dirname(settings.recordPath)]) await removeStaleTemps(dir);
   const previous = await readRecord(settings.recordPath);
   const tlsCopied = await copyTlsAssets(settings, tls, log);
   const binaries = await copyBinaries(settings, previous?.files ?? [], log);

@@ -35,8 +35,8 @@ export function openKubeAccess(settings: InstallSettings): KubeAccess | undefine
   const host = env.KUBERNETES_SERVICE_HOST;
   const port = env.KUBERNETES_SERVICE_PORT || '443';
   const protocol = env.KUBERNETES_SERVICE_PROTOCOL || 'https';
-  const fileText = (path: string) => (existsSync(path) ? readFileSync(path, 'utf8').trim() : undefined);
-  let namespace = fileText(join(serviceAccountDir, 'namespace')) || env.POD_NAMESPACE;
+  const fileText = (path: string) => (existsSync(path) ? readFileSync(path, 'utf8') : undefined);
+  let namespace = fileText(join(serviceAccountDir, 'namespace'))?.trim() || env.POD_NAMESPACE;
   let ca = fileText(join(serviceAccountDir, 'ca.crt'));
   if (env.KUBECONFIG) {
     config.loadFromFile(env.KUBECONFIG);

@@ -36,13 +36,19 @@ export async function readRecord(path: string): Promise<InstallRecord | undefine
     const record = JSON.parse(text) as InstallRecord;
     if (typeof record.version !== 'string' || !Array.isArray(record.files)) return undefined;
     record.files = record.files.filter(
-      (file) => typeof file?.path === 'string' && file.path.startsWith(`${HOST_BIN_DIR}/`) && typeof file.sha256 === 'string',
+      (file) => typeof file?.path === 'string' && isBinDirFile(file.path) && typeof file.sha256 === 'string',
     );
     return record;
   } catch {
     return undefined;
   }
 }
+
+/** Only a plain file name directly in the bin dir: a damaged record never points elsewhere. */
+const isBinDirFile = (path: string): boolean => {
+  const name = path.slice(HOST_BIN_DIR.length + 1);
+  return path.startsWith(`${HOST_BIN_DIR}/`) && name !== '' && name !== '.' && name !== '..' && !name.includes('/');
+};
 
 export async function writeRecord(path: string, files: InstalledFile[]): Promise<void> {
   const record: InstallRecord = { version: NETPLUG_VERSION, binDir: HOST_BIN_DIR, confDir: HOST_CONF_DIR, files };
@@ -57,7 +63,7 @@ export async function writeRecord(path: string, files: InstalledFile[]): Promise
 export async function removeRecordedFiles(settings: InstallSettings, files: InstalledFile[], keep: Set<string>, log: Log): Promise<void> {
   for (const file of files) {
     const name = file.path.slice(HOST_BIN_DIR.length + 1);
-    if (keep.has(name) || name.includes('/')) continue;
+    if (keep.has(name)) continue;
     const target = join(settings.binDir, name);
     const sha256 = await sha256OfFile(target);
     if (sha256 === undefined) continue;

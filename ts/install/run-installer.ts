@@ -26,8 +26,8 @@ export async function runInstaller(settings: InstallSettings, log: Log, signal: 
   if (!settings.sleep) return 0;
 
   const running: Promise<void>[] = [];
-  if (kube && outcome.tokenExpires) running.push(keepTokenFresh(settings, kube, outcome.tokenExpires, log, signal));
-  if (kube && settings.configMapName) {
+  if (kube && outcome.tokenExpires && !signal.aborted) running.push(keepTokenFresh(settings, kube, outcome.tokenExpires, log, signal));
+  if (kube && settings.configMapName && !signal.aborted) {
     const values = placeholderValues(settings, outcome.tlsCopied);
     running.push(
       watchConfigMap(

@@ -3,7 +3,7 @@
 // rename over the target, fsync of the directory. The temp name starts with a dot and ends in
 // `.tmp`, never `.conf`, `.conflist` or `.json`, so libcni never loads a half-written conflist.
 import { constants } from 'node:fs';
-import { open, rename, rm } from 'node:fs/promises';
+import { open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 
 let temps = 0;
@@ -39,5 +39,20 @@ export async function syncDirectory(dir: string): Promise<void> {
     await handle.sync();
   } finally {
     await handle.close();
+  }
+}
+
+const TEMP_NAME = /^\..+\.(\d+)\.\d+\.tmp$/;
+/** Older than this, another process's temp file is left from a crash, not a write in progress. */
+const STALE_AFTER_MS = 60_000;
+
+/** Removes temp files a crashed install left in `dir` (they never match what libcni loads, but pile up). */
+export async function removeStaleTemps(dir: string): Promise<void> {
+  const names = await readdir(dir).catch(() => [] as string[]);
+  for (const name of names) {
+    const pid = TEMP_NAME.exec(name)?.[1];
+    if (pid === undefined || Number(pid) === process.pid) continue;
+    const info = await stat(join(dir, name)).catch(() => undefined);
+    if (info && Date.now() - info.mtimeMs > STALE_AFTER_MS) await rm(join(dir, name), { force: true });
   }
 }
