@@ -1,0 +1,52 @@
+// On SIGTERM the installer removes what it installed only when netplug itself is being removed from
+// the cluster: its DaemonSet is gone (404) or being deleted (deletionTimestamp), or our identity is
+// refused because its ServiceAccount (401) or its RBAC (403) was deleted with the manifest. A
+// rolling update or a killed pod leaves everything, so running pods and new sandboxes keep working.
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+
+import type { Log } from './log.ts';
+import { apiStatus, describeApiError, type KubeAccess } from './open-kube-access.ts';
+import { readRecord, removeRecordedFiles } from './record.ts';
+import { type InstallSettings, KUBECONFIG_NAME, TLS_DIR_NAME } from './settings.ts';
+
+export const DAEMONSET_NAME = 'netplug-node';
+const DECIDE_TIMEOUT_MS = 10_000;
+
+export async function netplugIsBeingRemoved(kube: KubeAccess, log: Log): Promise<boolean> {
+  const where = `DaemonSet ${kube.namespace}/${DAEMONSET_NAME}`;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${DECIDE_TIMEOUT_MS / 1000} s`)), DECIDE_TIMEOUT_MS);
+  });
+  try {
+    const daemonSet = await Promise.race([kube.apps.readNamespacedDaemonSet({ name: DAEMONSET_NAME, namespace: kube.namespace }), timeout]);
+    if (daemonSet.metadata?.deletionTimestamp) {
+      log('INFO', `${where} is being deleted: uninstalling the CNI plugin`);
+      return true;
+    }
+    log('INFO', `${where} exists: leaving the CNI plugin installed`);
+    return false;
+  } catch (err) {
+    const status = apiStatus(err);
+    if (status === 404 || status === 401 || status === 403) {
+      log('INFO', `${where}: ${describeApiError(err)}, so netplug is being removed: uninstalling the CNI plugin`);
+      return true;
+    }
+    log('WARNING', `cannot tell whether netplug is being removed (${where}: ${describeApiError(err)}): leaving the CNI plugin installed`);
+    return false;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Removes the recorded binaries, the conflist, the kubeconfig, the TLS files and the record. */
+export async function uninstall(settings: InstallSettings, log: Log): Promise<void> {
+  const record = await readRecord(settings.recordPath);
+  if (record) await removeRecordedFiles(settings, record.files, new Set(), log);
+  await rm(join(settings.confDir, settings.confName), { force: true });
+  await rm(join(settings.confDir, KUBECONFIG_NAME), { force: true });
+  await rm(join(settings.confDir, TLS_DIR_NAME), { recursive: true, force: true });
+  await rm(settings.recordPath, { force: true });
+  log('INFO', 'netplug CNI uninstalled from this node');
+}

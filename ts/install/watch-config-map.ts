@@ -1,0 +1,81 @@
+// Follows the ConfigMap NETPLUG_CONFIG_MAP while the installer runs: every change of its template
+// rewrites the conflist (a bad template is logged and the current conflist kept). One list + watch
+// by name (fieldSelector metadata.name, so RBAC can name the one ConfigMap); after an error or the
+// end of a watch, list again after 5 s, which also catches changes missed in between.
+import * as k8s from '@kubernetes/client-node';
+
+import { templateFromConfigMap } from './choose-template.ts';
+import type { Log } from './log.ts';
+import { describeApiError, type KubeAccess } from './open-kube-access.ts';
+import { pause } from './pause.ts';
+import type { Template } from './render-conflist.ts';
+import { CONFLIST_TEMPLATE_KEY } from './settings.ts';
+
+const RETRY_MS = 5000;
+
+export async function watchConfigMap(
+  kube: KubeAccess,
+  name: string,
+  onTemplate: (template: Template) => Promise<void>,
+  log: Log,
+  signal: AbortSignal,
+): Promise<void> {
+  const fieldSelector = `metadata.name=${name}`;
+  const where = `ConfigMap ${kube.namespace}/${name}`;
+  // Changes are applied one at a time, in order.
+  let applying = Promise.resolve();
+  const apply = (configMap: k8s.V1ConfigMap) => {
+    const template = templateFromConfigMap(configMap);
+    if (!template) log('WARNING', `${where} has no ${CONFLIST_TEMPLATE_KEY}: keeping the current conflist`);
+    else
+      applying = applying
+        .then(() => onTemplate(template))
+        .catch((err: unknown) => log('ERROR', `${(err as Error).message}: keeping the current conflist`));
+  };
+  do {
+    try {
+      const list = await kube.core.listNamespacedConfigMap({ namespace: kube.namespace, fieldSelector });
+      const [configMap] = list.items;
+      if (configMap) apply(configMap);
+      await watchOnce(kube, fieldSelector, list.metadata?.resourceVersion, signal, (phase, object) => {
+        if (phase === 'ADDED' || phase === 'MODIFIED') apply(object);
+        else if (phase === 'DELETED') log('WARNING', `${where} was deleted: keeping the current conflist`);
+      });
+    } catch (err) {
+      if (!signal.aborted) log('WARNING', `watching ${where}: ${describeApiError(err)}`);
+    }
+    await applying;
+  } while (await pause(RETRY_MS, signal));
+}
+
+/** One watch from `resourceVersion` until the server ends it, it fails, or `signal` aborts. */
+async function watchOnce(
+  kube: KubeAccess,
+  fieldSelector: string,
+  resourceVersion: string | undefined,
+  signal: AbortSignal,
+  onEvent: (phase: string, object: k8s.V1ConfigMap) => void,
+): Promise<void> {
+  if (signal.aborted) return;
+  let finish: (err?: unknown) => void = () => {};
+  const done = new Promise<void>((resolve, reject) => {
+    finish = (err) => (err && !signal.aborted ? reject(err) : resolve());
+  });
+  const controller = await new k8s.Watch(kube.config).watch(
+    `/api/v1/namespaces/${kube.namespace}/configmaps`,
+    { fieldSelector, resourceVersion, allowWatchBookmarks: true },
+    (phase, object) => {
+      if (phase === 'ERROR') finish(new Error(`the watch ended: ${(object as { message?: string })?.message ?? 'an error event'}`));
+      else if (phase !== 'BOOKMARK') onEvent(phase, object as k8s.V1ConfigMap);
+    },
+    (err) => finish(err),
+  );
+  const stop = () => controller.abort();
+  signal.addEventListener('abort', stop, { once: true });
+  try {
+    await done;
+  } finally {
+    signal.removeEventListener('abort', stop);
+    controller.abort();
+  }
+}
