@@ -2,9 +2,10 @@
 // same reference (imagePullPolicy IfNotPresent: it is imported, never pulled).
 import { arch } from 'node:os';
 
+import { IMAGE_REPOSITORY } from '../../ts/render/objects.ts';
 import { NETPLUG_VERSION } from '../../ts/version.ts';
 
-export const NETPLUG_IMAGE = `localhost/netplug:${NETPLUG_VERSION}`;
+export const NETPLUG_IMAGE = `${IMAGE_REPOSITORY}:${NETPLUG_VERSION}`;
 
 /** Node's architecture names against the OCI (Go) names an image config and index use. */
 const OCI_ARCH: Record<string, string> = { x64: 'amd64', arm64: 'arm64' };
