@@ -1,5 +1,5 @@
-// One controller's reconcile loop: a pass now, then on every trigger (an informer's change) and
-// every `periodMs` besides (level-triggered: a pass reads the whole state, so a missed event is
+// One controller's reconcile loop: a pass on every trigger (its watch's first complete list, an
+// informer's change) and every `periodMs` besides (level-triggered: a pass reads the whole state, so a missed event is
 // made up by the next pass). Passes never overlap; a failed pass is logged and retried.
 import { reason, type ControllerLog } from './log.ts';
 
@@ -26,7 +26,7 @@ export function runLoop(
 ): Loop {
   let passes = 0;
   let wake: (() => void) | undefined;
-  let pending = true;
+  let pending = false;
   const trigger = () => {
     pending = true;
     wake?.();
