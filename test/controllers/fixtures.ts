@@ -25,7 +25,7 @@ export const CONTROLLER_RULES: k8s.V1PolicyRule[] = [
 export const CONTROLLER_DATASTORE_RULES: k8s.V1PolicyRule[] = [
   { apiGroups: ['crd.projectnet.org'], resources: ['ipamblocks'], verbs: ['get', 'list', 'update', 'delete'] },
   { apiGroups: ['crd.projectnet.org'], resources: ['ipamhandles'], verbs: ['get', 'update', 'delete'] },
-  { apiGroups: ['crd.projectnet.org'], resources: ['blockaffinities'], verbs: ['get', 'list', 'delete'] },
+  { apiGroups: ['crd.projectnet.org'], resources: ['blockaffinities'], verbs: ['list', 'delete'] },
   { apiGroups: ['crd.projectnet.org'], resources: ['ipampendingrequests'], verbs: ['list', 'delete'] },
   { apiGroups: ['crd.projectnet.org'], resources: ['workloadendpoints'], verbs: ['get', 'delete'] },
   { apiGroups: ['crd.projectnet.org'], resources: ['ippools'], verbs: ['list'] },
