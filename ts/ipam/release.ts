@@ -76,8 +76,15 @@ function sameCounts(a: Record<string, number>, b: Record<string, number>): boole
 /**
  * Releases one address, whoever holds it (netplugctl ipam release): the repair tool, so it works
  * also when the holder's handle is missing. Returns the holder, or undefined if it was free.
+ * `holds`, when given, must accept the holder as it stands at the write (netplug-kube-controllers
+ * releases what it judged leaked, never an address handed out again since): else nothing is
+ * written and undefined is returned.
  */
-export async function releaseAddress(store: Store, ip: string): Promise<AllocationAttribute | undefined> {
+export async function releaseAddress(
+  store: Store,
+  ip: string,
+  holds?: (holder: AllocationAttribute) => boolean,
+): Promise<AllocationAttribute | undefined> {
   const parsed = parseIp(ip);
   if (!parsed) throw poolError(`${ip} is not an IP address`);
   const cidr = (await store.listKeys(keys.blocks(parsed.family)))
@@ -88,7 +95,7 @@ export async function releaseAddress(store: Store, ip: string): Promise<Allocati
     const entry = checkedOrAbsent(checkedBlock, await store.get<unknown>(keys.block(cidr)));
     const ordinal = entry && ordinalOf(entry.value, ip);
     const holder = entry && ordinal !== undefined ? attributeAt(entry.value, ordinal) : undefined;
-    if (!entry || ordinal === undefined || !holder) return { holder: undefined };
+    if (!entry || ordinal === undefined || !holder || (holds && !holds(holder))) return { holder: undefined };
     releaseOrdinals(entry.value, [ordinal]);
     const handleEntry = await store.get<Handle>(keys.handle(holder.handle_id));
     const commit: Write[] = [{ key: entry.key, update: entry.value, revision: entry.revision }];

@@ -1,0 +1,187 @@
+// netplug-kube-controllers tests: the controllers run in-process (runControllersMain, as the
+// executable runs it) against a real kube-apiserver and a real datastore; IPAM state is made by
+// the allocator itself, as an ADD makes it (with the pod attributes and workload endpoint ADD
+// records); identities hold exactly the RBAC rules the report gives.
+import type { ExecutionContext } from 'ava';
+import type * as k8s from '@kubernetes/client-node';
+
+import { runControllersMain } from '../../ts/controllers/main.ts';
+import { allocate } from '../../ts/ipam/allocator.ts';
+import { attributeAt } from '../../ts/ipam/block.ts';
+import { API_VERSION, checkedBlocks, handleId, keys, type NodeResource, type PoolResource } from '../../ts/ipam/model.ts';
+import { listPools } from '../../ts/ipam/pools.ts';
+import { addressOf } from '../../ts/ipam/block.ts';
+import { workloadEndpoint, workloadEndpointName } from '../../ts/plugin/workload-endpoint.ts';
+import type { Entry, Store } from '../../ts/store/store.ts';
+import { freePort } from '../helpers/etcd.ts';
+
+/** What the controllers need in the Kubernetes API with the etcd datastore. */
+export const CONTROLLER_RULES: k8s.V1PolicyRule[] = [
+  { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
+];
+
+/** What they need besides with the Kubernetes datastore (netplug's custom resources). */
+export const CONTROLLER_DATASTORE_RULES: k8s.V1PolicyRule[] = [
+  { apiGroups: ['crd.projectnet.org'], resources: ['ipamblocks'], verbs: ['get', 'list', 'update', 'delete'] },
+  { apiGroups: ['crd.projectnet.org'], resources: ['ipamhandles'], verbs: ['get', 'update', 'delete'] },
+  { apiGroups: ['crd.projectnet.org'], resources: ['blockaffinities'], verbs: ['list', 'delete'] },
+  { apiGroups: ['crd.projectnet.org'], resources: ['ipampendingrequests'], verbs: ['list', 'delete'] },
+  { apiGroups: ['crd.projectnet.org'], resources: ['workloadendpoints'], verbs: ['get', 'delete'] },
+  { apiGroups: ['crd.projectnet.org'], resources: ['ippools'], verbs: ['list'] },
+];
+
+export interface Controllers {
+  lines: string[];
+  health: string;
+  /** Aborts the signal; resolves to the exit code. */
+  stop(): Promise<number>;
+}
+
+/** runControllersMain with `env` (and a free health port, a 1 s grace period unless given), stopped at teardown. */
+export async function startControllers(t: ExecutionContext, env: Record<string, string>): Promise<Controllers> {
+  const port = await freePort();
+  const lines: string[] = [];
+  const abort = new AbortController();
+  const exit = runControllersMain(
+    [],
+    { LEAK_GRACE_PERIOD: '1s', NETPLUG_CONTROLLERS_HEALTH_ADDR: `127.0.0.1:${port}`, ...env },
+    abort.signal,
+    {
+      writeLog: (line) => lines.push(line),
+    },
+  );
+  const stop = () => {
+    abort.abort();
+    return exit;
+  };
+  t.teardown(async () => {
+    await stop();
+    if (!t.passed) t.log(lines.join(''));
+  });
+  return { lines, health: `http://127.0.0.1:${port}`, stop };
+}
+
+/** Polls `check` until it holds; generous, as a loaded machine is slow (no claim about speed). */
+export async function until(what: string, check: () => Promise<boolean> | boolean, ms = 120_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`gave up waiting: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+export async function status(url: string): Promise<{ code: number; text: string }> {
+  try {
+    const response = await fetch(url, { signal: AbortSignal.timeout(10_000) });
+    return { code: response.status, text: await response.text() };
+  } catch (err) {
+    return { code: 0, text: (err as Error).message };
+  }
+}
+
+export async function createPool(store: Store, name: string, cidr: string): Promise<void> {
+  const pool: PoolResource = {
+    kind: 'IPPool',
+    apiVersion: API_VERSION,
+    metadata: { name, creationTimestamp: new Date().toISOString() },
+    spec: { cidr, blockSize: 26, nodeSelector: 'all()', ipipMode: 'Never', vxlanMode: 'Never', natOutgoing: false, disabled: false },
+  };
+  if (!(await store.commit([{ key: keys.pool(name), create: pool }]))) throw new Error(`pool ${name} exists`);
+}
+
+export async function createNodeResource(store: Store, name: string, labels: Record<string, string>): Promise<void> {
+  const node: NodeResource = {
+    kind: 'Node',
+    apiVersion: API_VERSION,
+    metadata: { name, creationTimestamp: new Date().toISOString(), labels },
+    spec: {},
+  };
+  if (!(await store.commit([{ key: keys.node(name), create: node }]))) throw new Error(`node ${name} exists`);
+}
+
+let containers = 0;
+
+export interface Allocated {
+  address: string;
+  handle: string;
+  /** The workload endpoint's key, for a pod's address. */
+  endpointKey?: string;
+}
+
+/**
+ * An address for `pod` on `node` as ADD takes it (handle, attributes, workload endpoint), or with
+ * no pod attributes (a tunnel address) when `pod` is undefined.
+ */
+export async function allocateFor(store: Store, node: string, pod?: { namespace: string; name: string }): Promise<Allocated> {
+  const containerId = `c${process.pid}x${containers++}`.padEnd(64, '0');
+  const handle = handleId('k8s-pod-network', containerId);
+  const pools = await listPools(store);
+  const endpointName = pod && workloadEndpointName(node, 'k8s', pod.name, 'eth0');
+  const attributes: Record<string, string> = pod
+    ? {
+        node,
+        ifname: 'eth0',
+        timestamp: new Date().toISOString(),
+        endpoint: `${pod.namespace}/${endpointName}`,
+        namespace: pod.namespace,
+        pod: pod.name,
+      }
+    : { node, type: 'ipipTunnelAddress', timestamp: new Date().toISOString() };
+  const companions =
+    pod && endpointName
+      ? [
+          {
+            key: keys.workloadEndpoint(pod.namespace, endpointName),
+            value: (addresses: readonly string[]) =>
+              workloadEndpoint(pod.namespace, {
+                orchestrator: 'k8s',
+                workload: '',
+                node,
+                containerID: containerId,
+                pod: pod.name,
+                endpoint: 'eth0',
+                interfaceName: 'npabc',
+                mac: '02:00:00:00:00:01',
+                ipNetworks: addresses.map((a) => `${a}/32`),
+                profiles: [],
+              }),
+          },
+        ]
+      : [];
+  const [allocation] = await allocate({ store, handle, node, attributes }, [{ family: 4, pools }], { companions });
+  if (!allocation) throw new Error('no address allocated');
+  return {
+    address: allocation.address,
+    handle,
+    ...(pod && endpointName ? { endpointKey: keys.workloadEndpoint(pod.namespace, endpointName) } : {}),
+  };
+}
+
+/** The handle holding each allocated address. */
+export async function allocatedAddresses(store: Store): Promise<Map<string, string>> {
+  const [v4] = (await store.read([{ list: keys.blocks(4) }])) as [Entry<unknown>[]];
+  const held = new Map<string, string>();
+  for (const { value: block } of checkedBlocks(v4)) {
+    block.allocations.forEach((_, ordinal) => {
+      const attribute = attributeAt(block, ordinal);
+      if (attribute) held.set(addressOf(block, ordinal), attribute.handle_id);
+    });
+  }
+  return held;
+}
+
+/** Whether `allocation` is held as allocated: its address by its handle, the handle and endpoint present. */
+export async function isHeld(store: Store, allocation: Allocated): Promise<boolean> {
+  return (
+    (await allocatedAddresses(store)).get(allocation.address) === allocation.handle &&
+    (await store.get(keys.handle(allocation.handle))) !== undefined
+  );
+}
+
+/** Whether every trace of `allocation` is gone: address free, handle and endpoint removed. */
+export async function isReleased(store: Store, allocation: Allocated): Promise<boolean> {
+  if ((await allocatedAddresses(store)).has(allocation.address)) return false;
+  if (await store.get(keys.handle(allocation.handle))) return false;
+  return !allocation.endpointKey || (await store.get(allocation.endpointKey)) === undefined;
+}

@@ -1,0 +1,97 @@
+// /liveness and /readiness: ready only once the first passes are done and while both the
+// datastore and the API server answer. The API server is reached through a TCP relay this test
+// opens and closes; the datastore (etcd) is stopped and started again.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { connect, createServer, type Server, type Socket } from 'node:net';
+import { join } from 'node:path';
+
+import test, { type ExecutionContext } from 'ava';
+
+import { runControllersMain } from '../../ts/controllers/main.ts';
+import { tempDir } from '../helpers/cni.ts';
+import { freePort, startEtcd } from '../helpers/etcd.ts';
+import { startKube } from '../helpers/kube.ts';
+import { CONTROLLER_RULES, startControllers, status, until } from './fixtures.ts';
+
+/** A TCP relay on `port` to `target`, which can be closed (dropping its connections) and opened again on the same port. */
+function relay(t: ExecutionContext, port: number, target: number) {
+  let server: Server | undefined;
+  const sockets = new Set<Socket>();
+  const close = () =>
+    new Promise<void>((resolve) => {
+      for (const socket of sockets) socket.destroy();
+      if (server) server.close(() => resolve());
+      else resolve();
+      server = undefined;
+    });
+  const open = () =>
+    new Promise<void>((resolve, reject) => {
+      server = createServer((client) => {
+        const upstream = connect(target, '127.0.0.1');
+        for (const socket of [client, upstream]) {
+          sockets.add(socket);
+          socket.on('close', () => sockets.delete(socket));
+          socket.on('error', () => undefined);
+        }
+        client.pipe(upstream).pipe(client);
+      });
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', () => resolve());
+    });
+  t.teardown(close);
+  return { open, close };
+}
+
+test('readiness: 503 until the first passes and while the API server or the datastore is unreachable; liveness 200', async (t) => {
+  const [kube, etcd] = await Promise.all([startKube(t), startEtcd(t)]);
+  const identity = await kube.identityWith('netplug-kube-controllers-health', CONTROLLER_RULES);
+  const apiPort = Number(new URL(kube.server.url).port);
+  const relayPort = await freePort();
+  const kubeconfig = join(tempDir(t, 'kubeconfig'), 'relayed.kubeconfig');
+  writeFileSync(kubeconfig, readFileSync(identity.kubeconfig, 'utf8').replaceAll(kube.server.url, `https://127.0.0.1:${relayPort}`));
+  const api = relay(t, relayPort, apiPort);
+
+  // Started with the API server unreachable: never synced, not ready; but live.
+  const controllers = await startControllers(t, { DATASTORE_TYPE: 'etcdv3', ETCD_ENDPOINTS: etcd.endpoints, KUBECONFIG: kubeconfig });
+  await until('the health server answers', async () => (await status(`${controllers.health}/liveness`)).code === 200);
+  const before = await status(`${controllers.health}/readiness`);
+  t.is(before.code, 503);
+  t.regex(before.text, /Kubernetes API server/);
+  t.regex(before.text, /has not completed its first pass/);
+
+  await api.open();
+  await until('ready once the API server answers', async () => (await status(`${controllers.health}/readiness`)).code === 200);
+
+  await api.close();
+  await until('not ready while the API server is unreachable', async () => (await status(`${controllers.health}/readiness`)).code === 503);
+  await api.open();
+  await until('ready again', async () => (await status(`${controllers.health}/readiness`)).code === 200);
+
+  await etcd.stop();
+  await until('not ready while the datastore is unreachable', async () => {
+    const { code, text } = await status(`${controllers.health}/readiness`);
+    return code === 503 && text.includes('the datastore');
+  });
+  t.is((await status(`${controllers.health}/liveness`)).code, 200, 'still live');
+  await etcd.start();
+  await until('ready again with the datastore back', async () => (await status(`${controllers.health}/readiness`)).code === 200);
+  t.is(await controllers.stop(), 0);
+});
+
+test('bad settings: exit 1 with a line naming the variable and its value', async (t) => {
+  for (const [env, message] of [
+    [{ LEAK_GRACE_PERIOD: '15 minutes' }, /LEAK_GRACE_PERIOD "15 minutes" is not a duration/],
+    [{ ENABLED_CONTROLLERS: 'node,policy' }, /ENABLED_CONTROLLERS names "policy": not one of node, ipam/],
+    [{ DATASTORE_TYPE: 'consul' }, /DATASTORE_TYPE "consul" is not known/],
+    [{ NETPLUG_CONTROLLERS_HEALTH_ADDR: 'localhost' }, /NETPLUG_CONTROLLERS_HEALTH_ADDR "localhost" must be host:port/],
+  ] as const) {
+    const lines: string[] = [];
+    const code = await runControllersMain([], { KUBECONFIG: '/nonexistent', ...env }, new AbortController().signal, {
+      writeLog: (line) => lines.push(line),
+    });
+    t.is(code, 1);
+    t.is(lines.length, 1);
+    t.regex(lines[0] ?? '', / ERROR cannot start: /);
+    t.regex(lines[0] ?? '', message);
+  }
+});

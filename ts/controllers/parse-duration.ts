@@ -1,0 +1,20 @@
+// Go's time.ParseDuration, as the reference's LEAK_GRACE_PERIOD takes it: "15m", "1h30m",
+// "1.5s", "300ms", "0". Signs are refused: no grace period is negative.
+
+const UNITS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, μs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+const PART = /^(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)/;
+
+/** Milliseconds, or undefined when `text` is no Go duration. */
+export function parseDuration(text: string): number | undefined {
+  if (text === '0') return 0;
+  let rest = text;
+  let total = 0;
+  if (rest === '') return undefined;
+  while (rest !== '') {
+    const match = PART.exec(rest);
+    if (!match) return undefined;
+    total += Number(match[1]) * (UNITS[match[2] as string] as number);
+    rest = rest.slice(match[0].length);
+  }
+  return total;
+}

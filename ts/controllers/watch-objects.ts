@@ -1,0 +1,82 @@
+// A cache of one kind of Kubernetes object, kept by an informer (list, then watch). The library's
+// informer stops on an error (the API unreachable, a watch refused): it is started again here with
+// a growing delay. `synced` says the cache holds a complete list: a controller acts on what is
+// absent from it only then, and still confirms with a fresh GET before it does.
+import * as k8s from '@kubernetes/client-node';
+
+import { reason, type ControllerLog } from './log.ts';
+
+export interface WatchedObjects<T extends k8s.KubernetesObject> {
+  get(name: string, namespace?: string): T | undefined;
+  list(): readonly T[];
+  /** Whether the cache was filled by a complete list and the watch has not failed since. */
+  synced(): boolean;
+  stop(): Promise<void>;
+}
+
+const FIRST_RETRY_MS = 500;
+const LAST_RETRY_MS = 30_000;
+
+export function watchObjects<T extends k8s.KubernetesObject>(
+  config: k8s.KubeConfig,
+  what: string,
+  path: string,
+  list: () => Promise<k8s.KubernetesListObject<T>>,
+  on: { synced?: () => void; event?: (verb: 'add' | 'update' | 'delete', object: T) => void },
+  log: ControllerLog,
+): WatchedObjects<T> {
+  const informer = k8s.makeInformer(config, path, list);
+  let synced = false;
+  let stopped = false;
+  let failed = false;
+  let delay = FIRST_RETRY_MS;
+  let retry: NodeJS.Timeout | undefined;
+
+  const start = () => {
+    failed = false;
+    informer.start().then(
+      () => {
+        if (failed || stopped) return;
+        if (!synced) log.info(`watching ${what}`);
+        synced = true;
+        delay = FIRST_RETRY_MS;
+        on.synced?.();
+      },
+      (err: unknown) => fail(err),
+    );
+  };
+  const fail = (err: unknown) => {
+    if (stopped || failed) return;
+    failed = true;
+    synced = false;
+    log.warning(`watching ${what} failed (${reason(err)}); trying again in ${delay / 1000} s`);
+    retry = setTimeout(start, delay);
+    delay = Math.min(delay * 2, LAST_RETRY_MS);
+  };
+  informer.on('error', fail);
+  const { event } = on;
+  if (event) for (const verb of ['add', 'update', 'delete'] as const) informer.on(verb, (object) => event(verb, object));
+  start();
+
+  return {
+    get: (name, namespace) => informer.get(name, namespace),
+    list: () => informer.list(),
+    synced: () => synced,
+    async stop() {
+      stopped = true;
+      clearTimeout(retry);
+      await informer.stop();
+    },
+  };
+}
+
+/** Whether a GET found the object (false for 404); other failures are thrown. */
+export async function exists(read: () => Promise<unknown>): Promise<boolean> {
+  try {
+    await read();
+    return true;
+  } catch (err) {
+    if ((err as { code?: unknown }).code === 404) return false;
+    throw err;
+  }
+}
