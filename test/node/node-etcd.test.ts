@@ -183,3 +183,19 @@ test('bad settings stop the agent before it writes anything', async (t) => {
     t.throws(() => readVarFile(agent, 'nodename'), { code: 'ENOENT' });
   }
 });
+
+test('etcd with mutual TLS: ETCD_ENDPOINTS, ETCD_CA_CERT_FILE, ETCD_CERT_FILE, ETCD_KEY_FILE', async (t) => {
+  const etcd = await startEtcd(t, { tls: true });
+  const { etcd_ca_cert_file, etcd_cert_file, etcd_key_file } = etcd.netconf;
+  const agent = await startAgent(
+    t,
+    etcdEnv(etcd, 'node-e5', {
+      ETCD_CA_CERT_FILE: etcd_ca_cert_file ?? '',
+      ETCD_CERT_FILE: etcd_cert_file ?? '',
+      ETCD_KEY_FILE: etcd_key_file ?? '',
+    }),
+  );
+  await ready(agent);
+  t.regex(ctlOk(t, etcd, 'version').stdout, /^Cluster Version: {3}v3\.31\.\d+$/m);
+  t.is(await agent.stop(), 0);
+});

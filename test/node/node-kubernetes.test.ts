@@ -3,6 +3,8 @@
 // ClusterInformation as a custom resource (clusterType with kdd), the default pool (192.168.0.0/16
 // without kubeadm's record) created once across restarts, and netplugctl version reading it.
 import { spawnSync } from 'node:child_process';
+import { existsSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 
 import test from 'ava';
 import * as k8s from '@kubernetes/client-node';
@@ -11,7 +13,7 @@ import { NETPLUG_VERSION } from '../../ts/version.ts';
 import { NETPLUGCTL } from '../helpers/ipam.ts';
 import { installCrds, startKube, type Kube } from '../helpers/kube.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
-import { NODE_AGENT_DATASTORE_RULES, NODE_AGENT_RULES, probe, readVarFile, ready, startAgent } from './agent.ts';
+import { eventually, NODE_AGENT_DATASTORE_RULES, NODE_AGENT_RULES, probe, readVarFile, ready, startAgent } from './agent.ts';
 
 let kube: Kube;
 let agentKubeconfig: string;
@@ -49,6 +51,11 @@ test('ClusterInformation and the default pool as custom resources; netplugctl ve
   const agent = await startAgent(t, { ...env, KUBECONFIG: agentKubeconfig });
   await ready(agent);
   t.is(readVarFile(agent, 'nodename'), 'node-k1');
+  // Kept: a file removed (a host clean-up, a reinstall) is written again.
+  const mtu = readVarFile(agent, 'mtu');
+  rmSync(join(agent.varDir, 'mtu'));
+  await eventually('the mtu file is written again', () => existsSync(join(agent.varDir, 'mtu')));
+  t.is(readVarFile(agent, 'mtu'), mtu);
   t.is((await probe(agent, '/liveness')).status, 200);
 
   const info = (await custom.getClusterCustomObject({

@@ -31,8 +31,8 @@ export async function followNode(kube: k8s.KubeConfig, name: string, onLabels: O
       // A list narrowed to the one name (not a get): a Node that does not exist yet is no error, and the watch starts from the list's revision.
       const list = await core.listNode({ fieldSelector: `metadata.name=${name}` });
       hand(list.items[0]?.metadata?.labels ?? {});
-      await new Promise<void>((resolve) => {
-        const done = () => resolve();
+      let stop = () => {};
+      const ended = await new Promise<unknown>((resolve) => {
         watch
           .watch(
             '/api/v1/nodes',
@@ -40,20 +40,20 @@ export async function followNode(kube: k8s.KubeConfig, name: string, onLabels: O
             (phase, object: k8s.V1Node) => {
               if (phase === 'ADDED' || phase === 'MODIFIED') hand(object.metadata?.labels ?? {});
             },
-            done,
+            resolve,
           )
           .then((controller) => {
-            if (signal.aborted) controller.abort();
-            else signal.addEventListener('abort', () => controller.abort(), { once: true });
-          }, done);
+            stop = () => controller.abort();
+            if (signal.aborted) stop();
+            else signal.addEventListener('abort', stop, { once: true });
+          }, resolve);
       });
+      // The listener goes with its watch, so that rewatching for days adds none.
+      signal.removeEventListener('abort', stop);
+      if (ended && !signal.aborted)
+        log.warning(`watching the Kubernetes Node "${name}" ended: ${(ended as Error).message ?? String(ended)}`);
     } catch (err) {
-      const code = (err as { code?: number }).code;
-      log.warning(
-        code === 404
-          ? `the Kubernetes Node "${name}" does not exist (yet)`
-          : `following the Kubernetes Node "${name}": ${(err as Error).message}`,
-      );
+      log.warning(`following the Kubernetes Node "${name}": ${(err as Error).message}`);
     }
     await sleep(RETRY_MS, signal);
   }

@@ -21,10 +21,10 @@ import { NodeSettingsError, nodeSettings, type NodeSettings } from './settings.t
 import { writeNodeFiles } from './write-node-files.ts';
 
 /** How often the datastore is asked whether it answers (readiness), and the files checked. */
-const CHECK_INTERVAL_MS = 3_000;
+const CHECK_INTERVAL_MS = 10_000;
 /** A datastore that has not answered by then counts as unreachable. */
 const CHECK_TIMEOUT_MS = 5_000;
-const FILES_INTERVAL_MS = 30_000;
+const FILES_INTERVAL_MS = 10_000;
 const MAX_RETRY_MS = 30_000;
 
 /** Runs netplug-node until `signal` aborts; resolves to the exit code (0 after a clean stop). */
