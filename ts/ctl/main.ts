@@ -32,7 +32,7 @@ commands:
                                leaks and inconsistencies; exit 1 if any
   ipam release --ip IP [--force]
                                free a leaked address
-  version [--client]            this netplugctl's version, and the cluster's (ClusterInformation "default")
+  version [--client]           this netplugctl's version, and the cluster's (ClusterInformation "default")
 
 Commands that write refuse when this netplugctl is older than the cluster's netplug (after an
 upgrade, use the new netplugctl); --allow-version-mismatch writes anyway.

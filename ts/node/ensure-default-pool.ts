@@ -16,9 +16,9 @@ export const DEFAULT_POOL = 'default-ipv4-ippool';
 export const FALLBACK_POOL_CIDR = '192.168.0.0/16';
 
 /** The pool document, or a NodeSettingsError naming the variable at fault. */
-export function defaultPool(cidr: string, blockSize: string, now = new Date()) {
+export function defaultPool(cidr: string, blockSize: string | undefined, now = new Date()) {
   try {
-    return poolResource(DEFAULT_POOL, { cidr, 'block-size': blockSize, 'nat-outgoing': true }, now);
+    return poolResource(DEFAULT_POOL, { cidr, ...(blockSize === undefined ? {} : { 'block-size': blockSize }), 'nat-outgoing': true }, now);
   } catch (err) {
     if (!(err instanceof PoolOptionError)) throw err;
     throw new NodeSettingsError(

@@ -18,7 +18,8 @@ export interface NodeSettings {
   clusterType: string;
   varDir: string;
   health: { host: string; port: number };
-  defaultPool: { create: boolean; cidr: string | undefined; blockSize: string };
+  /** blockSize undefined: 26, or the pool's own prefix length when that is longer. */
+  defaultPool: { create: boolean; cidr: string | undefined; blockSize: string | undefined };
 }
 
 export class NodeSettingsError extends Error {
@@ -62,7 +63,7 @@ export function nodeSettings(env: NodeJS.ProcessEnv): NodeSettings {
     defaultPool: {
       create: value('NO_DEFAULT_POOLS')?.toLowerCase() !== 'true',
       cidr,
-      blockSize: value('NETPLUG_IPV4POOL_BLOCK_SIZE') ?? '26',
+      blockSize: value('NETPLUG_IPV4POOL_BLOCK_SIZE'),
     },
   };
 }
