@@ -346,7 +346,8 @@ test('the datastore from a conflist (--config) or the environment; unreachable i
   t.is(unreachable.status, 1);
   t.regex(unreachable.stderr, /^netplugctl: no etcd endpoint could be reached \(http:\/\/127\.0\.0\.1:1: Connection refused.*\)\n$/);
   t.is(run(['--config', join(dir, 'missing.json'), 'pool', 'list']).stderr, `netplugctl: --config ${join(dir, 'missing.json')}: ENOENT\n`);
-  t.is(run(['version']).stdout, `netplugctl ${NETPLUG_VERSION}\n`);
+  t.is(run(['version', '--client']).stdout, `Client Version:    ${NETPLUG_VERSION}\n`);
+  t.is(spawnSync(NETPLUGCTL, ['--version'], { encoding: 'utf8' }).stdout, `netplugctl ${NETPLUG_VERSION}\n`);
   t.regex(run(['--help']).stdout, /^usage: netplugctl/);
   t.is(run([]).status, 2);
 });

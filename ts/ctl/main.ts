@@ -4,7 +4,6 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 
 import type { Store } from '../store/store.ts';
-import { NETPLUG_VERSION } from '../version.ts';
 import { UsageError } from './usage.ts';
 
 export interface CtlOutcome {
@@ -33,7 +32,10 @@ commands:
                                leaks and inconsistencies; exit 1 if any
   ipam release --ip IP [--force]
                                free a leaked address
-  version
+  version [--client]           this netplugctl's version, and the cluster's (ClusterInformation "default")
+
+Commands that write refuse when this netplugctl is older than the cluster's netplug (after an
+upgrade, use the new netplugctl); --allow-version-mismatch writes anyway.
 
 datastore (flags, else the netconf or conflist of --config FILE, else DATASTORE_TYPE, ETCD_ENDPOINTS, ...):
   --datastore-type etcdv3|kubernetes  --etcd-endpoints URLS  --etcd-discovery-srv DOMAIN
@@ -54,6 +56,7 @@ const GLOBAL = {
   kubeconfig: { type: 'string' },
   'k8s-api-root': { type: 'string' },
   config: { type: 'string' },
+  'allow-version-mismatch': { type: 'boolean' },
   output: { type: 'string', short: 'o' },
   help: { type: 'boolean', short: 'h' },
 } as const satisfies ParseArgsConfig['options'];
@@ -82,6 +85,7 @@ const COMMAND_FLAGS = {
   'ipam show': { ip: { type: 'string' } },
   'ipam check': { 'grace-period': { type: 'string' } },
   'ipam release': { ip: { type: 'string' }, force: { type: 'boolean' } },
+  version: { client: { type: 'boolean' } },
 } as const satisfies Record<string, ParseArgsConfig['options']>;
 
 /** Each command and how many NAME arguments it takes. */
@@ -99,6 +103,9 @@ const COMMANDS: Record<string, number> = {
   'ipam release': 0,
   version: 0,
 };
+
+/** The commands that write to the datastore: refused for a netplugctl older than the cluster. */
+const WRITES = new Set(['pool create', 'pool update', 'pool delete', 'node create', 'node delete', 'ipam release']);
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 const ALL_FLAGS: Options = { ...Object.assign({}, ...Object.values(COMMAND_FLAGS)), ...GLOBAL };
@@ -120,6 +127,8 @@ export async function runCtlMain(argv: readonly string[], env: Env = {}): Promis
     return { stdout: await run(argv, env), stderr: '', exitCode: 0 };
   } catch (err) {
     if (err instanceof CheckFailed) return { stdout: err.report, stderr: '', exitCode: 1 };
+    if (err instanceof Error && err.name === 'VersionUnknown')
+      return { stdout: (err as Error & { report: string }).report, stderr: `netplugctl: ${err.message}\n`, exitCode: 1 };
     const { message, exitCode } = describeFailure(err);
     return { stdout: '', stderr: `netplugctl: ${message}\n`, exitCode };
   }
@@ -150,13 +159,16 @@ async function run(argv: readonly string[], env: Env): Promise<string> {
   const output = values['output'] ?? 'table';
   if (output !== 'table' && output !== 'json') throw new UsageError(`-o "${String(output)}" must be table or json`);
   const json = output === 'json';
-  if (command === 'version') return json ? `${JSON.stringify({ version: NETPLUG_VERSION })}\n` : `netplugctl ${NETPLUG_VERSION}\n`;
+  if (command === 'version' && values['client'] === true) return (await import('./version.ts')).clientVersion(json);
 
   const name = names[0] as string;
   const flags = values;
   const store = await openDatastore(flags, env);
   try {
+    if (WRITES.has(command)) await (await import('./version.ts')).refuseOlderClient(store, flags['allow-version-mismatch'] === true);
     switch (command) {
+      case 'version':
+        return await (await import('./version.ts')).versions(store, json);
       case 'pool create':
         return await (await import('./pools.ts')).createPool(store, name, flags);
       case 'pool list':

@@ -1,83 +1,23 @@
 // netplugctl pool create|list|get|delete (update: pool-update.ts).
 import { allocatedCount } from '../ipam/block.ts';
-import { formatPrefix, parsePrefix, widthOf } from '../net/cidr.ts';
-import {
-  API_VERSION,
-  checkedBlock,
-  checkedPool,
-  ENCAPSULATION_MODES,
-  keys,
-  type EncapsulationMode,
-  type PoolResource,
-} from '../ipam/model.ts';
+import { parsePrefix } from '../net/cidr.ts';
+import { checkedBlock, checkedPool, keys, type PoolResource } from '../ipam/model.ts';
 import { IpamError } from '../ipam/errors.ts';
+import { PoolOptionError, poolResource as validPoolResource, type PoolOptions } from '../ipam/pool-resource.ts';
 import { blockInPool, listPools, poolOf, type Pool } from '../ipam/pools.ts';
-import { parseSelector, SelectorError } from '../ipam/selector.ts';
 import { retryOnConflict, type Entry, type Store, type Write } from '../store/store.ts';
 import { details, table } from './table.ts';
 import { refused, UsageError } from './usage.ts';
 
-const NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
-
-export interface PoolOptions {
-  cidr?: string;
-  'block-size'?: string;
-  'node-selector'?: string;
-  'ipip-mode'?: string;
-  'vxlan-mode'?: string;
-  'nat-outgoing'?: boolean;
-  disabled?: boolean;
-}
+export type { PoolOptions };
 
 /** Validates everything before writing anything. */
 export function poolResource(name: string, options: PoolOptions, now: Date): PoolResource {
-  if (!NAME.test(name))
-    throw new UsageError(`pool name "${name}" must be lower-case letters, digits, '-' and '.', starting and ending with a letter or digit`);
-  if (!options.cidr) throw new UsageError('pool create needs --cidr');
-  const prefix = parsePrefix(options.cidr);
-  if (!prefix) throw new UsageError(`--cidr "${options.cidr}" is not a CIDR`);
-  if (!parsePrefix(options.cidr, true))
-    throw new UsageError(`--cidr ${options.cidr} has host bits set; did you mean ${formatPrefix(prefix)}?`);
-  const width = widthOf(prefix.family);
-  const [minBlock, defaultBlock] = prefix.family === 4 ? [20, 26] : [116, 122];
-  const blockSize = options['block-size'] === undefined ? Math.max(defaultBlock, prefix.length) : Number(options['block-size']);
-  if (!Number.isInteger(blockSize) || blockSize < minBlock || blockSize > width) {
-    throw new UsageError(
-      `--block-size ${options['block-size']} must be a whole number from ${minBlock} to ${width} for an IPv${prefix.family} pool`,
-    );
-  }
-  if (blockSize < prefix.length) throw new UsageError(`--block-size ${blockSize} is larger than the pool ${options.cidr}`);
-  const nodeSelector = options['node-selector'] ?? 'all()';
   try {
-    parseSelector(nodeSelector);
+    return validPoolResource(name, options, now);
   } catch (err) {
-    if (err instanceof SelectorError) throw new UsageError(`--node-selector: ${err.message}`);
-    throw err;
+    throw err instanceof PoolOptionError ? new UsageError(err.message) : err;
   }
-  const mode = (flag: 'ipip-mode' | 'vxlan-mode'): EncapsulationMode => {
-    const value = options[flag] ?? 'Never';
-    if (!ENCAPSULATION_MODES.includes(value as EncapsulationMode))
-      throw new UsageError(`--${flag} "${value}" must be one of ${ENCAPSULATION_MODES.join(', ')}`);
-    return value as EncapsulationMode;
-  };
-  const [ipipMode, vxlanMode] = [mode('ipip-mode'), mode('vxlan-mode')];
-  if (ipipMode !== 'Never' && vxlanMode !== 'Never')
-    throw new UsageError('--ipip-mode and --vxlan-mode cannot both be enabled on one pool');
-  if (prefix.family === 6 && ipipMode !== 'Never') throw new UsageError('--ipip-mode is for IPv4 pools only');
-  return {
-    kind: 'IPPool',
-    apiVersion: API_VERSION,
-    metadata: { name, creationTimestamp: now.toISOString() },
-    spec: {
-      cidr: formatPrefix(prefix),
-      blockSize,
-      nodeSelector,
-      ipipMode,
-      vxlanMode,
-      natOutgoing: options['nat-outgoing'] ?? false,
-      disabled: options.disabled ?? false,
-    },
-  };
 }
 
 export async function createPool(store: Store, name: string, options: PoolOptions): Promise<string> {

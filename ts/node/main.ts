@@ -1,7 +1,163 @@
-// netplug-node (to be built: issue 10).
+// netplug-node, the node agent (the DaemonSet's first container). At start and then kept: the
+// nodename and MTU files the CNI plugin reads; ClusterInformation "default" (this release, the
+// cluster type); the default pool when the datastore has none; on the etcd datastore, the node's
+// Node resource with the Kubernetes Node's labels. Serves /liveness and /readiness; ready once
+// that start-up work is done and while the datastore answers.
+import type { Server } from 'node:http';
 
-/** Runs netplug-node until `signal` aborts; resolves to the exit code. */
-export async function runNodeMain(_argv: readonly string[], _env: NodeJS.ProcessEnv, _signal: AbortSignal): Promise<number> {
-  process.stderr.write('netplug-node: not built yet\n');
-  return 1;
+import type * as k8s from '@kubernetes/client-node';
+
+import { CLUSTER_INFO_KEY, ensureClusterInfo } from '../ipam/cluster-info.ts';
+import { Logger } from '../log/logger.ts';
+import type { Store } from '../store/store.ts';
+import { NETPLUG_VERSION } from '../version.ts';
+import { defaultPool, ensureDefaultPool, FALLBACK_POOL_CIDR } from './ensure-default-pool.ts';
+import { followNode, sleep } from './follow-node.ts';
+import { kubeConfigOf, openNodeStore } from './open-datastore.ts';
+import { readNodeLabels } from './read-node-labels.ts';
+import { registerNode } from './register-node.ts';
+import { serveHealth } from './serve-health.ts';
+import { NodeSettingsError, nodeSettings, type NodeSettings } from './settings.ts';
+import { writeNodeFiles } from './write-node-files.ts';
+
+/** How often the datastore is asked whether it answers (readiness), and the files checked. */
+const CHECK_INTERVAL_MS = 10_000;
+/** A datastore that has not answered by then counts as unreachable. */
+const CHECK_TIMEOUT_MS = 5_000;
+const FILES_INTERVAL_MS = 10_000;
+const MAX_RETRY_MS = 30_000;
+
+/** Runs netplug-node until `signal` aborts; resolves to the exit code (0 after a clean stop). */
+export async function runNodeMain(_argv: readonly string[], env: NodeJS.ProcessEnv, signal: AbortSignal): Promise<number> {
+  const log = new Logger('netplug-node', (text) => process.stderr.write(text), process.pid);
+  let settings: NodeSettings;
+  try {
+    settings = nodeSettings(env);
+    // The pool's settings are checked now, not when a pool is first missing.
+    defaultPool(settings.defaultPool.cidr ?? FALLBACK_POOL_CIDR, settings.defaultPool.blockSize);
+  } catch (err) {
+    if (!(err instanceof NodeSettingsError)) throw err;
+    log.error(err.message);
+    return 1;
+  }
+  log.info(`starting ${NETPLUG_VERSION} on node "${settings.nodeName}", datastore ${settings.datastoreType}`);
+  if (!keepFiles(settings, log)) return 1;
+
+  let started = false;
+  let datastoreProblem: string | undefined = 'the datastore has not been checked yet';
+  let server: Server;
+  try {
+    server = await serveHealth(settings.health.host, settings.health.port, {
+      notReady: () => datastoreProblem ?? (started ? undefined : 'start-up work is not done yet'),
+    });
+  } catch (err) {
+    log.error(`cannot serve health on ${settings.health.host}:${settings.health.port}: ${(err as Error).message}`);
+    return 1;
+  }
+  let store: Store;
+  let kube: k8s.KubeConfig;
+  try {
+    kube = kubeConfigOf(settings);
+    store = await openNodeStore(settings, env);
+  } catch (err) {
+    log.error(`cannot reach the APIs: ${(err as Error).message}`);
+    server.close();
+    return 1;
+  }
+
+  const checkDatastore = async () => {
+    const problem = await answers(store);
+    if (problem !== datastoreProblem) {
+      if (problem) log.warning(`not ready: ${problem}`);
+      else log.info(`${store.description} answers`);
+    }
+    datastoreProblem = problem;
+  };
+  const startUp = async () => {
+    for (let attempt = 0; !signal.aborted; attempt++) {
+      try {
+        await doStartUpWork(store, kube, settings, log);
+        started = true;
+        log.info('start-up work done');
+        return;
+      } catch (err) {
+        log.warning(`start-up: ${(err as Error).message}; trying again`);
+        await sleep(Math.min(1000 * 2 ** attempt, MAX_RETRY_MS), signal);
+      }
+    }
+  };
+  const tasks = [
+    repeat(CHECK_INTERVAL_MS, checkDatastore, signal),
+    repeat(FILES_INTERVAL_MS, async () => void keepFiles(settings, log), signal),
+    (async () => {
+      await startUp();
+      if (started && settings.datastoreType === 'etcdv3') {
+        await followNode(
+          kube,
+          settings.nodeName,
+          async (labels) => {
+            const done = await registerNode(store, settings.nodeName, labels);
+            if (done !== 'unchanged') log.info(`node "${settings.nodeName}" ${done} with labels ${JSON.stringify(labels)}`);
+          },
+          signal,
+          log,
+        );
+      }
+    })(),
+  ];
+  await Promise.all(tasks);
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  store.close();
+  log.info('stopped');
+  return 0;
+}
+
+/** What must be in place before the node is ready; each step is idempotent, so a failed attempt is simply repeated. */
+async function doStartUpWork(store: Store, kube: k8s.KubeConfig, settings: NodeSettings, log: Logger): Promise<void> {
+  const info = await ensureClusterInfo(store, NETPLUG_VERSION, settings.clusterType);
+  log.info(`ClusterInformation "default": netplugVersion ${info.netplugVersion}, clusterType ${info.clusterType}`);
+  log.info(await ensureDefaultPool(store, settings, kube, log));
+  if (settings.datastoreType === 'etcdv3') {
+    const labels = await readNodeLabels(kube, settings.nodeName, log);
+    const done = await registerNode(store, settings.nodeName, labels);
+    log.info(`node "${settings.nodeName}" ${done === 'unchanged' ? 'registered already' : done} with labels ${JSON.stringify(labels)}`);
+  }
+}
+
+/** Writes the nodename and MTU files if they differ; false (logged) if they cannot be written. */
+function keepFiles(settings: NodeSettings, log: Logger): boolean {
+  try {
+    const changed = writeNodeFiles(settings.varDir, settings.nodeName);
+    if (changed.length > 0) log.info(`wrote ${changed.join(', ')} in ${settings.varDir}`);
+    return true;
+  } catch (err) {
+    log.error(`cannot write ${settings.varDir}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    return false;
+  }
+}
+
+/** Undefined when the datastore answers a read in time, else why not. */
+async function answers(store: Store): Promise<string | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      store.get(CLUSTER_INFO_KEY),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${CHECK_TIMEOUT_MS / 1000} s`)), CHECK_TIMEOUT_MS);
+      }),
+    ]);
+    return undefined;
+  } catch (err) {
+    return `${store.description} does not answer: ${(err as Error).message}`;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Runs `task` now and then every `ms` (after each run ends) until `signal` aborts. */
+async function repeat(ms: number, task: () => Promise<void>, signal: AbortSignal): Promise<void> {
+  while (!signal.aborted) {
+    await task();
+    await sleep(ms, signal);
+  }
 }

@@ -38,6 +38,14 @@ export const KINDS: readonly Kind[] = [
     selector: () => undefined,
   },
   {
+    // Only `default`: which release runs the cluster (ts/ipam/cluster-info.ts).
+    prefix: `${RESOURCES}clusterinformations/`,
+    kind: 'ClusterInformation',
+    plural: 'clusterinformations',
+    place: (rest) => ({ name: objectName(rest), labels: {} }),
+    selector: () => undefined,
+  },
+  {
     // `<namespace>/<name>`: namespaces have no dots, so `<namespace>.<name>` is unambiguous.
     prefix: `${RESOURCES}workloadendpoints/`,
     kind: 'WorkloadEndpoint',

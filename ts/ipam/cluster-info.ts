@@ -1,0 +1,111 @@
+// ClusterInformation `default`: which netplug release runs the cluster, and what kind of cluster
+// it is. Every netplug-node writes it at start-up (the reference's EnsureInitialized); netplugctl
+// reads it to print the cluster's version and to refuse writes by a client older than the cluster.
+import { randomUUID } from 'node:crypto';
+
+import { API_VERSION, retryOnConflict, type Entry, type Store } from '../store/store.ts';
+import { badDocument } from './errors.ts';
+
+export const CLUSTER_INFO_KEY = '/netplug/resources/v3/projectnet.org/clusterinformations/default';
+
+export interface ClusterInfoSpec {
+  /** Random, hex without dashes, as the reference writes it: set once, never changed. */
+  clusterGUID: string;
+  /** Comma-separated: `k8s`, `kdd` (the Kubernetes datastore), ... */
+  clusterType: string;
+  /** The release of the node agent that wrote last. */
+  netplugVersion: string;
+  datastoreReady: boolean;
+  variant: string;
+}
+
+export interface ClusterInfoResource {
+  kind: 'ClusterInformation';
+  apiVersion: string;
+  metadata: { name: 'default'; creationTimestamp: string };
+  spec: ClusterInfoSpec;
+}
+
+/** The cluster's ClusterInformation, or undefined when no node agent has written one yet. */
+export async function readClusterInfo(store: Store): Promise<ClusterInfoSpec | undefined> {
+  const entry = await store.get(CLUSTER_INFO_KEY);
+  return entry && checkedClusterInfo(entry).value.spec;
+}
+
+/**
+ * Creates ClusterInformation `default` if missing (a new GUID, datastoreReady true); else sets
+ * `version`, adds the types of `clusterType` it lacks, and fills fields left out. Retried on a
+ * conflict: every node agent of the cluster does this at once after a rollout.
+ */
+export async function ensureClusterInfo(store: Store, version: string, clusterType: string, now = new Date()): Promise<ClusterInfoSpec> {
+  return retryOnConflict('ensuring ClusterInformation "default"', async () => {
+    const stored = await store.get(CLUSTER_INFO_KEY);
+    if (!stored) {
+      const spec: ClusterInfoSpec = {
+        clusterGUID: newClusterGuid(),
+        clusterType: unionTypes('', clusterType),
+        netplugVersion: version,
+        datastoreReady: true,
+        variant: 'netplug',
+      };
+      const created: ClusterInfoResource = {
+        kind: 'ClusterInformation',
+        apiVersion: API_VERSION,
+        metadata: { name: 'default', creationTimestamp: now.toISOString() },
+        spec,
+      };
+      return (await store.commit([{ key: CLUSTER_INFO_KEY, create: created }])) ? spec : undefined;
+    }
+    const entry = checkedClusterInfo(stored);
+    const current = entry.value.spec;
+    const spec: ClusterInfoSpec = {
+      ...current,
+      clusterGUID: current.clusterGUID || newClusterGuid(),
+      clusterType: unionTypes(current.clusterType, clusterType),
+      netplugVersion: version,
+      variant: current.variant || 'netplug',
+    };
+    // Compared with what is stored, so that a field left out is written too.
+    const raw = (stored.value as { spec: Record<string, unknown> }).spec;
+    if (Object.entries(spec).every(([field, value]) => raw[field] === value)) return spec;
+    const updated = { ...entry.value, spec };
+    return (await store.commit([{ key: entry.key, update: updated, revision: entry.revision }])) ? spec : undefined;
+  });
+}
+
+/** `a,b` with the types of `added` it lacks appended, in their order; empty items dropped. */
+export function unionTypes(existing: string, added: string): string {
+  const types = existing.split(',').filter((t) => t !== '');
+  for (const type of added.split(',')) if (type !== '' && !types.includes(type)) types.push(type);
+  return types.join(',');
+}
+
+const newClusterGuid = () => randomUUID().replaceAll('-', '');
+
+/** The document with defaults for fields another writer left out; one that is not an object is broken. */
+function checkedClusterInfo(entry: Entry<unknown>): Entry<ClusterInfoResource> {
+  const { key, value } = entry;
+  const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+  if (!isObject(value) || !isObject(value['spec']))
+    throw badDocument(`the datastore's ClusterInformation "default" (key ${key}) is broken: it has no spec; repair or remove it`);
+  const spec = value['spec'];
+  const text = (field: string) => (typeof spec[field] === 'string' ? (spec[field] as string) : '');
+  return {
+    ...entry,
+    value: {
+      kind: 'ClusterInformation',
+      apiVersion: typeof value['apiVersion'] === 'string' ? value['apiVersion'] : API_VERSION,
+      metadata: {
+        name: 'default',
+        creationTimestamp: isObject(value['metadata']) ? String(value['metadata']['creationTimestamp'] ?? '') : '',
+      },
+      spec: {
+        clusterGUID: text('clusterGUID'),
+        clusterType: text('clusterType'),
+        netplugVersion: text('netplugVersion'),
+        datastoreReady: typeof spec['datastoreReady'] === 'boolean' ? spec['datastoreReady'] : true,
+        variant: text('variant'),
+      },
+    },
+  };
+}

@@ -1,0 +1,72 @@
+// The default pool a fresh cluster gets from its first node agent, as the reference's calico-node
+// creates it: `default-ipv4-ippool`, only when no pool exists at all (an administrator's pools, or
+// one they deleted on purpose after creating others, are left alone) and NO_DEFAULT_POOLS is not
+// true. Its CIDR: NETPLUG_IPV4POOL_CIDR, else the cluster's pod CIDR as kubeadm recorded it
+// (ClusterConfiguration networking.podSubnet, its first IPv4 CIDR), else 192.168.0.0/16.
+import * as k8s from '@kubernetes/client-node';
+
+import { keys } from '../ipam/model.ts';
+import { PoolOptionError, poolResource } from '../ipam/pool-resource.ts';
+import { formatPrefix, parsePrefix } from '../net/cidr.ts';
+import type { Logger } from '../log/logger.ts';
+import type { Store } from '../store/store.ts';
+import { NodeSettingsError, type NodeSettings } from './settings.ts';
+
+export const DEFAULT_POOL = 'default-ipv4-ippool';
+export const FALLBACK_POOL_CIDR = '192.168.0.0/16';
+
+/** The pool document, or a NodeSettingsError naming the variable at fault. */
+export function defaultPool(cidr: string, blockSize: string | undefined, now = new Date()) {
+  try {
+    return poolResource(DEFAULT_POOL, { cidr, ...(blockSize === undefined ? {} : { 'block-size': blockSize }), 'nat-outgoing': true }, now);
+  } catch (err) {
+    if (!(err instanceof PoolOptionError)) throw err;
+    throw new NodeSettingsError(
+      `the default pool: ${err.message.replace('--block-size', 'NETPLUG_IPV4POOL_BLOCK_SIZE').replace('--cidr', 'its CIDR')}`,
+    );
+  }
+}
+
+/** Creates the default pool if the datastore has none; says what it did, for the log. */
+export async function ensureDefaultPool(store: Store, settings: NodeSettings, kube: k8s.KubeConfig, log: Logger): Promise<string> {
+  if (!settings.defaultPool.create) return 'NO_DEFAULT_POOLS is true: no default pool';
+  if ((await store.listKeys(keys.pools)).length > 0) return 'pools exist: no default pool needed';
+  const cidr = settings.defaultPool.cidr ?? (await kubeadmPodSubnet(kube, log)) ?? FALLBACK_POOL_CIDR;
+  const pool = defaultPool(cidr, settings.defaultPool.blockSize);
+  // Every node agent of a new cluster may get here at once: one create wins, the others find it made.
+  const created = await store.commit([{ key: keys.pool(DEFAULT_POOL), create: pool }]);
+  return created
+    ? `created pool "${DEFAULT_POOL}": ${pool.spec.cidr}, blocks of /${pool.spec.blockSize}, natOutgoing`
+    : `pool "${DEFAULT_POOL}" was created meanwhile by another node`;
+}
+
+/** The first IPv4 CIDR of kube-system/kubeadm-config's networking.podSubnet; undefined when there is none (not kubeadm, or not readable). */
+export async function kubeadmPodSubnet(kube: k8s.KubeConfig, log: Logger): Promise<string | undefined> {
+  let configMap: k8s.V1ConfigMap;
+  try {
+    configMap = await kube.makeApiClient(k8s.CoreV1Api).readNamespacedConfigMap({ namespace: 'kube-system', name: 'kubeadm-config' });
+  } catch (err) {
+    const code = (err as { code?: number }).code;
+    if (code === 404) return undefined;
+    if (code === 403) {
+      log.warning('cannot read ConfigMap kube-system/kubeadm-config (forbidden): the default pool does not follow the pod CIDR');
+      return undefined;
+    }
+    throw err;
+  }
+  const text = configMap.data?.['ClusterConfiguration'];
+  if (!text) return undefined;
+  let podSubnet: unknown;
+  try {
+    podSubnet = (k8s.loadYaml(text) as { networking?: { podSubnet?: unknown } } | null)?.networking?.podSubnet;
+  } catch {
+    log.warning('ConfigMap kube-system/kubeadm-config: ClusterConfiguration is not YAML; the default pool does not follow the pod CIDR');
+    return undefined;
+  }
+  if (typeof podSubnet !== 'string') return undefined;
+  for (const item of podSubnet.split(',')) {
+    const prefix = parsePrefix(item.trim());
+    if (prefix?.family === 4) return formatPrefix(prefix);
+  }
+  return undefined;
+}

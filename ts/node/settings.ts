@@ -1,0 +1,78 @@
+// netplug-node's settings, from its environment (the DaemonSet's env; names as the reference's
+// calico-node takes them). Checked all at start: a bad value stops the agent with a message
+// naming the variable, before it writes anything.
+import { hostname } from 'node:os';
+
+import { isNodeName, NODE_NAME_RULE } from '../config/nodename.ts';
+import { parsePrefix } from '../net/cidr.ts';
+import type { DatastoreSettings } from '../store/open.ts';
+
+export interface NodeSettings {
+  nodeName: string;
+  datastoreType: 'etcdv3' | 'kubernetes';
+  /** The etcd datastore's connection (ETCD_*); unused with the Kubernetes datastore. */
+  etcd: DatastoreSettings;
+  /** The kubeconfig for the Kubernetes API (tests, or outside a pod); in a pod, the service account. */
+  kubeconfig: string | undefined;
+  /** CLUSTER_TYPE, with `kdd` added on the Kubernetes datastore. */
+  clusterType: string;
+  varDir: string;
+  health: { host: string; port: number };
+  /** blockSize undefined: 26, or the pool's own prefix length when that is longer. */
+  defaultPool: { create: boolean; cidr: string | undefined; blockSize: string | undefined };
+}
+
+export class NodeSettingsError extends Error {
+  override readonly name = 'NodeSettingsError';
+}
+
+export const DEFAULT_VAR_DIR = '/var/lib/netplug';
+export const DEFAULT_HEALTH_ADDR = '127.0.0.1:9099';
+
+export function nodeSettings(env: NodeJS.ProcessEnv): NodeSettings {
+  const value = (name: string) => (env[name] ?? '').trim() || undefined;
+  const nodeName = value('NODENAME') ?? hostname().trim().toLowerCase();
+  if (!isNodeName(nodeName))
+    throw new NodeSettingsError(
+      `${value('NODENAME') ? 'NODENAME' : 'the host name (NODENAME is not set)'} ${NODE_NAME_RULE}, got "${nodeName.slice(0, 100)}"`,
+    );
+  const type = value('DATASTORE_TYPE') ?? 'etcdv3';
+  if (type !== 'etcdv3' && type !== 'kubernetes') throw new NodeSettingsError(`DATASTORE_TYPE "${type}" must be etcdv3 or kubernetes`);
+  const etcd: DatastoreSettings = { datastore_type: 'etcdv3' };
+  for (const [field, name] of [
+    ['etcd_endpoints', 'ETCD_ENDPOINTS'],
+    ['etcd_discovery_srv', 'ETCD_DISCOVERY_SRV'],
+    ['etcd_ca_cert_file', 'ETCD_CA_CERT_FILE'],
+    ['etcd_cert_file', 'ETCD_CERT_FILE'],
+    ['etcd_key_file', 'ETCD_KEY_FILE'],
+  ] as const) {
+    const given = value(name);
+    if (given) etcd[field] = given;
+  }
+  const cidr = value('NETPLUG_IPV4POOL_CIDR');
+  if (cidr !== undefined && parsePrefix(cidr)?.family !== 4)
+    throw new NodeSettingsError(`NETPLUG_IPV4POOL_CIDR "${cidr.slice(0, 100)}" is not an IPv4 CIDR such as 10.244.0.0/16`);
+  return {
+    nodeName,
+    datastoreType: type,
+    etcd,
+    kubeconfig: value('KUBECONFIG'),
+    clusterType: [value('CLUSTER_TYPE') ?? 'k8s', ...(type === 'kubernetes' ? ['kdd'] : [])].join(','),
+    varDir: value('NETPLUG_VAR_DIR') ?? DEFAULT_VAR_DIR,
+    health: hostPort(value('NETPLUG_HEALTH_ADDR') ?? DEFAULT_HEALTH_ADDR),
+    defaultPool: {
+      create: value('NO_DEFAULT_POOLS')?.toLowerCase() !== 'true',
+      cidr,
+      blockSize: value('NETPLUG_IPV4POOL_BLOCK_SIZE'),
+    },
+  };
+}
+
+/** `127.0.0.1:9099`, `[::1]:9099` or `:9099` (every address). */
+function hostPort(text: string): { host: string; port: number } {
+  const match = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(text);
+  const port = Number(match?.[3]);
+  if (!match || port > 65535)
+    throw new NodeSettingsError(`NETPLUG_HEALTH_ADDR "${text.slice(0, 100)}" must be host:port, such as 127.0.0.1:9099`);
+  return { host: match[1] ?? (match[2] || '0.0.0.0'), port };
+}
