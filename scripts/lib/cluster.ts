@@ -123,7 +123,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     start('etcd', 'etcd', [
       '--name=node',
       `--data-dir=${join(dir, 'etcd')}`,
-      '--listen-client-urls=http://127.0.0.1:2379',
+      // Also on the node's address: with netplug's etcd datastore, pods (the controllers) use it too.
+      `--listen-client-urls=http://127.0.0.1:2379,http://${NODE_IP}:2379`,
       '--advertise-client-urls=http://127.0.0.1:2379',
       '--listen-peer-urls=http://127.0.0.1:2380',
       '--initial-advertise-peer-urls=http://127.0.0.1:2380',

@@ -1,7 +1,7 @@
 // Pure parts of netplug-kube-controllers' settings: Go durations (LEAK_GRACE_PERIOD).
 import test from 'ava';
 
-import { parseDuration } from '../../ts/controllers/parse-duration.ts';
+import { parseDuration } from '../../ts/config/duration.ts';
 import { controllersSettings } from '../../ts/controllers/settings.ts';
 
 test('Go durations', (t) => {
@@ -15,7 +15,7 @@ test('Go durations', (t) => {
     ['0', 0],
     ['0s', 0],
     ['', undefined],
-    ['15', undefined],
+    ['15', 15_000], // a bare number is seconds
     ['-1s', undefined],
     ['1d', undefined],
     ['15 m', undefined],

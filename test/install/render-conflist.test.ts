@@ -5,7 +5,7 @@ import test from 'ava';
 
 import { parseNetconf } from '../../ts/config/netconf.ts';
 import { BUILTIN_TEMPLATE } from '../../ts/install/builtin-template.ts';
-import { parseDuration } from '../../ts/install/parse-duration.ts';
+import { parseDuration } from '../../ts/config/duration.ts';
 import { placeholderValues } from '../../ts/install/placeholder-values.ts';
 import { nextRefreshMs } from '../../ts/install/refresh-token.ts';
 import { renderConflist, TemplateError } from '../../ts/install/render-conflist.ts';

@@ -1,7 +1,7 @@
 // netplug-kube-controllers' settings, from its environment (names as the reference's
 // kube-controllers takes them; see the issue 10 contract).
 import type { DatastoreSettings } from '../store/open.ts';
-import { parseDuration } from './parse-duration.ts';
+import { parseDuration } from '../config/duration.ts';
 
 export const CONTROLLERS = ['node', 'ipam'] as const;
 export type ControllerName = (typeof CONTROLLERS)[number];

@@ -4,7 +4,7 @@
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 
-import { parseDuration } from './parse-duration.ts';
+import { parseDuration } from '../config/duration.ts';
 
 export const CONFLIST_TEMPLATE_KEY = 'cni_network_config';
 export const KUBECONFIG_NAME = 'netplug-kubeconfig';

@@ -12,23 +12,25 @@ function clusterRules(component: string, datastore: RenderOptions['datastore']):
   const kdd = datastore === 'kubernetes';
   switch (component) {
     case NODE:
-      return [
-        // Its own Node's labels (etcd: copied to the datastore's Node) and pod CIDR.
-        { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
-        ...(kdd
-          ? [
-              { apiGroups: [CRD_GROUP], resources: ['ippools'], verbs: ['get', 'list', 'create'] },
-              { apiGroups: [CRD_GROUP], resources: ['clusterinformations'], verbs: ['get', 'create', 'update'] },
-            ]
-          : []),
-      ];
+      return kdd
+        ? [
+            // The default pool on first start; ClusterInformation at every start.
+            { apiGroups: [CRD_GROUP], resources: ['ippools'], verbs: ['list', 'create'] },
+            { apiGroups: [CRD_GROUP], resources: ['clusterinformations'], verbs: ['get', 'create', 'update'] },
+          ]
+        : // Its own Node (by field selector), whose labels it copies to the datastore's Node.
+          [{ apiGroups: [''], resources: ['nodes'], verbs: ['list', 'watch'] }];
     case CONTROLLERS:
       return [
         { apiGroups: [''], resources: ['nodes', 'pods'], verbs: ['get', 'list', 'watch'] },
         ...(kdd
           ? [
-              { apiGroups: [CRD_GROUP], resources: ['ippools'], verbs: ['get', 'list'] },
-              { apiGroups: [CRD_GROUP], resources: IPAM_KINDS, verbs: ['get', 'list', 'watch', 'create', 'update', 'delete'] },
+              // Releases of leaked addresses and of deleted nodes' blocks; never creates IPAM state.
+              { apiGroups: [CRD_GROUP], resources: ['ipamblocks'], verbs: ['get', 'list', 'update', 'delete'] },
+              { apiGroups: [CRD_GROUP], resources: ['ipamhandles'], verbs: ['get', 'update', 'delete'] },
+              { apiGroups: [CRD_GROUP], resources: ['blockaffinities', 'ipampendingrequests'], verbs: ['list', 'delete'] },
+              { apiGroups: [CRD_GROUP], resources: ['workloadendpoints'], verbs: ['get', 'delete'] },
+              { apiGroups: [CRD_GROUP], resources: ['ippools'], verbs: ['list'] },
             ]
           : []),
       ];

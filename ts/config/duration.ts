@@ -1,12 +1,13 @@
-// Go's time.ParseDuration, as the reference's LEAK_GRACE_PERIOD takes it: "15m", "1h30m",
-// "1.5s", "300ms", "0". Signs are refused: no grace period is negative.
+// Durations as the reference's environment takes them (LEAK_GRACE_PERIOD, CNI_TOKEN_REFRESH_INTERVAL):
+// Go's time.ParseDuration ("15m", "1h30m", "1.5s", "300ms", "0"), and a bare number as seconds.
+// Signs are refused: no interval or grace period is negative.
 
 const UNITS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, μs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 const PART = /^(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)/;
 
-/** Milliseconds, or undefined when `text` is no Go duration. */
+/** Milliseconds, or undefined when `text` is no duration. */
 export function parseDuration(text: string): number | undefined {
-  if (text === '0') return 0;
+  if (/^\d+(\.\d+)?$/.test(text)) return Number(text) * 1000;
   let rest = text;
   let total = 0;
   if (rest === '') return undefined;
