@@ -4,7 +4,7 @@
 // reference plugins install-cni copies beside ours, exactly the shared libraries they load, and
 // /tmp. No shell. Reproducible: the same inputs give the same digests (image-layout.ts).
 //
-//   /usr/bin/{netplug-node,netplug-install,netplug-kube-controllers,netplugctl}   the SEA, hard links
+//   /usr/bin/{netplug-node,netplug-install,netplug-kube-controllers,netplug-operator,netplugctl}   the SEA, hard links
 //   /opt/cni/bin/{netplug,netplug-ipam}                                           the same file
 //   /usr/bin/ and /opt/cni/bin/netplug-dataplane.linux-<arch>-gnu.node            the addon, beside each
 //   /opt/cni/bin/{portmap,host-local,loopback,tuning}                             from /usr/lib/cni
@@ -28,7 +28,7 @@ const outDir = values.out;
 
 const ADDON = `netplug-dataplane.linux-${arch()}-gnu.node`;
 const SEA = join(root, 'dist/cni/netplug');
-const USR_BIN = ['netplug-node', 'netplug-install', 'netplug-kube-controllers', 'netplugctl'];
+const USR_BIN = ['netplug-node', 'netplug-install', 'netplug-kube-controllers', 'netplug-operator', 'netplugctl'];
 const CNI_BIN = ['netplug', 'netplug-ipam'];
 /** Debian's reference plugins (containernetworking-plugins) that the conflist chains or install-cni ships. */
 const SYSTEM_PLUGINS = ['portmap', 'host-local', 'loopback', 'tuning'];

@@ -3,7 +3,7 @@
 //   dist/cni/netplug        Node 24 single executable application (SEA) with the bundled program
 //   dist/cni/netplug-ipam   the same file, linked: the program dispatches on the name it runs as
 //   dist/bin/netplugctl     the same file again, for administrators; also netplug-node,
-//                           netplug-install and netplug-kube-controllers (their own bundle)
+//                           netplug-install, netplug-kube-controllers, netplug-operator (own bundle)
 //   dist/*/netplug-dataplane.linux-<arch>-gnu.node   the data-plane addon beside each
 //
 // The program is one esbuild bundle (CommonJS) in which each command's code is initialised on
@@ -23,7 +23,7 @@ const out = (path: string) => `${root}dist/${path}`;
 const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
 const addonFile = `netplug-dataplane.linux-${arch()}-gnu.node`;
 // dist/bin: the administrator's tool and the long-running programs, all the same executable.
-const BIN_NAMES = ['netplugctl', 'netplug-node', 'netplug-install', 'netplug-kube-controllers'];
+const BIN_NAMES = ['netplugctl', 'netplug-node', 'netplug-install', 'netplug-kube-controllers', 'netplug-operator'];
 
 rmSync(out(''), { recursive: true, force: true });
 for (const dir of ['build', 'cni', 'bin']) mkdirSync(out(dir), { recursive: true });

@@ -135,7 +135,7 @@ test.serial('the layer holds the executables under their image names and exactly
   t.is(entries.get(sea), '-rwxr-xr-x');
   const seaNames = [
     'opt/cni/bin/netplug-ipam',
-    ...['netplug-node', 'netplug-install', 'netplug-kube-controllers', 'netplugctl'].map((n) => `usr/bin/${n}`),
+    ...['netplug-node', 'netplug-install', 'netplug-kube-controllers', 'netplug-operator', 'netplugctl'].map((n) => `usr/bin/${n}`),
   ];
   for (const name of seaNames) t.is(entries.get(name), `hrwxr-xr-x link to ${sea}`, name);
   t.is(entries.get(`opt/cni/bin/${ADDON}`), '-rwxr-xr-x');
@@ -193,6 +193,7 @@ test.serial('the layer holds the executables under their image names and exactly
     'usr/bin/netplug-install',
     'usr/bin/netplug-kube-controllers',
     'usr/bin/netplug-node',
+    'usr/bin/netplug-operator',
     'usr/bin/netplugctl',
   ]);
   t.false(existsSync(join(rootfs, 'bin/sh')) || existsSync(join(rootfs, 'usr/bin/sh')), 'no shell');

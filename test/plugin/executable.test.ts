@@ -35,7 +35,7 @@ test('ADD and DEL work with every node binary on the machine masked', (t) => {
   t.is(link(hostVeth(id)), undefined, 'and DEL removed the pod');
 });
 
-test('one file, six names; every one prints the release (v3.31.N, package.json) for --version', (t) => {
+test('one file, seven names; every one prints the release (v3.31.N, package.json) for --version', (t) => {
   requireBuilt();
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
   t.is(NETPLUG_VERSION, `v${pkg.version}`);
@@ -47,6 +47,7 @@ test('one file, six names; every one prints the release (v3.31.N, package.json) 
     'bin/netplug-node',
     'bin/netplug-install',
     'bin/netplug-kube-controllers',
+    'bin/netplug-operator',
   ]) {
     const name = path.split('/')[1];
     t.is(execFileSync(join(ROOT, 'dist', path), ['--version'], { encoding: 'utf8' }), `${name} ${NETPLUG_VERSION}\n`);

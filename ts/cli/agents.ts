@@ -1,5 +1,5 @@
 // Entry point of the long-running programs' bundle (netplug-node, netplug-install,
-// netplug-kube-controllers). A second asset of the single executable, so the CNI plugin's
+// netplug-kube-controllers, netplug-operator). A second asset of the single executable, so the CNI plugin's
 // start-up never parses their libraries (@kubernetes/client-node and its dependencies).
 import { NETPLUG_VERSION } from '../version.ts';
 import { programName, writeAll } from './process-io.ts';
@@ -10,6 +10,7 @@ export const AGENTS: Record<string, () => Promise<AgentMain>> = {
   'netplug-node': async () => (await import('../node/main.ts')).runNodeMain,
   'netplug-install': async () => (await import('../install/main.ts')).runInstallMain,
   'netplug-kube-controllers': async () => (await import('../controllers/main.ts')).runControllersMain,
+  'netplug-operator': async () => (await import('../operator/main.ts')).runOperatorMain,
 };
 
 /** Runs the agent named by how the executable was invoked; SIGTERM and SIGINT stop it cleanly. */

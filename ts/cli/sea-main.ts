@@ -11,7 +11,7 @@ const { basename } = process.getBuiltinModule('node:path');
 
 // The long-running programs live in a bundle of their own (see ts/cli/agents.ts); it has no code
 // cache, since their start-up is paid once per pod, not once per pod network operation.
-const AGENT_NAMES = ['netplug-node', 'netplug-install', 'netplug-kube-controllers'];
+const AGENT_NAMES = ['netplug-node', 'netplug-install', 'netplug-kube-controllers', 'netplug-operator'];
 const agent = AGENT_NAMES.includes(basename(process.argv0));
 
 // The asset is a bundle wrapped as a function of CommonJS's module variables (see build.ts).
