@@ -200,18 +200,27 @@ export function installScenario(test: TestFn, datastore: Datastore): void {
 
   test.serial('deleting the manifest removes what install-cni put on the node', async (t) => {
     const c = cluster();
+    // install-cni's last words, to say why if it kept the files.
+    const [nodePod] = await podsOf('k8s-app=netplug-node');
+    const installerLog = c
+      .kubectl('logs', '-f', '-n', 'kube-system', nodePod.metadata.name, '-c', 'install-cni', '--tail=3')
+      .catch((err: Error) => err.message);
     await c.kubectl('delete', '-f', manifest, '--wait=true');
-    await eventually(
-      'the conflist, kubeconfig and binaries removed',
-      async () => {
-        const conf = readdirSync(c.cniConfDir).filter((name) => name.includes('netplug'));
-        const bins = readdirSync(c.cniBinDir).filter((name) => installed.includes(name));
-        return conf.length === 0 && bins.length === 0 ? true : undefined;
-      },
-      120,
-    );
+    try {
+      await eventually(
+        'the conflist, kubeconfig and binaries removed',
+        async () => {
+          const conf = readdirSync(c.cniConfDir).filter((name) => name.includes('netplug'));
+          const bins = readdirSync(c.cniBinDir).filter((name) => installed.includes(name));
+          return conf.length === 0 && bins.length === 0 ? true : undefined;
+        },
+        120,
+      );
+    } finally {
+      t.log(
+        `install-cni: ${await Promise.race([installerLog, new Promise((resolve) => setTimeout(() => resolve('(still running)'), 5000))])}`,
+      );
+    }
     t.pass();
   });
 }
-
-export type { Cluster };

@@ -11,30 +11,46 @@ import { readRecord, removeRecordedFiles } from './record.ts';
 import { type InstallSettings, KUBECONFIG_NAME, TLS_DIR_NAME } from './settings.ts';
 
 export const DAEMONSET_NAME = 'netplug-node';
-const DECIDE_TIMEOUT_MS = 10_000;
+/** One question to the API server may take this long; an unclear answer is asked again until DECIDE_MS. */
+const ASK_TIMEOUT_MS = 5_000;
+/** Well inside the node pod's 30 s grace period, so the uninstall itself still has time. */
+const DECIDE_MS = 20_000;
+const RETRY_MS = 1_000;
 
 export async function netplugIsBeingRemoved(kube: KubeAccess, log: Log): Promise<boolean> {
   const where = `DaemonSet ${kube.namespace}/${DAEMONSET_NAME}`;
+  const deadline = Date.now() + DECIDE_MS;
+  for (;;) {
+    const answer = await askDaemonSet(kube);
+    if (answer.kind === 'gone') {
+      log('INFO', `${where}: ${answer.why}, so netplug is being removed: uninstalling the CNI plugin`);
+      return true;
+    }
+    if (answer.kind === 'present') {
+      log('INFO', `${where} exists: leaving the CNI plugin installed`);
+      return false;
+    }
+    if (Date.now() + RETRY_MS >= deadline) {
+      log('WARNING', `cannot tell whether netplug is being removed (${where}: ${answer.why}): leaving the CNI plugin installed`);
+      return false;
+    }
+    await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
+  }
+}
+
+type Answer = { kind: 'gone' | 'present' | 'unclear'; why: string };
+
+async function askDaemonSet(kube: KubeAccess): Promise<Answer> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${DECIDE_TIMEOUT_MS / 1000} s`)), DECIDE_TIMEOUT_MS);
+    timer = setTimeout(() => reject(new Error(`no answer within ${ASK_TIMEOUT_MS / 1000} s`)), ASK_TIMEOUT_MS);
   });
   try {
     const daemonSet = await Promise.race([kube.apps.readNamespacedDaemonSet({ name: DAEMONSET_NAME, namespace: kube.namespace }), timeout]);
-    if (daemonSet.metadata?.deletionTimestamp) {
-      log('INFO', `${where} is being deleted: uninstalling the CNI plugin`);
-      return true;
-    }
-    log('INFO', `${where} exists: leaving the CNI plugin installed`);
-    return false;
+    return daemonSet.metadata?.deletionTimestamp ? { kind: 'gone', why: 'being deleted' } : { kind: 'present', why: 'exists' };
   } catch (err) {
     const status = apiStatus(err);
-    if (status === 404 || status === 401 || status === 403) {
-      log('INFO', `${where}: ${describeApiError(err)}, so netplug is being removed: uninstalling the CNI plugin`);
-      return true;
-    }
-    log('WARNING', `cannot tell whether netplug is being removed (${where}: ${describeApiError(err)}): leaving the CNI plugin installed`);
-    return false;
+    return { kind: status === 404 || status === 401 || status === 403 ? 'gone' : 'unclear', why: describeApiError(err) };
   } finally {
     clearTimeout(timer);
   }
