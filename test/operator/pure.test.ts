@@ -84,7 +84,7 @@ test('defaults written back: a merge patch of what defaulting added, nothing for
     { type: 'Netplug', binDir: '/opt/cni/bin', confDir: '/etc/cni/net.d' },
     'the alias value is not copied into spec.cni.ipam',
   );
-  t.false('mtu' in (patch?.['calicoNetwork'] as object));
+  t.false('mtu' in ((patch?.['calicoNetwork'] ?? {}) as object));
   const full = fillDefaults(normalised, fresh);
   t.is(defaultsPatch(full, fillDefaults(full, fresh)), undefined, 'defaulting is idempotent');
 });
