@@ -5,12 +5,13 @@
 // runs; deleting it removes what the operator made, the CNI plugin's credentials only once no
 // node pod remains, and keeps the pools. No kubelet runs: workloads stay unavailable.
 import test from 'ava';
-import type * as k8s from '@kubernetes/client-node';
+import * as k8s from '@kubernetes/client-node';
 
 import { newBlock } from '../../ts/ipam/block.ts';
 import { keys } from '../../ts/ipam/model.ts';
 import { configHash } from '../../ts/operator/render-cni-config.ts';
 import { openStore } from '../../ts/store/open.ts';
+import { NETPLUG_VERSION } from '../../ts/version.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
 import {
   type Cluster,
@@ -141,6 +142,88 @@ test.serial(
     await eventually('host-local', async () => (await conflist()).plugins[0].ipam.type === 'host-local');
     t.deepEqual((await conflist()).plugins[0].ipam, { type: 'host-local', subnet: 'usePodCidr' });
     await eventually('USE_POD_CIDR', async () => env((await daemonSet()).spec?.template.spec?.containers[0]).USE_POD_CIDR === 'true');
+  },
+);
+
+test.serial(
+  'Available once the workloads report every pod ready: netplugVersion written; a change makes it Progressing again, the version kept',
+  async (t) => {
+    t.teardown(() => removeInstallation(cluster));
+    await cluster.kube.core.createNamespacedConfigMap({
+      namespace: 'kube-system',
+      body: { metadata: { name: 'kubeadm-config' }, data: { ClusterConfiguration: 'networking:\n  podSubnet: 10.250.0.0/16\n' } },
+    });
+    t.teardown(() => cluster.kube.core.deleteNamespacedConfigMap({ name: 'kubeadm-config', namespace: 'kube-system' }));
+    await createInstallation(cluster, {});
+    await eventually(
+      "the pool from kubeadm's podSubnet",
+      async () => (await readPool('default-ipv4-ippool'))?.spec.spec['cidr'] === '10.250.0.0/16',
+    );
+    await eventually('the workloads', async () =>
+      Boolean(await cluster.apps.readNamespacedDeployment({ name: 'netplug-kube-controllers', namespace: SYSTEM }).catch(() => undefined)),
+    );
+    // What the DaemonSet and Deployment controllers would report with one node, all ready (no controller manager runs here).
+    const merge = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
+    const reportReady = async () => {
+      const ds = await daemonSet();
+      await cluster.apps.patchNamespacedDaemonSetStatus(
+        {
+          name: 'netplug-node',
+          namespace: SYSTEM,
+          body: {
+            status: {
+              observedGeneration: ds.metadata?.generation,
+              desiredNumberScheduled: 1,
+              currentNumberScheduled: 1,
+              updatedNumberScheduled: 1,
+              numberMisscheduled: 0,
+              numberReady: 1,
+              numberAvailable: 1,
+            },
+          },
+        },
+        merge,
+      );
+      const deployment = await cluster.apps.readNamespacedDeployment({ name: 'netplug-kube-controllers', namespace: SYSTEM });
+      await cluster.apps.patchNamespacedDeploymentStatus(
+        {
+          name: 'netplug-kube-controllers',
+          namespace: SYSTEM,
+          body: {
+            status: {
+              observedGeneration: deployment.metadata?.generation,
+              replicas: 1,
+              updatedReplicas: 1,
+              readyReplicas: 1,
+              availableReplicas: 1,
+            },
+          },
+        },
+        merge,
+      );
+    };
+    await reportReady();
+    await eventually('Available', async () => condition(await readInstallation(cluster), 'Available')?.status === 'True');
+    t.is((await readInstallation(cluster))?.status?.netplugVersion, NETPLUG_VERSION);
+    t.like(condition(await readStatus('netplug'), 'Available'), { status: 'True' });
+    t.like(condition(await readStatus('netplug'), 'Progressing'), { status: 'False' });
+
+    // A new MTU: a new template and hash, so a new generation the controller has not seen: Progressing, the version kept.
+    await patchInstallation(cluster, { spec: { calicoNetwork: { mtu: 1400 } } });
+    await eventually('Progressing again', async () => condition(await readInstallation(cluster), 'Progressing')?.status === 'True');
+    t.is((await conflist()).plugins[0].mtu, 1400);
+    t.is((await readInstallation(cluster))?.status?.mtu, 1400);
+    t.is((await readInstallation(cluster))?.status?.netplugVersion, NETPLUG_VERSION);
+    await reportReady();
+    await eventually('Available again', async () => condition(await readInstallation(cluster), 'Available')?.status === 'True');
+
+    // A listed pool outside the cluster's pod CIDR is refused.
+    await patchInstallation(cluster, { spec: { calicoNetwork: { ipPools: [{ cidr: '10.99.0.0/16' }] } } });
+    await eventually('Degraded', async () =>
+      /must lie within the cluster's pod CIDR \(10\.250\.0\.0\/16\)/.test(
+        condition(await readInstallation(cluster), 'Degraded')?.message ?? '',
+      ),
+    );
   },
 );
 

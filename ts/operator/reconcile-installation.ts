@@ -7,6 +7,7 @@ import type * as k8s from '@kubernetes/client-node';
 
 import { CONTROLLERS, NODE } from '../render/objects.ts';
 import { NETPLUG_VERSION } from '../version.ts';
+import { canonicalCidr } from './canonical-cidr.ts';
 import { cleanUp } from './clean-up.ts';
 import { combine, type ComponentState, conditionsOf, daemonSetState, deploymentState, type Problem } from './compute-conditions.ts';
 import { defaultsPatch } from './defaults-patch.ts';
@@ -88,7 +89,7 @@ export async function reconcileInstallation(op: Operator, installation: Installa
     filled = fillDefaults(normalised, {
       platformCidrs,
       poolsExist: pools.length > 0,
-      poolNames: new Map(pools.map((pool) => [pool.spec.spec.cidr, pool.metadata.name])),
+      poolNames: new Map(pools.map((pool) => [canonicalCidr(pool.spec.spec.cidr), pool.metadata.name])),
     });
     const problems = validateInstallation(filled, platformCidrs);
     if (problems.length > 0) throw new InvalidConfiguration(problems.join('; '));

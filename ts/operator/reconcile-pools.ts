@@ -5,10 +5,11 @@
 // blocks, only once no address in it is allocated (as netplugctl pool delete refuses). Pools have
 // no owner: deleting the Installation keeps them, and the addresses pods hold.
 import { allocatedCount } from '../ipam/block.ts';
-import { canonical, checkedBlock, familyOf, keys, type PoolResource } from '../ipam/model.ts';
+import { checkedBlock, familyOf, keys, type PoolResource } from '../ipam/model.ts';
 import { blockInPool, poolOf } from '../ipam/pools.ts';
 import { GROUP, VERSION } from '../store/kubernetes/resources.ts';
 import type { Write } from '../store/store.ts';
+import { canonicalCidr } from './canonical-cidr.ts';
 import type { Problem } from './compute-conditions.ts';
 import { MANAGED_BY } from './installation.ts';
 import { apply, type OperatorKube } from './open-kube.ts';
@@ -37,13 +38,7 @@ export async function listPoolObjects(kube: OperatorKube): Promise<PoolObject[]>
   return list.items.filter((item) => typeof item.spec?.spec?.cidr === 'string');
 }
 
-const sameCidr = (a: string, b: string) => {
-  try {
-    return canonical(a) === canonical(b);
-  } catch {
-    return false;
-  }
-};
+const sameCidr = (a: string, b: string) => canonicalCidr(a) === canonicalCidr(b);
 
 export async function reconcilePools(kube: OperatorKube, desired: PoolResource[]): Promise<PoolsOutcome> {
   const existing = await listPoolObjects(kube);
