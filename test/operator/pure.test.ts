@@ -3,7 +3,7 @@
 // conditions from workload status.
 import test from 'ava';
 
-import { conditionsOf, daemonSetState, deploymentState } from '../../ts/operator/compute-conditions.ts';
+import { conditionsOf, daemonSetState, deploymentState, failingPods } from '../../ts/operator/compute-conditions.ts';
 import { defaultsPatch } from '../../ts/operator/defaults-patch.ts';
 import { desiredPools, poolObject, samePool } from '../../ts/operator/desired-pools.ts';
 import { type ClusterFacts, fillDefaults } from '../../ts/operator/fill-defaults.ts';
@@ -310,4 +310,18 @@ test('conditions (§A.3): Progressing until the controller has seen the generati
     lastTransitionTime: new Date(1000).toISOString(),
   });
   t.is(after[1]?.lastTransitionTime, new Date(0).toISOString(), 'an unchanged condition keeps its transition time');
+});
+
+test('failing pods: waiting reasons that no wait cures, named by pod and container', (t) => {
+  const pod = (name: string, reason: string) => ({
+    metadata: { name, namespace: 'netplug-system' },
+    status: {
+      containerStatuses: [{ name: 'install-cni', image: 'i', imageID: '', ready: false, restartCount: 0, state: { waiting: { reason } } }],
+    },
+  });
+  t.is(failingPods([pod('a', 'ContainerCreating')]), undefined);
+  t.deepEqual(failingPods([pod('a', 'ContainerCreating'), pod('b', 'ImagePullBackOff')]), {
+    reason: 'PodFailure',
+    message: 'pod netplug-system/b container install-cni: ImagePullBackOff',
+  });
 });

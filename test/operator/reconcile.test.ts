@@ -364,6 +364,36 @@ test.serial(
       },
     });
     t.teardown(() => cluster.kube.core.deleteNamespacedPod({ name: 'netplug-node-x', namespace: SYSTEM }).catch(() => undefined));
+    // A failing pod makes netplug Degraded, naming it (its status as a kubelet would report it).
+    await cluster.kube.core.patchNamespacedPodStatus(
+      {
+        name: 'netplug-node-x',
+        namespace: SYSTEM,
+        body: {
+          status: {
+            containerStatuses: [
+              {
+                name: 'netplug-node',
+                image: IMAGE,
+                imageID: '',
+                ready: false,
+                restartCount: 3,
+                state: { waiting: { reason: 'CrashLoopBackOff', message: 'back-off 40s restarting failed container' } },
+              },
+            ],
+          },
+        },
+      },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+    );
+    await eventually(
+      'netplug Degraded by the failing pod',
+      async () => condition(await readStatus('netplug'), 'Degraded')?.reason === 'PodFailure',
+    );
+    t.regex(
+      condition(await readStatus('netplug'), 'Degraded')?.message ?? '',
+      /pod netplug-system\/netplug-node-x container netplug-node: CrashLoopBackOff \(back-off 40s restarting failed container\)/,
+    );
 
     await cluster.custom.deleteClusterCustomObject({
       group: 'operator.projectnet.org',

@@ -123,3 +123,29 @@ export function conditionsOf(
 export const sameConditions = (a: readonly Condition[] = [], b: readonly Condition[] = []): boolean =>
   a.length === b.length &&
   a.every((c, i) => ['type', 'status', 'reason', 'message'].every((k) => c[k as keyof Condition] === b[i]?.[k as keyof Condition]));
+
+/** Container states that mean a pod will not come up by waiting (the reference's "failing pods"). */
+const FAILING = [
+  'CrashLoopBackOff',
+  'ImagePullBackOff',
+  'ErrImagePull',
+  'CreateContainerConfigError',
+  'CreateContainerError',
+  'InvalidImageName',
+];
+
+/** The pods that fail, as a Degraded problem naming each pod, container and reason; undefined when none does. */
+export function failingPods(pods: readonly k8s.V1Pod[]): Problem | undefined {
+  const failures: string[] = [];
+  for (const pod of pods) {
+    const statuses = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];
+    for (const status of statuses) {
+      const waiting = status.state?.waiting;
+      if (waiting?.reason && FAILING.includes(waiting.reason))
+        failures.push(
+          `pod ${pod.metadata?.namespace}/${pod.metadata?.name} container ${status.name}: ${waiting.reason}${waiting.message ? ` (${waiting.message})` : ''}`,
+        );
+    }
+  }
+  return failures.length > 0 ? { reason: 'PodFailure', message: failures.join('; ') } : undefined;
+}

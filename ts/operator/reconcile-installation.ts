@@ -9,7 +9,15 @@ import { CONTROLLERS, NODE } from '../render/objects.ts';
 import { NETPLUG_VERSION } from '../version.ts';
 import { canonicalCidr } from './canonical-cidr.ts';
 import { cleanUp } from './clean-up.ts';
-import { combine, type ComponentState, conditionsOf, daemonSetState, deploymentState, type Problem } from './compute-conditions.ts';
+import {
+  combine,
+  type ComponentState,
+  conditionsOf,
+  daemonSetState,
+  deploymentState,
+  failingPods,
+  type Problem,
+} from './compute-conditions.ts';
 import { defaultsPatch } from './defaults-patch.ts';
 import { desiredPools } from './desired-pools.ts';
 import { fillDefaults } from './fill-defaults.ts';
@@ -136,24 +144,25 @@ export async function reconcileInstallation(op: Operator, installation: Installa
     poolProblem,
   );
 
-  let objectsProblem: Problem | undefined;
+  let netplugProblem: Problem | undefined;
   try {
     for (const object of applyOrder(renderSystem(filled, op.image))) await apply(kube, object);
   } catch (err) {
-    objectsProblem = { reason: 'ResourceUpdateError', message: `applying netplug-system's objects: ${reason(err)}` };
-    log.warning(objectsProblem.message);
+    netplugProblem = { reason: 'ResourceUpdateError', message: `applying netplug-system's objects: ${reason(err)}` };
+    log.warning(netplugProblem.message);
   }
 
   // 5. Conditions from the workloads.
   const daemonSet = await readOrNothing(() => kube.apps.readNamespacedDaemonSet({ name: NODE, namespace: SYSTEM_NAMESPACE }));
   const deployment = await readOrNothing(() => kube.apps.readNamespacedDeployment({ name: CONTROLLERS, namespace: SYSTEM_NAMESPACE }));
   const workloads = combine([daemonSetState(NODE, daemonSet as k8s.V1DaemonSet | undefined), deploymentState(CONTROLLERS, deployment)]);
-  await writeComponentStatus(kube, 'netplug', workloads, objectsProblem);
+  netplugProblem ??= failingPods((await kube.core.listNamespacedPod({ namespace: SYSTEM_NAMESPACE })).items);
+  await writeComponentStatus(kube, 'netplug', workloads, netplugProblem);
   const overall = combine([
     workloads,
     { available: draining.length === 0, progressing: draining.length > 0, message: draining.join('; ') },
   ]);
-  const problem = objectsProblem ?? poolProblem;
+  const problem = netplugProblem ?? poolProblem;
   const available = overall.available && !problem;
   await writeInstallationStatus(kube, installation, {
     conditions: conditionsFor(installation, overall, problem),
