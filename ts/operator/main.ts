@@ -37,7 +37,8 @@ export async function runOperator(argv: readonly string[], env: NodeJS.ProcessEn
     return 1;
   }
   log.info(`netplug-operator ${NETPLUG_VERSION} starting; netplug-system runs ${image}`);
-  const loop = runLoop(() => reconcileInstallations({ kube, image, log }), PERIOD_MS, signal, log);
+  const operator = { kube, image, log };
+  const loop = runLoop(() => reconcileInstallations(operator), PERIOD_MS, signal, log);
   const stopWatching = watchTriggers(kube, loop.trigger, log);
   await loop.finished;
   await stopWatching();

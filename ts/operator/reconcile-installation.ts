@@ -45,6 +45,8 @@ export interface Operator {
   /** The image netplug-system's containers run (NETPLUG_IMAGE). */
   image: string;
   log: OperatorLog;
+  /** The last clean-up wait logged. */
+  said?: string | undefined;
 }
 
 /** How soon to look again while something is not yet as wanted. */
@@ -80,8 +82,17 @@ export async function reconcileInstallation(op: Operator, installation: Installa
   const { kube, log } = op;
   if (installation.metadata.deletionTimestamp) {
     if (!installation.metadata.finalizers?.includes(FINALIZER)) return undefined;
-    const waiting = await cleanUp(kube, installation, op.image, log);
-    if (waiting) log.info(waiting);
+    let waiting: string | undefined;
+    try {
+      waiting = await cleanUp(kube, installation, op.image, log);
+    } catch (err) {
+      // The Installation changed meanwhile (its finalizers are written guarded): again, from what the API holds.
+      if (statusOf(err) === 409) return 0;
+      throw err;
+    }
+    // Said once per change, not every few seconds while pods stop.
+    if (waiting && waiting !== op.said) log.info(waiting);
+    op.said = waiting;
     return waiting ? CLEANUP_REQUEUE_MS : undefined;
   }
 
