@@ -3,6 +3,7 @@
 // operator's CRDs, the operator running in process as an identity bound to exactly
 // OPERATOR_RULES (ts/render/operator.ts), and an administrator's clients for fixtures.
 import { readdirSync, readFileSync } from 'node:fs';
+import { request } from 'node:https';
 import { join } from 'node:path';
 
 import * as k8s from '@kubernetes/client-node';
@@ -145,4 +146,30 @@ export async function finalizeSystemNamespace(cluster: Cluster): Promise<void> {
     'netplug-system to be gone',
     async () => (await cluster.kube.core.readNamespace({ name: 'netplug-system' }).catch(() => undefined)) === undefined,
   );
+}
+
+/** What `kubectl get` prints for a collection: the server's Table (columns from the CRD's printer columns). */
+export function readTable(cluster: Cluster, path: string): Promise<{ columns: string[]; rows: unknown[][] }> {
+  const { server } = cluster.kube;
+  return new Promise((resolve, reject) => {
+    const req = request(
+      `${server.url}${path}`,
+      {
+        ca: readFileSync(server.ca),
+        cert: readFileSync(server.admin.cert),
+        key: readFileSync(server.admin.key),
+        headers: { Accept: 'application/json;as=Table;v=v1;g=meta.k8s.io' },
+      },
+      (response) => {
+        let body = '';
+        response.on('data', (chunk: Buffer) => (body += chunk.toString()));
+        response.on('end', () => {
+          const table = JSON.parse(body) as { columnDefinitions: { name: string }[]; rows: { cells: unknown[] }[] };
+          resolve({ columns: table.columnDefinitions.map((c) => c.name), rows: table.rows.map((r) => r.cells) });
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
 }

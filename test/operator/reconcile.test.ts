@@ -24,6 +24,7 @@ import {
   patchInstallation,
   poolRef,
   readInstallation,
+  readTable,
   removeInstallation,
   startCluster,
   statusOf,
@@ -126,6 +127,17 @@ test.serial(
     );
     t.like(condition(await readStatus('netplug'), 'Progressing'), { status: 'True' });
     t.regex(condition(await readStatus('netplug'), 'Progressing')?.message ?? '', /DaemonSet netplug-node has not been rolled out yet/);
+
+    // kubectl get netplugstatuses: a row per component with its conditions.
+    const table = await readTable(cluster, '/apis/operator.projectnet.org/v1/netplugstatuses');
+    t.deepEqual(table.columns, ['Name', 'Available', 'Progressing', 'Degraded', 'Since']);
+    t.deepEqual(
+      table.rows.map((row) => row.slice(0, 4)),
+      [
+        ['ippools', 'True', 'False', 'False'],
+        ['netplug', 'False', 'True', 'False'],
+      ],
+    );
 
     // A change converges: a new template, a new hash, so the DaemonSet rolls.
     const before = hashOf(ds);
