@@ -288,7 +288,7 @@ test.serial(
 );
 
 test.serial(
-  'pools: an equal pool adopted, a foreign one with the CIDR refused, a removed one disabled and deleted only once empty',
+  'pools: an equal pool adopted, a foreign one with the CIDR refused, an overlapping one refused, a removed one disabled and deleted only once empty',
   async (t) => {
     t.teardown(() => removeInstallation(cluster));
     const store = await openStore({ datastore_type: 'kubernetes', kubernetes: { kubeconfig: cluster.kube.server.admin.kubeconfig } });
@@ -302,13 +302,20 @@ test.serial(
         spec: { cidr, blockSize: 26, nodeSelector: 'all()', ipipMode: 'Never', vxlanMode: 'Never', natOutgoing, disabled: false },
       },
     });
-    t.true(await store.commit([foreign('equal', '10.50.0.0/16', true), foreign('other', '10.60.0.0/16', false)]));
+    t.true(
+      await store.commit([
+        foreign('equal', '10.50.0.0/16', true),
+        foreign('other', '10.60.0.0/16', false),
+        foreign('wide', '10.80.0.0/16', true),
+      ]),
+    );
     await createInstallation(cluster, {
       calicoNetwork: {
         ipPools: [
           { cidr: '10.50.0.0/16', name: 'equal' },
           { cidr: '10.60.0.0/16', name: 'other' },
           { cidr: '10.70.0.0/16', name: 'third' },
+          { cidr: '10.80.0.0/24', name: 'narrow' },
         ],
       },
     });
@@ -322,6 +329,11 @@ test.serial(
       condition(await readStatus('ippools'), 'Degraded')?.message ?? '',
       /cannot update IP pool "other" \(10\.60\.0\.0\/16\): it is not owned by the operator/,
     );
+    t.regex(
+      condition(await readStatus('ippools'), 'Degraded')?.message ?? '',
+      /IP pool "narrow" \(10\.80\.0\.0\/24\) overlaps IP pool "wide" \(10\.80\.0\.0\/16\)/,
+    );
+    t.is(await readPool('narrow'), undefined);
     t.is((await readPool('other'))?.metadata.labels?.['app.kubernetes.io/managed-by'], undefined);
     t.is((await readPool('other'))?.spec.spec['natOutgoing'], false, 'the foreign pool is left as it is');
 

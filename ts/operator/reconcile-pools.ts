@@ -7,6 +7,7 @@
 import { allocatedCount } from '../ipam/block.ts';
 import { checkedBlock, familyOf, keys, type PoolResource } from '../ipam/model.ts';
 import { blockInPool, poolOf } from '../ipam/pools.ts';
+import { parsePrefix, within } from '../net/cidr.ts';
 import { GROUP, VERSION } from '../store/kubernetes/resources.ts';
 import type { Write } from '../store/store.ts';
 import { canonicalCidr } from './canonical-cidr.ts';
@@ -40,6 +41,12 @@ export async function listPoolObjects(kube: OperatorKube): Promise<PoolObject[]>
 
 const sameCidr = (a: string, b: string) => canonicalCidr(a) === canonicalCidr(b);
 
+/** Whether two different CIDRs share addresses (one lies within the other). */
+function overlaps(a: string, b: string): boolean {
+  const [x, y] = [parsePrefix(a), parsePrefix(b)];
+  return x !== undefined && y !== undefined && x.family === y.family && !sameCidr(a, b) && (within(x, y) || within(y, x));
+}
+
 export async function reconcilePools(kube: OperatorKube, desired: PoolResource[]): Promise<PoolsOutcome> {
   const existing = await listPoolObjects(kube);
   const outcome: PoolsOutcome = { problem: undefined, draining: [], done: [] };
@@ -51,6 +58,13 @@ export async function reconcilePools(kube: OperatorKube, desired: PoolResource[]
     if (byCidr && byCidr.metadata.name !== name) {
       refusals.push(
         `IPPool "${byCidr.metadata.name}" already has the CIDR ${want.spec.cidr} of pool "${name}": name the pool "${byCidr.metadata.name}" in the Installation, or remove that pool`,
+      );
+      continue;
+    }
+    const overlapping = existing.find((pool) => pool !== byName && overlaps(pool.spec.spec.cidr, want.spec.cidr));
+    if (overlapping) {
+      refusals.push(
+        `IP pool "${name}" (${want.spec.cidr}) overlaps IP pool "${overlapping.metadata.name}" (${overlapping.spec.spec.cidr}): an address must belong to one pool; remove one of them`,
       );
       continue;
     }
