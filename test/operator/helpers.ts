@@ -173,3 +173,16 @@ export function readTable(cluster: Cluster, path: string): Promise<{ columns: st
     req.end();
   });
 }
+
+export const SYSTEM = 'netplug-system';
+export type Pool = { metadata: { name: string; labels?: Record<string, string> }; spec: { spec: Record<string, unknown> } };
+
+export const readConfigMap = (cluster: Cluster) => cluster.kube.core.readNamespacedConfigMap({ name: 'cni-config', namespace: SYSTEM });
+export const readConflist = async (cluster: Cluster) => JSON.parse((await readConfigMap(cluster)).data?.['config'] ?? '{}');
+export const readDaemonSet = (cluster: Cluster) => cluster.apps.readNamespacedDaemonSet({ name: 'netplug-node', namespace: SYSTEM });
+export const readPool = async (cluster: Cluster, name: string) =>
+  (await cluster.custom.getClusterCustomObject(poolRef(name)).catch(() => undefined)) as Pool | undefined;
+export const readStatus = async (cluster: Cluster, name: string) =>
+  (await cluster.custom.getClusterCustomObject(statusOf(name)).catch(() => undefined)) as
+    | { status?: { conditions?: Condition[] } }
+    | undefined;
