@@ -157,6 +157,25 @@ test('running: the token is refreshed, a ConfigMap edit rewrites the conflist, a
   t.is(await install(node, pod.env, undefined, ['--check']), 0);
 });
 
+test('NETPLUG_CONFIG_MAP_KEY names the key holding the template (the operator ConfigMap calls it config), also when watched', async (t) => {
+  const pod = await podNamespace(kube, t);
+  const setConfig = async (text: string, create = false) => {
+    const body = { metadata: { name: 'netplug-config', namespace: pod.namespace }, data: { config: text } };
+    if (create) await kube.core.createNamespacedConfigMap({ namespace: pod.namespace, body });
+    else await kube.core.replaceNamespacedConfigMap({ name: 'netplug-config', namespace: pod.namespace, body });
+  };
+  await setConfig(TEMPLATE('warning'), true);
+  await createDaemonSet(apps, pod.namespace);
+  const node = makeNode(t);
+  const installer = await startInstaller(node, { ...pod.env, NETPLUG_CONFIG_MAP_KEY: 'config' });
+  t.teardown(() => installer.stop());
+  t.is(conflist(node).plugins[0].log_level, 'warning');
+  t.true(node.log.some((line) => line.includes(`from ConfigMap ${pod.namespace}/netplug-config key config`)));
+  await setConfig(TEMPLATE('debug'));
+  await eventually('the conflist to follow the key', () => conflist(node).plugins[0].log_level === 'debug');
+  t.is(await installer.stop(), 0, node.log.join('\n'));
+});
+
 test('SIGTERM with the DaemonSet gone uninstalls what was installed, and only that', async (t) => {
   const pod = await podNamespace(kube, t);
   const node = makeNode(t);

@@ -1,5 +1,5 @@
 // Where the conflist template comes from, first found wins: the ConfigMap NETPLUG_CONFIG_MAP in
-// the pod's namespace (key cni_network_config), the file CNI_NETWORK_CONFIG_FILE, the variable
+// the pod's namespace (key NETPLUG_CONFIG_MAP_KEY, default cni_network_config), the file CNI_NETWORK_CONFIG_FILE, the variable
 // CNI_NETWORK_CONFIG, the built-in template.
 import { readFile } from 'node:fs/promises';
 
@@ -9,14 +9,14 @@ import { BUILTIN_TEMPLATE } from './builtin-template.ts';
 import type { Log } from './log.ts';
 import { apiStatus, describeApiError, type KubeAccess } from './open-kube-access.ts';
 import { TemplateError, type Template } from './render-conflist.ts';
-import { CONFLIST_TEMPLATE_KEY, type InstallSettings } from './settings.ts';
+import type { InstallSettings } from './settings.ts';
 
 /** The ConfigMap's template, if it has one. */
-export function templateFromConfigMap(configMap: k8s.V1ConfigMap): Template | undefined {
-  const text = configMap.data?.[CONFLIST_TEMPLATE_KEY];
+export function templateFromConfigMap(configMap: k8s.V1ConfigMap, key: string): Template | undefined {
+  const text = configMap.data?.[key];
   if (!text) return undefined;
   const { namespace, name } = configMap.metadata ?? {};
-  return { text, source: `ConfigMap ${namespace}/${name} key ${CONFLIST_TEMPLATE_KEY}` };
+  return { text, source: `ConfigMap ${namespace}/${name} key ${key}` };
 }
 
 export async function chooseTemplate(settings: InstallSettings, kube: KubeAccess | undefined, log: Log): Promise<Template> {
@@ -25,9 +25,10 @@ export async function chooseTemplate(settings: InstallSettings, kube: KubeAccess
     log('WARNING', `NETPLUG_CONFIG_MAP ${name} is set but there is no Kubernetes API access: using the next template source`);
   if (name && kube) {
     try {
-      const template = templateFromConfigMap(await kube.core.readNamespacedConfigMap({ name, namespace: kube.namespace }));
+      const key = settings.configMapKey;
+      const template = templateFromConfigMap(await kube.core.readNamespacedConfigMap({ name, namespace: kube.namespace }), key);
       if (template) return template;
-      log('WARNING', `ConfigMap ${kube.namespace}/${name} has no ${CONFLIST_TEMPLATE_KEY}: using the next template source`);
+      log('WARNING', `ConfigMap ${kube.namespace}/${name} has no ${key}: using the next template source`);
     } catch (err) {
       if (apiStatus(err) !== 404)
         throw new Error(`cannot read ConfigMap ${kube.namespace}/${name} (NETPLUG_CONFIG_MAP): ${describeApiError(err)}`);

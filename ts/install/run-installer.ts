@@ -33,6 +33,7 @@ export async function runInstaller(settings: InstallSettings, log: Log, signal: 
       watchConfigMap(
         kube,
         settings.configMapName,
+        settings.configMapKey,
         (template) => writeConflist(settings, renderConflist(template, values), template.source, log).then(() => {}),
         log,
         signal,

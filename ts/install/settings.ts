@@ -39,6 +39,8 @@ export interface InstallSettings {
   tokenRefreshMs: number | undefined;
   skipTlsVerify: boolean;
   configMapName: string | undefined;
+  /** The ConfigMap's key holding the template (NETPLUG_CONFIG_MAP_KEY): the operator's ConfigMap calls it `config`. */
+  configMapKey: string;
 }
 
 /** A setting that cannot be used: the message names the variable and its value. */
@@ -89,6 +91,7 @@ export function readSettings(env: NodeJS.ProcessEnv): InstallSettings {
     tokenRefreshMs,
     skipTlsVerify: flag(env.SKIP_TLS_VERIFY, false),
     configMapName: env.NETPLUG_CONFIG_MAP || undefined,
+    configMapKey: env.NETPLUG_CONFIG_MAP_KEY || CONFLIST_TEMPLATE_KEY,
   };
 }
 

@@ -1,4 +1,4 @@
-// Follows the ConfigMap NETPLUG_CONFIG_MAP while the installer runs: every change of its template
+// Follows the ConfigMap NETPLUG_CONFIG_MAP (its key NETPLUG_CONFIG_MAP_KEY) while the installer runs: every change of its template
 // rewrites the conflist (a bad template is logged and the current conflist kept). One list + watch
 // by name (fieldSelector metadata.name, so RBAC can name the one ConfigMap); after an error or the
 // end of a watch, list again after 5 s, which also catches changes missed in between.
@@ -9,13 +9,13 @@ import type { Log } from './log.ts';
 import { describeApiError, type KubeAccess } from './open-kube-access.ts';
 import { pause } from './pause.ts';
 import type { Template } from './render-conflist.ts';
-import { CONFLIST_TEMPLATE_KEY } from './settings.ts';
 
 const RETRY_MS = 5000;
 
 export async function watchConfigMap(
   kube: KubeAccess,
   name: string,
+  key: string,
   onTemplate: (template: Template) => Promise<void>,
   log: Log,
   signal: AbortSignal,
@@ -25,8 +25,8 @@ export async function watchConfigMap(
   // Changes are applied one at a time, in order.
   let applying = Promise.resolve();
   const apply = (configMap: k8s.V1ConfigMap) => {
-    const template = templateFromConfigMap(configMap);
-    if (!template) log('WARNING', `${where} has no ${CONFLIST_TEMPLATE_KEY}: keeping the current conflist`);
+    const template = templateFromConfigMap(configMap, key);
+    if (!template) log('WARNING', `${where} has no ${key}: keeping the current conflist`);
     else
       applying = applying
         .then(() => onTemplate(template))

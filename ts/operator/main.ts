@@ -1,7 +1,48 @@
-// netplug-operator (to be built: issue 11).
+// netplug-operator (issue 11): makes the cluster match Installation "default" (defaults,
+// validation, IP pools, netplug-system's objects by server-side apply, status), and removes what
+// it made when the Installation is deleted. Runs until `signal` aborts (SIGTERM).
+import { IMAGE_REPOSITORY } from '../render/objects.ts';
+import { NETPLUG_VERSION } from '../version.ts';
+import { lineLog, type OperatorLog, reason } from './log.ts';
+import { openOperatorKube } from './open-kube.ts';
+import { reconcileInstallations } from './reconcile-installation.ts';
+import { runLoop } from './run-loop.ts';
+import { watchTriggers } from './watch-triggers.ts';
+
+/** A pass at least this often even when nothing is heard (level-triggered: a missed event is made up). */
+const PERIOD_MS = 60_000;
 
 /** Runs netplug-operator until `signal` aborts; resolves to the exit code. */
-export async function runOperatorMain(_argv: readonly string[], _env: NodeJS.ProcessEnv, _signal: AbortSignal): Promise<number> {
-  process.stderr.write('netplug-operator: not built yet\n');
-  return 1;
+export function runOperatorMain(argv: readonly string[], env: NodeJS.ProcessEnv, signal: AbortSignal): Promise<number> {
+  return runOperator(
+    argv,
+    env,
+    signal,
+    lineLog((line) => process.stderr.write(line)),
+  );
+}
+
+/** runOperatorMain with the log given (tests collect it). */
+export async function runOperator(argv: readonly string[], env: NodeJS.ProcessEnv, signal: AbortSignal, log: OperatorLog): Promise<number> {
+  if (argv.length > 0) {
+    log.error(`unexpected argument "${argv[0]}"; usage: netplug-operator (settings come from the environment: NETPLUG_IMAGE, KUBECONFIG)`);
+    return 2;
+  }
+  const image = env.NETPLUG_IMAGE || `${IMAGE_REPOSITORY}:${NETPLUG_VERSION}`;
+  let kube: Awaited<ReturnType<typeof openOperatorKube>>;
+  try {
+    kube = await openOperatorKube(env);
+  } catch (err) {
+    log.error(`cannot reach the Kubernetes API: ${reason(err)}`);
+    return 1;
+  }
+  log.info(`netplug-operator ${NETPLUG_VERSION} starting; netplug-system runs ${image}`);
+  const operator = { kube, image, log };
+  const loop = runLoop(() => reconcileInstallations(operator), PERIOD_MS, signal, log);
+  const stopWatching = watchTriggers(kube, loop.trigger, log);
+  await loop.finished;
+  await stopWatching();
+  kube.store.close();
+  log.info('stopped');
+  return 0;
 }

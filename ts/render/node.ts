@@ -1,7 +1,16 @@
 // DaemonSet netplug-node: on every node, the node agent (first container) and install-cni (second,
 // long-running: it keeps the plugin's token fresh and the conflist equal to the ConfigMap).
 import { datastoreEnv, etcdSecretMount, etcdSecretVolume, fromConfig } from './config.ts';
-import { CONF_NAME, CONFIG_MAP, type KubeObject, labelsOf, NODE, type RenderOptions, SERVICE_ENDPOINT_CONFIG_MAP } from './objects.ts';
+import {
+  CONF_NAME,
+  CONFIG_HASH_ANNOTATION,
+  CONFIG_MAP,
+  type KubeObject,
+  labelsOf,
+  NODE,
+  type RenderOptions,
+  SERVICE_ENDPOINT_CONFIG_MAP,
+} from './objects.ts';
 
 export const NODE_HEALTH_PORT = 9099;
 
@@ -12,6 +21,22 @@ const serviceEndpoint = [{ configMapRef: { name: SERVICE_ENDPOINT_CONFIG_MAP, op
 
 export function renderNode(options: RenderOptions): KubeObject {
   const etcd = options.datastore === 'etcdv3';
+  const { operator } = options;
+  // The manifests' pool settings come from netplug-config; the operator owns the pools (and has no netplug-config).
+  const poolEnv = operator
+    ? [{ name: 'NO_DEFAULT_POOLS', value: 'true' }, ...(operator.usePodCidr ? [{ name: 'USE_POD_CIDR', value: 'true' }] : [])]
+    : [fromConfig('NETPLUG_IPV4POOL_CIDR', 'ipv4_pool_cidr'), fromConfig('NETPLUG_IPV4POOL_BLOCK_SIZE', 'ipv4_pool_block_size')];
+  const templateEnv = operator
+    ? [
+        { name: 'NETPLUG_CONFIG_MAP', value: operator.configMap },
+        { name: 'NETPLUG_CONFIG_MAP_KEY', value: operator.configKey },
+        { name: 'CNI_NETWORK_CONFIG', valueFrom: { configMapKeyRef: { name: operator.configMap, key: operator.configKey } } },
+      ]
+    : [
+        { name: 'NETPLUG_CONFIG_MAP', value: CONFIG_MAP },
+        fromConfig('CNI_NETWORK_CONFIG', 'cni_network_config'),
+        fromConfig('CNI_MTU', 'veth_mtu'),
+      ];
   const agent = {
     name: NODE,
     image: options.image,
@@ -22,8 +47,7 @@ export function renderNode(options: RenderOptions): KubeObject {
       ...datastoreEnv(options),
       nodeName('NODENAME'),
       { name: 'CLUSTER_TYPE', value: 'k8s' },
-      fromConfig('NETPLUG_IPV4POOL_CIDR', 'ipv4_pool_cidr'),
-      fromConfig('NETPLUG_IPV4POOL_BLOCK_SIZE', 'ipv4_pool_block_size'),
+      ...poolEnv,
       { name: 'NETPLUG_HEALTH_ADDR', value: `127.0.0.1:${NODE_HEALTH_PORT}` },
     ],
     volumeMounts: [{ name: 'var-lib-netplug', mountPath: '/var/lib/netplug' }, ...(etcd ? [etcdSecretMount] : [])],
@@ -41,10 +65,8 @@ export function renderNode(options: RenderOptions): KubeObject {
       ...datastoreEnv(options),
       nodeName('KUBERNETES_NODE_NAME'),
       { name: 'CNI_CONF_NAME', value: CONF_NAME },
-      { name: 'CNI_NET_DIR', value: '/etc/cni/net.d' },
-      { name: 'NETPLUG_CONFIG_MAP', value: CONFIG_MAP },
-      fromConfig('CNI_NETWORK_CONFIG', 'cni_network_config'),
-      fromConfig('CNI_MTU', 'veth_mtu'),
+      { name: 'CNI_NET_DIR', value: operator?.confDir ?? '/etc/cni/net.d' },
+      ...templateEnv,
       { name: 'SLEEP', value: 'true' },
       ...(etcd ? [{ name: 'TLS_ASSETS_DIR', value: '/netplug-secrets' }] : []),
     ],
@@ -65,7 +87,10 @@ export function renderNode(options: RenderOptions): KubeObject {
       selector: { matchLabels: labelsOf(NODE) },
       updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1 } },
       template: {
-        metadata: { labels: labelsOf(NODE) },
+        metadata: {
+          labels: labelsOf(NODE),
+          ...(operator ? { annotations: { [CONFIG_HASH_ANNOTATION]: operator.configHash } } : {}),
+        },
         spec: {
           hostNetwork: true,
           nodeSelector: { 'kubernetes.io/os': 'linux' },
@@ -80,8 +105,8 @@ export function renderNode(options: RenderOptions): KubeObject {
           terminationGracePeriodSeconds: 30,
           containers: [agent, installer],
           volumes: [
-            hostPath('cni-bin-dir', '/opt/cni/bin'),
-            hostPath('cni-net-dir', '/etc/cni/net.d'),
+            hostPath('cni-bin-dir', operator?.binDir ?? '/opt/cni/bin'),
+            hostPath('cni-net-dir', operator?.confDir ?? '/etc/cni/net.d'),
             hostPath('var-lib-netplug', '/var/lib/netplug'),
             ...(etcd ? [etcdSecretVolume] : []),
           ],

@@ -15,7 +15,29 @@ export interface RenderOptions {
   namespace: string;
   /** The image every container runs (built by `npm run build:image`). */
   image: string;
+  /** netplug-operator's variant of the objects (absent: the release manifests'). */
+  operator?: OperatorVariant;
 }
+
+/**
+ * What netplug-operator renders differently from the manifests: its ConfigMap holds only the
+ * conflist template, it owns the pools, and the CNI host paths come from the Installation.
+ */
+export interface OperatorVariant {
+  /** The ConfigMap and key of the conflist template. */
+  configMap: string;
+  configKey: string;
+  /** Host paths of the CNI binaries and configuration (Installation spec.cni.binDir/confDir). */
+  binDir: string;
+  confDir: string;
+  /** HostLocal IPAM: netplug-node follows the node's pod CIDR. */
+  usePodCidr: boolean;
+  /** A hash of the ConfigMap's data, on the pod template: a change of the template rolls the DaemonSet. */
+  configHash: string;
+}
+
+/** The pod template annotation holding OperatorVariant.configHash. */
+export const CONFIG_HASH_ANNOTATION = 'hash.operator.projectnet.org/cni-config';
 
 export const NODE = 'netplug-node';
 export const CONTROLLERS = 'netplug-kube-controllers';

@@ -50,13 +50,14 @@ function clusterRules(component: string, datastore: RenderOptions['datastore']):
 }
 
 /** Rules in the install namespace: install-cni (same pod, same identity as netplug-node). */
-function namespaceRules(component: string): Rule[] {
+function namespaceRules(component: string, options: RenderOptions): Rule[] {
   if (component !== NODE) return [];
+  const configMap = options.operator?.configMap ?? CONFIG_MAP;
   return [
     // The plugin's kubeconfig token, for netplug-cni-plugin only.
     { apiGroups: [''], resources: ['serviceaccounts/token'], verbs: ['create'], resourceNames: [CNI_PLUGIN] },
     // The conflist template (watched) and kubeadm's pod subnet for the default pool.
-    { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'], resourceNames: [CONFIG_MAP] },
+    { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch'], resourceNames: [configMap] },
     { apiGroups: [''], resources: ['configmaps'], verbs: ['get'], resourceNames: ['kubeadm-config'] },
     // Whether the DaemonSet is being deleted (then install-cni removes what it installed).
     { apiGroups: ['apps'], resources: ['daemonsets'], verbs: ['get'], resourceNames: [NODE] },
@@ -81,7 +82,7 @@ export function renderRbac(options: RenderOptions): KubeObject[] {
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: component },
       subjects: [subject],
     });
-    const rules = namespaceRules(component);
+    const rules = namespaceRules(component, options);
     if (rules.length === 0) continue;
     objects.push({
       apiVersion: 'rbac.authorization.k8s.io/v1',

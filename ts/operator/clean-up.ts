@@ -1,0 +1,40 @@
+// Deleting the Installation removes what the operator made in netplug-system, in an order that
+// keeps every pod able to leave cleanly: the workloads and the template first; the node pods'
+// accounts and the CNI plugin's credentials only once no netplug-node pod remains (a pod being
+// deleted still needs the plugin's DEL); the namespace last. Pools and the addresses pods hold
+// are kept. Then the finalizer goes, and the API server deletes the Installation.
+import { NODE } from '../render/objects.ts';
+import { FINALIZER, type Installation, SYSTEM_NAMESPACE } from './installation.ts';
+import type { OperatorLog } from './log.ts';
+import { mergePatch, type OperatorKube, remove } from './open-kube.ts';
+import { renderSystem } from './render-system.ts';
+import { INSTALLATION_PLURAL } from './write-status.ts';
+
+/** Undefined once everything is removed and the finalizer released; else what it waits for. */
+export async function cleanUp(
+  kube: OperatorKube,
+  installation: Installation,
+  image: string,
+  log: OperatorLog,
+): Promise<string | undefined> {
+  // What to remove is known by kind and name: the spec's values do not matter here.
+  const system = renderSystem(installation.status?.computed ?? {}, image);
+  for (const object of [system.daemonSet, system.deployment, system.configMap])
+    if (await remove(kube, object)) log.info(`deleted ${object.kind} ${SYSTEM_NAMESPACE}/${object.metadata.name}`);
+  const pods = await kube.core.listNamespacedPod({ namespace: SYSTEM_NAMESPACE, labelSelector: `k8s-app=${NODE}` });
+  if (pods.items.length > 0) {
+    const count = pods.items.length;
+    return `waiting for ${count} ${NODE} pod${count === 1 ? '' : 's'} to stop before removing the CNI plugin's credentials`;
+  }
+  for (const object of [...system.rbac, ...system.cniRbac, system.namespace])
+    if (await remove(kube, object))
+      log.info(`deleted ${object.kind} ${object.metadata.namespace ? `${object.metadata.namespace}/` : ''}${object.metadata.name}`);
+  for (const name of ['netplug', 'ippools'])
+    await remove(kube, { apiVersion: 'operator.projectnet.org/v1', kind: 'NetplugStatus', metadata: { name } });
+  const finalizers = (installation.metadata.finalizers ?? []).filter((f) => f !== FINALIZER);
+  await mergePatch(kube, INSTALLATION_PLURAL, installation.metadata.name, {
+    metadata: { resourceVersion: installation.metadata.resourceVersion, finalizers },
+  });
+  log.info(`Installation "${installation.metadata.name}" cleaned up (IP pools kept); finalizer ${FINALIZER} removed`);
+  return undefined;
+}

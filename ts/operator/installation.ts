@@ -1,0 +1,70 @@
+// The Installation resource (operator.projectnet.org/v1, deploy/operator-crds/installations.yaml)
+// as the operator reads it, and the names it works with.
+export const GROUP = 'operator.projectnet.org';
+export const VERSION = 'v1';
+export const API_VERSION = `${GROUP}/${VERSION}`;
+/** Only this Installation is reconciled. */
+export const INSTALLATION = 'default';
+export const FINALIZER = 'projectnet.org/operator-cleanup';
+export const FIELD_MANAGER = 'netplug-operator';
+export const MANAGED_BY = { 'app.kubernetes.io/managed-by': 'netplug-operator' };
+export const SYSTEM_NAMESPACE = 'netplug-system';
+export const CNI_CONFIG_MAP = 'cni-config';
+export const CNI_CONFIG_KEY = 'config';
+
+export type Toggle = 'Enabled' | 'Disabled';
+export type Encapsulation = 'IPIP' | 'IPIPCrossSubnet' | 'VXLAN' | 'VXLANCrossSubnet' | 'None';
+export type IpamType = 'Netplug' | 'HostLocal';
+
+export interface InstallationPool {
+  name?: string;
+  cidr?: string;
+  blockSize?: number;
+  encapsulation?: Encapsulation;
+  natOutgoing?: Toggle;
+  nodeSelector?: string;
+  disableNewAllocations?: boolean;
+}
+
+export interface InstallationSpec {
+  cni?: { type?: string; ipam?: { type?: string; plugin?: string }; binDir?: string; confDir?: string };
+  calicoNetwork?: {
+    ipPools?: InstallationPool[];
+    mtu?: number;
+    linuxPolicySetupTimeoutSeconds?: number;
+    hostPorts?: Toggle;
+    containerIPForwarding?: Toggle;
+    /** Aliases of spec.cni.type / spec.cni.ipam.type. */
+    cni?: { type?: string; ipam?: { type?: string } };
+  };
+  logging?: { cni?: { logSeverity?: string; logFileMaxSize?: string | number; logFileMaxAgeDays?: number; logFileMaxCount?: number } };
+}
+
+export interface Condition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason: string;
+  message: string;
+  lastTransitionTime?: string;
+  observedGeneration?: number;
+}
+
+export interface Installation {
+  apiVersion?: string;
+  kind?: string;
+  metadata: {
+    name: string;
+    resourceVersion?: string;
+    generation?: number;
+    finalizers?: string[];
+    deletionTimestamp?: string | Date;
+    [k: string]: unknown;
+  };
+  spec?: InstallationSpec;
+  status?: { conditions?: Condition[]; netplugVersion?: string; mtu?: number; computed?: InstallationSpec };
+}
+
+/** A setting the operator cannot use: `field` is its path in the Installation. */
+export class InvalidConfiguration extends Error {
+  override readonly name = 'InvalidConfiguration';
+}

@@ -1,0 +1,29 @@
+// The cluster's pod CIDRs as kubeadm recorded them (ConfigMap kube-system/kubeadm-config,
+// ClusterConfiguration networking.podSubnet, comma-separated, one per family): the default pools
+// follow them, and listed pools must lie inside them (§A.4).
+import * as k8s from '@kubernetes/client-node';
+
+import { formatPrefix, parsePrefix } from '../net/cidr.ts';
+import { readOrNothing, type OperatorKube } from './open-kube.ts';
+
+/** The CIDRs of a ClusterConfiguration document; [] when it names none (or is not YAML). */
+export function podSubnetsOf(clusterConfiguration: string | undefined): string[] {
+  if (!clusterConfiguration) return [];
+  let podSubnet: unknown;
+  try {
+    podSubnet = (k8s.loadYaml(clusterConfiguration) as { networking?: { podSubnet?: unknown } } | null)?.networking?.podSubnet;
+  } catch {
+    return [];
+  }
+  if (typeof podSubnet !== 'string') return [];
+  return podSubnet
+    .split(',')
+    .map((item) => parsePrefix(item.trim()))
+    .filter((prefix) => prefix !== undefined)
+    .map(formatPrefix);
+}
+
+export async function readPlatformCidrs(kube: OperatorKube): Promise<string[]> {
+  const configMap = await readOrNothing(() => kube.core.readNamespacedConfigMap({ namespace: 'kube-system', name: 'kubeadm-config' }));
+  return podSubnetsOf(configMap?.data?.['ClusterConfiguration']);
+}

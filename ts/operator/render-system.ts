@@ -1,0 +1,62 @@
+// Everything netplug-operator makes in netplug-system from a defaulted, valid Installation: the
+// same renderers as the release manifests (ts/render), in their operator variant, on the
+// Kubernetes datastore. In the order they are applied; removed in the order cleanUp gives.
+import { renderControllers } from '../render/controllers.ts';
+import { renderNode } from '../render/node.ts';
+import { CNI_PLUGIN, type KubeObject, type RenderOptions } from '../render/objects.ts';
+import { renderRbac } from '../render/rbac.ts';
+import { CNI_CONFIG_KEY, CNI_CONFIG_MAP, type InstallationSpec, MANAGED_BY, SYSTEM_NAMESPACE } from './installation.ts';
+import { configHash, renderCniConfig } from './render-cni-config.ts';
+
+export interface SystemObjects {
+  namespace: KubeObject;
+  configMap: KubeObject;
+  /** ServiceAccounts and roles of netplug-node and netplug-kube-controllers. */
+  rbac: KubeObject[];
+  /** The CNI plugin's: removed last, once no node pod needs its credentials for a DEL. */
+  cniRbac: KubeObject[];
+  daemonSet: KubeObject;
+  deployment: KubeObject;
+}
+
+const labelled = (object: KubeObject): KubeObject => ({
+  ...object,
+  metadata: { ...object.metadata, labels: { ...(object.metadata['labels'] as object | undefined), ...MANAGED_BY } },
+});
+
+export function renderSystem(spec: InstallationSpec, image: string): SystemObjects {
+  const data = { [CNI_CONFIG_KEY]: renderCniConfig(spec) };
+  const options: RenderOptions = {
+    datastore: 'kubernetes',
+    namespace: SYSTEM_NAMESPACE,
+    image,
+    operator: {
+      configMap: CNI_CONFIG_MAP,
+      configKey: CNI_CONFIG_KEY,
+      binDir: spec.cni?.binDir ?? '/opt/cni/bin',
+      confDir: spec.cni?.confDir ?? '/etc/cni/net.d',
+      usePodCidr: spec.cni?.ipam?.type === 'HostLocal',
+      configHash: configHash(data),
+    },
+  };
+  const rbac = renderRbac(options).map(labelled);
+  const isCni = (object: KubeObject) => object.metadata.name === CNI_PLUGIN;
+  return {
+    namespace: labelled({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: SYSTEM_NAMESPACE, labels: { name: SYSTEM_NAMESPACE } } }),
+    configMap: labelled({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: CNI_CONFIG_MAP, namespace: SYSTEM_NAMESPACE }, data }),
+    rbac: rbac.filter((object) => !isCni(object)),
+    cniRbac: rbac.filter(isCni),
+    daemonSet: labelled(renderNode(options)),
+    deployment: labelled(renderControllers(options)),
+  };
+}
+
+/** In the order they are applied. */
+export const applyOrder = (system: SystemObjects): KubeObject[] => [
+  system.namespace,
+  system.configMap,
+  ...system.cniRbac,
+  ...system.rbac,
+  system.daemonSet,
+  system.deployment,
+];
