@@ -10,7 +10,7 @@ import { RELEASE_IMAGE, releaseFiles } from '../../ts/render/release.ts';
 import { NETPLUG_VERSION } from '../../ts/version.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
-const files = releaseFiles(join(ROOT, 'deploy/crds'));
+const files = releaseFiles(join(ROOT, 'deploy'));
 type Doc = { kind: string; metadata: { name: string; namespace?: string }; spec?: any; data?: Record<string, string> };
 const docs = (name: string) => loadAllYaml(readFileSync(join(ROOT, 'deploy/manifests', name), 'utf8')) as Doc[];
 

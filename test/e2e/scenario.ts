@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 
 import type { TestFn } from 'ava';
 
-import { BUSYBOX_IMAGE, type Cluster, CLUSTER_CIDR, clusterPerFile, getJson } from '../helpers/cluster.ts';
+import { BUSYBOX_IMAGE, CLUSTER_CIDR, clusterPerFile, getJson } from '../helpers/cluster.ts';
 import { NETPLUG_VERSION } from '../../ts/version.ts';
 import { eventually, imageArchive, manifestFor, NETPLUGCTL, nodePaths, writeKubeadmConfig } from './install.ts';
 
@@ -210,9 +210,12 @@ export function installScenario(test: TestFn, datastore: Datastore): void {
       await eventually(
         'the conflist, kubeconfig and binaries removed',
         async () => {
-          const conf = readdirSync(c.cniConfDir).filter((name) => name.includes('netplug'));
-          const bins = readdirSync(c.cniBinDir).filter((name) => installed.includes(name));
-          return conf.length === 0 && bins.length === 0 ? true : undefined;
+          const left = [
+            ...readdirSync(c.cniConfDir).filter((name) => name.includes('netplug')),
+            ...readdirSync(c.cniBinDir).filter((name) => installed.includes(name)),
+          ];
+          if (left.length > 0) throw new Error(`still there: ${left.join(', ')}`);
+          return true;
         },
         120,
       );

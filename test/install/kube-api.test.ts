@@ -212,7 +212,11 @@ test('SIGTERM while the DaemonSet is being deleted uninstalls', async (t) => {
   await apps.deleteNamespacedDaemonSet({ name: 'netplug-node', namespace: pod.namespace });
   t.is(await installer.stop(), 0, node.log.join('\n'));
   t.true(
-    node.log.some((line) => line.endsWith(`INFO DaemonSet ${pod.namespace}/netplug-node is being deleted: uninstalling the CNI plugin`)),
+    node.log.some((line) =>
+      line.endsWith(
+        `INFO DaemonSet ${pod.namespace}/netplug-node: being deleted, so netplug is being removed: uninstalling the CNI plugin`,
+      ),
+    ),
   );
   t.false(existsSync(node.path('/opt/cni/bin/netplug')));
   t.false(existsSync(node.path('/etc/cni/net.d/10-netplug.conflist')));
