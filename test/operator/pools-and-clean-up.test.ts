@@ -115,7 +115,8 @@ test.serial(
     t.true(await store.commit([{ key: keys.block('10.70.0.0/26'), remove: true, revision: stored?.revision ?? '' }]));
     t.true(await store.commit([{ key: keys.block('10.70.0.0/26'), create: newBlock('10.70.0.0/26', 'host:node-a', new Date()) }]));
     await eventually('third deleted', async () => (await readPool(cluster, 'third')) === undefined);
-    t.is(await store.get(keys.block('10.70.0.0/26')), undefined, 'its empty block went with it');
+    // The pool and its empty block are two writes: wait for both.
+    await eventually('its empty block went with it', async () => (await store.get(keys.block('10.70.0.0/26'))) === undefined);
     await eventually('ippools Available', async () => condition(await readStatus(cluster, 'ippools'), 'Available')?.status === 'True');
   },
 );

@@ -138,6 +138,7 @@ test('the conflist template (§A.2): netplug-ipam by pool families, host-local u
   t.deepEqual(netplug, {
     type: 'netplug',
     datastore_type: 'kubernetes',
+    nodename: '__KUBERNETES_NODE_NAME__',
     mtu: 0,
     log_level: 'Info',
     log_file_path: '/var/log/netplug/cni/cni.log',

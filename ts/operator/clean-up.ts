@@ -1,9 +1,11 @@
 // Deleting the Installation removes what the operator made in netplug-system, in an order that
-// keeps every pod able to leave cleanly: the workloads and the template first; the node pods'
+// keeps every pod able to leave cleanly: the controllers first, and the node pods (whose
+// install-cni then removes the plugin from the node) only once the controllers' pod is gone,
+// since its own sandbox teardown needs the plugin; the template with them; the node pods'
 // accounts and the CNI plugin's credentials only once no netplug-node pod remains (a pod being
 // deleted still needs the plugin's DEL); the namespace last. Pools and the addresses pods hold
 // are kept. Then the finalizer goes, and the API server deletes the Installation.
-import { NODE } from '../render/objects.ts';
+import { CONTROLLERS, NODE } from '../render/objects.ts';
 import { FINALIZER, type Installation, SYSTEM_NAMESPACE } from './installation.ts';
 import type { OperatorLog } from './log.ts';
 import { mergePatch, type OperatorKube, remove } from './open-kube.ts';
@@ -19,7 +21,10 @@ export async function cleanUp(
 ): Promise<string | undefined> {
   // What to remove is known by kind and name: the spec's values do not matter here.
   const system = renderSystem(installation.status?.computed ?? {}, image);
-  for (const object of [system.daemonSet, system.deployment, system.configMap])
+  if (await remove(kube, system.deployment)) log.info(`deleted Deployment ${SYSTEM_NAMESPACE}/${system.deployment.metadata.name}`);
+  const controllers = await kube.core.listNamespacedPod({ namespace: SYSTEM_NAMESPACE, labelSelector: `k8s-app=${CONTROLLERS}` });
+  if (controllers.items.length > 0) return `waiting for the ${CONTROLLERS} pod to stop before removing the CNI plugin from the nodes`;
+  for (const object of [system.daemonSet, system.configMap])
     if (await remove(kube, object)) log.info(`deleted ${object.kind} ${SYSTEM_NAMESPACE}/${object.metadata.name}`);
   const pods = await kube.core.listNamespacedPod({ namespace: SYSTEM_NAMESPACE, labelSelector: `k8s-app=${NODE}` });
   if (pods.items.length > 0) {

@@ -1,7 +1,7 @@
 // netplug-operator (issue 11): makes the cluster match Installation "default" (defaults,
 // validation, IP pools, netplug-system's objects by server-side apply, status), and removes what
 // it made when the Installation is deleted. Runs until `signal` aborts (SIGTERM).
-import { IMAGE_REPOSITORY } from '../render/objects.ts';
+import { IMAGE_REPOSITORY, STANDARD_NODE_LAYOUT } from '../render/objects.ts';
 import { NETPLUG_VERSION } from '../version.ts';
 import { lineLog, type OperatorLog, reason } from './log.ts';
 import { openOperatorKube } from './open-kube.ts';
@@ -25,7 +25,9 @@ export function runOperatorMain(argv: readonly string[], env: NodeJS.ProcessEnv,
 /** runOperatorMain with the log given (tests collect it). */
 export async function runOperator(argv: readonly string[], env: NodeJS.ProcessEnv, signal: AbortSignal, log: OperatorLog): Promise<number> {
   if (argv.length > 0) {
-    log.error(`unexpected argument "${argv[0]}"; usage: netplug-operator (settings come from the environment: NETPLUG_IMAGE, KUBECONFIG)`);
+    log.error(
+      `unexpected argument "${argv[0]}"; usage: netplug-operator (settings come from the environment: NETPLUG_IMAGE, NETPLUG_NODE_STATE_DIR, NETPLUG_CNI_LOG_FILE, KUBECONFIG)`,
+    );
     return 2;
   }
   const image = env.NETPLUG_IMAGE || `${IMAGE_REPOSITORY}:${NETPLUG_VERSION}`;
@@ -37,7 +39,12 @@ export async function runOperator(argv: readonly string[], env: NodeJS.ProcessEn
     return 1;
   }
   log.info(`netplug-operator ${NETPLUG_VERSION} starting; netplug-system runs ${image}`);
-  const operator = { kube, image, log };
+  // Nodes whose layout differs from the standard one (the test cluster's) move netplug's files.
+  const node = {
+    stateDir: env.NETPLUG_NODE_STATE_DIR || STANDARD_NODE_LAYOUT.stateDir,
+    cniLogFile: env.NETPLUG_CNI_LOG_FILE || STANDARD_NODE_LAYOUT.cniLogFile,
+  };
+  const operator = { kube, image, node, log };
   const loop = runLoop(() => reconcileInstallations(operator), PERIOD_MS, signal, log);
   const stopWatching = watchTriggers(kube, loop.trigger, log);
   await loop.finished;

@@ -5,7 +5,7 @@
 // back, pools, netplug-system's objects, then the conditions.
 import type * as k8s from '@kubernetes/client-node';
 
-import { CONTROLLERS, NODE } from '../render/objects.ts';
+import { CONTROLLERS, NODE, type NodeLayout } from '../render/objects.ts';
 import { NETPLUG_VERSION } from '../version.ts';
 import { canonicalCidr } from './canonical-cidr.ts';
 import { cleanUp } from './clean-up.ts';
@@ -44,6 +44,8 @@ export interface Operator {
   kube: OperatorKube;
   /** The image netplug-system's containers run (NETPLUG_IMAGE). */
   image: string;
+  /** Where netplug's files live on the nodes (NETPLUG_NODE_STATE_DIR, NETPLUG_CNI_LOG_FILE). */
+  node: NodeLayout;
   log: OperatorLog;
   /** The last clean-up wait logged. */
   said?: string | undefined;
@@ -157,7 +159,7 @@ export async function reconcileInstallation(op: Operator, installation: Installa
 
   let netplugProblem: Problem | undefined;
   try {
-    for (const object of applyOrder(renderSystem(filled, op.image))) await apply(kube, object);
+    for (const object of applyOrder(renderSystem(filled, op.image, op.node))) await apply(kube, object);
   } catch (err) {
     netplugProblem = { reason: 'ResourceUpdateError', message: `applying netplug-system's objects: ${reason(err)}` };
     log.warning(netplugProblem.message);

@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 
 import { parsePrefix } from '../net/cidr.ts';
+import { type NodeLayout, STANDARD_NODE_LAYOUT } from '../render/objects.ts';
 import type { InstallationSpec } from './installation.ts';
 import { quantityBytes } from './validate-installation.ts';
 
@@ -20,15 +21,20 @@ function ipamSection(spec: InstallationSpec): Record<string, unknown> {
   return { type: 'netplug-ipam', assign_ipv4: String(v4 || !v6), assign_ipv6: String(v6) };
 }
 
-export function renderCniConfig(spec: InstallationSpec): string {
+export function renderCniConfig(spec: InstallationSpec, node: NodeLayout = STANDARD_NODE_LAYOUT): string {
   const network = spec.calicoNetwork ?? {};
   const log = spec.logging?.cni ?? {};
   const netplug = {
     type: 'netplug',
     datastore_type: 'kubernetes',
+    // The Node's name as install-cni knows it (the pod's spec.nodeName), not the host name: they
+    // differ on many clouds, and the node agent's nodename file may not be written yet.
+    nodename: '__KUBERNETES_NODE_NAME__',
     mtu: network.mtu ?? 0,
+    // Where the node agent writes the detected MTU ("mtu": 0), when not the standard place.
+    ...(node.stateDir === STANDARD_NODE_LAYOUT.stateDir ? {} : { mtu_file: `${node.stateDir}/mtu` }),
     log_level: log.logSeverity ?? 'Info',
-    log_file_path: '/var/log/netplug/cni/cni.log',
+    log_file_path: node.cniLogFile,
     log_file_max_size: Math.floor((quantityBytes(log.logFileMaxSize ?? '100Mi') ?? 100 * MIB) / MIB),
     log_file_max_age: log.logFileMaxAgeDays ?? 30,
     log_file_max_count: log.logFileMaxCount ?? 10,

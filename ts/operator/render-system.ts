@@ -3,7 +3,7 @@
 // Kubernetes datastore. In the order they are applied; removed in the order cleanUp gives.
 import { renderControllers } from '../render/controllers.ts';
 import { renderNode } from '../render/node.ts';
-import { CNI_PLUGIN, type KubeObject, type RenderOptions } from '../render/objects.ts';
+import { CNI_PLUGIN, type KubeObject, type NodeLayout, type RenderOptions, STANDARD_NODE_LAYOUT } from '../render/objects.ts';
 import { renderRbac } from '../render/rbac.ts';
 import { CNI_CONFIG_KEY, CNI_CONFIG_MAP, type InstallationSpec, MANAGED_BY, SYSTEM_NAMESPACE } from './installation.ts';
 import { configHash, renderCniConfig } from './render-cni-config.ts';
@@ -24,8 +24,8 @@ const labelled = (object: KubeObject): KubeObject => ({
   metadata: { ...object.metadata, labels: { ...(object.metadata['labels'] as object | undefined), ...MANAGED_BY } },
 });
 
-export function renderSystem(spec: InstallationSpec, image: string): SystemObjects {
-  const data = { [CNI_CONFIG_KEY]: renderCniConfig(spec) };
+export function renderSystem(spec: InstallationSpec, image: string, node: NodeLayout = STANDARD_NODE_LAYOUT): SystemObjects {
+  const data = { [CNI_CONFIG_KEY]: renderCniConfig(spec, node) };
   const options: RenderOptions = {
     datastore: 'kubernetes',
     namespace: SYSTEM_NAMESPACE,
@@ -35,6 +35,7 @@ export function renderSystem(spec: InstallationSpec, image: string): SystemObjec
       configKey: CNI_CONFIG_KEY,
       binDir: spec.cni?.binDir ?? '/opt/cni/bin',
       confDir: spec.cni?.confDir ?? '/etc/cni/net.d',
+      stateDir: node.stateDir,
       usePodCidr: spec.cni?.ipam?.type === 'HostLocal',
       configHash: configHash(data),
     },

@@ -107,7 +107,7 @@ export function renderNode(options: RenderOptions): KubeObject {
           volumes: [
             hostPath('cni-bin-dir', operator?.binDir ?? '/opt/cni/bin'),
             hostPath('cni-net-dir', operator?.confDir ?? '/etc/cni/net.d'),
-            hostPath('var-lib-netplug', '/var/lib/netplug'),
+            hostPath('var-lib-netplug', operator?.stateDir ?? '/var/lib/netplug'),
             ...(etcd ? [etcdSecretVolume] : []),
           ],
         },

@@ -30,6 +30,8 @@ export interface OperatorVariant {
   /** Host paths of the CNI binaries and configuration (Installation spec.cni.binDir/confDir). */
   binDir: string;
   confDir: string;
+  /** Host path of netplug's node state (nodename, MTU, the install record): /var/lib/netplug. */
+  stateDir: string;
   /** HostLocal IPAM: netplug-node follows the node's pod CIDR. */
   usePodCidr: boolean;
   /** A hash of the ConfigMap's data, on the pod template: a change of the template rolls the DaemonSet. */
@@ -49,6 +51,14 @@ export const CONF_NAME = '10-netplug.conflist';
 export const SERVICE_ENDPOINT_CONFIG_MAP = 'kubernetes-services-endpoint';
 
 export const labelsOf = (app: string) => ({ 'k8s-app': app });
+
+/** Where netplug keeps files on a node; the operator's env can move them (NETPLUG_NODE_STATE_DIR, NETPLUG_CNI_LOG_FILE). */
+export interface NodeLayout {
+  stateDir: string;
+  cniLogFile: string;
+}
+
+export const STANDARD_NODE_LAYOUT: NodeLayout = { stateDir: '/var/lib/netplug', cniLogFile: '/var/log/netplug/cni/cni.log' };
 
 /** Where `npm run build:image` puts the image: a local name, never pulled from a registry. */
 export const IMAGE_REPOSITORY = 'localhost/netplug';

@@ -1,7 +1,7 @@
 // netplug-operator itself: its namespace, identity and Deployment (release file
 // deploy/manifests/netplug-operator.yaml and the helm chart's templates). What it makes from an
 // Installation is rendered elsewhere (the node pod, controllers, RBAC of netplug-system).
-import { type KubeObject, labelsOf } from './objects.ts';
+import { type KubeObject, labelsOf, STANDARD_NODE_LAYOUT } from './objects.ts';
 
 export const OPERATOR = 'netplug-operator';
 export const OPERATOR_NAMESPACE = 'netplug-operator';
@@ -82,6 +82,9 @@ export function renderOperator(image: string): KubeObject[] {
                 env: [
                   { name: 'NETPLUG_IMAGE', value: image },
                   { name: 'OPERATOR_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+                  // Where netplug keeps its files on the nodes; change only for a non-standard layout.
+                  { name: 'NETPLUG_NODE_STATE_DIR', value: STANDARD_NODE_LAYOUT.stateDir },
+                  { name: 'NETPLUG_CNI_LOG_FILE', value: STANDARD_NODE_LAYOUT.cniLogFile },
                 ],
                 envFrom: [{ configMapRef: { name: 'kubernetes-services-endpoint', optional: true } }],
                 resources: { requests: { cpu: '20m', memory: '64Mi' } },

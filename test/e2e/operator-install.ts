@@ -1,0 +1,82 @@
+// Installing netplug through netplug-operator on the test cluster, as README "Install with the
+// operator" and "Install with helm" say. As for the manifests (install.ts), only what the test
+// node lays out differently is changed: the Installation's cni.binDir/confDir name the cluster's
+// CNI directories, and the operator's NETPLUG_NODE_STATE_DIR / NETPLUG_CNI_LOG_FILE move netplug's
+// node state and log into the cluster's directory.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+import { dumpYaml, loadAllYaml } from '@kubernetes/client-node';
+
+import { type Cluster, getJson } from '../helpers/cluster.ts';
+import { eventually, type NodePaths } from './install.ts';
+
+const ROOT = new URL('../../', import.meta.url).pathname;
+
+/** deploy/manifests/netplug-operator.yaml with the node layout of the test cluster. */
+export function operatorManifestFor(cluster: Cluster, paths: NodePaths): string {
+  const objects = loadAllYaml(readFileSync(join(ROOT, 'deploy/manifests/netplug-operator.yaml'), 'utf8')) as any[];
+  for (const object of objects)
+    for (const container of object.spec?.template?.spec?.containers ?? [])
+      for (const variable of container.env ?? []) {
+        if (variable.name === 'NETPLUG_NODE_STATE_DIR') variable.value = paths.varLib;
+        if (variable.name === 'NETPLUG_CNI_LOG_FILE') variable.value = paths.logFile;
+      }
+  const out = join(cluster.dir, 'applied-netplug-operator.yaml');
+  writeFileSync(out, objects.map((object) => `---\n${dumpYaml(object)}`).join(''));
+  return out;
+}
+
+/** The test cluster's CNI directories, as an Installation names them. */
+export const cniDirs = (cluster: Cluster) => ({ binDir: cluster.cniBinDir, confDir: cluster.cniConfDir });
+
+/** deploy/manifests/custom-resources.yaml with the test cluster's CNI directories. */
+export function customResourcesFor(cluster: Cluster): string {
+  const objects = loadAllYaml(readFileSync(join(ROOT, 'deploy/manifests/custom-resources.yaml'), 'utf8')) as any[];
+  for (const object of objects) if (object.kind === 'Installation') object.spec.cni = { ...object.spec.cni, ...cniDirs(cluster) };
+  const out = join(cluster.dir, 'applied-custom-resources.yaml');
+  writeFileSync(out, objects.map((object) => `---\n${dumpYaml(object)}`).join(''));
+  return out;
+}
+
+/** A NetplugStatus condition's state (`True`, `False`, or undefined when absent). */
+export async function statusCondition(cluster: Cluster, name: string, type: string): Promise<{ status?: string; message?: string }> {
+  const status = await getJson(cluster, 'netplugstatus', name).catch(() => undefined);
+  return status?.status?.conditions?.find((condition: any) => condition.type === type) ?? {};
+}
+
+export const waitAvailable = (cluster: Cluster, seconds = 240) =>
+  eventually(
+    'NetplugStatus netplug and ippools Available',
+    async () => {
+      for (const name of ['netplug', 'ippools']) {
+        const available = await statusCondition(cluster, name, 'Available');
+        if (available.status !== 'True') throw new Error(`${name}: ${JSON.stringify(available)}`);
+      }
+      return true;
+    },
+    seconds,
+  );
+
+/** A Deployment of `replicas` busybox pods; resolves to the Running pods once all are. */
+export async function runPods(cluster: Cluster, name: string, image: string, replicas: number): Promise<any[]> {
+  await cluster.kubectl('create', 'deployment', name, `--image=${image}`, `--replicas=${replicas}`, '--', 'sleep', '3600');
+  await cluster.kubectl(
+    'patch',
+    'deployment',
+    name,
+    '--type=json',
+    '-p',
+    '[{"op":"add","path":"/spec/template/spec/containers/0/imagePullPolicy","value":"Never"},{"op":"add","path":"/spec/template/spec/terminationGracePeriodSeconds","value":1}]',
+  );
+  return eventually(
+    `${replicas} pods of ${name} Running`,
+    async () => {
+      const items = (await getJson(cluster, 'pods', '-l', `app=${name}`)).items.filter(
+        (pod: any) => pod.status.phase === 'Running' && pod.status.podIP && !pod.metadata.deletionTimestamp,
+      );
+      return items.length === replicas ? items : undefined;
+    },
+    300,
+  );
+}
