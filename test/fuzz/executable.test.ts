@@ -205,7 +205,7 @@ function sandboxed(conf: unknown, dir: string, etcd: EtcdServer, rng: Rng): unkn
     'https://[::1',
     ` ${etcd.endpoints}`,
   ];
-  return mapFields(conf, (key, value) => {
+  const mapped = mapFields(conf, (key, value) => {
     switch (key) {
       case 'log_file_path':
         return inDir('log', value);
@@ -227,6 +227,12 @@ function sandboxed(conf: unknown, dir: string, etcd: EtcdServer, rng: Rng): unkn
         return value;
     }
   });
+  // A mutation that drops host-local's dataDir would send its state to the machine's
+  // /var/lib/cni/networks: it gets one in `dir` instead.
+  const ipam = (mapped as { ipam?: Record<string, unknown> } | null)?.ipam;
+  if (ipam && typeof ipam === 'object' && !Array.isArray(ipam) && ipam['type'] === 'host-local' && typeof ipam['dataDir'] !== 'string')
+    ipam['dataDir'] = join(dir, 'host-local', 'default');
+  return mapped;
 }
 
 test(`executable/netconf: ${COUNTS.netconf} runs with mutated netconfs exit 0 or with error 1, 6, 7 or 11, and leave nothing`, async (t) => {
