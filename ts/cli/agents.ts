@@ -11,6 +11,12 @@ export const AGENTS: Record<string, () => Promise<AgentMain>> = {
   'netplug-install': async () => (await import('../install/main.ts')).runInstallMain,
   'netplug-kube-controllers': async () => (await import('../controllers/main.ts')).runControllersMain,
   'netplug-operator': async () => (await import('../operator/main.ts')).runOperatorMain,
+  // Only its cluster commands come here (ts/cli/sea-main.ts); the others run from the plugin's bundle.
+  netplugctl: async () => {
+    const { runClusterCtlMain } = await import('../ctl/cluster-main.ts');
+    return (argv, env, signal) =>
+      runClusterCtlMain(argv, env, { out: (text) => writeAll(1, text), err: (text) => writeAll(2, text), signal });
+  },
 };
 
 /** Runs the agent named by how the executable was invoked; SIGTERM and SIGINT stop it cleanly. */

@@ -12,7 +12,12 @@ const { basename } = process.getBuiltinModule('node:path');
 // The long-running programs live in a bundle of their own (see ts/cli/agents.ts); it has no code
 // cache, since their start-up is paid once per pod, not once per pod network operation.
 const AGENT_NAMES = ['netplug-node', 'netplug-install', 'netplug-kube-controllers', 'netplug-operator'];
-const agent = AGENT_NAMES.includes(basename(process.argv0));
+// netplugctl's cluster commands (upgrade, migrate, datastore migrate) use the agents' libraries too;
+// the words are CLUSTER_COMMANDS of ts/ctl/cluster-command.ts, repeated so this script stays tiny.
+const CLUSTER_COMMANDS = ['upgrade', 'migrate', 'datastore'];
+const program = basename(process.argv0);
+const agent =
+  AGENT_NAMES.includes(program) || (program === 'netplugctl' && process.argv.slice(2).some((arg) => CLUSTER_COMMANDS.includes(arg)));
 
 // The asset is a bundle wrapped as a function of CommonJS's module variables (see build.ts).
 const script = agent

@@ -4,6 +4,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 
 import type { Store } from '../store/store.ts';
+import { CLUSTER_COMMANDS } from './cluster-command.ts';
 import { UsageError } from './usage.ts';
 
 export interface CtlOutcome {
@@ -33,6 +34,15 @@ commands:
   ipam release --ip IP [--force]
                                free a leaked address
   version [--client]           this netplugctl's version, and the cluster's (ClusterInformation "default")
+
+cluster commands (each has --help):
+  upgrade plan|apply|status|rollback
+                               upgrade the cluster to this netplugctl's release, step by step, resumable
+  migrate owner-references --check|--strip|--restore
+                               owner references to netplug resources, kept across an upgrade
+  migrate auto-host-endpoints  move all-interfaces host endpoints to automatic ones
+  datastore migrate export|import|lock|unlock
+                               move netplug's data from etcd to the Kubernetes datastore
 
 Commands that write refuse when this netplugctl is older than the cluster's netplug (after an
 upgrade, use the new netplugctl); --allow-version-mismatch writes anyway.
@@ -140,6 +150,9 @@ async function run(argv: readonly string[], env: Env): Promise<string> {
   const loose = parseArgs({ args: [...argv], options: VALUED_FLAGS, allowPositionals: true, strict: false });
   if (loose.values['help'] || loose.positionals[0] === 'help') return USAGE;
   if (loose.positionals.length === 0) throw new UsageError('no command given; netplugctl --help lists them');
+  // The built executable sends these to the agents bundle (ts/cli/sea-main.ts) before this runs.
+  if ((CLUSTER_COMMANDS as readonly string[]).includes(loose.positionals[0] as string))
+    throw new UsageError(`"${loose.positionals[0]}" is served by the netplugctl executable (ts/ctl/cluster-main.ts), not this entry point`);
   const single = loose.positionals[0] as string;
   const command = single in COMMANDS ? single : loose.positionals.slice(0, 2).join(' ');
   const expected = COMMANDS[command];
