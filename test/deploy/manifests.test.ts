@@ -46,9 +46,26 @@ test('the node pod: agent first, install-cni second, on the standard host paths'
     pod.volumes
       .filter((volume: { hostPath?: unknown }) => volume.hostPath)
       .map((volume: { hostPath: { path: string } }) => volume.hostPath.path),
-    ['/opt/cni/bin', '/etc/cni/net.d', '/var/lib/netplug'],
+    ['/opt/cni/bin', '/etc/cni/net.d', '/var/lib/netplug', '/var/run/netplug-legacy', '/var/lib/cni/networks'],
   );
   t.true(pod.hostNetwork);
+});
+
+test('v3.30 only: upgrade-ipam before the containers, the legacy env var and volume, a host-local variant', (t) => {
+  for (const name of ['netplug.yaml', 'netplug-etcd.yaml', 'netplug-host-local.yaml']) {
+    const pod = docs(name).find((doc) => doc.kind === 'DaemonSet')?.spec.template.spec;
+    t.deepEqual(
+      pod.initContainers.map((container: { name: string; command: string[] }) => [container.name, ...container.command]),
+      [['upgrade-ipam', '/usr/bin/netplug-install', '--upgrade-ipam']],
+      name,
+    );
+    t.true(pod.containers[0].env.some((variable: { name: string }) => variable.name === 'NETPLUG_LEGACY_STATUS_FILE'), name);
+    t.true(pod.containers[0].env.every((variable: { name: string }) => variable.name !== 'USE_POD_CIDR'), name);
+  }
+  const template = docs('netplug-host-local.yaml').find((doc) => doc.kind === 'ConfigMap')?.data?.['cni_network_config'] ?? '';
+  const conflist = JSON.parse(template.replaceAll('__CNI_MTU__', '0').replaceAll(/__[A-Z_]+__/g, 'x'));
+  t.deepEqual(conflist.plugins[0].ipam, { type: 'host-local', subnet: 'usePodCidr' });
+  t.is(conflist.plugins[0].datastore_type, 'kubernetes');
 });
 
 test('the conflist template on each datastore is JSON once install-cni substitutes it', (t) => {

@@ -4,7 +4,7 @@ import { whyNotInstalled } from './check-installed.ts';
 import { type Log, makeLog } from './log.ts';
 import { readSettings, SettingsError } from './settings.ts';
 
-const USAGE = 'usage: netplug-install [--check]';
+const USAGE = 'usage: netplug-install [--check | --upgrade-ipam]';
 
 /** Runs netplug-install until `signal` aborts; resolves to the exit code. */
 export function runInstallMain(argv: readonly string[], env: NodeJS.ProcessEnv, signal: AbortSignal): Promise<number> {
@@ -19,6 +19,8 @@ export async function runInstall(
   write: (line: string) => void,
 ): Promise<number> {
   const log: Log = makeLog(env.LOG_LEVEL, write);
+  // v3.30's init container upgrade-ipam (see upgrade-ipam.ts).
+  if (argv[0] === '--upgrade-ipam' && argv.length === 1) return (await import('./upgrade-ipam.ts')).upgradeIpam(env, log);
   const check = argv[0] === '--check';
   if (argv.length > (check ? 1 : 0)) {
     log('ERROR', `unexpected argument "${argv[check ? 1 : 0]}"; ${USAGE}`);

@@ -22,7 +22,7 @@ export function renderConfig(options: RenderOptions): KubeObject[] {
           etcd_key: '',
         }
       : {}),
-    cni_network_config: conflistTemplate(options.datastore),
+    cni_network_config: conflistTemplate(options.datastore, options.ipam),
   };
   const objects: KubeObject[] = [
     { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: CONFIG_MAP, namespace: options.namespace }, data },

@@ -1,5 +1,7 @@
 // DaemonSet netplug-node: on every node, the node agent (first container) and install-cni (second,
 // long-running: it keeps the plugin's token fresh and the conflist equal to the ConfigMap).
+// v3.30.0 differs from 3.31 on purpose (the upgrade tests' previous release): the manifests' pod
+// has the init container upgrade-ipam, and the agent an env var and a volume that 3.31 drops.
 import { datastoreEnv, etcdSecretMount, etcdSecretVolume, fromConfig } from './config.ts';
 import {
   CONF_NAME,
@@ -18,6 +20,8 @@ const hostPath = (name: string, path: string) => ({ name, hostPath: { path, type
 const nodeName = (name: string) => ({ name, valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } });
 const probe = (path: string) => ({ httpGet: { host: '127.0.0.1', path, port: NODE_HEALTH_PORT } });
 const serviceEndpoint = [{ configMapRef: { name: SERVICE_ENDPOINT_CONFIG_MAP, optional: true } }];
+/** v3.30 only: where an old status file lived; 3.31 drops both, so they show SSA's stale fields over `kubectl create`. */
+const LEGACY_STATUS_DIR = '/var/run/netplug-legacy';
 
 export function renderNode(options: RenderOptions): KubeObject {
   const etcd = options.datastore === 'etcdv3';
@@ -49,8 +53,15 @@ export function renderNode(options: RenderOptions): KubeObject {
       { name: 'CLUSTER_TYPE', value: 'k8s' },
       ...poolEnv,
       { name: 'NETPLUG_HEALTH_ADDR', value: `127.0.0.1:${NODE_HEALTH_PORT}` },
+      // v3.30 only (dropped by 3.31).
+      { name: 'NETPLUG_LEGACY_STATUS_FILE', value: `${LEGACY_STATUS_DIR}/status` },
     ],
-    volumeMounts: [{ name: 'var-lib-netplug', mountPath: '/var/lib/netplug' }, ...(etcd ? [etcdSecretMount] : [])],
+    volumeMounts: [
+      { name: 'var-lib-netplug', mountPath: '/var/lib/netplug' },
+      // v3.30's manifests only (dropped by 3.31); the operator's pod has just the env var.
+      ...(operator ? [] : [{ name: 'legacy-status', mountPath: LEGACY_STATUS_DIR }]),
+      ...(etcd ? [etcdSecretMount] : []),
+    ],
     livenessProbe: { ...probe('/liveness'), periodSeconds: 10, initialDelaySeconds: 10, failureThreshold: 6, timeoutSeconds: 10 },
     readinessProbe: { ...probe('/readiness'), periodSeconds: 5, timeoutSeconds: 10 },
     resources: { requests: { cpu: '50m', memory: '64Mi' } },
@@ -79,6 +90,17 @@ export function renderNode(options: RenderOptions): KubeObject {
     readinessProbe: { exec: { command: ['/usr/bin/netplug-install', '--check'] }, periodSeconds: 5, timeoutSeconds: 10 },
     resources: { requests: { cpu: '10m', memory: '32Mi' } },
   };
+  // v3.30's manifests only: host-local's allocations moved into netplug-ipam at every start (the
+  // reference's naive upgrade-ipam, calico#11702); the operator never had it.
+  const upgradeIpam = {
+    name: 'upgrade-ipam',
+    image: options.image,
+    imagePullPolicy: 'IfNotPresent',
+    command: ['/usr/bin/netplug-install', '--upgrade-ipam'],
+    envFrom: serviceEndpoint,
+    env: [...datastoreEnv(options), nodeName('NODENAME'), fromConfig('CNI_NETWORK_CONFIG', 'cni_network_config')],
+    volumeMounts: [{ name: 'host-local-net-dir', mountPath: '/host/var/lib/cni/networks' }, ...(etcd ? [etcdSecretMount] : [])],
+  };
   return {
     apiVersion: 'apps/v1',
     kind: 'DaemonSet',
@@ -103,11 +125,14 @@ export function renderNode(options: RenderOptions): KubeObject {
           serviceAccountName: NODE,
           priorityClassName: 'system-node-critical',
           terminationGracePeriodSeconds: 30,
+          ...(operator ? {} : { initContainers: [upgradeIpam] }),
           containers: [agent, installer],
           volumes: [
             hostPath('cni-bin-dir', operator?.binDir ?? '/opt/cni/bin'),
             hostPath('cni-net-dir', operator?.confDir ?? '/etc/cni/net.d'),
             hostPath('var-lib-netplug', operator?.stateDir ?? '/var/lib/netplug'),
+            // v3.30's manifests only (dropped by 3.31), as upgrade-ipam's.
+            ...(operator ? [] : [hostPath('legacy-status', LEGACY_STATUS_DIR), hostPath('host-local-net-dir', '/var/lib/cni/networks')]),
             ...(etcd ? [etcdSecretVolume] : []),
           ],
         },

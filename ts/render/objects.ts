@@ -17,6 +17,8 @@ export interface RenderOptions {
   image: string;
   /** netplug-operator's variant of the objects (absent: the release manifests'). */
   operator?: OperatorVariant;
+  /** v3.30: the host-local variant's conflist (addresses from the node's pod CIDR); default netplug-ipam. */
+  ipam?: 'netplug-ipam' | 'host-local';
 }
 
 /**

@@ -6,10 +6,11 @@ type Rule = { apiGroups: string[]; resources: string[]; verbs: string[]; resourc
 
 const CRD_GROUP = 'crd.projectnet.org';
 const IPAM_KINDS = ['ipamblocks', 'blockaffinities', 'ipamhandles', 'ipampendingrequests', 'workloadendpoints'];
+const CRUD = ['get', 'list', 'create', 'update', 'delete'];
 
 /** Cluster-wide rules of each component on the given datastore. */
-function clusterRules(component: string, datastore: RenderOptions['datastore']): Rule[] {
-  const kdd = datastore === 'kubernetes';
+function clusterRules(component: string, options: RenderOptions): Rule[] {
+  const kdd = options.datastore === 'kubernetes';
   switch (component) {
     case NODE:
       return kdd
@@ -17,6 +18,10 @@ function clusterRules(component: string, datastore: RenderOptions['datastore']):
             // The default pool on first start; ClusterInformation at every start.
             { apiGroups: [CRD_GROUP], resources: ['ippools'], verbs: ['list', 'create'] },
             { apiGroups: [CRD_GROUP], resources: ['clusterinformations'], verbs: ['get', 'create', 'update'] },
+            // v3.30's manifests: upgrade-ipam (same identity) assigns host-local's addresses in netplug-ipam.
+            ...(options.operator
+              ? []
+              : [{ apiGroups: [CRD_GROUP], resources: IPAM_KINDS.filter((kind) => kind !== 'workloadendpoints'), verbs: CRUD }]),
           ]
         : // Its own Node (by field selector), whose labels it copies to the datastore's Node.
           [{ apiGroups: [''], resources: ['nodes'], verbs: ['list', 'watch'] }];
@@ -73,7 +78,7 @@ export function renderRbac(options: RenderOptions): KubeObject[] {
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'ClusterRole',
       metadata: { name: component },
-      rules: clusterRules(component, options.datastore),
+      rules: clusterRules(component, options),
     });
     objects.push({
       apiVersion: 'rbac.authorization.k8s.io/v1',
