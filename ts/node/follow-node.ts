@@ -1,28 +1,45 @@
-// Follows one Kubernetes Node's labels: list it, then watch it from that resourceVersion; when
-// the watch ends (the API server closes watches after a while, or the connection dropped), read
-// again and watch again. Each label set seen is handed on in order, one at a time.
+// Follows one Kubernetes Node (its labels, its pod CIDRs: what `select` picks): list it, then
+// watch it from that resourceVersion; when the watch ends (the API server closes watches after a
+// while, or the connection dropped), read again and watch again. Each new value seen is handed on
+// in order, one at a time; `select` gets undefined when a read finds no such Node (a deletion
+// seen by the watch is not handed on: the Node's next version is).
 import * as k8s from '@kubernetes/client-node';
 
 import type { Logger } from '../log/logger.ts';
 
-export type OnLabels = (labels: Record<string, string>) => Promise<void>;
+export interface NodeFollower<T> {
+  /** What is followed, for log lines ("labels", "pod CIDRs"). */
+  what: string;
+  select(node: k8s.V1Node | undefined): T;
+  onChange(value: T): Promise<void>;
+}
 
 const RETRY_MS = 2_000;
 
-/** Runs until `signal` aborts. `onLabels` failures are logged; the next change tries again. */
-export async function followNode(kube: k8s.KubeConfig, name: string, onLabels: OnLabels, signal: AbortSignal, log: Logger): Promise<void> {
+/** Follows a Node's labels (the etcd datastore's Node registration). */
+export const labelsOf = (node: k8s.V1Node | undefined): Record<string, string> => node?.metadata?.labels ?? {};
+
+/** Runs until `signal` aborts. `onChange` failures are logged; the next change tries again. */
+export async function followNode<T>(
+  kube: k8s.KubeConfig,
+  name: string,
+  follower: NodeFollower<T>,
+  signal: AbortSignal,
+  log: Logger,
+): Promise<void> {
   const core = kube.makeApiClient(k8s.CoreV1Api);
   const watch = new k8s.Watch(kube);
   let queue = Promise.resolve();
-  let last = '';
-  const hand = (labels: Record<string, string>) => {
-    const text = JSON.stringify(labels);
+  let last: string | undefined;
+  const hand = (node: k8s.V1Node | undefined) => {
+    const value = follower.select(node);
+    const text = JSON.stringify(value);
     if (text === last) return;
     last = text;
     queue = queue.then(() =>
-      onLabels(labels).catch((err: unknown) => {
-        last = ''; // so that the next event (or re-read) tries again
-        log.warning(`node "${name}": labels not written: ${(err as Error).message}`);
+      follower.onChange(value).catch((err: unknown) => {
+        last = undefined; // so that the next event (or re-read) tries again
+        log.warning(`node "${name}": ${follower.what} not written: ${(err as Error).message}`);
       }),
     );
   };
@@ -30,7 +47,7 @@ export async function followNode(kube: k8s.KubeConfig, name: string, onLabels: O
     try {
       // A list narrowed to the one name (not a get): a Node that does not exist yet is no error, and the watch starts from the list's revision.
       const list = await core.listNode({ fieldSelector: `metadata.name=${name}` });
-      hand(list.items[0]?.metadata?.labels ?? {});
+      hand(list.items[0]);
       let stop = () => {};
       const ended = await new Promise<unknown>((resolve) => {
         watch
@@ -38,7 +55,7 @@ export async function followNode(kube: k8s.KubeConfig, name: string, onLabels: O
             '/api/v1/nodes',
             { fieldSelector: `metadata.name=${name}`, resourceVersion: list.metadata?.resourceVersion, allowWatchBookmarks: true },
             (phase, object: k8s.V1Node) => {
-              if (phase === 'ADDED' || phase === 'MODIFIED') hand(object.metadata?.labels ?? {});
+              if (phase === 'ADDED' || phase === 'MODIFIED') hand(object);
             },
             resolve,
           )

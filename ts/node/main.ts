@@ -2,7 +2,8 @@
 // nodename and MTU files the CNI plugin reads; ClusterInformation "default" (this release, the
 // cluster type); the default pool when the datastore has none; on the etcd datastore, the node's
 // Node resource with the Kubernetes Node's labels. Serves /liveness and /readiness; ready once
-// that start-up work is done and while the datastore answers.
+// that start-up work is done and while the datastore answers. With USE_POD_CIDR=true (host-local)
+// no default pool: it records its Node's pod CIDRs instead, and is not ready until there are some.
 import type { Server } from 'node:http';
 
 import type * as k8s from '@kubernetes/client-node';
@@ -12,7 +13,8 @@ import { Logger } from '../log/logger.ts';
 import type { Store } from '../store/store.ts';
 import { NETPLUG_VERSION } from '../version.ts';
 import { defaultPool, ensureDefaultPool, FALLBACK_POOL_CIDR } from './ensure-default-pool.ts';
-import { followNode, sleep } from './follow-node.ts';
+import { followNode, labelsOf, sleep } from './follow-node.ts';
+import { PodCidrRecord } from './follow-pod-cidrs.ts';
 import { kubeConfigOf, openNodeStore } from './open-datastore.ts';
 import { readNodeLabels } from './read-node-labels.ts';
 import { registerNode } from './register-node.ts';
@@ -45,10 +47,11 @@ export async function runNodeMain(_argv: readonly string[], env: NodeJS.ProcessE
 
   let started = false;
   let datastoreProblem: string | undefined = 'the datastore has not been checked yet';
+  const podCidrs = settings.usePodCidr ? new PodCidrRecord(settings.varDir, settings.nodeName, log) : undefined;
   let server: Server;
   try {
     server = await serveHealth(settings.health.host, settings.health.port, {
-      notReady: () => datastoreProblem ?? (started ? undefined : 'start-up work is not done yet'),
+      notReady: () => datastoreProblem ?? (started ? podCidrs?.notReady() : 'start-up work is not done yet'),
     });
   } catch (err) {
     log.error(`cannot serve health on ${settings.health.host}:${settings.health.port}: ${(err as Error).message}`);
@@ -88,16 +91,28 @@ export async function runNodeMain(_argv: readonly string[], env: NodeJS.ProcessE
   };
   const tasks = [
     repeat(CHECK_INTERVAL_MS, checkDatastore, signal),
-    repeat(FILES_INTERVAL_MS, async () => void keepFiles(settings, log), signal),
+    repeat(
+      FILES_INTERVAL_MS,
+      async () => {
+        keepFiles(settings, log);
+        podCidrs?.keep();
+      },
+      signal,
+    ),
+    ...(podCidrs ? [followNode(kube, settings.nodeName, podCidrs.follower(), signal, log)] : []),
     (async () => {
       await startUp();
       if (started && settings.datastoreType === 'etcdv3') {
         await followNode(
           kube,
           settings.nodeName,
-          async (labels) => {
-            const done = await registerNode(store, settings.nodeName, labels);
-            if (done !== 'unchanged') log.info(`node "${settings.nodeName}" ${done} with labels ${JSON.stringify(labels)}`);
+          {
+            what: 'labels',
+            select: labelsOf,
+            onChange: async (labels) => {
+              const done = await registerNode(store, settings.nodeName, labels);
+              if (done !== 'unchanged') log.info(`node "${settings.nodeName}" ${done} with labels ${JSON.stringify(labels)}`);
+            },
           },
           signal,
           log,
@@ -116,7 +131,11 @@ export async function runNodeMain(_argv: readonly string[], env: NodeJS.ProcessE
 async function doStartUpWork(store: Store, kube: k8s.KubeConfig, settings: NodeSettings, log: Logger): Promise<void> {
   const info = await ensureClusterInfo(store, NETPLUG_VERSION, settings.clusterType);
   log.info(`ClusterInformation "default": netplugVersion ${info.netplugVersion}, clusterType ${info.clusterType}`);
-  log.info(await ensureDefaultPool(store, settings, kube, log));
+  log.info(
+    settings.usePodCidr
+      ? "USE_POD_CIDR is true: no default pool (addresses come from each Node's spec.podCIDRs)"
+      : await ensureDefaultPool(store, settings, kube, log),
+  );
   if (settings.datastoreType === 'etcdv3') {
     const labels = await readNodeLabels(kube, settings.nodeName, log);
     const done = await registerNode(store, settings.nodeName, labels);

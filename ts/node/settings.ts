@@ -20,6 +20,8 @@ export interface NodeSettings {
   health: { host: string; port: number };
   /** blockSize undefined: 26, or the pool's own prefix length when that is longer. */
   defaultPool: { create: boolean; cidr: string | undefined; blockSize: string | undefined };
+  /** USE_POD_CIDR: addresses come from each Node's spec.podCIDRs (host-local), not from pools. */
+  usePodCidr: boolean;
 }
 
 export class NodeSettingsError extends Error {
@@ -52,6 +54,9 @@ export function nodeSettings(env: NodeJS.ProcessEnv): NodeSettings {
   const cidr = value('NETPLUG_IPV4POOL_CIDR');
   if (cidr !== undefined && parsePrefix(cidr)?.family !== 4)
     throw new NodeSettingsError(`NETPLUG_IPV4POOL_CIDR "${cidr.slice(0, 100)}" is not an IPv4 CIDR such as 10.244.0.0/16`);
+  const usePodCidr = value('USE_POD_CIDR')?.toLowerCase() ?? 'false';
+  if (usePodCidr !== 'true' && usePodCidr !== 'false')
+    throw new NodeSettingsError(`USE_POD_CIDR "${value('USE_POD_CIDR')?.slice(0, 100)}" must be true or false`);
   return {
     nodeName,
     datastoreType: type,
@@ -65,6 +70,7 @@ export function nodeSettings(env: NodeJS.ProcessEnv): NodeSettings {
       cidr,
       blockSize: value('NETPLUG_IPV4POOL_BLOCK_SIZE'),
     },
+    usePodCidr: usePodCidr === 'true',
   };
 }
 

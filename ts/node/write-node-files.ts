@@ -21,7 +21,8 @@ export function writeNodeFiles(varDir: string, nodeName: string): string[] {
   return changed;
 }
 
-function writeIfChanged(path: string, content: string): boolean {
+/** Writes `content` to `path` by temp file + rename unless the file holds it already; true if written. */
+export function writeIfChanged(path: string, content: string): boolean {
   try {
     if (readFileSync(path, 'utf8') === content) return false;
   } catch {

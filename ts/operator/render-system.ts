@@ -4,6 +4,7 @@
 import { renderControllers } from '../render/controllers.ts';
 import { renderNode } from '../render/node.ts';
 import { CNI_PLUGIN, type KubeObject, type NodeLayout, type RenderOptions, STANDARD_NODE_LAYOUT } from '../render/objects.ts';
+import { renderPodCidrRbac } from '../render/pod-cidr-rbac.ts';
 import { renderRbac } from '../render/rbac.ts';
 import { CNI_CONFIG_KEY, CNI_CONFIG_MAP, type InstallationSpec, MANAGED_BY, SYSTEM_NAMESPACE } from './installation.ts';
 import { configHash, renderCniConfig } from './render-cni-config.ts';
@@ -40,7 +41,7 @@ export function renderSystem(spec: InstallationSpec, image: string, node: NodeLa
       configHash: configHash(data),
     },
   };
-  const rbac = renderRbac(options).map(labelled);
+  const rbac = [...renderRbac(options), ...renderPodCidrRbac(options, options.operator?.usePodCidr ?? false)].map(labelled);
   const isCni = (object: KubeObject) => object.metadata.name === CNI_PLUGIN;
   return {
     namespace: labelled({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: SYSTEM_NAMESPACE, labels: { name: SYSTEM_NAMESPACE } } }),

@@ -8,9 +8,14 @@ export function renderConfig(options: RenderOptions): KubeObject[] {
   const data: Record<string, string> = {
     // "0": the plugin uses the MTU netplug-node detects on each node.
     veth_mtu: '0',
-    // "": the cluster's pod CIDR (kubeadm's networking.podSubnet), else 192.168.0.0/16.
-    ipv4_pool_cidr: '',
-    ipv4_pool_block_size: '26',
+    // host-local takes each node's pod CIDR: no pool.
+    ...(options.ipam === 'host-local'
+      ? {}
+      : {
+          // "": the cluster's pod CIDR (kubeadm's networking.podSubnet), else 192.168.0.0/16.
+          ipv4_pool_cidr: '',
+          ipv4_pool_block_size: '26',
+        }),
     ...(etcd
       ? {
           // Your etcd cluster, comma-separated. With TLS, set etcd_ca/etcd_cert/etcd_key to
@@ -22,7 +27,7 @@ export function renderConfig(options: RenderOptions): KubeObject[] {
           etcd_key: '',
         }
       : {}),
-    cni_network_config: conflistTemplate(options.datastore),
+    cni_network_config: conflistTemplate(options.datastore, options.ipam),
   };
   const objects: KubeObject[] = [
     { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: CONFIG_MAP, namespace: options.namespace }, data },

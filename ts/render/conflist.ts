@@ -1,9 +1,9 @@
 // The conflist template install-cni renders on each node (ConfigMap key cni_network_config). The
 // placeholders are install-cni's (operator-and-upgrade.md §B): `mtu` is written unquoted, as the
 // reference's templates do, and dropped when 0 (auto: the plugin reads the node agent's MTU file).
-import type { Datastore } from './objects.ts';
+import type { Datastore, RenderOptions } from './objects.ts';
 
-export function conflistTemplate(datastore: Datastore): string {
+export function conflistTemplate(datastore: Datastore, ipam: RenderOptions['ipam'] = 'netplug-ipam'): string {
   const datastoreFields =
     datastore === 'kubernetes'
       ? ['"datastore_type": "kubernetes"']
@@ -21,7 +21,7 @@ export function conflistTemplate(datastore: Datastore): string {
     '"log_file_path": "/var/log/netplug/cni/cni.log"',
     '"nodename": "__KUBERNETES_NODE_NAME__"',
     '"mtu": __CNI_MTU__',
-    '"ipam": {"type": "netplug-ipam"}',
+    ipam === 'host-local' ? '"ipam": {"type": "host-local", "subnet": "usePodCidr"}' : '"ipam": {"type": "netplug-ipam"}',
     '"policy": {"type": "k8s"}',
     '"kubernetes": {"kubeconfig": "__KUBECONFIG_FILEPATH__"}',
   ];

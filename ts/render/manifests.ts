@@ -5,8 +5,10 @@ import { renderConfig } from './config.ts';
 import { renderControllers } from './controllers.ts';
 import { renderNode } from './node.ts';
 import type { KubeObject, RenderOptions } from './objects.ts';
+import { renderPodCidrRbac } from './pod-cidr-rbac.ts';
 import { renderRbac } from './rbac.ts';
 
 export function renderManifest(options: RenderOptions): KubeObject[] {
-  return [...renderConfig(options), ...renderRbac(options), renderNode(options), renderControllers(options)];
+  const podCidrRbac = options.ipam === 'host-local' ? renderPodCidrRbac(options, true) : [];
+  return [...renderConfig(options), ...renderRbac(options), ...podCidrRbac, renderNode(options), renderControllers(options)];
 }

@@ -25,7 +25,9 @@ export function renderNode(options: RenderOptions): KubeObject {
   // The manifests' pool settings come from netplug-config; the operator owns the pools (and has no netplug-config).
   const poolEnv = operator
     ? [{ name: 'NO_DEFAULT_POOLS', value: 'true' }, ...(operator.usePodCidr ? [{ name: 'USE_POD_CIDR', value: 'true' }] : [])]
-    : [fromConfig('NETPLUG_IPV4POOL_CIDR', 'ipv4_pool_cidr'), fromConfig('NETPLUG_IPV4POOL_BLOCK_SIZE', 'ipv4_pool_block_size')];
+    : options.ipam === 'host-local'
+      ? [{ name: 'USE_POD_CIDR', value: 'true' }]
+      : [fromConfig('NETPLUG_IPV4POOL_CIDR', 'ipv4_pool_cidr'), fromConfig('NETPLUG_IPV4POOL_BLOCK_SIZE', 'ipv4_pool_block_size')];
   const templateEnv = operator
     ? [
         { name: 'NETPLUG_CONFIG_MAP', value: operator.configMap },

@@ -17,6 +17,8 @@ export interface RenderOptions {
   image: string;
   /** netplug-operator's variant of the objects (absent: the release manifests'). */
   operator?: OperatorVariant;
+  /** The manifests' IPAM: netplug-ipam (default), or host-local with each node's pod CIDR (USE_POD_CIDR). */
+  ipam?: 'netplug-ipam' | 'host-local';
 }
 
 /**

@@ -1,4 +1,4 @@
-// The release files as text: deploy/manifests/{crds,netplug,netplug-etcd}.yaml for the manifest
+// The release files as text: deploy/manifests/{crds,netplug,netplug-etcd,netplug-host-local}.yaml for the manifest
 // install, {operator-crds,netplug-operator,custom-resources}.yaml for the operator install. Shared by
 // the generator (which writes them) and the test that fails when the committed files drift.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -53,7 +53,8 @@ export const DEFAULT_INSTALLATION = {
 
 /** File name (under deploy/manifests) → contents. `deployDir` is deploy/, with crds/ and operator-crds/, the CRDs' sources. */
 export function releaseFiles(deployDir: string): Record<string, string> {
-  const manifest = (datastore: RenderOptions['datastore']) => renderManifest({ datastore, namespace: 'kube-system', image: RELEASE_IMAGE });
+  const manifest = (datastore: RenderOptions['datastore'], ipam?: RenderOptions['ipam']) =>
+    renderManifest({ datastore, namespace: 'kube-system', image: RELEASE_IMAGE, ...(ipam ? { ipam } : {}) });
   const crds = crdTexts(join(deployDir, 'crds'));
   const operatorCrds = crdTexts(join(deployDir, 'operator-crds'));
   return {
@@ -77,6 +78,13 @@ export function releaseFiles(deployDir: string): Record<string, string> {
         '# Set etcd_endpoints in the netplug-config ConfigMap (and TLS in netplug-etcd-secrets) first.',
       ],
       manifest('etcdv3'),
+    ),
+    'netplug-host-local.yaml': documents(
+      [
+        `# netplug ${NETPLUG_VERSION} on the Kubernetes datastore with host-local IPAM (each node's pod CIDR), in kube-system.`,
+        `# Image: ${RELEASE_IMAGE}. netplug-node runs with USE_POD_CIDR=true; there is no upgrade-ipam init container.`,
+      ],
+      manifest('kubernetes', 'host-local'),
     ),
   };
 }
