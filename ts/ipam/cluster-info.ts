@@ -4,7 +4,8 @@
 import { randomUUID } from 'node:crypto';
 
 import { API_VERSION, retryOnConflict, type Entry, type Store } from '../store/store.ts';
-import { badDocument } from './errors.ts';
+import { ErrorCode } from '../cni/errors.ts';
+import { badDocument, IpamError } from './errors.ts';
 
 export const CLUSTER_INFO_KEY = '/netplug/resources/v3/projectnet.org/clusterinformations/default';
 
@@ -71,6 +72,51 @@ export async function ensureClusterInfo(store: Store, version: string, clusterTy
     const updated = { ...entry.value, spec };
     return (await store.commit([{ key: entry.key, update: updated, revision: entry.revision }])) ? spec : undefined;
   });
+}
+
+/**
+ * Sets `datastoreReady` by compare-and-swap: false locks the datastore for a migration (ADD is
+ * refused meanwhile), true unlocks it. Locking a datastore without ClusterInformation creates one
+ * (netplug-node fills in its version later and keeps the lock). Says whether anything changed;
+ * `missing` when unlocking a datastore that has none (which is not locked).
+ */
+export async function setDatastoreReady(store: Store, ready: boolean, now = new Date()): Promise<'changed' | 'unchanged' | 'missing'> {
+  return retryOnConflict(`setting datastoreReady of ClusterInformation "default" to ${ready}`, async () => {
+    const stored = await store.get(CLUSTER_INFO_KEY);
+    if (!stored) {
+      if (ready) return 'missing';
+      const created: ClusterInfoResource = {
+        kind: 'ClusterInformation',
+        apiVersion: API_VERSION,
+        metadata: { name: 'default', creationTimestamp: now.toISOString() },
+        spec: { clusterGUID: newClusterGuid(), clusterType: '', netplugVersion: '', datastoreReady: false, variant: 'netplug' },
+      };
+      return (await store.commit([{ key: CLUSTER_INFO_KEY, create: created }])) ? 'changed' : undefined;
+    }
+    const raw = stored.value as { spec?: Record<string, unknown> };
+    if (raw.spec?.['datastoreReady'] === ready) return 'unchanged';
+    const entry = checkedClusterInfo(stored);
+    const updated = { ...(stored.value as object), spec: { ...raw.spec, ...entry.value.spec, datastoreReady: ready } };
+    return (await store.commit([{ key: entry.key, update: updated, revision: entry.revision }])) ? 'changed' : undefined;
+  });
+}
+
+/**
+ * Whether a read of ClusterInformation `default` shows the datastore locked for a migration: only
+ * an explicit `datastoreReady: false` does (a missing or unreadable document does not, so that a
+ * broken one cannot stop every ADD).
+ */
+export function datastoreLocked(entry: Entry<unknown> | undefined): boolean {
+  const spec = (entry?.value as { spec?: { datastoreReady?: unknown } } | undefined)?.spec;
+  return typeof spec === 'object' && spec !== null && spec.datastoreReady === false;
+}
+
+/** ADD while the datastore is locked: try again later (11), and how the lock ends. */
+export function datastoreLockedError(): IpamError {
+  return new IpamError(
+    ErrorCode.TryAgainLater,
+    'the datastore is locked for a migration (ClusterInformation "default" has datastoreReady false): new pods are networked again once it is unlocked with netplugctl datastore migrate unlock',
+  );
 }
 
 /** `a,b` with the types of `added` it lacks appended, in their order; empty items dropped. */

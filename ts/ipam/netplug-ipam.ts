@@ -19,6 +19,7 @@ import {
   type Assignment,
   type Companion,
 } from './allocator.ts';
+import { CLUSTER_INFO_KEY, datastoreLocked, datastoreLockedError } from './cluster-info.ts';
 import { releaseWhere } from './release.ts';
 import type { Family } from '../net/cidr.ts';
 import { IpamError, poolError } from './errors.ts';
@@ -58,9 +59,13 @@ export async function readAhead(store: Store, reads: Read[], families: readonly 
   return { results, blocks: await affineBlocks(store, results.slice(2), families) };
 }
 
-/** Every read the first attempt of an ADD needs, for one round trip: pools, the node, the handle, its affinities, the companions. */
+/**
+ * Every read the first attempt of an ADD needs, for one round trip: pools, the node, the handle,
+ * its affinities, the companions, and last ClusterInformation (whether a migration locked the
+ * datastore; in etcd's one transaction it costs no round trip of its own).
+ */
 export function addReads(handle: string, node: string, families: readonly Family[], companionKeys: readonly string[]): Read[] {
-  return [{ list: keys.pools }, { get: keys.node(node) }, ...firstReads(handle, node, families, companionKeys)];
+  return [{ list: keys.pools }, { get: keys.node(node) }, ...firstReads(handle, node, families, companionKeys), { get: CLUSTER_INFO_KEY }];
 }
 
 /** The families netplug-ipam assigns: IPv4 unless `assign_ipv4` is "false", IPv6 if `assign_ipv6` is "true". */
@@ -108,7 +113,12 @@ export class NetplugIpam implements Ipam {
     const prefetched = this.context.prefetched;
     const { results, blocks } =
       prefetched && sameReads(prefetched.reads, reads) ? await prefetched.results : await readAhead(store, reads, families);
-    const [poolEntries, nodeEntry, ...first] = results as [Entry<PoolResource>[], Entry<NodeResource> | undefined, ...unknown[]];
+    const [poolEntries, nodeEntry, ...first] = results.slice(0, -1) as [
+      Entry<PoolResource>[],
+      Entry<NodeResource> | undefined,
+      ...unknown[],
+    ];
+    if (datastoreLocked(results.at(-1) as Entry<unknown> | undefined)) throw datastoreLockedError();
     const pools = poolsOf(poolEntries);
     let requests: AddressRequest[];
     if (overrides.ips) {

@@ -6,6 +6,7 @@ import { CniError, ErrorCode } from '../cni/errors.ts';
 import type { Result } from '../cni/result.ts';
 import { interfacePresence, setupWorkload, type Presence } from '../dataplane/index.ts';
 import { teardownAttachment } from '../dataplane/ownership.ts';
+import { CLUSTER_INFO_KEY, datastoreLocked, datastoreLockedError } from '../ipam/cluster-info.ts';
 import type { AddressPlan } from '../k8s/annotations.ts';
 import type { PluginContext } from './context.ts';
 import { endpointCompanion, hostNetwork, macFor } from './endpoint.ts';
@@ -37,12 +38,16 @@ export async function cmdAdd(ctx: PluginContext, presence?: Promise<Presence>): 
     log.info('repeated ADD: re-wiring the attachment with the addresses it holds', { container: env.containerId, interface: env.ifname });
     await teardownAttachment(env.netns, env.ifname, hostIfname).catch((err: unknown) => Promise.reject(toCniError(err)));
   }
-  // Nothing is allocated before the gates pass, or while the pod's annotations could refuse it.
+  // Nothing is allocated before the gates pass, or while the pod's annotations could refuse it,
+  // or while a migration has the datastore locked (netplug-ipam reads that with its first reads).
   const [facts] = await Promise.all([
     podFacts(ctx),
     waitForReadinessGates(conf.readiness_gates ?? [], conf.readiness_gate_timeout_seconds, log),
+    ctx.usesDatastore && !ctx.ipam.commitsCompanions ? refuseWhileLocked(ctx) : undefined,
   ]);
   const { plan, pod } = facts;
+  // Addresses from ipAddrsNoIpam bypass netplug-ipam's read of the lock, not the lock.
+  if (plan.ipsWithoutIpam && ctx.usesDatastore && ctx.ipam.commitsCompanions) await refuseWhileLocked(ctx);
 
   const endpoint = ctx.usesDatastore ? endpointCompanion(ctx, { hostIfname, pod, floatingIps: plan.floatingIps }) : undefined;
   const committed = endpoint !== undefined && ctx.ipam.commitsCompanions && !plan.ipsWithoutIpam;
@@ -105,6 +110,11 @@ export async function cmdAdd(ctx: PluginContext, presence?: Promise<Presence>): 
   } catch (err) {
     throw await rollBack(ctx, toCniError(err, 'ADD'), { addresses, wired, endpoint: endpointWritten });
   }
+}
+
+/** An ADD that writes to the datastore without netplug-ipam's first reads: refused while it is locked. */
+async function refuseWhileLocked(ctx: PluginContext): Promise<void> {
+  if (datastoreLocked(await (await ctx.store()).get(CLUSTER_INFO_KEY))) throw datastoreLockedError();
 }
 
 /** The address manager's part of the annotations' plan: pools, or exact addresses. */

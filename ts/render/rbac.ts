@@ -41,6 +41,8 @@ function clusterRules(component: string, datastore: RenderOptions['datastore']):
           ? [
               { apiGroups: [CRD_GROUP], resources: ['ippools'], verbs: ['get', 'list'] },
               { apiGroups: [CRD_GROUP], resources: IPAM_KINDS, verbs: ['get', 'list', 'create', 'update', 'delete'] },
+              // Whether a datastore migration has it locked (ADD is refused meanwhile).
+              { apiGroups: [CRD_GROUP], resources: ['clusterinformations'], verbs: ['get'], resourceNames: ['default'] },
             ]
           : []),
       ];
