@@ -223,9 +223,9 @@ test('etcd to the Kubernetes datastore: lock, export, import, switch, unlock; ru
   t.deepEqual(await objectNames(kube, 'ipamhandles'), []);
 });
 
-/** netplugctl on the Kubernetes datastore as the cluster administrator (datastore flags after the words, as netplugctl's cluster commands expect). */
+/** netplugctl on the Kubernetes datastore as the cluster administrator (its datastore flag first, as an administrator types it). */
 function kubeCtl(kube: Kube, ...args: string[]) {
-  const run = spawnSync(NETPLUGCTL, [...args, '--kubeconfig', kube.server.admin.kubeconfig], {
+  const run = spawnSync(NETPLUGCTL, ['--kubeconfig', kube.server.admin.kubeconfig, ...args], {
     encoding: 'utf8',
     env: { PATH: '/usr/bin:/bin' },
     timeout: 120_000,

@@ -32,8 +32,13 @@ export const CLUSTER_USAGE = Object.values(GROUPS)
  * go to the group's own parser.
  */
 export async function runClusterCtlMain(args: readonly string[], env: NodeJS.ProcessEnv, io: ClusterCommandIo): Promise<number> {
+  // The group's words, in order, first among the positional arguments: the value of a datastore
+  // flag given before them (--etcd-endpoints URL datastore migrate lock) is positional too.
   const words = args.filter((arg) => !arg.startsWith('-'));
-  const name = Object.keys(GROUPS).find((group) => group.split(' ').every((word, i) => words[i] === word));
+  const position = (group: string) => words.findIndex((_, i) => group.split(' ').every((word, j) => words[i + j] === word));
+  const name = Object.keys(GROUPS)
+    .filter((group) => position(group) >= 0)
+    .sort((a, b) => position(a) - position(b))[0];
   if (!name) {
     io.err(`netplugctl: unknown command "${words.slice(0, 2).join(' ')}"; one of:\n${CLUSTER_USAGE}\n`);
     return 2;
