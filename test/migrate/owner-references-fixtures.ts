@@ -1,7 +1,7 @@
 // Fixtures of the owner-references tests: a real kube-apiserver with netplug's CRDs, IP pools as
 // owners, objects owned by them, and kube-controller-manager running only its garbage collector
 // (built by scripts/kube-binaries.sh), so that what it collects is what a cluster would collect.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -127,6 +127,22 @@ export async function ctl(fixture: Fixture | undefined, ...args: string[]): Prom
     signal: new AbortController().signal,
   });
   return { code, out, err };
+}
+
+/** The built executable (npm test's pretest builds it). */
+export const NETPLUGCTL = join(ROOT, 'dist/bin/netplugctl');
+
+/** Runs `netplugctl <args>` as a user would, with only PATH and `env` in its environment. */
+export function netplugctl(env: Record<string, string>, ...args: string[]): Promise<{ code: number; out: string; err: string }> {
+  return new Promise((resolve) => {
+    execFile(NETPLUGCTL, args, { env: { PATH: '/usr/bin:/bin', ...env }, timeout: 120_000 }, (error, out, err) =>
+      resolve({
+        code: error ? (typeof error.code === 'number' ? error.code : -1) : 0,
+        out,
+        err: typeof error?.code === 'number' || !error ? err : `${error.message}\n${err}`,
+      }),
+    );
+  });
 }
 
 export function notFound(err: unknown): undefined {

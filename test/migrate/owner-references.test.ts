@@ -368,3 +368,41 @@ async function runOwnerReferences(args: string[], env: NodeJS.ProcessEnv): Promi
   });
   return { code, out, err };
 }
+
+test.serial(
+  'a group the server cannot list (an aggregated API whose service is missing): reported, exit 1, the rest still searched',
+  async (t) => {
+    const registration = fixture.config.makeApiClient(k8s.ApiregistrationV1Api);
+    const name = 'v1alpha1.unreachable.example.com';
+    await registration.createAPIService({
+      body: {
+        metadata: { name },
+        spec: {
+          group: 'unreachable.example.com',
+          version: 'v1alpha1',
+          service: { namespace: 'default', name: 'no-such-service' },
+          groupPriorityMinimum: 100,
+          versionPriority: 10,
+          insecureSkipTLSVerify: true,
+        },
+      },
+    });
+    t.teardown(() => registration.deleteAPIService({ name }));
+    const uid = await pool(t, 'unsearched-pool');
+    const namespace = await makeNamespace(fixture, t);
+    await createConfigMap(fixture, namespace, 'owned', [poolOwner('unsearched-pool', uid)]);
+
+    const check = await ctl(fixture, '--check');
+    t.is(check.code, 1);
+    t.regex(check.out, new RegExp(`${namespace}\\s+ConfigMap\\s+owned\\s+IPPool/unsearched-pool`));
+    t.regex(check.out, /^not searched: unreachable\.example\.com\/v1alpha1: .+$/m);
+    const strip = await ctl(fixture, '--strip');
+    t.is(strip.code, 1);
+    t.regex(
+      strip.err,
+      /^netplugctl migrate owner-references: could not list unreachable\.example\.com\/v1alpha1 \(.+\): references there are unknown\n$/,
+    );
+    t.deepEqual(ownerUids(await readConfigMap(fixture, namespace, 'owned')), [], 'what could be found was stripped');
+    t.is((await ctl(fixture, '--restore')).code, 0);
+  },
+);

@@ -34,13 +34,17 @@ Objects whose ownerReferences name a netplug resource (crd.projectnet.org, opera
 projectnet.org) are garbage collected when that resource is recreated with a new UID. Before an
 upgrade, strip those references; after it, restore them with the owners' new UIDs.
 
-  --check     list the references in the cluster (exit 1 if there are any), and what the record holds
-  --strip     record each reference in ${RECORD}, then remove it from its object
-              (a guarded patch: an object changed meanwhile is left as it is, and reported)
+  --check     list the references in the cluster (exit 1 if any), and what the record holds
+  --strip     record each reference in ${RECORD},
+              then remove it from its object (a guarded patch: an object changed meanwhile is
+              left as it is, and reported; run --strip again)
   --restore   add each recorded reference back with its owner's current UID, and clear it from the
               record; an owner that no longer exists is reported (exit 1), its reference left out
   --kubeconfig FILE   else KUBECONFIG, else ~/.kube/config, else the pod's service account
   -o table|json       output (default table)
+
+Run as a cluster administrator: it lists every resource, patches the objects holding references,
+and writes the record in ${RECORD_NAMESPACE}.
 `;
 
 const OPTIONS = {
