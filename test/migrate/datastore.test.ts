@@ -263,6 +263,15 @@ test('while locked: host-local with workload endpoints in etcd and netplug-ipam 
   const firstAdd = invoke({ ...first, command: 'ADD' });
   t.is(firstAdd.status, 0, firstAdd.stdout);
 
+  // --allow-unlocked: exported anyway, to stdout as JSON, and marked so.
+  const unlocked = JSON.parse(ok(t, ctl(etcd, 'datastore', 'migrate', 'export', '--allow-unlocked')).stdout);
+  t.like(unlocked, { kind: 'DatastoreExport', metadata: { locked: false } });
+  t.is(unlocked.sections.workloadEndpoints.length, 1);
+  t.is(unlocked.sections.pools.length, 1);
+  const usage = ctl(etcd, 'datastore', 'migrate', 'lock', '-f', 'x');
+  t.is(usage.status, 2);
+  t.is(usage.stderr, 'netplugctl: datastore migrate lock does not take --file\n');
+
   t.regex(ok(t, ctl(etcd, 'datastore', 'migrate', 'lock')).stdout, /locked/);
   const second = { containerId: containerId(), netns: createNetns(t, 'lk').path, netconf: hostLocal };
   const refusedHostLocal = invoke({ ...second, command: 'ADD' });
