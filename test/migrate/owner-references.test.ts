@@ -6,6 +6,8 @@
 // record and the patches loses nothing; --restore puts the references back with the owners'
 // current UIDs, replaces a stale one, leaves out an owner that is gone (exit 1) and clears the
 // record. Tests run one after another: each command works on the whole cluster.
+import { randomUUID } from 'node:crypto';
+
 import test from 'ava';
 import * as k8s from '@kubernetes/client-node';
 
@@ -165,6 +167,9 @@ test.serial(
     t.is(again.code, 0, again.err);
     t.is(again.out, '0 recorded in ConfigMap kube-system/netplug-owner-references, 0 stripped, 0 not stripped\n');
     t.deepEqual(await readRecordData(fixture), record, 'what was recorded before stays');
+    const againJson = await ctl(fixture, '--strip', '-o', 'json');
+    t.is(againJson.code, 0, againJson.err);
+    t.deepEqual(JSON.parse(againJson.out), { recorded: [], stripped: [], failed: [], gone: [], unsearched: [] });
 
     const newUid = await recreatePool(fixture, 'cycle-pool');
     t.not(newUid, oldUid);
@@ -190,6 +195,9 @@ test.serial(
     const restoreAgain = await ctl(fixture, '--restore');
     t.is(restoreAgain.code, 0, restoreAgain.err);
     t.is(restoreAgain.out, '0 restored, 0 not restored\n');
+    const restoreJson = await ctl(fixture, '--restore', '-o', 'json');
+    t.is(restoreJson.code, 0, restoreJson.err);
+    t.deepEqual(JSON.parse(restoreJson.out), { restored: [], missingOwners: [], goneDependents: [], failed: [], unreadableKeys: [] });
     t.deepEqual(ownerUids(await readConfigMap(fixture, namespace, 'mixed')), [
       `ConfigMap/other-owner/${otherOwner.uid}`,
       `IPPool/cycle-pool/${newUid}`,
@@ -327,6 +335,34 @@ test.serial(
     t.is(again.code, 0, again.err);
     t.deepEqual(ownerUids(await readConfigMap(fixture, namespace, 'orphan')), [`IPPool/gone-pool/${newUid}`]);
     t.is(await readRecordData(fixture), undefined);
+  },
+);
+
+test.serial(
+  'a reference in the v3 group (projectnet.org) is found and stripped; where that group is not served, --restore says so and keeps it',
+  async (t) => {
+    t.teardown(() => removeRecord(fixture));
+    const namespace = await makeNamespace(fixture, t);
+    const v3Owner = { apiVersion: 'projectnet.org/v3', kind: 'IPPool', name: 'v3-pool', uid: randomUUID() };
+    await createConfigMap(fixture, namespace, 'v3-owned', [v3Owner]);
+
+    const strip = await ctl(fixture, '--strip');
+    t.is(strip.code, 0, strip.err);
+    t.regex(
+      strip.out,
+      new RegExp(`stripped ConfigMap ${namespace}/v3-owned: owner IPPool v3-pool \\(projectnet.org/v3\\) uid ${v3Owner.uid}`),
+    );
+    const restore = await ctl(fixture, '--restore');
+    t.is(restore.code, 1);
+    t.is(
+      restore.err,
+      'netplugctl migrate owner-references: references left out, their owners are gone: IPPool v3-pool (projectnet.org/v3): no IPPool is served in projectnet.org/v3\n',
+    );
+    t.deepEqual(ownerUids(await readConfigMap(fixture, namespace, 'v3-owned')), []);
+    t.deepEqual(
+      Object.values((await readRecordData(fixture)) ?? {}).map((e) => e.owner.uid),
+      [v3Owner.uid],
+    );
   },
 );
 
