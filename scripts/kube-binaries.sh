@@ -5,11 +5,11 @@
 # the repository, keyed by version, so later runs skip the build (some 5 minutes on two cores).
 # Installs first the Debian packages the cluster runs on (containerd 1.6, runc, busybox for the
 # test image, iptables + conntrack for kube-proxy, etcd, the reference CNI plugins, curl for
-# requests from the node).
+# requests from the node, jq for the upgrade procedures' literal pipelines).
 set -eu
 . "$(dirname "$0")/lib.sh"
 require_root "the test cluster runs a kubelet and containerd"
-ensure_debian_packages containerd runc busybox-static iptables conntrack etcd-server containernetworking-plugins openssl curl
+ensure_debian_packages containerd runc busybox-static iptables conntrack etcd-server containernetworking-plugins openssl curl jq
 tests="$(cd "$(dirname "$0")/../test" && pwd)"
 module="$tests/kube-binaries"
 pin() { sed -n 's/^require k8s.io\/kubernetes \(v[0-9.]*\)$/\1/p' "$1/go.mod"; }

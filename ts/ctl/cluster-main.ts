@@ -16,6 +16,10 @@ const GROUPS: Record<string, { usage: string; load: () => Promise<ClusterCommand
     usage: 'migrate auto-host-endpoints   move all-interfaces host endpoints to automatic ones',
     load: async () => (await import('../migrate/auto-host-endpoints-command.ts')).runAutoHostEndpointsCommand,
   },
+  'migrate host-local': {
+    usage: 'migrate host-local [--dry-run]   the host-local extra steps: USE_POD_CIDR=true, upgrade-ipam removed',
+    load: async () => (await import('../migrate/host-local-command.ts')).runHostLocalCommand,
+  },
   'datastore migrate': {
     usage: "datastore migrate export|import|lock|unlock   move netplug's data from etcd to the Kubernetes datastore",
     load: async () => (await import('../migrate/datastore-command.ts')).runDatastoreMigrateCommand,
