@@ -29,6 +29,8 @@ export const CONTROLLER_DATASTORE_RULES: k8s.V1PolicyRule[] = [
   { apiGroups: ['crd.projectnet.org'], resources: ['ipampendingrequests'], verbs: ['list', 'delete'] },
   { apiGroups: ['crd.projectnet.org'], resources: ['workloadendpoints'], verbs: ['get', 'delete'] },
   { apiGroups: ['crd.projectnet.org'], resources: ['ippools'], verbs: ['list'] },
+  { apiGroups: ['crd.projectnet.org'], resources: ['hostendpoints'], verbs: ['list', 'create', 'update', 'delete'] },
+  { apiGroups: ['crd.projectnet.org'], resources: ['kubecontrollersconfigurations'], verbs: ['get', 'create', 'update'] },
 ];
 
 export interface Controllers {

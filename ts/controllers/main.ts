@@ -2,7 +2,9 @@
 // controller-runtime controllers (one level-triggered, idempotent reconcile per concern):
 // - ipam: releases the addresses of pods that no longer exist, after LEAK_GRACE_PERIOD;
 // - node: releases the addresses, blocks and affinities of deleted nodes (and with etcd their
-//   Node resources), and with etcd keeps Node resources' labels equal to the Kubernetes Nodes'.
+//   Node resources), and with etcd keeps Node resources' labels equal to the Kubernetes Nodes';
+//   with KubeControllersConfiguration default's autoCreate Enabled, keeps a `<node>-auto-hep`
+//   host endpoint per node (auto-host-endpoints*.ts).
 // It watches Pods and Nodes through informers, serves /liveness and /readiness, and runs until
 // `signal` aborts (exit 0).
 import type { Server } from 'node:http';
@@ -13,6 +15,7 @@ import { keys } from '../ipam/model.ts';
 import type { Store } from '../store/store.ts';
 import { lineLog, reason } from './log.ts';
 import { openDatastore } from './open-datastore.ts';
+import { startAutoHostEndpoints } from './auto-host-endpoints-loop.ts';
 import { releaseDeletedNodes } from './release-deleted-nodes.ts';
 import { releaseLeakedAddresses, type Candidates } from './release-leaked-addresses.ts';
 import { runLoop, type Loop } from './run-loop.ts';
@@ -98,6 +101,7 @@ export async function runControllersMain(
     const event = (verb: 'add' | 'update' | 'delete', object: k8s.V1Node) => {
       const name = object.metadata?.name ?? '';
       const now = JSON.stringify(object.metadata?.labels ?? {});
+      hostEndpoints.nodeEvent(verb, object);
       if (verb === 'delete') labels.delete(name);
       else if (labels.get(name) === now) return;
       else labels.set(name, now);
@@ -108,7 +112,13 @@ export async function runControllersMain(
       'nodes',
       '/api/v1/nodes',
       () => core.listNode(),
-      { synced: () => node.trigger(), event },
+      {
+        synced: () => {
+          node.trigger();
+          hostEndpoints.trigger();
+        },
+        event,
+      },
       log,
     );
     watches.push(nodes);
@@ -133,6 +143,8 @@ export async function runControllersMain(
     };
     const node = runLoop('node', reconcile, NODE_PERIOD_MS, stop.signal, log);
     loops.push(node);
+    const hostEndpoints = startAutoHostEndpoints({ store, nodes, nodeExists: cleanup.nodeExists, signal: stop.signal, log });
+    loops.push(hostEndpoints);
   }
 
   const problems = async (): Promise<string[]> => {

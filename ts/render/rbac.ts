@@ -31,6 +31,9 @@ function clusterRules(component: string, datastore: RenderOptions['datastore']):
               { apiGroups: [CRD_GROUP], resources: ['blockaffinities', 'ipampendingrequests'], verbs: ['list', 'delete'] },
               { apiGroups: [CRD_GROUP], resources: ['workloadendpoints'], verbs: ['get', 'delete'] },
               { apiGroups: [CRD_GROUP], resources: ['ippools'], verbs: ['list'] },
+              // Automatic host endpoints; their configuration, created when absent, with status.runningConfig.
+              { apiGroups: [CRD_GROUP], resources: ['hostendpoints'], verbs: ['list', 'create', 'update', 'delete'] },
+              { apiGroups: [CRD_GROUP], resources: ['kubecontrollersconfigurations'], verbs: ['get', 'create', 'update'] },
             ]
           : []),
       ];

@@ -22,6 +22,13 @@ export interface Kind {
   place(rest: string): { name: string; labels: Record<string, string> };
   /** The label selector that narrows a read of `rest…` (a prefix of rests), if any. */
   selector(restPrefix: string): string | undefined;
+  /**
+   * The object is the document itself as kubectl shows it (metadata.labels, spec, status), not a
+   * wrapper holding the document in spec: for the kinds users write with kubectl (host endpoints,
+   * the controllers' configuration). An object made without the key annotation has the key
+   * `prefix + name`.
+   */
+  native?: true;
 }
 
 /** The nodes prefix maps to the cluster's own Node objects (read-only): their labels are what pool node selectors match. */
@@ -44,6 +51,23 @@ export const KINDS: readonly Kind[] = [
     plural: 'clusterinformations',
     place: (rest) => ({ name: objectName(rest), labels: {} }),
     selector: () => undefined,
+  },
+  {
+    prefix: `${RESOURCES}hostendpoints/`,
+    kind: 'HostEndpoint',
+    plural: 'hostendpoints',
+    place: (rest) => ({ name: objectName(rest), labels: {} }),
+    selector: () => undefined,
+    native: true,
+  },
+  {
+    // Only `default`: netplug-kube-controllers' configuration (ts/controllers/auto-host-endpoints*.ts).
+    prefix: `${RESOURCES}kubecontrollersconfigurations/`,
+    kind: 'KubeControllersConfiguration',
+    plural: 'kubecontrollersconfigurations',
+    place: (rest) => ({ name: objectName(rest), labels: {} }),
+    selector: () => undefined,
+    native: true,
   },
   {
     // `<namespace>/<name>`: namespaces have no dots, so `<namespace>.<name>` is unambiguous.

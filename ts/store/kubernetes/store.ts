@@ -1,5 +1,5 @@
 // The Store on the Kubernetes API (datastore_type "kubernetes"): each document is a custom
-// resource whose spec is the value; a write's condition is the object's resourceVersion (a
+// resource whose spec is the value (for a native kind, the resource is the document); a write's condition is the object's resourceVersion (a
 // create fails if the name exists). The API has no multi-object transaction, so a commit applies
 // its writes one by one in the caller's order and, when a condition fails part-way, undoes the
 // ones already applied in reverse: callers see all or nothing, and their ordering (the handle
@@ -12,6 +12,7 @@ import { GROUP, KEY_ANNOTATION, NODES_PREFIX, VERSION, kindOfKey, kindsOfPrefix,
 
 interface ObjectMeta {
   name: string;
+  uid?: string;
   resourceVersion?: string;
   creationTimestamp?: string;
   labels?: Record<string, string>;
@@ -21,6 +22,7 @@ interface ObjectMeta {
 interface KubeObject {
   metadata: ObjectMeta;
   spec?: unknown;
+  status?: unknown;
 }
 
 interface NotFoundStatus {
@@ -69,7 +71,7 @@ export class KubeStore implements Store {
     const entries: Entry<T>[] = [];
     for (const { kind, restPrefix } of kindsOfPrefix(prefix)) {
       for (const object of await this.listObjects(kind, restPrefix, false)) {
-        const key = object.metadata.annotations?.[KEY_ANNOTATION];
+        const key = keyOf(kind, object);
         if (key?.startsWith(prefix)) entries.push(this.remember<T>(key, object));
       }
     }
@@ -81,7 +83,7 @@ export class KubeStore implements Store {
     const found: string[] = [];
     for (const { kind, restPrefix } of kindsOfPrefix(prefix)) {
       for (const object of await this.listObjects(kind, restPrefix, true)) {
-        const key = object.metadata.annotations?.[KEY_ANNOTATION];
+        const key = keyOf(kind, object);
         if (key?.startsWith(prefix)) found.push(key);
       }
     }
@@ -208,12 +210,64 @@ export class KubeStore implements Store {
 
   private remember<T>(key: string, object: KubeObject): Entry<T> {
     const revision = object.metadata.resourceVersion ?? '';
-    this.known.set(key, { revision, value: object.spec });
-    return { key, value: object.spec as T, revision };
+    const value = documentOf(key, object);
+    this.known.set(key, { revision, value });
+    return { key, value: value as T, revision };
   }
 }
 
+/** The key an object holds: its annotation, or for a native kind's object made without it (by kubectl), the prefix and its name. */
+const keyOf = (kind: Kind, object: KubeObject): string | undefined =>
+  object.metadata.annotations?.[KEY_ANNOTATION] ?? (kind.native ? `${kind.prefix}${object.metadata.name}` : undefined);
+
+interface NativeDocument {
+  metadata?: { labels?: Record<string, string>; annotations?: Record<string, string>; uid?: string };
+  spec?: unknown;
+  status?: unknown;
+}
+
+/** The document an object holds: its spec, or a native kind's object itself (in netplug's apiVersion, named by its key). */
+function documentOf(key: string, object: KubeObject): unknown {
+  const found = kindOfKey(key);
+  if (!found?.kind.native) return object.spec;
+  const { uid, creationTimestamp, labels, annotations = {} } = object.metadata;
+  const { [KEY_ANNOTATION]: _key, ...others } = annotations;
+  const metadata = {
+    name: found.rest,
+    ...(uid ? { uid } : {}),
+    ...(creationTimestamp ? { creationTimestamp } : {}),
+    ...(labels ? { labels } : {}),
+    ...(Object.keys(others).length > 0 ? { annotations: others } : {}),
+  };
+  return {
+    kind: found.kind.kind,
+    apiVersion: API_VERSION,
+    metadata,
+    spec: object.spec ?? {},
+    ...(object.status ? { status: object.status } : {}),
+  };
+}
+
 function resource(kind: Kind, name: string, labels: Record<string, string>, key: string, value: unknown, resourceVersion?: string) {
+  if (kind.native) {
+    // The key annotation only where the name cannot give the key back; an update names the UID it read (a precondition).
+    const document = value as NativeDocument;
+    const annotations = { ...document.metadata?.annotations, ...(key === `${kind.prefix}${name}` ? {} : { [KEY_ANNOTATION]: key }) };
+    const uid = resourceVersion ? document.metadata?.uid : undefined;
+    return {
+      apiVersion: `${GROUP}/${VERSION}`,
+      kind: kind.kind,
+      metadata: {
+        name,
+        labels: { ...document.metadata?.labels, ...labels },
+        annotations,
+        ...(uid ? { uid } : {}),
+        ...(resourceVersion ? { resourceVersion } : {}),
+      },
+      spec: document.spec ?? {},
+      ...(document.status ? { status: document.status } : {}),
+    };
+  }
   return {
     apiVersion: `${GROUP}/${VERSION}`,
     kind: kind.kind,
