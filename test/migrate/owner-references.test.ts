@@ -366,6 +366,42 @@ test.serial(
   },
 );
 
+test.serial('an object served in two groups (an Event: v1 and events.k8s.io/v1) is found once and stripped once', async (t) => {
+  const uid = await pool(t, 'event-pool');
+  const namespace = await makeNamespace(fixture, t);
+  await fixture.kube.core.createNamespacedEvent({
+    namespace,
+    body: {
+      metadata: { name: 'owned-event', ownerReferences: [poolOwner('event-pool', uid)] },
+      involvedObject: { kind: 'ConfigMap', name: 'any', namespace, apiVersion: 'v1' },
+      reason: 'Test',
+      message: 'owned by a pool',
+    },
+  });
+  t.teardown(() => fixture.kube.core.deleteNamespacedEvent({ namespace, name: 'owned-event' }));
+
+  const check = await ctl(fixture, '--check', '-o', 'json');
+  t.is(check.code, 1);
+  t.deepEqual(
+    (JSON.parse(check.out) as { references: FoundReference[] }).references.map((r) => [
+      r.dependent.apiVersion,
+      r.dependent.kind,
+      r.dependent.name,
+    ]),
+    [['v1', 'Event', 'owned-event']],
+  );
+  const strip = await ctl(fixture, '--strip');
+  t.is(strip.code, 0, strip.err);
+  const event = await fixture.kube.core.readNamespacedEvent({ namespace, name: 'owned-event' });
+  t.deepEqual(event.metadata?.ownerReferences ?? [], []);
+  const restore = await ctl(fixture, '--restore');
+  t.is(restore.code, 0, restore.err);
+  t.deepEqual(
+    (await fixture.kube.core.readNamespacedEvent({ namespace, name: 'owned-event' })).metadata?.ownerReferences?.map((r) => r.uid),
+    [uid],
+  );
+});
+
 test('usage mistakes: one line, exit 2; --help; a missing kubeconfig: one line, exit 1', async (t) => {
   const cases: Array<[string[], string]> = [
     [[], 'give one of --check, --strip, --restore'],

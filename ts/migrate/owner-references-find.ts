@@ -50,18 +50,27 @@ export async function findIn(api: Api, discovery?: Discovery): Promise<FindResul
   const found = discovery ?? (await discoverResources(api));
   const unsearched: Unsearched[] = found.failed.map((failure) => ({ what: failure.apiVersion, error: failure.error }));
   const listable = preferredResources(found).filter((resource) => resource.verbs.includes('list'));
-  const references: FoundReference[] = [];
-  const queue = [...listable];
+  const listed: FoundReference[][] = [];
+  const queue = listable.map((resource, order) => ({ resource, order }));
   const worker = async () => {
-    for (let resource = queue.shift(); resource; resource = queue.shift()) {
+    for (let next = queue.shift(); next; next = queue.shift()) {
       try {
-        for (const metadata of await listMetadata(api, resource)) references.push(...referencesOf(resource, metadata));
+        listed[next.order] = (await listMetadata(api, next.resource)).flatMap((metadata) => referencesOf(next.resource, metadata));
       } catch (err) {
-        unsearched.push({ what: describeResource(resource), error: err instanceof Error ? err.message : String(err) });
+        unsearched.push({ what: describeResource(next.resource), error: err instanceof Error ? err.message : String(err) });
       }
     }
   };
   await Promise.all(Array.from({ length: CONCURRENT_LISTS }, worker));
+  // One object can be served by two groups (an Event in v1 and in events.k8s.io/v1): the same
+  // UID. It is taken once, as the first resource in discovery order (the core group first) serves it.
+  const seen = new Set<string>();
+  const references = listed.flat().filter((reference) => {
+    const key = `${reference.dependent.uid}/${reference.index}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
   references.sort((a, b) => describeDependent(a.dependent).localeCompare(describeDependent(b.dependent)) || a.index - b.index);
   unsearched.sort((a, b) => a.what.localeCompare(b.what));
   return { references, unsearched };
