@@ -64,6 +64,22 @@ export async function recreatePool(fixture: Fixture, name: string): Promise<stri
   return createPool(fixture, name);
 }
 
+/** A test's pool, deleted after it, and the record with it. */
+export async function pool(fixture: Fixture, teardowns: Teardowns, name: string): Promise<string> {
+  teardowns.teardown(async () => {
+    await deletePool(fixture, name);
+    await removeRecord(fixture);
+  });
+  return createPool(fixture, name);
+}
+
+/** The client's typed objects as plain JSON. */
+export const plain = (value: unknown) => JSON.parse(JSON.stringify(value));
+
+/** `kind/name/uid` of each owner reference of an object. */
+export const ownerUids = (object: k8s.V1ConfigMap | k8s.CoreV1Event | undefined) =>
+  (object?.metadata?.ownerReferences ?? []).map((r) => `${r.kind}/${r.name}/${r.uid}`);
+
 export const poolOwner = (name: string, uid: string, controller?: boolean): k8s.V1OwnerReference => ({
   apiVersion: POOL_API_VERSION,
   kind: 'IPPool',
