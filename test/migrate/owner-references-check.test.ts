@@ -2,6 +2,10 @@
 // by a netplug resource, namespaced or cluster-scoped, built-in or custom, and nothing else; an
 // object served in two groups once; a group that cannot be listed reported (exit 1); usage
 // mistakes in one line. Tests run one after another: each command works on the whole cluster.
+import { writeFileSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
+import { join } from 'node:path';
+
 import test from 'ava';
 import * as k8s from '@kubernetes/client-node';
 
@@ -178,7 +182,7 @@ test.serial(
   },
 );
 
-test('usage mistakes: one line, exit 2; --help; a missing kubeconfig: one line, exit 1', async (t) => {
+test('usage mistakes: one line, exit 2; --help; a missing kubeconfig or an API server that does not answer: one line, exit 1', async (t) => {
   const cases: Array<[string[], string]> = [
     [[], 'give one of --check, --strip, --restore'],
     [['--check', '--strip'], '--check and --strip cannot go together: give one'],
@@ -203,6 +207,27 @@ test('usage mistakes: one line, exit 2; --help; a missing kubeconfig: one line, 
   const none = await runOwnerReferences(['migrate', 'owner-references', '--check'], { HOME: '/nonexistent' });
   t.is(none.code, 1);
   t.is(none.err, 'netplugctl migrate owner-references: no kubeconfig: give --kubeconfig FILE or set KUBECONFIG\n');
+
+  // An API server that does not answer: a port nothing listens on any more.
+  const closed = createServer();
+  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+  const port = (closed.address() as AddressInfo).port;
+  await new Promise((resolve) => closed.close(resolve));
+  const kubeconfig = join(tempDir(t, 'owner-references-unreachable'), 'kubeconfig');
+  writeFileSync(
+    kubeconfig,
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'c', cluster: { server: `https://127.0.0.1:${port}` } }],
+      users: [{ name: 'u', user: { token: 'x' } }],
+      contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
+      'current-context': 'c',
+    }),
+  );
+  const unreachable = await ctl(undefined, '--strip', '--kubeconfig', kubeconfig);
+  t.is(unreachable.code, 1);
+  t.is(unreachable.err, `netplugctl migrate owner-references: cannot reach the API server https://127.0.0.1:${port}: ECONNREFUSED\n`);
 });
 
 /** Through netplugctl's dispatch of cluster commands, as the executable runs it. */
