@@ -57,7 +57,15 @@ function migrateBuilt(...args: string[]): { code: number | null; out: string; er
 async function migrate(...args: string[]): Promise<{ code: number; out: string; err: string }> {
   let out = '';
   let err = '';
-  const io = { out: (text: string) => void (out += text), err: (text: string) => void (err += text), signal: new AbortController().signal };
+  const io = {
+    out: (text: string) => {
+      out += text;
+    },
+    err: (text: string) => {
+      err += text;
+    },
+    signal: new AbortController().signal,
+  };
   const code = await runClusterCtlMain(['migrate', 'auto-host-endpoints', ...args], {}, io);
   return { code, out, err };
 }
