@@ -1,0 +1,292 @@
+// What runs on the cluster while an upgrade rolls, and what must hold afterwards (issue 12, "What
+// must work" 2): a Deployment of busybox pods, a hostPort pod, two pods pinging each other every
+// 0.2 s, and during the rollout a pod created every few seconds. Afterwards: netplug's pods Running
+// and ready, the cluster's version the new one, every pod that ran before kept its address, no
+// address twice, at most 1 % of the pings lost, every pod created during the rollout networked.
+import type { ExecutionContext } from 'ava';
+
+import { NETPLUG_VERSION } from '../../ts/version.ts';
+import { eventually, NETPLUGCTL } from '../e2e/install.ts';
+import { runPods } from '../e2e/operator-install.ts';
+import { BUSYBOX_IMAGE, type Cluster, getJson } from '../helpers/cluster.ts';
+import { type PreviousInstall, runNetplugctl } from './install-previous.ts';
+
+export const WORKLOAD = 'workload';
+export const WORKLOAD_REPLICAS = 10;
+export const HOST_PORT = 18080;
+const PINGERS = ['pinger-a', 'pinger-b'] as const;
+const PROBE_LABEL = 'netplug-upgrade-probe';
+/** How long a probe pod stays after it is Running: it is deleted during the rollout too (DEL), not only created. */
+const PROBE_LIFETIME_MS = 15_000;
+const PROBE_INTERVAL_MS = 3_000;
+
+// Pings the address written to /tmp/peer until told to end a measuring period: `kill -INT` of the
+// ping in /tmp/ping.now makes it print its statistics into /tmp/ping-<n>.log, and the next starts.
+const PINGER_SCRIPT = `until [ -s /tmp/peer ]; do sleep 0.2; done
+n=0
+while :; do
+  ping -i 0.2 "$(cat /tmp/peer)" > /tmp/ping-$n.log 2>&1 &
+  echo "$n $!" > /tmp/ping.now
+  wait $!
+  n=$((n+1))
+done`;
+
+const podSpec = (name: string, command: string[], extra: object = {}) =>
+  JSON.stringify({
+    spec: {
+      containers: [{ name, image: BUSYBOX_IMAGE, imagePullPolicy: 'Never', command, ...extra }],
+      terminationGracePeriodSeconds: 1,
+    },
+  });
+
+const runningWithAddress = (pod: any) => pod.status?.phase === 'Running' && pod.status.podIP && !pod.metadata.deletionTimestamp;
+
+/** Starts the workload and waits until all of it runs, the pingers pinging each other. */
+export async function startWorkload(cluster: Cluster): Promise<void> {
+  await runPods(cluster, WORKLOAD, BUSYBOX_IMAGE, WORKLOAD_REPLICAS);
+  await cluster.kubectl(
+    'run',
+    'hostport',
+    `--image=${BUSYBOX_IMAGE}`,
+    '--overrides',
+    podSpec('hostport', ['sh', '-c', 'mkdir -p /www && echo netplug-hostport > /www/index.html && exec httpd -f -p 8080 -h /www'], {
+      ports: [{ containerPort: 8080, hostPort: HOST_PORT }],
+    }),
+  );
+  for (const name of PINGERS)
+    await cluster.kubectl('run', name, `--image=${BUSYBOX_IMAGE}`, '--overrides', podSpec(name, ['sh', '-c', PINGER_SCRIPT]));
+  await cluster.kubectl('wait', '--for=condition=Ready', 'pod/hostport', ...PINGERS.map((name) => `pod/${name}`), '--timeout=180s');
+  const [a, b] = await Promise.all(PINGERS.map(async (name) => (await getJson(cluster, 'pod', name)).status.podIP as string));
+  await cluster.kubectl('exec', PINGERS[0], '--', 'sh', '-c', `echo ${b} > /tmp/peer.new && mv /tmp/peer.new /tmp/peer`);
+  await cluster.kubectl('exec', PINGERS[1], '--', 'sh', '-c', `echo ${a} > /tmp/peer.new && mv /tmp/peer.new /tmp/peer`);
+  await answersOnHostPort(cluster);
+}
+
+/** The hostPort pod's answer on the node's address. */
+export async function answersOnHostPort(cluster: Cluster): Promise<string> {
+  return eventually(
+    'an answer on the hostPort',
+    async () => (await cluster.inNode('curl', ['-sS', '--max-time', '5', `http://${cluster.nodeIp}:${HOST_PORT}/`])).trim() || undefined,
+    60,
+  );
+}
+
+export interface PodAddress {
+  namespace: string;
+  name: string;
+  ip: string;
+}
+
+/** The addresses of the pods that run now (not host-network), by pod UID. */
+export async function snapshotAddresses(cluster: Cluster): Promise<Map<string, PodAddress>> {
+  const pods = (await getJson(cluster, 'pods', '-A')).items as any[];
+  return new Map(
+    pods
+      .filter((pod) => !pod.spec.hostNetwork && runningWithAddress(pod))
+      .map((pod) => [pod.metadata.uid, { namespace: pod.metadata.namespace, name: pod.metadata.name, ip: pod.status.podIP }]),
+  );
+}
+
+/** Ends the pinger's current measuring period; its ping statistics. */
+async function endPingPeriod(cluster: Cluster, pinger: string): Promise<{ sent: number; received: number }> {
+  const period = (
+    await cluster.kubectl('exec', pinger, '--', 'sh', '-c', 'read n pid < /tmp/ping.now && kill -INT $pid && echo $n')
+  ).trim();
+  const summary = await eventually(
+    `${pinger}'s ping statistics`,
+    async () =>
+      /(\d+) packets transmitted, (\d+) packets received/.exec(
+        await cluster.kubectl('exec', pinger, '--', 'cat', `/tmp/ping-${period}.log`),
+      ) ?? undefined,
+    30,
+  );
+  return { sent: Number(summary[1]), received: Number(summary[2]) };
+}
+
+export interface RolloutStats {
+  pingSent: number;
+  pingReceived: number;
+  lossPercent: number;
+  podsCreated: number;
+  podsNetworked: number;
+  /** FailedCreatePodSandBox events of the probe pods (the kubelet retries; the pod may still get networked). */
+  failedSandboxes: number;
+  /** Each probe pod's address and when it held it, for the duplicate check. */
+  probeAddresses: { name: string; ip: string; from: number; to: number }[];
+}
+
+export interface RolloutProbes {
+  stop(): Promise<RolloutStats>;
+}
+
+/**
+ * Starts measuring: a new ping period on both pingers (the one before must have had answers), and
+ * a loop creating a probe pod every few seconds, each waited for until Running with an address,
+ * kept a while, then deleted.
+ */
+export async function startRolloutProbes(cluster: Cluster): Promise<RolloutProbes> {
+  for (const pinger of PINGERS) {
+    const before = await endPingPeriod(cluster, pinger);
+    if (before.received === 0) throw new Error(`${pinger} had no answer before the rollout (${before.sent} sent)`);
+  }
+  let stopping = false;
+  let created = 0;
+  const outcomes: Promise<{ networked: boolean; name: string; ip?: string; from: number; to: number }>[] = [];
+  const probe = async (name: string) => {
+    const pod = await eventually(
+      `${name} Running with an address`,
+      async () => {
+        const found = await getJson(cluster, 'pod', name);
+        return runningWithAddress(found) ? found : undefined;
+      },
+      180,
+    ).catch(() => undefined);
+    const from = Date.now();
+    if (pod) await new Promise((resolve) => setTimeout(resolve, PROBE_LIFETIME_MS));
+    const to = Date.now();
+    await cluster.kubectl('delete', 'pod', name, '--wait=false', '--ignore-not-found');
+    return { networked: pod !== undefined, name, ...(pod ? { ip: pod.status.podIP as string } : {}), from, to };
+  };
+  const loop = (async () => {
+    while (!stopping) {
+      const name = `probe-${created}`;
+      await cluster.kubectl(
+        'run',
+        name,
+        `--image=${BUSYBOX_IMAGE}`,
+        `--labels=${PROBE_LABEL}=true`,
+        '--restart=Never',
+        '--overrides',
+        podSpec(name, ['sleep', '600']),
+      );
+      created++;
+      outcomes.push(probe(name));
+      await new Promise((resolve) => setTimeout(resolve, PROBE_INTERVAL_MS));
+    }
+  })();
+  return {
+    async stop() {
+      stopping = true;
+      await loop;
+      const probes = await Promise.all(outcomes);
+      const ping = await Promise.all(PINGERS.map((pinger) => endPingPeriod(cluster, pinger)));
+      const events = (await getJson(cluster, 'events', '--field-selector', 'reason=FailedCreatePodSandBox')).items as any[];
+      await eventually('the probe pods deleted', async () => (await getJson(cluster, 'pods', '-l', PROBE_LABEL)).items.length === 0, 180);
+      const pingSent = ping.reduce((sum, p) => sum + p.sent, 0);
+      const pingReceived = ping.reduce((sum, p) => sum + p.received, 0);
+      return {
+        pingSent,
+        pingReceived,
+        lossPercent: pingSent === 0 ? 100 : (100 * (pingSent - pingReceived)) / pingSent,
+        podsCreated: created,
+        podsNetworked: probes.filter((p) => p.networked).length,
+        failedSandboxes: events.filter((event) => event.involvedObject?.name?.startsWith('probe-')).length,
+        probeAddresses: probes.flatMap((p) => (p.ip ? [{ name: p.name, ip: p.ip, from: p.from, to: p.to }] : [])),
+      };
+    },
+  };
+}
+
+/** One line for t.log: the rollout's figures. */
+export const describeRollout = (seconds: number, stats: RolloutStats) =>
+  `rollout ${seconds.toFixed(1)} s; ping sent ${stats.pingSent}, received ${stats.pingReceived}, loss ${stats.lossPercent.toFixed(2)} %; ` +
+  `pods created during the rollout ${stats.podsCreated}, networked ${stats.podsNetworked}; FailedCreatePodSandBox events ${stats.failedSandboxes}`;
+
+const NETPLUG_NAMESPACES = new Set(['kube-system', 'netplug-system', 'netplug-operator']);
+const allReady = (pod: any, containers: number) =>
+  pod.status?.phase === 'Running' &&
+  pod.status.containerStatuses?.length === containers &&
+  pod.status.containerStatuses.every((status: any) => status.ready);
+
+/** The issue's list of what holds after an upgrade to this release. */
+export async function checkAfterUpgrade(
+  t: ExecutionContext,
+  cluster: Cluster,
+  installed: PreviousInstall,
+  before: Map<string, PodAddress>,
+  stats: RolloutStats,
+): Promise<void> {
+  const netplugOf = (pods: any[]) =>
+    pods.filter((pod) => ['netplug-node', 'netplug-kube-controllers', 'netplug-operator'].includes(pod.metadata.labels?.['k8s-app']));
+  // The replaced pods of a finished rollout may still be terminating for a moment.
+  const pods = await eventually('no netplug pod terminating', async () => {
+    const items = (await getJson(cluster, 'pods', '-A')).items as any[];
+    return netplugOf(items).some((pod) => pod.metadata.deletionTimestamp) ? undefined : items;
+  });
+  const netplugPods = netplugOf(pods);
+  const nodePods = netplugPods.filter((pod) => pod.metadata.labels?.['k8s-app'] === 'netplug-node');
+  const controllers = netplugPods.filter((pod) => pod.metadata.labels?.['k8s-app'] === 'netplug-kube-controllers');
+  t.true(
+    netplugPods.every((pod) => pod.status.phase === 'Running' && !pod.metadata.deletionTimestamp),
+    `netplug's pods Running: ${netplugPods.map((pod) => `${pod.metadata.name} ${pod.status.phase}`).join(', ')}`,
+  );
+  t.is(nodePods.length, 1, 'one node pod');
+  t.true(
+    nodePods.every((pod) => allReady(pod, 2)),
+    'the node pod ready 2/2',
+  );
+  t.is(controllers.length, 1, 'one controllers pod');
+  t.true(
+    controllers.every((pod) => allReady(pod, 1)),
+    'the controllers pod ready 1/1',
+  );
+  for (const pod of [...nodePods, ...controllers])
+    for (const container of pod.spec.containers)
+      t.is(container.image, `localhost/netplug:${NETPLUG_VERSION}`, `${pod.metadata.name}/${container.name} runs this release`);
+
+  const version = await runNetplugctl(cluster, installed, NETPLUGCTL, 'version');
+  t.regex(version, new RegExp(`Cluster Version:\\s+${NETPLUG_VERSION.replaceAll('.', '\\.')}\\n`));
+
+  const now = new Map(pods.filter((pod) => !pod.spec.hostNetwork && runningWithAddress(pod)).map((pod) => [pod.metadata.uid, pod]));
+  for (const [uid, was] of before) {
+    const pod = now.get(uid);
+    // netplug's own pods are replaced by the rollout; every other pod must still run with its address.
+    if (!pod && NETPLUG_NAMESPACES.has(was.namespace)) continue;
+    t.is(pod?.status.podIP, was.ip, `${was.namespace}/${was.name} kept ${was.ip}`);
+  }
+  // ... and answers there.
+  await pingFromNode(
+    cluster,
+    [...before.values()].filter((pod) => !NETPLUG_NAMESPACES.has(pod.namespace)).map((pod) => pod.ip),
+  );
+  const addresses = [...now.values()].map((pod) => pod.status.podIP as string);
+  const duplicates = addresses.filter((ip, i) => addresses.indexOf(ip) !== i);
+  t.deepEqual(duplicates, [], 'no address held by two running pods');
+  // A probe pod ran beside every pod above and beside the probes of its time: none may have shared an address with them.
+  const kept = new Set([...before.values()].map((pod) => pod.ip));
+  t.deepEqual(
+    stats.probeAddresses.filter((probe) => kept.has(probe.ip)).map((probe) => `${probe.name} ${probe.ip}`),
+    [],
+    'no pod created during the rollout got an address a running pod held',
+  );
+  const overlapping = stats.probeAddresses.filter((a, i) =>
+    stats.probeAddresses.some((b, j) => j < i && a.ip === b.ip && a.from < b.to && b.from < a.to),
+  );
+  t.deepEqual(overlapping, [], 'no two probe pods held one address at once');
+
+  t.true(stats.pingReceived > 0, 'the pingers got answers during the rollout');
+  t.true(stats.lossPercent <= 1, `ping loss ${stats.lossPercent.toFixed(2)} % during the rollout is at most 1 %`);
+  t.true(stats.podsCreated > 0, 'pods were created during the rollout');
+  t.is(stats.podsNetworked, stats.podsCreated, 'every pod created during the rollout got Running with an address');
+  t.is(await answersOnHostPort(cluster), 'netplug-hostport');
+}
+
+/** netplugctl of the previous release against the upgraded cluster: its outcome and message. */
+export async function previousNetplugctl(
+  cluster: Cluster,
+  installed: PreviousInstall,
+  ...args: string[]
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const stdout = await runNetplugctl(cluster, installed, installed.release.netplugctl, ...args);
+    return { code: 0, stdout, stderr: '' };
+  } catch (err) {
+    const failed = err as { code?: number; stdout?: string; stderr?: string };
+    return { code: typeof failed.code === 'number' ? failed.code : -1, stdout: failed.stdout ?? '', stderr: failed.stderr ?? '' };
+  }
+}
+
+/** Pings each address from the node once (every pod that kept its address answers). */
+export async function pingFromNode(cluster: Cluster, addresses: Iterable<string>): Promise<void> {
+  for (const address of addresses) await cluster.inNode('ping', ['-c', '1', '-W', '5', address]);
+}
