@@ -208,6 +208,25 @@ test.serial('etcd datastore: migrate auto-host-endpoints, with a conflict, a tim
   );
 });
 
+test('etcd datastore: a broken host endpoint document is named (kind, name, key, field); nothing is changed', async (t) => {
+  const etcd = await startEtcd(t);
+  const store = await openStore({ etcd_endpoints: etcd.endpoints });
+  t.teardown(() => store.close());
+  const broken = {
+    ...newDocument('HostEndpoint', 'broken', { env: 'dev' }, { node: 'n', interfaceName: '*' }),
+    spec: { expectedIPs: 'x' },
+  };
+  t.true(await store.commit([{ key: hostEndpointKey('broken'), create: broken }]));
+  const run = await migrate('--kubeconfig', kube.server.admin.kubeconfig, '--datastore-type', 'etcdv3', '--etcd-endpoints', etcd.endpoints);
+  t.is(run.code, 1);
+  t.is(
+    run.err,
+    `netplugctl migrate auto-host-endpoints: the datastore's HostEndpoint "broken" (key ${hostEndpointKey('broken')}) is broken: field "spec.expectedIPs" must be an array, got "x"; repair or remove it\n`,
+  );
+  t.is(run.out, '');
+  t.is(await store.get(CONFIGURATION_KEY), undefined);
+});
+
 test('usage: --help, a bad --timeout, an unknown flag', async (t) => {
   const help = await migrate('--help');
   t.is(help.code, 0);

@@ -79,10 +79,28 @@ function checked<T>(schema: z.ZodMiniType<T>, kind: string, entry: Entry<unknown
   const [issue] = parsed.error.issues;
   const name = entry.key.slice(entry.key.lastIndexOf('/') + 1);
   const field = issue ? fieldPath(issue.path) : '(top level)';
-  const problem = issue?.code === 'invalid_type' && issue.input === undefined ? 'is missing' : `is ${describeValue(issue?.input, 64)}`;
   throw new StoreDocumentError(
-    `the datastore's ${kind} "${name}" (key ${entry.key}) is broken: field "${field}" ${problem} (${issue?.message ?? 'invalid'}); repair or remove it`,
+    `the datastore's ${kind} "${name}" (key ${entry.key}) is broken: field "${field}" ${issue ? problem(issue, entry.value) : 'is invalid'}; repair or remove it`,
   );
+}
+
+/** What is wrong, with the value found (zod/mini's issues do not carry it). */
+function problem(issue: z.core.$ZodIssue, document: unknown): string {
+  const got = issue.path.reduce<unknown>((value, key) => (value as Record<PropertyKey, unknown> | undefined)?.[key], document);
+  if (got === undefined) return 'is required';
+  const found = `, got ${describeValue(got, 64)}`;
+  switch (issue.code) {
+    case 'invalid_type':
+      return `must be ${/^[aeiou]/.test(issue.expected) ? 'an' : 'a'} ${issue.expected}${found}`;
+    case 'invalid_value':
+      return `must be ${issue.values.map((v) => JSON.stringify(v)).join(' or ')}${found}`;
+    case 'too_small':
+      return `must be at least ${String(issue.minimum)}${found}`;
+    case 'too_big':
+      return `must be at most ${String(issue.maximum)}${found}`;
+    default:
+      return `is invalid (${issue.message})${found}`;
+  }
 }
 
 export const checkedHostEndpoint = (entry: Entry<unknown>): Entry<HostEndpoint> => checked(hostEndpointSchema, 'HostEndpoint', entry);
