@@ -7,6 +7,9 @@
 // one. The controllers run as the least-privilege identity of the other controller tests, whose
 // rules are checked against the shipped ClusterRole. Real kube-apiserver (Nodes, and the custom
 // resources with the Kubernetes datastore), real etcd.
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+
 import test, { type ExecutionContext } from 'ava';
 import * as k8s from '@kubernetes/client-node';
 
@@ -25,6 +28,7 @@ import { renderRbac } from '../../ts/render/rbac.ts';
 import { KubeStore } from '../../ts/store/kubernetes/store.ts';
 import { openStore } from '../../ts/store/open.ts';
 import type { Entry, Store } from '../../ts/store/store.ts';
+import { ROOT } from '../helpers/cni.ts';
 import { startEtcd } from '../helpers/etcd.ts';
 import { installCrds, startKube, type Kube } from '../helpers/kube.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
@@ -120,6 +124,8 @@ async function automaticHostEndpoints(
   env: Record<string, string>,
   setAutoCreate: (value: 'Enabled' | 'Disabled') => Promise<void>,
   label: string,
+  /** The automatic ones as `kubectl get -l` lists them (the Kubernetes datastore). */
+  kubectlGetAutomatic?: () => string,
 ) {
   const [a, b, c] = [`hep-${label}-a`, `hep-${label}-b`, `hep-${label}-c`];
   await createNode(t, a, { zone: 'z1', 'kubernetes.io/hostname': a }, ['10.0.0.1', 'fd00::1']);
@@ -154,6 +160,7 @@ async function automaticHostEndpoints(
   );
   t.deepEqual(await automaticNames(store), [`${a}-auto-hep`], "b's name is taken by a user's host endpoint: b gets none");
   t.true(controllers.lines.some((line) => line.includes(`host endpoint ${b}-auto-hep exists without label projectnet.org/created-by`)));
+  if (kubectlGetAutomatic) t.is(kubectlGetAutomatic(), `hostendpoint.crd.projectnet.org/${a}-auto-hep\n`);
 
   await setNodeLabels(a, { zone: 'z9', rack: 'r1' });
   await until('the labels follow the node', async () =>
@@ -195,15 +202,14 @@ test.serial('Kubernetes datastore: automatic host endpoints follow the nodes whi
   t.teardown(() => store.close());
   t.teardown(() => deleteAll(store));
   const identity = await kube.identityWith('netplug-kube-controllers-hep-kdd', [...CONTROLLER_RULES, ...CONTROLLER_DATASTORE_RULES]);
-  // As an administrator would: kubectl patch kubecontrollersconfigurations default --type=merge -p ...
+  // The specification's step, with kubectl as the README gives it.
   const setAutoCreate = async (autoCreate: 'Enabled' | 'Disabled') => {
-    const body = { spec: { controllers: { node: { hostEndpoint: { autoCreate } } } } };
-    await custom.patchClusterCustomObject(
-      { group: GROUP, version: 'v1', plural: 'kubecontrollersconfigurations', name: 'default', body },
-      mergePatch,
-    );
+    const patch = JSON.stringify({ spec: { controllers: { node: { hostEndpoint: { autoCreate } } } } });
+    kubectl('patch', 'kubecontrollersconfigurations.crd.projectnet.org', 'default', '--type=merge', '-p', patch);
   };
-  await automaticHostEndpoints(t, store, { DATASTORE_TYPE: 'kubernetes', KUBECONFIG: identity.kubeconfig }, setAutoCreate, 'kdd');
+  await automaticHostEndpoints(t, store, { DATASTORE_TYPE: 'kubernetes', KUBECONFIG: identity.kubeconfig }, setAutoCreate, 'kdd', () =>
+    kubectl('get', 'hostendpoints.crd.projectnet.org', '-l', 'projectnet.org/created-by=netplug-kube-controllers', '-o', 'name'),
+  );
 });
 
 test.serial('etcd datastore: automatic host endpoints follow the nodes while Enabled, and only then', async (t) => {
@@ -276,6 +282,14 @@ test.serial('the API server refuses host endpoints and configurations the contro
   );
   t.is(await refused('kubecontrollersconfigurations', 'KubeControllersConfiguration', 'default', kcc('Enabled')), 'accepted');
 });
+
+function kubectl(...args: string[]): string {
+  const binaries = execFileSync('sh', [join(ROOT, 'scripts/kube-binaries.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  return execFileSync(join(binaries.trim(), 'kubectl'), [`--kubeconfig=${kube.server.admin.kubeconfig}`, ...args], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
 
 /** The Kubernetes datastore's host endpoints and configuration, removed after the test. */
 async function deleteAll(store: Store) {
