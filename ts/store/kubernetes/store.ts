@@ -1,9 +1,10 @@
 // The Store on the Kubernetes API (datastore_type "kubernetes"): each document is a custom
-// resource whose spec is the value (for a native kind, the resource is the document); a write's condition is the object's resourceVersion (a
-// create fails if the name exists). The API has no multi-object transaction, so a commit applies
-// its writes one by one in the caller's order and, when a condition fails part-way, undoes the
-// ones already applied in reverse: callers see all or nothing, and their ordering (the handle
-// before the block it points into) keeps a crash between two writes harmless.
+// resource whose spec is the value (for a native kind, the resource is the document); a write's
+// condition is the object's resourceVersion (a create fails if the name exists). The API has no
+// multi-object transaction, so a commit applies its writes one by one in the caller's order and,
+// when a condition fails part-way, undoes the ones already applied in reverse: callers see all or
+// nothing, and their ordering (the handle before the block it points into) keeps a crash between
+// two writes harmless.
 import { API_VERSION } from '../store.ts';
 import type { KubeClient } from '../../k8s/client.ts';
 import type { Entry, Read, ReadResult, Store, Write } from '../store.ts';
