@@ -97,7 +97,7 @@ async function migration(
   label: string,
 ) {
   const [a, b] = [`mig-${label}-a`, `mig-${label}-b`];
-  await createNode(t, a, { zone: 'z1' }, '10.1.0.1');
+  await createNode(t, a, { zone: 'z1', role: 'web' }, '10.1.0.1');
   await createNode(t, b, { env: 'staging' }, '10.1.0.2');
   await createEndpoint(`${a}-all`, { node: a, interfaceName: '*', expectedIPs: ['10.1.0.1'] }, { env: 'dev', zone: 'z1', role: 'db' });
   await createEndpoint(`${b}-all`, { node: b, interfaceName: '*' }, { env: 'prod' });
@@ -108,10 +108,11 @@ async function migration(
   const before = await snapshot(store, [a, b]);
   const refused = await migrate(...flags);
   t.is(refused.code, 1, refused.err);
+  t.regex(refused.out, new RegExp(`conflict: node ${a} has label role="web", host endpoint ${a}-all has role="db"`));
   t.regex(refused.out, new RegExp(`conflict: node ${b} has label env="staging", host endpoint ${b}-all has env="prod"`));
   t.regex(
     refused.err,
-    /^netplugctl migrate auto-host-endpoints: 1 label conflict\(s\) .*nothing was changed.*--overwrite to give the nodes the host endpoints. values\n$/,
+    /^netplugctl migrate auto-host-endpoints: 2 label conflict\(s\) .*nothing was changed.*--overwrite to give the nodes the host endpoints. values\n$/,
   );
   t.is(await snapshot(store, [a, b]), before, 'nothing changed');
 
@@ -121,7 +122,7 @@ async function migration(
   t.regex(timedOut.err, new RegExp(`timed out after 2 s waiting for ${a}-auto-hep, ${b}-auto-hep: is netplug-kube-controllers running`));
   t.regex(timedOut.out, new RegExp(`label node ${a}: env=dev \\(from host endpoint ${a}-all\\), role=db`));
   t.deepEqual(await nodeLabels(a), { zone: 'z1', env: 'dev', role: 'db' });
-  t.deepEqual(await nodeLabels(b), { env: 'prod' }, "--overwrite: the node takes the host endpoint's value");
+  t.deepEqual(await nodeLabels(b), { env: 'prod' }, "--overwrite: the nodes take the host endpoints' values");
   t.is(await autoCreate(store), 'Enabled');
   t.true((await endpoints(store)).has(`${a}-all`) && (await endpoints(store)).has(`${b}-all`), 'the old host endpoints are left in place');
 
