@@ -1,0 +1,182 @@
+// netplugctl upgrade apply/status/rollback on a real kube-apiserver holding v3.30.0 installed with
+// `kubectl create -f` (no kubelet, no controllers: the tests write the rollout status the
+// DaemonSet and Deployment controllers would, and ClusterInformation as netplug-node would). The
+// record in the cluster, the field-manager migration pruning what 3.31 dropped, a wait that gives
+// up and a resume that does not redo done steps, a second apply that does nothing, a rollback to
+// the saved objects, and a rollback refused for a one-way step. Kills of the real executable at
+// every step, under the real kubelet: tool-manifest-kdd.test.ts.
+import test from 'ava';
+
+import { ensureClusterInfo } from '../../ts/ipam/cluster-info.ts';
+import { openStore } from '../../ts/store/open.ts';
+import { NETPLUG_VERSION } from '../../ts/version.ts';
+import { tempDir } from '../helpers/cni.ts';
+import { startKube } from '../helpers/kube.ts';
+import { sharedTeardowns } from '../helpers/shared.ts';
+import { adminKube, createNode, kubectlCreate, netplugctl, previousManifest, releaseFile, settleRollouts } from './tool-fixtures.ts';
+
+let kubeconfig: string;
+const shared = sharedTeardowns(test);
+const DS = { apiVersion: 'apps/v1', kind: 'DaemonSet', name: 'netplug-node', namespace: 'kube-system' };
+const CONTROLLERS = { apiVersion: 'apps/v1', kind: 'Deployment', name: 'netplug-kube-controllers', namespace: 'kube-system' };
+const RECORD = { apiVersion: 'v1', kind: 'ConfigMap', name: 'netplug-upgrade', namespace: 'kube-system' };
+
+test.before(async () => {
+  const kube = await startKube(shared);
+  kubeconfig = kube.server.admin.kubeconfig;
+  const dir = tempDir(shared, 'previous');
+  kubectlCreate(kubeconfig, dir, 'crds.yaml', previousManifest('crds.yaml'));
+  kubectlCreate(kubeconfig, dir, 'netplug.yaml', previousManifest('netplug.yaml'));
+  const api = adminKube(kubeconfig);
+  await createNode(api, 'node-a');
+  // No node pods without a kubelet: the controllers would report 0 scheduled.
+  await settleRollouts(api, 'kube-system', 0);
+  await setClusterVersion('v3.30.0');
+});
+
+async function setClusterVersion(version: string): Promise<void> {
+  const store = await openStore({ datastore_type: 'kubernetes', kubernetes: { kubeconfig } });
+  try {
+    await ensureClusterInfo(store, version, 'k8s,kdd');
+  } finally {
+    store.close();
+  }
+}
+
+const files = () => ['--kubeconfig', kubeconfig, '--manifest', releaseFile('netplug.yaml'), '--crds', releaseFile('crds.yaml')];
+const record = async () => JSON.parse((await adminKube(kubeconfig).get(RECORD)).data['record.json']);
+const agentEnv = (ds: any) => ds.spec.template.spec.containers.find((c: any) => c.name === 'netplug-node').env.map((e: any) => e.name);
+
+test.serial(
+  'apply records its progress, prunes what kubectl-create owned, gives up on a rollout that does not finish and says how to resume',
+  async (t) => {
+    const api = adminKube(kubeconfig);
+    const before = await api.get(DS);
+    t.true(agentEnv(before).includes('NETPLUG_LEGACY_STATUS_FILE'));
+    const run = await netplugctl(['upgrade', 'apply', '--yes', '--timeout', '4s', ...files()]);
+    t.log(run.out);
+    t.is(run.code, 1);
+    t.regex(
+      run.err,
+      /^netplugctl upgrade apply: step 4 \(wait-rollout\) failed: gave up after 4 s waiting for the rollout of DaemonSet kube-system\/netplug-node: .*; run apply again to resume, or netplugctl upgrade rollback\n$/,
+    );
+    const ds = await api.get(DS);
+    t.true(ds.spec.template.spec.containers.every((c: any) => c.image === `localhost/netplug:${NETPLUG_VERSION}`));
+    t.false(agentEnv(ds).includes('NETPLUG_LEGACY_STATUS_FILE'), 'the env var kubectl-create owned is gone');
+    t.is(ds.spec.template.spec.initContainers, undefined, 'upgrade-ipam is gone');
+    t.false(ds.spec.template.spec.volumes.some((v: any) => v.name === 'legacy-status'));
+    t.false(ds.metadata.managedFields.some((m: any) => m.manager === 'kubectl-create'));
+    const saved = await record();
+    t.is(saved.state, 'failed');
+    t.is(saved.from, 'v3.30.0');
+    t.deepEqual(
+      Object.entries(saved.progress).map(([id, p]: [string, any]) => `${id}:${p.state}`),
+      ['migrate-field-managers:done', 'apply-crds:done', 'apply-manifest:done', 'wait-rollout:failed', 'check-version:pending'],
+    );
+    const backup = JSON.parse((await api.get(RECORD)).data['backup.DaemonSet.kube-system.netplug-node']);
+    t.true(agentEnv(backup.object).includes('NETPLUG_LEGACY_STATUS_FILE'), 'the DaemonSet as it was before the apply is saved');
+    // Saved after the field-manager migration (which changed only managedFields), before the apply.
+    t.is(saved.progress['apply-manifest'].before['DaemonSet.kube-system.netplug-node'], backup.object.metadata.resourceVersion);
+    t.true(Number(backup.object.metadata.resourceVersion) > Number(before.metadata.resourceVersion));
+
+    const status = await netplugctl(['upgrade', 'status', '--kubeconfig', kubeconfig]);
+    t.log(status.out);
+    t.is(status.code, 0);
+    t.regex(
+      status.out,
+      /^Upgrade v3\.30\.0 → v3\.31\.\d+ \(manifest install in kube-system\), started .*: failed, step 4\/5 wait-rollout$/m,
+    );
+    t.regex(status.out, /^ +3\. done +apply-manifest: 14 objects applied$/m);
+    t.regex(status.out, /DaemonSet kube-system\/netplug-node: .*new spec not yet seen by the controller \(in progress\)/);
+    t.regex(status.out, /^Cluster Version: v3\.30\.0$/m);
+  },
+);
+
+test.serial(
+  'a second apply resumes at the failed step without redoing the done ones, and finishes once the rollout has; a third does nothing',
+  async (t) => {
+    const api = adminKube(kubeconfig);
+    const applied = (await api.get(DS)).metadata.resourceVersion;
+    // What the DaemonSet controller and the new netplug-node would now write.
+    await settleRollouts(api, 'kube-system', 0);
+    await setClusterVersion(NETPLUG_VERSION);
+    const run = await netplugctl(['upgrade', 'apply', '--yes', '--timeout', '20s', ...files()]);
+    t.log(run.out);
+    t.is(run.code, 0, run.err);
+    t.regex(run.out, /^Resuming the upgrade to v3\.31\.\d+/);
+    t.notRegex(run.out, /\[[123]\/5\]/, 'steps 1 to 3 not run again');
+    t.regex(run.out, /\[4\/5\] Wait for the rollout/);
+    t.regex(run.out, /\[5\/5\] Check the version.*\n.*done: Cluster Version v3\.31\.\d+/);
+    const ds = await api.get(DS);
+    t.is(ds.metadata.generation, (await api.get(DS)).metadata.generation);
+    t.true(Number(ds.metadata.resourceVersion) >= Number(applied));
+    t.is((await record()).state, 'done');
+
+    const rvs = async () => [(await api.get(DS)).metadata.resourceVersion, (await api.get(RECORD)).metadata.resourceVersion].join();
+    const before = await rvs();
+    const again = await netplugctl(['upgrade', 'apply', '--yes', ...files()]);
+    t.is(again.code, 0, again.err);
+    t.regex(again.out, /the upgrade to v3\.31\.\d+ is complete .*: nothing to do/);
+    t.is(await rvs(), before, 'nothing written');
+  },
+);
+
+test.serial('rollback puts the saved DaemonSet and Deployment back, waits for their rollout, and marks the record', async (t) => {
+  const api = adminKube(kubeconfig);
+  // The controllers' part, as the restored templates roll out.
+  const settle = setInterval(() => settleRollouts(api, 'kube-system', 0).catch(() => undefined), 500);
+  t.teardown(() => clearInterval(settle));
+  const run = await netplugctl(['upgrade', 'rollback', '--kubeconfig', kubeconfig, '--timeout', '30s']);
+  t.log(run.out);
+  t.is(run.code, 0, run.err);
+  t.regex(run.out, /apply-manifest: 14 object\(s\) restored/);
+  t.regex(run.out, /apply-crds: kept: the new CRDs serve every version/);
+  t.regex(run.out, /migrate-field-managers: kept: only which manager owns the fields changed/);
+  t.regex(run.out, /rolled back: the cluster runs v3\.30\.0 again/);
+  const ds = await api.get(DS);
+  t.true(ds.spec.template.spec.containers.every((c: any) => c.image === 'localhost/netplug:v3.30.0'));
+  t.true(agentEnv(ds).includes('NETPLUG_LEGACY_STATUS_FILE'));
+  t.deepEqual(
+    ds.spec.template.spec.initContainers.map((c: any) => c.name),
+    ['upgrade-ipam'],
+  );
+  t.is((await api.get(CONTROLLERS)).spec.template.spec.containers[0].image, 'localhost/netplug:v3.30.0');
+  t.is((await record()).state, 'rolled-back');
+  const again = await netplugctl(['upgrade', 'rollback', '--kubeconfig', kubeconfig]);
+  t.is(again.code, 0);
+  t.regex(again.out, /rolled back already/);
+});
+
+test.serial('rollback refuses when a step that ran is one-way, saying why, and changes nothing', async (t) => {
+  const api = adminKube(kubeconfig);
+  const map = await api.get(RECORD);
+  const saved = JSON.parse(map.data['record.json']);
+  saved.state = 'done';
+  for (const step of saved.steps) {
+    saved.progress[step.id].state = 'done';
+    if (step.id === 'apply-crds')
+      Object.assign(step, { rollback: 'one-way', why: 'the storage version of ippools.crd.projectnet.org changes' });
+  }
+  await api.replace({ ...map, data: { ...map.data, 'record.json': JSON.stringify(saved) } });
+  const ds = (await api.get(DS)).metadata.resourceVersion;
+  const run = await netplugctl(['upgrade', 'rollback', '--kubeconfig', kubeconfig]);
+  t.is(run.code, 1);
+  t.is(
+    run.err,
+    'netplugctl upgrade rollback: cannot roll back: step apply-crds is one-way (the storage version of ippools.crd.projectnet.org changes); nothing was changed\n',
+  );
+  t.is((await api.get(DS)).metadata.resourceVersion, ds);
+  t.is((await record()).state, 'done');
+  await api.delete(RECORD);
+});
+
+test.serial('status and rollback with no upgrade recorded', async (t) => {
+  const status = await netplugctl(['upgrade', 'status', '--kubeconfig', kubeconfig, '-o', 'json']);
+  t.is(status.code, 0, status.err);
+  const json = JSON.parse(status.out);
+  t.is(json.upgrade, null);
+  t.is(json.clusterVersion, NETPLUG_VERSION);
+  const rollback = await netplugctl(['upgrade', 'rollback', '--kubeconfig', kubeconfig]);
+  t.is(rollback.code, 1);
+  t.is(rollback.err, 'netplugctl upgrade rollback: no upgrade recorded (no ConfigMap kube-system/netplug-upgrade): nothing to roll back\n');
+});

@@ -1,0 +1,214 @@
+// How netplugctl upgrade reaches the cluster: @kubernetes/client-node's KubeConfig for the server
+// and credentials, and plain JSON REST on top of them, so every object is read and written as the
+// server sent it (managedFields, unknown fields and all: the typed serialisers drop what they do
+// not know) and any kind is reachable through discovery, JSON patches included.
+import { request } from 'node:https';
+
+import * as k8s from '@kubernetes/client-node';
+
+import { UsageError } from '../ctl/usage.ts';
+
+export type Json = Record<string, any>;
+
+export interface ObjectRef {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  namespace?: string | undefined;
+}
+
+/** `DaemonSet kube-system/netplug-node`, as messages name objects. */
+export const describe = (ref: ObjectRef) => `${ref.kind} ${ref.namespace ? `${ref.namespace}/` : ''}${ref.name}`;
+
+export const refOf = (object: Json): ObjectRef => ({
+  apiVersion: object.apiVersion,
+  kind: object.kind,
+  name: object.metadata?.name,
+  ...(object.metadata?.namespace ? { namespace: object.metadata.namespace } : {}),
+});
+
+export class KubeApiError extends Error {
+  override readonly name = 'KubeApiError';
+  readonly status: number;
+  readonly reason: string | undefined;
+
+  constructor(status: number, message: string, reason?: string) {
+    super(message);
+    this.status = status;
+    this.reason = reason;
+  }
+}
+
+export const isNotFound = (err: unknown) => err instanceof KubeApiError && err.status === 404;
+export const isConflict = (err: unknown) => err instanceof KubeApiError && (err.status === 409 || err.status === 422);
+
+interface Resource {
+  plural: string;
+  namespaced: boolean;
+}
+
+export const FIELD_MANAGER = 'netplugctl';
+
+export class UpgradeKube {
+  readonly config: k8s.KubeConfig;
+  /** The kubeconfig file it was loaded from (the Kubernetes datastore is opened with it too). */
+  readonly kubeconfigPath: string | undefined;
+  private readonly server: URL;
+  private readonly resources = new Map<string, Promise<Map<string, Resource>>>();
+
+  constructor(config: k8s.KubeConfig, kubeconfigPath?: string) {
+    const cluster = config.getCurrentCluster();
+    if (!cluster) throw new Error('the kubeconfig names no current cluster');
+    this.config = config;
+    this.kubeconfigPath = kubeconfigPath;
+    this.server = new URL(cluster.server);
+  }
+
+  /** One request; the parsed JSON answer, or a KubeApiError with the server's message. */
+  async request(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<any> {
+    const options: import('node:https').RequestOptions = {
+      method,
+      hostname: this.server.hostname,
+      port: this.server.port || 443,
+      path,
+      headers: { Accept: 'application/json' },
+    };
+    await this.config.applyToHTTPSOptions(options);
+    const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
+    if (payload !== undefined)
+      Object.assign(options.headers as object, { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(payload) });
+    const { status, text } = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const req = request(options, (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+        response.on('error', reject);
+      });
+      req.on('error', (err) => reject(new Error(`${this.server.origin}: ${err.message}`)));
+      req.setTimeout(60_000, () => req.destroy(new Error('no answer within 60 s')));
+      req.end(payload);
+    });
+    let parsed: any;
+    try {
+      parsed = text === '' ? {} : JSON.parse(text);
+    } catch {
+      parsed = { message: text.trim().slice(0, 200) };
+    }
+    if (status < 200 || status > 299)
+      throw new KubeApiError(status, `${method} ${path.split('?')[0]}: ${parsed.message ?? `HTTP ${status}`}`, parsed.reason);
+    return parsed;
+  }
+
+  private async discover(apiVersion: string): Promise<Map<string, Resource>> {
+    let found = this.resources.get(apiVersion);
+    if (!found) {
+      const path = apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
+      found = this.request('GET', path).then(
+        (list: { resources: { name: string; kind: string; namespaced: boolean }[] }) =>
+          new Map(
+            list.resources.filter((r) => !r.name.includes('/')).map((r) => [r.kind, { plural: r.name, namespaced: r.namespaced }] as const),
+          ),
+      );
+      found.catch(() => this.resources.delete(apiVersion));
+      this.resources.set(apiVersion, found);
+    }
+    return found;
+  }
+
+  /** Forgets discovery (after CRDs were applied, new kinds are served). */
+  forgetDiscovery(): void {
+    this.resources.clear();
+  }
+
+  /** The collection's path (`name` absent) or the object's. */
+  async pathOf(ref: Omit<ObjectRef, 'name'> & { name?: string | undefined }): Promise<string> {
+    let resource: Resource | undefined;
+    try {
+      resource = (await this.discover(ref.apiVersion)).get(ref.kind);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+    if (!resource) throw new KubeApiError(404, `the server does not serve ${ref.kind} in ${ref.apiVersion}`, 'NotFound');
+    const base = ref.apiVersion.includes('/') ? `/apis/${ref.apiVersion}` : `/api/${ref.apiVersion}`;
+    const namespace = resource.namespaced ? `/namespaces/${encodeURIComponent(ref.namespace ?? 'default')}` : '';
+    return `${base}${namespace}/${resource.plural}${ref.name ? `/${encodeURIComponent(ref.name)}` : ''}`;
+  }
+
+  async get(ref: ObjectRef): Promise<Json> {
+    return this.request('GET', await this.pathOf(ref));
+  }
+
+  /** The object, or undefined when it (or its kind) does not exist. */
+  async getOrNothing(ref: ObjectRef): Promise<Json | undefined> {
+    try {
+      return await this.get(ref);
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async list(apiVersion: string, kind: string, namespace?: string, labelSelector?: string): Promise<Json[]> {
+    let path: string;
+    try {
+      path = await this.pathOf({ apiVersion, kind, namespace });
+    } catch (err) {
+      if (isNotFound(err)) return [];
+      throw err;
+    }
+    // A cluster-wide list of a namespaced kind: /apis/g/v/plural.
+    if (namespace === undefined) path = path.replace(/\/namespaces\/default\//, '/');
+    const query = labelSelector ? `?labelSelector=${encodeURIComponent(labelSelector)}` : '';
+    return ((await this.request('GET', `${path}${query}`)).items ?? []).map((item: Json) => ({ apiVersion, kind, ...item }));
+  }
+
+  /** Server-side apply as netplugctl, taking over conflicting fields (force); `dryRun` asks the server what it would do. */
+  async apply(object: Json, dryRun = false): Promise<Json> {
+    const path = await this.pathOf(refOf(object));
+    const query = `?fieldManager=${FIELD_MANAGER}&force=true${dryRun ? '&dryRun=All' : ''}`;
+    return this.request('PATCH', `${path}${query}`, object, 'application/apply-patch+yaml');
+  }
+
+  async jsonPatch(ref: ObjectRef, operations: object[]): Promise<Json> {
+    return this.request('PATCH', `${await this.pathOf(ref)}?fieldManager=${FIELD_MANAGER}`, operations, 'application/json-patch+json');
+  }
+
+  async mergePatch(ref: ObjectRef, patch: object): Promise<Json> {
+    return this.request('PATCH', `${await this.pathOf(ref)}?fieldManager=${FIELD_MANAGER}`, patch, 'application/merge-patch+json');
+  }
+
+  async create(object: Json): Promise<Json> {
+    const ref = refOf(object);
+    return this.request('POST', `${await this.pathOf({ ...ref, name: undefined })}?fieldManager=${FIELD_MANAGER}`, object);
+  }
+
+  /** PUT: the whole object, guarded by its metadata.resourceVersion. */
+  async replace(object: Json): Promise<Json> {
+    return this.request('PUT', `${await this.pathOf(refOf(object))}?fieldManager=${FIELD_MANAGER}`, object);
+  }
+
+  /** Deletes; false if it was not there. A uid makes it a precondition. */
+  async delete(ref: ObjectRef, uid?: string): Promise<boolean> {
+    try {
+      const body = uid ? { kind: 'DeleteOptions', apiVersion: 'v1', preconditions: { uid } } : undefined;
+      await this.request('DELETE', await this.pathOf(ref), body);
+      return true;
+    } catch (err) {
+      if (isNotFound(err)) return false;
+      throw err;
+    }
+  }
+}
+
+/** --kubeconfig, else KUBECONFIG, else ~/.kube/config. */
+export function openUpgradeKube(kubeconfig: string | undefined, env: NodeJS.ProcessEnv): UpgradeKube {
+  const path = kubeconfig || env['KUBECONFIG'] || (env['HOME'] ? `${env['HOME']}/.kube/config` : undefined);
+  if (!path) throw new UsageError('no kubeconfig: give --kubeconfig FILE or set KUBECONFIG');
+  const config = new k8s.KubeConfig();
+  try {
+    config.loadFromFile(path);
+  } catch (err) {
+    throw new UsageError(`--kubeconfig ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message.split('\n')[0]}`);
+  }
+  return new UpgradeKube(config, path);
+}
