@@ -90,7 +90,6 @@ export async function applyUpgrade(kube: UpgradeKube, plan: Plan, inputs: Upgrad
   const steps = stored.record.steps;
   for (const [i, step] of steps.entries()) {
     if (stored.record.progress[step.id]?.state === 'done') continue;
-    options.out(`[${i + 1}/${steps.length}] ${step.title}\n`);
     // Saved before the step changes anything, in one write; a resumed step keeps the first copies.
     const saved = step.rollback === 'restore' ? (step.objects ?? []) : [];
     const unsaved = saved.filter((ref) => !backupOf(stored as StoredRecord, ref));
@@ -110,6 +109,8 @@ export async function applyUpgrade(kube: UpgradeKube, plan: Plan, inputs: Upgrad
       }
       s.record.progress[step.id] = progress;
     });
+    // Announced once recorded as running: a kill from here on finds the record saying so.
+    options.out(`[${i + 1}/${steps.length}] ${step.title}\n`);
     let message: string;
     try {
       message = await runStep(step, ctx);

@@ -4,6 +4,7 @@
 // later helm operation; the upgrade record says that revision was ours, so it is removed and the
 // upgrade redone.
 import { execFile } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 import { findHelmRelease } from './detect.ts';
 import type { UpgradeKube } from './kube.ts';
@@ -35,8 +36,14 @@ export function runHelm(binary: string, args: string[], kubeconfig: string | und
 /** `helm upgrade`, unless the release already runs the target chart version. */
 export async function helmUpgrade(kube: UpgradeKube, helm: HelmTarget, fromRevision: number, signal: AbortSignal): Promise<string> {
   let release = await findHelmRelease(kube);
+  // A pending revision after ours began is our own helm: still running (a killed netplugctl leaves
+  // its helm child running on), or killed itself. Given time to finish; else its revision, which
+  // never will, is removed so helm accepts the upgrade again.
+  for (let waited = 0; release && release.revision > fromRevision && release.status.startsWith('pending-') && waited < 120; waited += 2) {
+    await sleep(2000, undefined, { signal });
+    release = await findHelmRelease(kube);
+  }
   if (release && release.revision > fromRevision && release.status.startsWith('pending-')) {
-    // Our own helm, killed: its revision never finished.
     await kube.delete({
       apiVersion: 'v1',
       kind: 'Secret',

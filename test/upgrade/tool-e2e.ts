@@ -1,0 +1,239 @@
+// netplugctl upgrade under the real kubelet, one procedure per test file: v3.30.0 installed as its
+// README says (installPrevious), a workload running and probed; `upgrade plan`; `upgrade apply
+// --yes` of the built executable killed with SIGKILL once during each of its steps and run again
+// until a run completes; the issue's checks (checkAfterUpgrade); `status`; a second apply that does
+// nothing; `rollback`, after which v3.30.0 runs again.
+import { execFile, execFileSync, spawn } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+import type { ExecutionContext, TestFn } from 'ava';
+
+import { CHART_VERSION } from '../../scripts/lib/chart-files.ts';
+import { NETPLUG_VERSION } from '../../ts/version.ts';
+import { helmBinary } from '../chart/helm.ts';
+import { imageArchive, NETPLUGCTL } from '../e2e/install.ts';
+import { type Cluster, clusterPerFile, getJson } from '../helpers/cluster.ts';
+import {
+  installPrevious,
+  manifestWithNodePaths,
+  operatorManifestWithNodePaths,
+  type PreviousInstall,
+  runNetplugctl,
+} from './install-previous.ts';
+import { checkAfterUpgrade, describeRollout, snapshotAddresses, startRolloutProbes, startWorkload } from './workload.ts';
+
+const run = promisify(execFile);
+const ROOT = new URL('../../', import.meta.url).pathname;
+const MANIFESTS = join(ROOT, 'deploy/manifests');
+
+export type ToolMethod = 'manifest-kdd' | 'manifest-etcd' | 'operator' | 'helm';
+
+/** How netplugctl is run for a procedure: its flags, where (etcd listens inside the node only), with which environment. */
+interface Invocation {
+  flags: string[];
+  wrap: (command: string, args: string[]) => [string, string[]];
+  env: NodeJS.ProcessEnv;
+}
+
+function invocation(cluster: Cluster, installed: PreviousInstall, method: ToolMethod): Invocation {
+  const outside = { wrap: (command: string, args: string[]): [string, string[]] => [command, args], env: { ...process.env } };
+  if (method === 'manifest-kdd' || method === 'manifest-etcd') {
+    const file = method === 'manifest-kdd' ? 'netplug.yaml' : 'netplug-etcd.yaml';
+    const manifest = manifestWithNodePaths(cluster, join(MANIFESTS, file), installed.paths, installed.configData, `v3.31-${file}`);
+    const files = ['--manifest', manifest, '--crds', join(MANIFESTS, 'crds.yaml')];
+    if (method === 'manifest-kdd') return { ...outside, flags: ['--kubeconfig', cluster.kubeconfig, ...files] };
+    // etcd (netplug-config's etcd_endpoints, the node's address) is reachable inside the node only.
+    return {
+      flags: ['--kubeconfig', cluster.nodeKubeconfig, ...files],
+      wrap: (command, args) => ['nsenter', [`--net=${cluster.netnsPath}`, '--', command, ...args]],
+      env: { ...process.env },
+    };
+  }
+  const crds = ['--operator-crds', join(MANIFESTS, 'operator-crds.yaml')];
+  if (method === 'operator') {
+    const operator = operatorManifestWithNodePaths(
+      cluster,
+      join(MANIFESTS, 'netplug-operator.yaml'),
+      installed.paths,
+      'v3.31-netplug-operator.yaml',
+    );
+    return { ...outside, flags: ['--kubeconfig', cluster.kubeconfig, ...crds, '--operator-manifest', operator] };
+  }
+  const charts = join(cluster.dir, 'v3.31-charts');
+  execFileSync(process.execPath, [join(ROOT, 'scripts/build-chart.ts'), '--out', charts], { stdio: 'ignore' });
+  const home = join(cluster.dir, 'helm-home');
+  mkdirSync(home, { recursive: true });
+  return {
+    ...outside,
+    flags: [
+      '--kubeconfig',
+      cluster.kubeconfig,
+      ...crds,
+      '--chart',
+      join(charts, `netplug-operator-${CHART_VERSION}.tgz`),
+      '--helm',
+      helmBinary(),
+    ],
+    env: {
+      ...process.env,
+      HOME: home,
+      HELM_CACHE_HOME: join(home, 'cache'),
+      HELM_CONFIG_HOME: join(home, 'config'),
+      HELM_DATA_HOME: join(home, 'data'),
+    },
+  };
+}
+
+async function netplugctl(how: Invocation, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const [command, argv] = how.wrap(NETPLUGCTL, args);
+  try {
+    const { stdout, stderr } = await run(command, argv, { maxBuffer: 16 << 20, env: how.env });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const failed = err as { code?: number; stdout?: string; stderr?: string };
+    return { code: failed.code ?? -1, stdout: failed.stdout ?? '', stderr: failed.stderr ?? '' };
+  }
+}
+
+export interface KilledApply {
+  /** Runs, the last one complete. */
+  runs: number;
+  /** The steps each kill interrupted, in order (`3/5 apply-manifest (recorded running)`). */
+  killed: string[];
+}
+
+/**
+ * `netplugctl upgrade apply --yes` run until it exits 0, each run killed (SIGKILL) as soon as it
+ * announces a step no earlier run was killed in: every step is interrupted once, and the record
+ * must then say that step is running (or done, when it finished before the signal landed).
+ */
+async function applyKilledAtEachStep(t: ExecutionContext, cluster: Cluster, namespace: string, how: Invocation): Promise<KilledApply> {
+  const killedSteps = new Set<number>();
+  const killed: string[] = [];
+  for (let runs = 1; runs <= 12; runs++) {
+    const [command, argv] = how.wrap(NETPLUGCTL, ['upgrade', 'apply', '--yes', '--timeout', '10m', ...how.flags]);
+    const child = spawn(command, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: how.env });
+    let out = '';
+    let err = '';
+    let killedAt: string | undefined;
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      if (killedAt) return;
+      for (const match of out.matchAll(/^\[(\d+)\/(\d+)\] /gm)) {
+        const step = Number(match[1]);
+        if (killedSteps.has(step)) continue;
+        killedSteps.add(step);
+        killedAt = `${step}/${match[2]}`;
+        child.kill('SIGKILL');
+        break;
+      }
+    });
+    child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+    const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.on('exit', (code, signal) => resolve({ code, signal })),
+    );
+    if (killedAt && (exit.signal === 'SIGKILL' || exit.code === 137)) {
+      const map = JSON.parse(await cluster.kubectl('-n', namespace, 'get', 'configmap', 'netplug-upgrade', '-o', 'json'));
+      const record = JSON.parse(map.data['record.json']);
+      const id = record.steps[Number(killedAt.split('/')[0]) - 1].id;
+      const state = record.progress[id].state;
+      killed.push(`${killedAt} ${id} (recorded ${state})`);
+      t.log(`run ${runs}: SIGKILL during step ${killedAt} ${id}; the record says it is ${state}`);
+      t.true(['running', 'done'].includes(state), `${id} is recorded as started`);
+      continue;
+    }
+    if (exit.code !== 0) throw new Error(`netplugctl upgrade apply exited ${exit.code ?? exit.signal}: ${err.trim() || out.trim()}`);
+    t.log(`run ${runs}: complete\n${out}`);
+    return { runs, killed };
+  }
+  throw new Error('netplugctl upgrade apply did not complete in 12 runs');
+}
+
+const escaped = (text: string) => text.replaceAll('.', '\\.');
+
+export function toolUpgrade(test: TestFn, method: ToolMethod): void {
+  const cluster = clusterPerFile(test, { systemPlugins: false });
+  let installed: PreviousInstall | undefined;
+  let how: Invocation | undefined;
+  let upgraded = false;
+  const nodeDaemonSet = () => getJson(cluster(), '-n', installed?.namespace ?? 'kube-system', 'daemonset', 'netplug-node');
+  const legacyEnv = (ds: any) => ds.spec.template.spec.containers[0].env.some((e: any) => e.name === 'NETPLUG_LEGACY_STATUS_FILE');
+
+  test.serial(
+    `${method}: plan, then apply killed once in each step and resumed, upgrades v3.30.0 to ${NETPLUG_VERSION} with the workload kept`,
+    async (t) => {
+      t.timeout(30 * 60_000);
+      const c = cluster();
+      const installStarted = Date.now();
+      installed = await installPrevious(c, method);
+      t.log(`v3.30.0 installed by ${method} in ${((Date.now() - installStarted) / 1000).toFixed(1)} s`);
+      await startWorkload(c);
+      await c.importImage(imageArchive());
+      how = invocation(c, installed, method);
+
+      const plan = await netplugctl(how, 'upgrade', 'plan', ...how.flags);
+      t.log(plan.stdout);
+      t.is(plan.code, 0, plan.stderr);
+      t.regex(plan.stdout, new RegExp(`method: ${method.startsWith('manifest') ? 'manifest' : method}`));
+      t.regex(plan.stdout, new RegExp(`datastore: ${method === 'manifest-etcd' ? 'etcdv3' : 'kubernetes'}`));
+      t.regex(plan.stdout, new RegExp(`node ${c.nodeName}: v3\\.30\\.0`));
+      if (method.startsWith('manifest')) t.regex(plan.stdout, /kubectl-create\): .*NETPLUG_LEGACY_STATUS_FILE/);
+      const steps = JSON.parse((await netplugctl(how, 'upgrade', 'plan', '-o', 'json', ...how.flags)).stdout).steps.length;
+
+      const addresses = await snapshotAddresses(c);
+      const probes = await startRolloutProbes(c);
+      const started = Date.now();
+      const applied = await applyKilledAtEachStep(t, c, installed.namespace, how);
+      const seconds = (Date.now() - started) / 1000;
+      const stats = await probes.stop();
+      t.log(
+        `${method} with netplugctl upgrade apply (${applied.runs} runs; killed in ${applied.killed.join(', ')}): ${describeRollout(seconds, stats)}`,
+      );
+      t.is(applied.killed.length, steps, `killed once in each of the ${steps} steps`);
+      await checkAfterUpgrade(t, c, installed, addresses, stats);
+      upgraded = true;
+
+      // What the literal server-side apply leaves behind (literal-upgrade.ts), the tool pruned.
+      const ds = await nodeDaemonSet();
+      t.false(legacyEnv(ds), 'NETPLUG_LEGACY_STATUS_FILE is gone');
+      t.is(ds.spec.template.spec.initContainers, undefined, 'no upgrade-ipam');
+
+      const status = await netplugctl(how, 'upgrade', 'status', ...how.flags.slice(0, 2));
+      t.log(status.stdout);
+      t.is(status.code, 0, status.stderr);
+      t.regex(status.stdout, /: done$/m);
+      t.regex(status.stdout, new RegExp(`^  ${c.nodeName}: ${escaped(NETPLUG_VERSION)} \\(pod netplug-node-\\w+, Ready\\)$`, 'm'));
+      t.regex(status.stdout, new RegExp(`^Cluster Version: ${escaped(NETPLUG_VERSION)}$`, 'm'));
+
+      const again = await netplugctl(how, 'upgrade', 'apply', '--yes', ...how.flags);
+      t.is(again.code, 0, again.stderr);
+      t.regex(again.stdout, /nothing to do/);
+    },
+  );
+
+  test.serial(`${method}: rollback puts v3.30.0 back; its pods run and the cluster says v3.30.0`, async (t) => {
+    t.timeout(15 * 60_000);
+    const c = cluster();
+    if (!installed || !how || !upgraded) return t.fail('not upgraded (see the test before)');
+    const started = Date.now();
+    const rollback = await netplugctl(
+      how,
+      'upgrade',
+      'rollback',
+      ...how.flags.slice(0, 2),
+      ...how.flags.filter((f, i, all) => f === '--helm' || all[i - 1] === '--helm'),
+    );
+    t.log(rollback.stdout);
+    t.is(rollback.code, 0, rollback.stderr);
+    t.log(`${method}: rollback took ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    const ds = await nodeDaemonSet();
+    t.true(ds.spec.template.spec.containers.every((container: any) => container.image === 'localhost/netplug:v3.30.0'));
+    if (method.startsWith('manifest')) t.true(legacyEnv(ds), 'the v3.30.0 template, as it was');
+    const pods = (await getJson(c, '-n', installed.namespace, 'pods', '-l', 'k8s-app=netplug-node')).items;
+    t.true(pods.every((pod: any) => pod.status.phase === 'Running' && pod.spec.containers.every((x: any) => x.image.endsWith(':v3.30.0'))));
+    // The v3.30.0 node agent wrote its version back.
+    t.regex(await runNetplugctl(c, installed, installed.release.netplugctl, 'version'), /Cluster Version:\s+v3\.30\.0\n/);
+  });
+}
