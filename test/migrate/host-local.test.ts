@@ -287,6 +287,23 @@ test.serial('migrate host-local: a dry run changes nothing; then one patch (one 
   t.is(applied.spec?.template.spec?.containers[0]?.image, RELEASE_IMAGE);
 });
 
+test.serial('the built netplugctl, as the README runs it', async (t) => {
+  await createNamespace(t, 'built', previous('built'));
+  const run = (...args: string[]) =>
+    execFileSync(join(ROOT, 'dist/bin/netplugctl'), ['migrate', 'host-local', ...args], {
+      encoding: 'utf8',
+      env: { PATH: '/usr/bin:/bin', KUBECONFIG: kube.server.admin.kubeconfig },
+    });
+  t.regex(
+    run('-n', 'built', '--dry-run'),
+    /would remove the init container upgrade-ipam .*\nwould set USE_POD_CIDR=true on container netplug-node\ndry run: nothing changed\n$/,
+  );
+  t.deepEqual(initNames(await daemonSet('built')), ['upgrade-ipam']);
+  t.regex(run('-n', 'built'), /^removed the init container upgrade-ipam /m);
+  t.deepEqual(initNames(await daemonSet('built')), []);
+  t.deepEqual(usePodCidrOf(await daemonSet('built')), [{ name: 'USE_POD_CIDR', value: 'true' }]);
+});
+
 test.serial('a DaemonSet changed after it was read fails the patch test and is left as it is', async (t) => {
   await createNamespace(t, 'guard', previous('guard'));
   const read = await daemonSet('guard');
