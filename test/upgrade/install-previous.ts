@@ -13,7 +13,7 @@ import { dumpYaml, loadAllYaml } from '@kubernetes/client-node';
 
 import { type PreviousRelease, previousRelease } from '../../scripts/lib/previous-release.ts';
 import { helmBinary } from '../chart/helm.ts';
-import type { Cluster } from '../helpers/cluster.ts';
+import { CLUSTER_CIDR, type Cluster } from '../helpers/cluster.ts';
 import { type NodePaths, writeKubeadmConfig } from '../e2e/install.ts';
 import { waitAvailable } from '../e2e/operator-install.ts';
 
@@ -117,11 +117,14 @@ export function operatorManifestWithNodePaths(cluster: Cluster, source: string, 
   return path;
 }
 
-/** An Installation file with the test cluster's CNI directories. */
-function customResourcesWithCniDirs(cluster: Cluster, source: string, out: string): string {
+/** An Installation file with the test cluster's CNI directories, its pool's CIDR set to the cluster's pod network (as the README says to). */
+function customResourcesForCluster(cluster: Cluster, source: string, out: string): string {
   const objects = loadAllYaml(readFileSync(source, 'utf8')) as any[];
-  for (const object of objects)
-    if (object.kind === 'Installation') object.spec.cni = { ...object.spec.cni, binDir: cluster.cniBinDir, confDir: cluster.cniConfDir };
+  for (const object of objects) {
+    if (object.kind !== 'Installation') continue;
+    object.spec.cni = { ...object.spec.cni, binDir: cluster.cniBinDir, confDir: cluster.cniConfDir };
+    for (const pool of object.spec.calicoNetwork?.ipPools ?? []) pool.cidr = CLUSTER_CIDR;
+  }
   const path = join(cluster.dir, out);
   writeFileSync(path, objects.map((object) => `---\n${dumpYaml(object)}`).join(''));
   return path;
@@ -176,9 +179,7 @@ export async function installPrevious(cluster: Cluster, method: InstallMethod): 
         ),
       );
       files.push(
-        await create(
-          customResourcesWithCniDirs(cluster, join(release.manifests, 'custom-resources.yaml'), 'v3.30.0-custom-resources.yaml'),
-        ),
+        await create(customResourcesForCluster(cluster, join(release.manifests, 'custom-resources.yaml'), 'v3.30.0-custom-resources.yaml')),
       );
     } else {
       helmRelease = { name: 'netplug', namespace: 'netplug-operator' };
@@ -192,7 +193,10 @@ export async function installPrevious(cluster: Cluster, method: InstallMethod): 
         '--set',
         `node.stateDir=${paths.varLib},node.cniLogFile=${paths.logFile}`,
         '--set-json',
-        `installation.spec=${JSON.stringify({ cni: { binDir: cluster.cniBinDir, confDir: cluster.cniConfDir } })}`,
+        `installation.spec=${JSON.stringify({
+          calicoNetwork: { ipPools: [{ cidr: CLUSTER_CIDR }] },
+          cni: { binDir: cluster.cniBinDir, confDir: cluster.cniConfDir },
+        })}`,
       );
     }
     await waitAvailable(cluster, 300);

@@ -3,10 +3,10 @@
 // says, a workload running and probed during the rollout, the procedure's commands in netplug's
 // names, the wait for the rollout from facts (rollout status, readiness), then the issue's checks
 // and the version rule (an older netplugctl refuses to write afterwards; this one writes).
-import { copyFileSync, createReadStream, existsSync, mkdirSync } from 'node:fs';
+import { copyFileSync, createReadStream, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 import type { ExecutionContext, TestFn } from 'ava';
 
@@ -37,6 +37,25 @@ import {
 const ROOT = new URL('../../', import.meta.url).pathname;
 const MANIFESTS = join(ROOT, 'deploy/manifests');
 const SSA = ['apply', '--server-side', '--force-conflicts', '-f'];
+
+/**
+ * This release as built in dist/ (npm test's pretest): its image imported into the node, and its
+ * netplugctl copied (with the addon beside it) into the cluster's directory. dist/ is rebuilt
+ * whole by `npm run build`: wait for it to be there, and keep a copy for the test's duration.
+ */
+async function thisRelease(cluster: Cluster): Promise<{ netplugctl: string }> {
+  const archive = await eventually(
+    'dist/ built (npm run build, build-image)',
+    async () => (existsSync(NETPLUGCTL) ? imageArchive() : undefined),
+    600,
+  );
+  await cluster.importImage(archive);
+  const dir = join(cluster.dir, 'this-release');
+  mkdirSync(dir, { recursive: true });
+  for (const name of readdirSync(dirname(NETPLUGCTL)).filter((name) => name === 'netplugctl' || name.endsWith('.node')))
+    copyFileSync(join(dirname(NETPLUGCTL), name), join(dir, name));
+  return { netplugctl: join(dir, 'netplugctl') };
+}
 
 /** The spec's steps for one method, with the commands a cluster operator types. */
 type Procedure = (t: ExecutionContext, cluster: Cluster, installed: PreviousInstall) => Promise<void>;
@@ -141,12 +160,15 @@ export function literalUpgrade(test: TestFn, method: Exclude<InstallMethod, 'hos
   const cluster = clusterPerFile(test, { systemPlugins: false });
   let installed: PreviousInstall | undefined;
   let upgraded = false;
+  let netplugctl = NETPLUGCTL;
   const file = { started: Date.now() };
 
   test.serial(
     `${method}: v3.30.0 installed as its README says, a workload running; the literal procedure upgrades it to ${NETPLUG_VERSION}`,
     async (t) => {
       const c = cluster();
+      // This release first: the node has its image before anything else starts.
+      ({ netplugctl } = await thisRelease(c));
       const started = Date.now();
       installed = await installPrevious(c, method);
       t.log(`v3.30.0 installed by ${method} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
@@ -154,7 +176,6 @@ export function literalUpgrade(test: TestFn, method: Exclude<InstallMethod, 'hos
       t.true(before.env, 'v3.30.0 has the legacy env var');
       t.regex(await runNetplugctl(c, installed, installed.release.netplugctl, 'version'), /Cluster Version:\s+v3\.30\.0\n/);
       await startWorkload(c);
-      await c.importImage(imageArchive());
       const addresses = await snapshotAddresses(c);
       const probes = await startRolloutProbes(c);
       const upgradeStarted = Date.now();
@@ -162,7 +183,7 @@ export function literalUpgrade(test: TestFn, method: Exclude<InstallMethod, 'hos
       const seconds = (Date.now() - upgradeStarted) / 1000;
       const stats = await probes.stop();
       t.log(`${method}: ${describeRollout(seconds, stats)}`);
-      await checkAfterUpgrade(t, c, installed, addresses, stats);
+      await checkAfterUpgrade(t, c, installed, addresses, stats, netplugctl);
       upgraded = true;
 
       const after = await legacyFields(c, installed.namespace);
@@ -191,9 +212,9 @@ export function literalUpgrade(test: TestFn, method: Exclude<InstallMethod, 'hos
     t.is(old.code, 1, old.stderr);
     t.regex(old.stderr, new RegExp(`netplugctl v3\\.30\\.0 is older than the cluster's netplug ${NETPLUG_VERSION.replaceAll('.', '\\.')}`));
     t.is(old.stderr.trim().split('\n').length, 1, 'one line');
-    await runNetplugctl(c, installed, NETPLUGCTL, ...pool);
-    t.regex(await runNetplugctl(c, installed, NETPLUGCTL, 'pool', 'get', 'upgrade-check'), /10\.99\.0\.0\/24/);
-    await runNetplugctl(c, installed, NETPLUGCTL, 'pool', 'delete', 'upgrade-check');
+    await runNetplugctl(c, installed, netplugctl, ...pool);
+    t.regex(await runNetplugctl(c, installed, netplugctl, 'pool', 'get', 'upgrade-check'), /10\.99\.0\.0\/24/);
+    await runNetplugctl(c, installed, netplugctl, 'pool', 'delete', 'upgrade-check');
     t.log(`${method}: this file took ${((Date.now() - file.started) / 1000).toFixed(0)} s`);
   });
 }

@@ -18,7 +18,7 @@ const PINGERS = ['pinger-a', 'pinger-b'] as const;
 const PROBE_LABEL = 'netplug-upgrade-probe';
 /** How long a probe pod stays after it is Running: it is deleted during the rollout too (DEL), not only created. */
 const PROBE_LIFETIME_MS = 15_000;
-const PROBE_INTERVAL_MS = 3_000;
+const PROBE_INTERVAL_MS = 2_000;
 
 // Pings the address written to /tmp/peer until told to end a measuring period: `kill -INT` of the
 // ping in /tmp/ping.now makes it print its statistics into /tmp/ping-<n>.log, and the next starts.
@@ -205,6 +205,8 @@ export async function checkAfterUpgrade(
   installed: PreviousInstall,
   before: Map<string, PodAddress>,
   stats: RolloutStats,
+  /** This release's netplugctl (dist/bin/netplugctl, or a copy of it). */
+  netplugctl = NETPLUGCTL,
 ): Promise<void> {
   const netplugOf = (pods: any[]) =>
     pods.filter((pod) => ['netplug-node', 'netplug-kube-controllers', 'netplug-operator'].includes(pod.metadata.labels?.['k8s-app']));
@@ -234,7 +236,7 @@ export async function checkAfterUpgrade(
     for (const container of pod.spec.containers)
       t.is(container.image, `localhost/netplug:${NETPLUG_VERSION}`, `${pod.metadata.name}/${container.name} runs this release`);
 
-  const version = await runNetplugctl(cluster, installed, NETPLUGCTL, 'version');
+  const version = await runNetplugctl(cluster, installed, netplugctl, 'version');
   t.regex(version, new RegExp(`Cluster Version:\\s+${NETPLUG_VERSION.replaceAll('.', '\\.')}\\n`));
 
   const now = new Map(pods.filter((pod) => !pod.spec.hostNetwork && runningWithAddress(pod)).map((pod) => [pod.metadata.uid, pod]));
