@@ -32,7 +32,35 @@ test.before(async () => {
   // No node pods without a kubelet: the controllers would report 0 scheduled.
   await settleRollouts(api, 'kube-system', 0);
   await setClusterVersion('v3.30.0');
+  // A ConfigMap owned by a netplug resource: the upgrade strips the reference first and restores it after.
+  const pool = await api.create({
+    apiVersion: 'crd.projectnet.org/v1',
+    kind: 'IPPool',
+    metadata: { name: 'owner-pool' },
+    spec: {
+      kind: 'IPPool',
+      apiVersion: 'projectnet.org/v3',
+      metadata: { name: 'owner-pool' },
+      spec: { cidr: '10.77.0.0/24', blockSize: 26 },
+    },
+  });
+  poolUid = pool.metadata.uid;
+  await api.create({
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: {
+      ...OWNED,
+      ownerReferences: [{ apiVersion: 'crd.projectnet.org/v1', kind: 'IPPool', name: 'owner-pool', uid: pool.metadata.uid }],
+    },
+  });
 });
+
+const OWNED = { name: 'owned-by-pool', namespace: 'default' };
+let poolUid: string;
+const ownerUids = async () =>
+  ((await adminKube(kubeconfig).get({ apiVersion: 'v1', kind: 'ConfigMap', ...OWNED })).metadata.ownerReferences ?? []).map(
+    (o: any) => o.uid,
+  );
 
 async function setClusterVersion(version: string): Promise<void> {
   const store = await openStore({ datastore_type: 'kubernetes', kubernetes: { kubeconfig } });
@@ -58,7 +86,7 @@ test.serial(
     t.is(run.code, 1);
     t.regex(
       run.err,
-      /^netplugctl upgrade apply: step 4 \(wait-rollout\) failed: gave up after 4 s waiting for the rollout of DaemonSet kube-system\/netplug-node: .*; run apply again to resume, or netplugctl upgrade rollback\n$/,
+      /^netplugctl upgrade apply: step 5 \(wait-rollout\) failed: gave up after 4 s waiting for the rollout of DaemonSet kube-system\/netplug-node: .*; run apply again to resume, or netplugctl upgrade rollback\n$/,
     );
     const ds = await api.get(DS);
     t.true(ds.spec.template.spec.containers.every((c: any) => c.image === `localhost/netplug:${NETPLUG_VERSION}`));
@@ -71,8 +99,17 @@ test.serial(
     t.is(saved.from, 'v3.30.0');
     t.deepEqual(
       Object.entries(saved.progress).map(([id, p]: [string, any]) => `${id}:${p.state}`),
-      ['migrate-field-managers:done', 'apply-crds:done', 'apply-manifest:done', 'wait-rollout:failed', 'check-version:pending'],
+      [
+        'strip-owner-references:done',
+        'migrate-field-managers:done',
+        'apply-crds:done',
+        'apply-manifest:done',
+        'wait-rollout:failed',
+        'restore-owner-references:pending',
+        'check-version:pending',
+      ],
     );
+    t.deepEqual(await ownerUids(), [], 'the owner reference is stripped (and recorded) for the upgrade');
     const backup = JSON.parse((await api.get(RECORD)).data['backup.DaemonSet.kube-system.netplug-node']);
     t.true(agentEnv(backup.object).includes('NETPLUG_LEGACY_STATUS_FILE'), 'the DaemonSet as it was before the apply is saved');
     // Saved after the field-manager migration (which changed only managedFields), before the apply.
@@ -84,9 +121,9 @@ test.serial(
     t.is(status.code, 0);
     t.regex(
       status.out,
-      /^Upgrade v3\.30\.0 → v3\.31\.\d+ \(manifest install in kube-system\), started .*: failed, step 4\/5 wait-rollout$/m,
+      /^Upgrade v3\.30\.0 → v3\.31\.\d+ \(manifest install in kube-system\), started .*: failed, step 5\/7 wait-rollout$/m,
     );
-    t.regex(status.out, /^ +3\. done +apply-manifest: 14 objects applied$/m);
+    t.regex(status.out, /^ +4\. done +apply-manifest: 14 objects applied$/m);
     t.regex(status.out, /DaemonSet kube-system\/netplug-node: .*new spec not yet seen by the controller \(in progress\)/);
     t.regex(status.out, /^Cluster Version: v3\.30\.0$/m);
   },
@@ -104,9 +141,11 @@ test.serial(
     t.log(run.out);
     t.is(run.code, 0, run.err);
     t.regex(run.out, /^Resuming the upgrade to v3\.31\.\d+/);
-    t.notRegex(run.out, /\[[123]\/5\]/, 'steps 1 to 3 not run again');
-    t.regex(run.out, /\[4\/5\] Wait for the rollout/);
-    t.regex(run.out, /\[5\/5\] Check the version.*\n.*done: Cluster Version v3\.31\.\d+/);
+    t.notRegex(run.out, /\[[1234]\/7\]/, 'steps 1 to 4 not run again');
+    t.regex(run.out, /\[5\/7\] Wait for the rollout/);
+    t.regex(run.out, /\[6\/7\] Restore the recorded owner references.*\n.*done: 1 restored/);
+    t.regex(run.out, /\[7\/7\] Check the version.*\n.*done: Cluster Version v3\.31\.\d+/);
+    t.deepEqual(await ownerUids(), [poolUid], "the owner reference is back, with the owner's UID");
     const ds = await api.get(DS);
     t.is(ds.metadata.generation, (await api.get(DS)).metadata.generation);
     t.true(Number(ds.metadata.resourceVersion) >= Number(applied));

@@ -28,7 +28,7 @@ const run = promisify(execFile);
 const ROOT = new URL('../../', import.meta.url).pathname;
 const MANIFESTS = join(ROOT, 'deploy/manifests');
 
-export type ToolMethod = 'manifest-kdd' | 'manifest-etcd' | 'operator' | 'helm';
+export type ToolMethod = 'manifest-kdd' | 'manifest-etcd' | 'host-local' | 'operator' | 'helm';
 
 /** How netplugctl is run for a procedure: its flags, where (etcd listens inside the node only), with which environment. */
 interface Invocation {
@@ -39,11 +39,11 @@ interface Invocation {
 
 function invocation(cluster: Cluster, installed: PreviousInstall, method: ToolMethod): Invocation {
   const outside = { wrap: (command: string, args: string[]): [string, string[]] => [command, args], env: { ...process.env } };
-  if (method === 'manifest-kdd' || method === 'manifest-etcd') {
-    const file = method === 'manifest-kdd' ? 'netplug.yaml' : 'netplug-etcd.yaml';
+  if (method !== 'operator' && method !== 'helm') {
+    const file = { 'manifest-kdd': 'netplug.yaml', 'manifest-etcd': 'netplug-etcd.yaml', 'host-local': 'netplug-host-local.yaml' }[method];
     const manifest = manifestWithNodePaths(cluster, join(MANIFESTS, file), installed.paths, installed.configData, `v3.31-${file}`);
     const files = ['--manifest', manifest, '--crds', join(MANIFESTS, 'crds.yaml')];
-    if (method === 'manifest-kdd') return { ...outside, flags: ['--kubeconfig', cluster.kubeconfig, ...files] };
+    if (method !== 'manifest-etcd') return { ...outside, flags: ['--kubeconfig', cluster.kubeconfig, ...files] };
     // etcd (netplug-config's etcd_endpoints, the node's address) is reachable inside the node only.
     return {
       flags: ['--kubeconfig', cluster.nodeKubeconfig, ...files],
@@ -176,10 +176,13 @@ export function toolUpgrade(test: TestFn, method: ToolMethod): void {
       const plan = await netplugctl(how, 'upgrade', 'plan', ...how.flags);
       t.log(plan.stdout);
       t.is(plan.code, 0, plan.stderr);
-      t.regex(plan.stdout, new RegExp(`method: ${method.startsWith('manifest') ? 'manifest' : method}`));
+      const manifest = method.startsWith('manifest') || method === 'host-local';
+      t.regex(plan.stdout, new RegExp(`method: ${manifest ? 'manifest' : method}`));
       t.regex(plan.stdout, new RegExp(`datastore: ${method === 'manifest-etcd' ? 'etcdv3' : 'kubernetes'}`));
       t.regex(plan.stdout, new RegExp(`node ${c.nodeName}: v3\\.30\\.0`));
-      if (method.startsWith('manifest')) t.regex(plan.stdout, /kubectl-create\): .*NETPLUG_LEGACY_STATUS_FILE/);
+      if (manifest) t.regex(plan.stdout, /kubectl-create\): .*NETPLUG_LEGACY_STATUS_FILE/);
+      if (method === 'host-local')
+        t.regex(plan.stdout, /1\. Host-local install: USE_POD_CIDR=true on netplug-node, the init container upgrade-ipam removed/);
       const steps = JSON.parse((await netplugctl(how, 'upgrade', 'plan', '-o', 'json', ...how.flags)).stdout).steps.length;
 
       const addresses = await snapshotAddresses(c);
@@ -230,7 +233,7 @@ export function toolUpgrade(test: TestFn, method: ToolMethod): void {
     t.log(`${method}: rollback took ${((Date.now() - started) / 1000).toFixed(1)} s`);
     const ds = await nodeDaemonSet();
     t.true(ds.spec.template.spec.containers.every((container: any) => container.image === 'localhost/netplug:v3.30.0'));
-    if (method.startsWith('manifest')) t.true(legacyEnv(ds), 'the v3.30.0 template, as it was');
+    if (method !== 'operator' && method !== 'helm') t.true(legacyEnv(ds), 'the v3.30.0 template, as it was');
     const pods = (await getJson(c, '-n', installed.namespace, 'pods', '-l', 'k8s-app=netplug-node')).items;
     t.true(pods.every((pod: any) => pod.status.phase === 'Running' && pod.spec.containers.every((x: any) => x.image.endsWith(':v3.30.0'))));
     // The v3.30.0 node agent wrote its version back.

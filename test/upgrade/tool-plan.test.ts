@@ -145,6 +145,54 @@ test.serial('a cluster already at the target: nothing to do', async (t) => {
   t.is(JSON.parse(run.out).current, 'v3.30.0');
 });
 
+test.serial(
+  'an object owned by a netplug resource: listed, and the steps strip the reference first and restore it after the rollout',
+  async (t) => {
+    const api = adminKube(kubeconfig);
+    const pool = await api.create({
+      apiVersion: 'crd.projectnet.org/v1',
+      kind: 'IPPool',
+      metadata: { name: 'owner-pool' },
+      spec: {
+        kind: 'IPPool',
+        apiVersion: 'projectnet.org/v3',
+        metadata: { name: 'owner-pool' },
+        spec: { cidr: '10.77.0.0/24', blockSize: 26 },
+      },
+    });
+    const owned = { apiVersion: 'v1', kind: 'ConfigMap', name: 'owned-by-pool', namespace: 'default' };
+    await api.create({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: {
+        name: owned.name,
+        namespace: owned.namespace,
+        ownerReferences: [{ apiVersion: 'crd.projectnet.org/v1', kind: 'IPPool', name: 'owner-pool', uid: pool.metadata.uid }],
+      },
+    });
+    t.teardown(async () => {
+      await api.delete(owned);
+      await api.delete({ apiVersion: 'crd.projectnet.org/v1', kind: 'IPPool', name: 'owner-pool' });
+    });
+    const run = await netplugctl(planArgs());
+    t.is(run.code, 0, run.err);
+    t.regex(run.out, /owner references to netplug's API groups: \n {4}ConfigMap default\/owned-by-pool → IPPool owner-pool/);
+    const plan = JSON.parse((await netplugctl([...planArgs(), '-o', 'json'])).out);
+    t.deepEqual(
+      plan.steps.map((s: { id: string }) => s.id),
+      [
+        'strip-owner-references',
+        'migrate-field-managers',
+        'apply-crds',
+        'apply-manifest',
+        'wait-rollout',
+        'restore-owner-references',
+        'check-version',
+      ],
+    );
+  },
+);
+
 test.serial('a node that is not Ready blocks the plan', async (t) => {
   const api = adminKube(kubeconfig);
   await createNode(api, 'node-b', false);

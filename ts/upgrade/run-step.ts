@@ -33,7 +33,7 @@ export async function runStep(step: Step, ctx: StepContext): Promise<string> {
     case 'strip-owner-references':
       return stripReferences(kube);
     case 'host-local': {
-      const done = await applyHostLocalSteps(kube, daemonSet(ctx));
+      const done = await applyHostLocalSteps(kube, ctx.namespace);
       return done.length ? done.join('; ') : 'already done';
     }
     case 'migrate-field-managers': {

@@ -66,10 +66,7 @@ export function stepsFor(inputs: StepInputs): Step[] {
       id: 'host-local',
       title: 'Host-local install: USE_POD_CIDR=true on netplug-node, the init container upgrade-ipam removed from the live DaemonSet',
       operations: [
-        ...(install.usePodCidr ? [] : [`PATCH ${describe(ds)} (JSON patch: test the container name, add env USE_POD_CIDR=true)`]),
-        ...(install.upgradeIpam
-          ? [`PATCH ${describe(ds)} (JSON patch: test /spec/template/spec/initContainers/<i>/name == upgrade-ipam, remove it)`]
-          : []),
+        `PATCH ${describe(ds)} (one JSON patch: test the resourceVersion and the names at the indexes it changes${install.upgradeIpam ? ', remove the init container upgrade-ipam' : ''}${install.usePodCidr ? '' : ', add env USE_POD_CIDR=true to netplug-node'})`,
       ],
       rollback: 'restore',
       objects: [ds],
