@@ -110,6 +110,19 @@ export interface AllocateOptions {
   known?: KnownState;
   /** Every pool, to serve other ADDs waiting on this node (their requests name pools). */
   pools?: readonly Pool[];
+  /** A document the allocation was decided on (ClusterInformation: not locked for a migration). */
+  precondition?: Precondition;
+}
+
+/**
+ * A document whose change since the caller read it fails the allocation's commit (on etcd in the
+ * same transaction); the retry reads it again and `check` refuses (throws) or lets it go on.
+ */
+export interface Precondition {
+  key: string;
+  /** As read; undefined when it did not exist. */
+  entry: Entry<unknown> | undefined;
+  check(entry: Entry<unknown> | undefined): void;
 }
 
 /** Waiting requests older than this are not served: their ADD has likely given up. */
@@ -164,6 +177,7 @@ async function allocateInOneCommit(
   const pendingKey = keys.pendingRequest(node, handle);
   // What the next attempt knows: the caller's reads at first, then what a lost race returned.
   let state = options.known ?? {};
+  let precondition = options.precondition;
   let waiting = false;
   try {
     return await retryOnConflict(`allocating addresses for ${handle}`, async () => {
@@ -219,10 +233,13 @@ async function allocateInOneCommit(
         ...plan.writes.filter(isBlock),
       ];
       if (writes.length === 0) return plan.allocations;
+      // First: without transactions, a failed condition then undoes nothing.
+      if (precondition) writes.unshift(unchangedSinceRead(precondition));
       const refresh: Read[] = [
         ...firstReads(handle, node, families, companionKeys),
         ...plan.blocksRead.map((cidr) => ({ get: keys.block(cidr) })),
         { list: keys.pending(node) },
+        ...(precondition ? [{ get: precondition.key }] : []),
       ];
       // Only a fresh allocation of any addresses can be served by someone else.
       const wait = store.transactional && !waiting && !handleEntry && requests.every((r) => 'family' in r);
@@ -238,7 +255,12 @@ async function allocateInOneCommit(
         return plan.allocations;
       }
       waiting ||= wait;
-      const { results } = outcome;
+      const results = outcome.results.slice(0, refresh.length - (precondition ? 1 : 0));
+      if (precondition) {
+        const entry = outcome.results.at(-1) as Entry<unknown> | undefined;
+        precondition.check(entry);
+        precondition = { ...precondition, entry };
+      }
       const blocks = results.slice(results.length - 1 - plan.blocksRead.length, results.length - 1) as (Entry<unknown> | undefined)[];
       const known = plan.blocksRead.map((cidr, i) => [cidr, checkedOrAbsent(checkedBlock, blocks[i]) ?? null]);
       state = {
@@ -255,3 +277,5 @@ async function allocateInOneCommit(
     }
   }
 }
+
+const unchangedSinceRead = ({ key, entry }: Precondition): Write => (entry ? { key, unchanged: entry.revision } : { key, absent: true });

@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { API_VERSION, retryOnConflict, type Entry, type Store } from '../store/store.ts';
 import { ErrorCode } from '../cni/errors.ts';
 import { badDocument, IpamError } from './errors.ts';
+import type { Precondition } from './allocator.ts';
 
 export const CLUSTER_INFO_KEY = '/netplug/resources/v3/projectnet.org/clusterinformations/default';
 
@@ -109,6 +110,22 @@ export async function setDatastoreReady(store: Store, ready: boolean, now = new 
 export function datastoreLocked(entry: Entry<unknown> | undefined): boolean {
   const spec = (entry?.value as { spec?: { datastoreReady?: unknown } } | undefined)?.spec;
   return typeof spec === 'object' && spec !== null && spec.datastoreReady === false;
+}
+
+/**
+ * An allocation decided on this read of ClusterInformation (not locked): its commit fails if the
+ * document changed since, and a retry that finds it locked refuses. A lock landing between an
+ * ADD's read and its commit so cannot let the address slip past an export (on etcd, where the
+ * compare is in the commit's transaction).
+ */
+export function whileUnlocked(read: Entry<unknown> | undefined): Precondition {
+  return {
+    key: CLUSTER_INFO_KEY,
+    entry: read,
+    check: (entry) => {
+      if (datastoreLocked(entry)) throw datastoreLockedError();
+    },
+  };
 }
 
 /** ADD while the datastore is locked: try again later (11), and how the lock ends. */

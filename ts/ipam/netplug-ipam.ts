@@ -19,7 +19,7 @@ import {
   type Assignment,
   type Companion,
 } from './allocator.ts';
-import { CLUSTER_INFO_KEY, datastoreLocked, datastoreLockedError } from './cluster-info.ts';
+import { CLUSTER_INFO_KEY, whileUnlocked } from './cluster-info.ts';
 import { releaseWhere } from './release.ts';
 import type { Family } from '../net/cidr.ts';
 import { IpamError, poolError } from './errors.ts';
@@ -118,7 +118,9 @@ export class NetplugIpam implements Ipam {
       Entry<NodeResource> | undefined,
       ...unknown[],
     ];
-    if (datastoreLocked(results.at(-1) as Entry<unknown> | undefined)) throw datastoreLockedError();
+    // Refused while locked; else a lock landing before the commit fails it (etcd), see whileUnlocked.
+    const unlocked = whileUnlocked(results.at(-1) as Entry<unknown> | undefined);
+    unlocked.check(unlocked.entry);
     const pools = poolsOf(poolEntries);
     let requests: AddressRequest[];
     if (overrides.ips) {
@@ -142,7 +144,12 @@ export class NetplugIpam implements Ipam {
     }
     const allocations = await underHostLock(store, (waited) =>
       // What was read before another process's allocation is stale: read it again under the lock.
-      allocate(request, requests, { companions, ...(waited ? {} : { known: knownFrom(first, families, companionKeys, blocks) }), pools }),
+      allocate(request, requests, {
+        companions,
+        ...(waited ? {} : { known: knownFrom(first, families, companionKeys, blocks) }),
+        pools,
+        precondition: unlocked,
+      }),
     ).catch((err: unknown) => {
       // Addresses from the pod's annotation: say so, as the error may be about one of them.
       if (overrides.ips && err instanceof IpamError)

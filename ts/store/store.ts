@@ -19,7 +19,15 @@ export type Write =
   /** Replace `key`; fails unless it is still at `revision`. */
   | { key: string; update: unknown; revision: string }
   /** Delete `key`; fails unless it is still at `revision`. */
-  | { key: string; remove: true; revision: string };
+  | { key: string; remove: true; revision: string }
+  /** Changes nothing; fails unless `key` is still at `unchanged` (a revision): a document the commit was decided on. */
+  | { key: string; unchanged: string }
+  /** Changes nothing; fails if `key` exists. */
+  | { key: string; absent: true };
+
+/** A write that only states a condition. */
+export const changesNothing = (write: Write): write is { key: string; unchanged: string } | { key: string; absent: true } =>
+  'unchanged' in write || 'absent' in write;
 
 /** One read of a batch: a key, every entry under a prefix, or only the keys under a prefix. */
 export type Read = { get: string } | { list: string } | { keys: string };
@@ -34,7 +42,11 @@ export type ReadResult<R extends Read> = R extends { get: string }
 export interface Store {
   /** Where the data lives, for messages: `etcd at http://10.0.0.1:2379`. */
   readonly description: string;
-  /** Whether a commit is one transaction (etcd), or writes applied one by one and undone on a failed condition (Kubernetes). */
+  /**
+   * Whether a commit is one transaction (etcd), or writes applied one by one and undone on a
+   * failed condition (Kubernetes; there a condition-only write is checked by a read when its turn
+   * comes, so a change landing after that read is not seen).
+   */
   readonly transactional: boolean;
   get<T>(key: string): Promise<Entry<T> | undefined>;
   /** Every entry whose key starts with `prefix`. */

@@ -1,5 +1,6 @@
 // The Store on etcd: a commit is one transaction, its conditions compare revisions (or, for a
-// create, that the key has no version yet).
+// create or an absent key, that the key has no version yet); a condition-only write is a compare
+// with no operation.
 import type { Entry, Read, ReadResult, Store, Write } from '../store.ts';
 import { StoreDocumentError } from '../store.ts';
 import type { Compare, EtcdClient, KeyValue, Operation, RangeRequest } from './client.ts';
@@ -54,6 +55,10 @@ export class EtcdStore implements Store {
       } else if ('update' in write) {
         compare.push({ key: write.key, target: 'MOD', modRevision: write.revision });
         operations.push({ put: { key: write.key, value: Buffer.from(JSON.stringify(write.update)) } });
+      } else if ('unchanged' in write) {
+        compare.push({ key: write.key, target: 'MOD', modRevision: write.unchanged });
+      } else if ('absent' in write) {
+        compare.push({ key: write.key, target: 'VERSION', version: '0' });
       } else {
         compare.push({ key: write.key, target: 'MOD', modRevision: write.revision });
         operations.push({ delete: { key: write.key } });

@@ -8,7 +8,7 @@
 import { API_VERSION } from '../store.ts';
 import type { KubeClient } from '../../k8s/client.ts';
 import type { Entry, Read, ReadResult, Store, Write } from '../store.ts';
-import { StoreError } from '../store.ts';
+import { changesNothing, StoreError } from '../store.ts';
 import { GROUP, KEY_ANNOTATION, NODES_PREFIX, VERSION, kindOfKey, kindsOfPrefix, type Kind } from './resources.ts';
 
 interface ObjectMeta {
@@ -138,6 +138,12 @@ export class KubeStore implements Store {
 
   /** The new resourceVersion (undefined after a delete), or false if the write's condition failed. */
   private async apply(write: Write): Promise<string | undefined | false> {
+    if (changesNothing(write)) {
+      // A read, not a transaction's compare: a change landing after it goes unseen (best effort).
+      const current = await this.get(write.key);
+      const holds = 'absent' in write ? current === undefined : current?.revision === write.unchanged;
+      return holds ? current?.revision : false;
+    }
     const { kind, rest } = this.kindOf(write.key);
     const { name, labels } = kind.place(rest);
     if ('create' in write) {
@@ -164,6 +170,7 @@ export class KubeStore implements Store {
   /** Reverses applied writes, newest first, each only if nothing changed it since. */
   private async undo(done: readonly Applied[]): Promise<void> {
     for (const { write, revision, before } of [...done].reverse()) {
+      if (changesNothing(write)) continue;
       if ('create' in write) {
         if (revision) await this.apply({ key: write.key, remove: true, revision });
       } else if ('update' in write) {
