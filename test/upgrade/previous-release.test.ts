@@ -2,7 +2,8 @@
 // commit, with its own image, netplugctl, manifests and chart, which differ from this release's
 // where v3.30.0 differs on purpose.
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { loadAllYaml } from '@kubernetes/client-node';
@@ -26,6 +27,15 @@ test('the tag names the recorded commit, which is an ancestor of this release', 
   t.is(release.version, 'v3.30.0');
   t.true(release.root.endsWith(`/netplug/release-v3.30.0-${commit}`));
   t.not(NETPLUG_VERSION, release.version);
+});
+
+test('a clone without the commit (shallow, or without tags and history) gets an error saying so, not a build of something else', (t) => {
+  const empty = mkdtempSync(join(tmpdir(), 'nptest-previous-release-'));
+  t.teardown(() => rmSync(empty, { recursive: true, force: true }));
+  run('git', 'init', '-q', empty);
+  t.throws(() => previousReleaseCommit(empty), {
+    message: new RegExp(`previous release v3\\.30\\.0 \\(commit ${PREVIOUS_RELEASE.commit}\\) is not in .*git fetch --unshallow --tags`),
+  });
 });
 
 test('its netplugctl says 3.30.0', (t) => {
