@@ -137,3 +137,17 @@ test.serial('a Node recreated with other (dual-stack) pod CIDRs is recorded agai
   t.is((await probe(agent, '/readiness')).status, 200);
   t.is(await agent.stop(), 0);
 });
+
+test.serial("without the right to read its Node (the host-local manifest's role missing), /readiness says so", async (t) => {
+  const rules = hostLocalNodeRules().filter((rule) => !rule.resources?.includes('nodes'));
+  const { kubeconfig } = await kube.identityWith('netplug-node-no-nodes', rules);
+  const agent = await startAgent(t, { NODENAME: 'node-pc3', DATASTORE_TYPE: 'kubernetes', USE_POD_CIDR: 'true', KUBECONFIG: kubeconfig });
+  await eventually('/readiness names the refusal', async () => /cannot read Node "node-pc3"/.test((await probe(agent, '/readiness')).text));
+  const { status, text } = await probe(agent, '/readiness');
+  t.is(status, 503);
+  t.regex(
+    text,
+    /^not ready: cannot read Node "node-pc3" for its spec\.podCIDRs \(USE_POD_CIDR is true\): 403 nodes "node-pc3" is forbidden: User "netplug-node-no-nodes" cannot list resource "nodes"/,
+  );
+  t.is(await agent.stop(), 0);
+});

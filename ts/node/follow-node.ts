@@ -12,6 +12,8 @@ export interface NodeFollower<T> {
   what: string;
   select(node: k8s.V1Node | undefined): T;
   onChange(value: T): Promise<void>;
+  /** The Node could not be read (it is read again shortly). */
+  onError?(message: string): void;
 }
 
 const RETRY_MS = 2_000;
@@ -70,11 +72,25 @@ export async function followNode<T>(
       if (ended && !signal.aborted)
         log.warning(`watching the Kubernetes Node "${name}" ended: ${(ended as Error).message ?? String(ended)}`);
     } catch (err) {
-      log.warning(`following the Kubernetes Node "${name}": ${(err as Error).message}`);
+      const message = describeError(err);
+      log.warning(`following the Kubernetes Node "${name}": ${message}`);
+      follower.onError?.(message);
     }
     await sleep(RETRY_MS, signal);
   }
   await queue;
+}
+
+/** An API answer's status and message (the client's own message holds the whole body and headers). */
+function describeError(err: unknown): string {
+  if (!(err instanceof k8s.ApiException)) return (err as Error).message;
+  try {
+    const status = JSON.parse(String(err.body)) as { message?: unknown };
+    if (typeof status.message === 'string') return `${err.code} ${status.message}`;
+  } catch {
+    // not a Status: the code says enough
+  }
+  return `HTTP ${err.code}`;
 }
 
 export function sleep(ms: number, signal: AbortSignal): Promise<void> {

@@ -44,7 +44,15 @@ export class PodCidrRecord {
 
   /** Follows the Node: each new set of pod CIDRs is recorded. */
   follower(): NodeFollower<string[]> {
-    return { what: 'pod CIDRs', select: podCidrsOf, onChange: async (cidrs) => this.record(cidrs) };
+    return {
+      what: 'pod CIDRs',
+      select: podCidrsOf,
+      onChange: async (cidrs) => this.record(cidrs),
+      onError: (message) => {
+        // Once recorded, the CIDRs stand: a Node's pod CIDRs do not change in place.
+        if (!this.cidrs) this.problem = `cannot read Node "${this.nodeName}" for its spec.podCIDRs (USE_POD_CIDR is true): ${message}`;
+      },
+    };
   }
 
   /** Writes the file again if it was removed, changed or not written (the periodic check of node files). */
