@@ -213,10 +213,12 @@ test.serial('a server-side apply of the 3.31 manifest keeps upgrade-ipam: kubect
 test.serial("the spec's jq pipeline says `configured` but leaves upgrade-ipam on a DaemonSet made with kubectl create", async (t) => {
   await createNamespace(t, 'pipeline', previous('pipeline'));
   const kubectlPath = kubectlBinary();
+  // kubectl keeps a discovery cache under $HOME/.kube: a home of the test's own, not the caller's directory.
+  const home = tempDir(t, 'kubectl-home');
   const pipeline = `"$KUBECTL" get ds netplug-node -n pipeline -o json | jq 'del(.spec.template.spec.initContainers[]? | select(.name == "upgrade-ipam"))' | "$KUBECTL" apply -f -`;
   const output = execFileSync('sh', ['-c', pipeline], {
     encoding: 'utf8',
-    env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', KUBECTL: kubectlPath, KUBECONFIG: kube.server.admin.kubeconfig },
+    env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: home, KUBECTL: kubectlPath, KUBECONFIG: kube.server.admin.kubeconfig },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   t.log(`the pipeline printed: ${output.trim()}`);
@@ -227,7 +229,7 @@ test.serial("the spec's jq pipeline says `configured` but leaves upgrade-ipam on
   t.deepEqual(lastApplied.spec.template.spec.initContainers ?? [], [], 'what it did: recorded a configuration without it');
   // Run again, it has the annotation to go by, but that never listed upgrade-ipam: still there.
   execFileSync('sh', ['-c', pipeline], {
-    env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', KUBECTL: kubectlPath, KUBECONFIG: kube.server.admin.kubeconfig },
+    env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: home, KUBECTL: kubectlPath, KUBECONFIG: kube.server.admin.kubeconfig },
     stdio: 'ignore',
   });
   t.deepEqual(initNames(await daemonSet('pipeline')), ['upgrade-ipam']);
