@@ -41,6 +41,7 @@ cluster commands (each has --help):
   migrate owner-references --check|--strip|--restore
                                owner references to netplug resources, kept across an upgrade
   migrate auto-host-endpoints  move all-interfaces host endpoints to automatic ones
+  migrate host-local           on a host-local manifest install: remove upgrade-ipam, set USE_POD_CIDR
   datastore migrate export|import|lock|unlock
                                move netplug's data from etcd to the Kubernetes datastore
 
