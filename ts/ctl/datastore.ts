@@ -20,6 +20,19 @@ const FIELDS = [
 ] as const;
 type Field = (typeof FIELDS)[number];
 
+/** The flags that choose the datastore, shared by every netplugctl command that opens one (node:util parseArgs options). */
+export const DATASTORE_FLAGS = {
+  'datastore-type': { type: 'string' },
+  'etcd-endpoints': { type: 'string' },
+  'etcd-discovery-srv': { type: 'string' },
+  'etcd-key-file': { type: 'string' },
+  'etcd-cert-file': { type: 'string' },
+  'etcd-ca-cert-file': { type: 'string' },
+  kubeconfig: { type: 'string' },
+  'k8s-api-root': { type: 'string' },
+  config: { type: 'string' },
+} as const;
+
 /** `--etcd-endpoints` for etcd_endpoints, and so on. */
 export const flagOf = (field: Field) => field.replaceAll('_', '-');
 

@@ -5,6 +5,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 
 import type { Store } from '../store/store.ts';
 import { CLUSTER_COMMANDS } from './cluster-command.ts';
+import { DATASTORE_FLAGS } from './datastore.ts';
 import { UsageError } from './usage.ts';
 
 export interface CtlOutcome {
@@ -58,15 +59,7 @@ output: -o table (default) | -o json
 `;
 
 const GLOBAL = {
-  'datastore-type': { type: 'string' },
-  'etcd-endpoints': { type: 'string' },
-  'etcd-discovery-srv': { type: 'string' },
-  'etcd-key-file': { type: 'string' },
-  'etcd-cert-file': { type: 'string' },
-  'etcd-ca-cert-file': { type: 'string' },
-  kubeconfig: { type: 'string' },
-  'k8s-api-root': { type: 'string' },
-  config: { type: 'string' },
+  ...DATASTORE_FLAGS,
   'allow-version-mismatch': { type: 'boolean' },
   output: { type: 'string', short: 'o' },
   help: { type: 'boolean', short: 'h' },

@@ -9,7 +9,7 @@ import * as k8s from '@kubernetes/client-node';
 
 import { parseDuration } from '../config/duration.ts';
 import type { ClusterCommand } from '../ctl/cluster-command.ts';
-import { datastoreSettings } from '../ctl/datastore.ts';
+import { DATASTORE_FLAGS, datastoreSettings } from '../ctl/datastore.ts';
 import { refuseOlderClient } from '../ctl/version.ts';
 import { openStore } from '../store/open.ts';
 import type { Store } from '../store/store.ts';
@@ -42,14 +42,7 @@ Each step says what it did; a second run says there is nothing to do.
 `;
 
 const OPTIONS = {
-  kubeconfig: { type: 'string' },
-  'datastore-type': { type: 'string' },
-  'etcd-endpoints': { type: 'string' },
-  'etcd-discovery-srv': { type: 'string' },
-  'etcd-key-file': { type: 'string' },
-  'etcd-cert-file': { type: 'string' },
-  'etcd-ca-cert-file': { type: 'string' },
-  config: { type: 'string' },
+  ...DATASTORE_FLAGS,
   timeout: { type: 'string' },
   overwrite: { type: 'boolean' },
   'dry-run': { type: 'boolean' },

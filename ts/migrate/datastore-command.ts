@@ -6,7 +6,7 @@ import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 
 import type { ClusterCommand, ClusterCommandIo } from '../ctl/cluster-command.ts';
-import { datastoreSettings } from '../ctl/datastore.ts';
+import { DATASTORE_FLAGS, datastoreSettings } from '../ctl/datastore.ts';
 import { UsageError } from '../ctl/usage.ts';
 import { refuseOlderClient } from '../ctl/version.ts';
 import { openStore } from '../store/open.ts';
@@ -37,15 +37,7 @@ datastore flags: --datastore-type etcdv3|kubernetes --etcd-endpoints URLS --etcd
 `;
 
 const FLAGS = {
-  'datastore-type': { type: 'string' },
-  'etcd-endpoints': { type: 'string' },
-  'etcd-discovery-srv': { type: 'string' },
-  'etcd-key-file': { type: 'string' },
-  'etcd-cert-file': { type: 'string' },
-  'etcd-ca-cert-file': { type: 'string' },
-  kubeconfig: { type: 'string' },
-  'k8s-api-root': { type: 'string' },
-  config: { type: 'string' },
+  ...DATASTORE_FLAGS,
   'allow-version-mismatch': { type: 'boolean' },
   file: { type: 'string', short: 'f' },
   output: { type: 'string', short: 'o' },
@@ -63,7 +55,7 @@ const OWN_FLAGS: Record<string, readonly string[]> = {
   import: ['file'],
 };
 
-const DATASTORE_FLAGS = Object.keys(FLAGS).filter((f) => !['file', 'output', 'allow-unlocked', 'help'].includes(f));
+const DATASTORE_FLAG_NAMES = [...Object.keys(DATASTORE_FLAGS), 'allow-version-mismatch'];
 
 function parse(args: readonly string[]) {
   try {
@@ -93,7 +85,7 @@ async function run(args: readonly string[], env: NodeJS.ProcessEnv, io: ClusterC
   if (command === undefined || !(command in OWN_FLAGS))
     throw new UsageError(`datastore migrate needs one of lock, unlock, export, import${command ? `, got "${command}"` : ''}`);
   if (extra.length > 0) throw new UsageError(`datastore migrate ${command} takes no arguments, got "${extra.join(' ')}"`);
-  const allowed = new Set([...DATASTORE_FLAGS, ...(OWN_FLAGS[command] ?? [])]);
+  const allowed = new Set([...DATASTORE_FLAG_NAMES, ...(OWN_FLAGS[command] ?? [])]);
   const stray = Object.keys(values).find((flag) => !allowed.has(flag));
   if (stray) throw new UsageError(`datastore migrate ${command} does not take --${stray}`);
 

@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 
 import { parseDuration } from '../config/duration.ts';
 import type { ClusterCommand } from '../ctl/cluster-command.ts';
-import { datastoreSettings } from '../ctl/datastore.ts';
+import { DATASTORE_FLAGS, datastoreSettings } from '../ctl/datastore.ts';
 import { UsageError } from '../ctl/usage.ts';
 import { NETPLUG_VERSION } from '../version.ts';
 import { ApplyRefused, applyUpgrade } from './apply.ts';
@@ -48,7 +48,6 @@ Other:
 `;
 
 const OPTIONS = {
-  kubeconfig: { type: 'string' },
   manifest: { type: 'string' },
   crds: { type: 'string' },
   'operator-crds': { type: 'string' },
@@ -57,11 +56,7 @@ const OPTIONS = {
   release: { type: 'string' },
   namespace: { type: 'string', short: 'n' },
   helm: { type: 'string' },
-  'etcd-endpoints': { type: 'string' },
-  'etcd-discovery-srv': { type: 'string' },
-  'etcd-key-file': { type: 'string' },
-  'etcd-cert-file': { type: 'string' },
-  'etcd-ca-cert-file': { type: 'string' },
+  ...DATASTORE_FLAGS,
   yes: { type: 'boolean' },
   timeout: { type: 'string' },
   output: { type: 'string', short: 'o' },
