@@ -1,11 +1,10 @@
-// How netplugctl upgrade reaches the cluster: @kubernetes/client-node's KubeConfig for the server
-// and credentials, and plain JSON REST on top of them, so every object is read and written as the
+// How netplugctl upgrade reaches the cluster: plain JSON REST through @kubernetes/client-node's
+// transport and configuration (ts/k8s/rest-api.ts), so every object is read and written as the
 // server sent it (managedFields, unknown fields and all: the typed serialisers drop what they do
 // not know) and any kind is reachable through discovery, JSON patches included.
-import { request } from 'node:https';
-
 import * as k8s from '@kubernetes/client-node';
 
+import { type Api, ApiError, type Method, openApi } from '../k8s/rest-api.ts';
 import { UsageError } from '../ctl/usage.ts';
 
 export type Json = Record<string, any>;
@@ -30,12 +29,10 @@ export const refOf = (object: Json): ObjectRef => ({
 export class KubeApiError extends Error {
   override readonly name = 'KubeApiError';
   readonly status: number;
-  readonly reason: string | undefined;
 
-  constructor(status: number, message: string, reason?: string) {
+  constructor(status: number, message: string) {
     super(message);
     this.status = status;
-    this.reason = reason;
   }
 }
 
@@ -54,6 +51,7 @@ export class UpgradeKube {
   /** The kubeconfig file it was loaded from (the Kubernetes datastore is opened with it too). */
   readonly kubeconfigPath: string | undefined;
   private readonly server: URL;
+  private readonly api: Api;
   private readonly resources = new Map<string, Promise<Map<string, Resource>>>();
 
   constructor(config: k8s.KubeConfig, kubeconfigPath?: string) {
@@ -62,41 +60,17 @@ export class UpgradeKube {
     this.config = config;
     this.kubeconfigPath = kubeconfigPath;
     this.server = new URL(cluster.server);
+    this.api = openApi(config);
   }
 
   /** One request; the parsed JSON answer, or a KubeApiError with the server's message. */
-  async request(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<any> {
-    const options: import('node:https').RequestOptions = {
-      method,
-      hostname: this.server.hostname,
-      port: this.server.port || 443,
-      path,
-      headers: { Accept: 'application/json' },
-    };
-    await this.config.applyToHTTPSOptions(options);
-    const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
-    if (payload !== undefined)
-      Object.assign(options.headers as object, { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(payload) });
-    const { status, text } = await new Promise<{ status: number; text: string }>((resolve, reject) => {
-      const req = request(options, (response) => {
-        const chunks: Buffer[] = [];
-        response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-        response.on('error', reject);
-      });
-      req.on('error', (err) => reject(new Error(`${this.server.origin}: ${err.message}`)));
-      req.setTimeout(60_000, () => req.destroy(new Error('no answer within 60 s')));
-      req.end(payload);
-    });
-    let parsed: any;
+  async request(method: Method, path: string, body?: unknown, contentType = 'application/json'): Promise<any> {
     try {
-      parsed = text === '' ? {} : JSON.parse(text);
-    } catch {
-      parsed = { message: text.trim().slice(0, 200) };
+      return (await this.api.request(method, path, body === undefined ? {} : { body, contentType })) ?? {};
+    } catch (err) {
+      if (err instanceof ApiError) throw new KubeApiError(err.status, `${method} ${path.split('?')[0]}: ${err.message}`);
+      throw new Error(`${this.server.origin}: ${err instanceof Error ? err.message : String(err)}`);
     }
-    if (status < 200 || status > 299)
-      throw new KubeApiError(status, `${method} ${path.split('?')[0]}: ${parsed.message ?? `HTTP ${status}`}`, parsed.reason);
-    return parsed;
   }
 
   private async discover(apiVersion: string): Promise<Map<string, Resource>> {
@@ -128,7 +102,7 @@ export class UpgradeKube {
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }
-    if (!resource) throw new KubeApiError(404, `the server does not serve ${ref.kind} in ${ref.apiVersion}`, 'NotFound');
+    if (!resource) throw new KubeApiError(404, `the server does not serve ${ref.kind} in ${ref.apiVersion}`);
     const base = ref.apiVersion.includes('/') ? `/apis/${ref.apiVersion}` : `/api/${ref.apiVersion}`;
     const namespace = resource.namespaced ? `/namespaces/${encodeURIComponent(ref.namespace ?? 'default')}` : '';
     return `${base}${namespace}/${resource.plural}${ref.name ? `/${encodeURIComponent(ref.name)}` : ''}`;
