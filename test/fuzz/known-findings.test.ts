@@ -212,3 +212,22 @@ test("a DEL for another container ID with a live pod's CNI_NETNS leaves that pod
   t.is(judgeRun(ownDel, []), undefined, `owner's DEL: ${ownDel.stdout}`);
   datastoreClean(t, etcd);
 });
+
+test('a missing IPAM plugin is error 7 for ADD as for DEL, also while etcd is unreachable (the datastore lock is read after it)', async (t) => {
+  const netns = createNetns(t, 'noipam');
+  const conf = {
+    cniVersion: '1.1.0',
+    name: 'noipam',
+    type: 'netplug',
+    nodename: 'fuzz-node',
+    etcd_endpoints: 'http://127.0.0.1:1',
+    ipam: { type: 'Infinity' },
+    log_file_path: join(tempDir(t, 'noipam'), 'cni.log'),
+  };
+  const cid = containerId();
+  for (const command of ['ADD', 'DEL']) {
+    const run = await runBounded(runtimeEnv(command, cid, netns.path), input(conf), { timeoutMs: 20_000 });
+    t.is(codeOf(run), 7, `${command}: ${run.stdout}`);
+    t.regex(run.stdout, /names plugin \\"Infinity\\", which is not in CNI_PATH/);
+  }
+});

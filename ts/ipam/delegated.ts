@@ -2,7 +2,7 @@
 // received, as the CNI specification prescribes for delegation.
 import type { CniEnvironment, Command } from '../cni/environment.ts';
 import { CniError, ErrorCode, isCniError, shorten } from '../cni/errors.ts';
-import { execPlugin, findPlugin } from '../cni/exec.ts';
+import { execPlugin, findPlugin, pluginMissing } from '../cni/exec.ts';
 import { formatResult, parseResult, type Result } from '../cni/result.ts';
 import { compareVersions, versionAllows } from '../cni/versions.ts';
 import type { ParsedNetconf } from '../config/netconf.ts';
@@ -25,6 +25,10 @@ export class DelegatedIpam implements Ipam {
     this.log = log;
     this.type = netconf.conf.ipam.type;
     this.rewrite = rewrite;
+  }
+
+  requirePlugin(): void {
+    if (findPlugin(this.type, this.env.path) === undefined) throw pluginMissing(this.type, this.env.path);
   }
 
   async add(): Promise<Result> {

@@ -10,6 +10,11 @@ export interface Ipam {
   add(companions?: readonly Companion[], overrides?: AddressOverrides): Promise<Result>;
   /** Whether add() commits companions; otherwise the caller writes them. */
   readonly commitsCompanions: boolean;
+  /**
+   * Throws (error 7) when the manager's executable is missing: checked before the datastore is
+   * asked anything, so that ADD reports what DEL would, whatever the datastore's state.
+   */
+  requirePlugin?(): void;
   /** Whether this attachment holds addresses already (only a manager whose ADD is idempotent says). */
   holdsAddresses?(): Promise<boolean>;
   /**

@@ -40,6 +40,7 @@ export async function cmdAdd(ctx: PluginContext, presence?: Promise<Presence>): 
   }
   // Nothing is allocated before the gates pass, or while the pod's annotations could refuse it,
   // or while a migration has the datastore locked (netplug-ipam reads that with its first reads).
+  ctx.ipam.requirePlugin?.();
   const [facts] = await Promise.all([
     podFacts(ctx),
     waitForReadinessGates(conf.readiness_gates ?? [], conf.readiness_gate_timeout_seconds, log),

@@ -19,12 +19,14 @@ const INTERFACE_KEPT = Symbol('interface kept');
  */
 export async function cmdDel(ctx: PluginContext, teardown?: Promise<AttachmentTeardown>, hostEndGone?: Promise<boolean>): Promise<void> {
   const { env, log } = ctx;
-  const failures: CniError[] = [];
-  const attempt = async (step: () => Promise<void>) => {
+  // Failures are reported in the order of the steps, not of their arrival: the steps overlap, and
+  // a DEL that fails twice (IPAM plugin missing, datastore unreachable) says the same thing each time.
+  const failures: CniError[][] = [[], [], []];
+  const attempt = async (order: 0 | 1 | 2, step: () => Promise<void>) => {
     try {
       await step();
     } catch (err) {
-      if (err !== INTERFACE_KEPT) failures.push(toCniError(err, 'DEL'));
+      if (err !== INTERFACE_KEPT) failures[order]?.push(toCniError(err, 'DEL'));
     }
   };
   // Deleting the veth is most of a DEL (the kernel waits for RCU grace periods), on a thread of its
@@ -34,7 +36,7 @@ export async function cmdDel(ctx: PluginContext, teardown?: Promise<AttachmentTe
   // removed: the DEL fails, and the runtime's retry releases them.
   ctx.warmUp();
   let settled = false;
-  const removal = attempt(async () => {
+  const removal = attempt(0, async () => {
     const outcome = await (teardown ?? teardownAttachment(env.netns, env.ifname, hostInterfaceName(env)));
     settled = true;
     const where = { container: env.containerId, netns: env.netns, interface: env.ifname };
@@ -47,15 +49,15 @@ export async function cmdDel(ctx: PluginContext, teardown?: Promise<AttachmentTe
   ]);
   interfaceGone.catch(() => undefined);
   const endpointGone = ctx.usesDatastore
-    ? attempt(async () => {
+    ? attempt(2, async () => {
         const { namespace, endpointName } = ctx.workload;
         const outcome = await deleteWorkloadEndpoint(await ctx.store(), namespace, endpointName, env.containerId);
         log.debug('workload endpoint', { name: `${namespace}/${endpointName}`, outcome });
       })
     : undefined;
-  await attempt(() => ctx.ipam.del(interfaceGone));
+  await attempt(1, () => ctx.ipam.del(interfaceGone));
   await Promise.all([removal, endpointGone]);
-  const [first, ...rest] = failures;
+  const [first, ...rest] = failures.flat();
   if (first) {
     if (rest.length) first.details = [first.details, ...rest.map((f) => f.message)].filter(Boolean).join('; ');
     throw first;
