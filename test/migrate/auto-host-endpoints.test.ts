@@ -19,7 +19,7 @@ import {
   readConfiguration,
   type HostEndpoint,
 } from '../../ts/controllers/auto-host-endpoints-resources.ts';
-import { runClusterCtlMain } from '../../ts/ctl/cluster-main.ts';
+import { runClusterCtlMain } from '../../ts/cli/cluster-commands.ts';
 import { openKubeClient } from '../../ts/k8s/client.ts';
 import { KubeStore } from '../../ts/store/kubernetes/store.ts';
 import { openStore } from '../../ts/store/open.ts';

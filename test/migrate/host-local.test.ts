@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import test from 'ava';
 import * as k8s from '@kubernetes/client-node';
 
-import { runClusterCtlMain } from '../../ts/ctl/cluster-main.ts';
+import { runClusterCtlMain } from '../../ts/cli/cluster-commands.ts';
 import { hostLocalPatch, ipamTypeOf } from '../../ts/migrate/host-local.ts';
 import { renderManifest } from '../../ts/render/manifests.ts';
 import type { KubeObject } from '../../ts/render/objects.ts';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import test from 'ava';
 import * as k8s from '@kubernetes/client-node';
 
-import { runClusterCtlMain } from '../../ts/ctl/cluster-main.ts';
+import { runClusterCtlMain } from '../../ts/cli/cluster-commands.ts';
 import type { FoundReference } from '../../ts/migrate/owner-references.ts';
 import { tempDir } from '../helpers/cni.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';

@@ -7,7 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { previousReleaseCommit } from '../../scripts/lib/previous-release.ts';
-import { runClusterCtlMain } from '../../ts/ctl/cluster-main.ts';
+import { runClusterCtlMain } from '../../ts/cli/cluster-commands.ts';
 import { UpgradeKube } from '../../ts/upgrade/kube.ts';
 import * as k8s from '@kubernetes/client-node';
 

@@ -13,7 +13,7 @@ export const AGENTS: Record<string, () => Promise<AgentMain>> = {
   'netplug-operator': async () => (await import('../operator/main.ts')).runOperatorMain,
   // Only its cluster commands come here (ts/cli/sea-main.ts); the others run from the plugin's bundle.
   netplugctl: async () => {
-    const { runClusterCtlMain } = await import('../ctl/cluster-main.ts');
+    const { runClusterCtlMain } = await import('./cluster-commands.ts');
     return (argv, env, signal) =>
       runClusterCtlMain(argv, env, { out: (text) => writeAll(1, text), err: (text) => writeAll(2, text), signal });
   },

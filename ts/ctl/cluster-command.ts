@@ -1,4 +1,4 @@
-// The contract of netplugctl's cluster command groups (ts/ctl/cluster-main.ts): arguments after
+// The contract of netplugctl's cluster command groups (ts/cli/cluster-commands.ts): arguments after
 // the group's words, the environment, and writers for progress and results, which long-running
 // commands (upgrade apply) use as they go. The result is the exit code: 0 done, 1 refused or
 // failed (with one line on stderr saying why), 2 a usage mistake.

@@ -146,7 +146,9 @@ async function run(argv: readonly string[], env: Env): Promise<string> {
   if (loose.positionals.length === 0) throw new UsageError('no command given; netplugctl --help lists them');
   // The built executable sends these to the agents bundle (ts/cli/sea-main.ts) before this runs.
   if ((CLUSTER_COMMANDS as readonly string[]).includes(loose.positionals[0] as string))
-    throw new UsageError(`"${loose.positionals[0]}" is served by the netplugctl executable (ts/ctl/cluster-main.ts), not this entry point`);
+    throw new UsageError(
+      `"${loose.positionals[0]}" is served by the netplugctl executable (ts/cli/cluster-commands.ts), not this entry point`,
+    );
   const single = loose.positionals[0] as string;
   const command = single in COMMANDS ? single : loose.positionals.slice(0, 2).join(' ');
   const expected = COMMANDS[command];

@@ -1,7 +1,8 @@
-// netplugctl's cluster commands: upgrade, migrate and datastore migrate. They run from the
-// agents bundle (ts/cli/agents.ts) because they use @kubernetes/client-node, which the plugin's
+// netplugctl's cluster commands: upgrade, migrate and datastore migrate, dispatched here with the
+// entry points, so that ts/ctl (which upgrade/ and migrate/ build on) never imports them. They run
+// from the agents bundle (ts/cli/agents.ts) because they use @kubernetes/client-node, which the plugin's
 // bundle, on every pod's path, must not parse. Each group parses its own flags.
-import type { ClusterCommand, ClusterCommandIo } from './cluster-command.ts';
+import type { ClusterCommand, ClusterCommandIo } from '../ctl/cluster-command.ts';
 
 const GROUPS: Record<string, { usage: string; load: () => Promise<ClusterCommand> }> = {
   upgrade: {
