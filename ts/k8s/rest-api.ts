@@ -83,3 +83,14 @@ function parseOrText(text: string): unknown {
     return { message: text.trim().split('\n')[0] };
   }
 }
+
+/** The URL path of a resource's collection (all namespaces when `namespace` is not given) or of one object. */
+export function resourcePath(
+  resource: { apiVersion: string; resource: string; namespaced: boolean },
+  namespace?: string,
+  name?: string,
+): string {
+  const root = resource.apiVersion.includes('/') ? `/apis/${resource.apiVersion}` : `/api/${resource.apiVersion}`;
+  const scope = resource.namespaced && namespace ? `/namespaces/${encodeURIComponent(namespace)}` : '';
+  return `${root}${scope}/${resource.resource}${name === undefined ? '' : `/${encodeURIComponent(name)}`}`;
+}

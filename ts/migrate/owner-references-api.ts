@@ -5,9 +5,9 @@
 // cannot ask for metadata only, nor send a JSON patch to an arbitrary resource (ts/k8s/rest-api.ts).
 import * as k8s from '@kubernetes/client-node';
 
-import { type Api, ApiError } from '../k8s/rest-api.ts';
+import { type Api, ApiError, resourcePath } from '../k8s/rest-api.ts';
 
-export { type Api, ApiError, openApi } from '../k8s/rest-api.ts';
+export { type Api, ApiError, openApi, resourcePath } from '../k8s/rest-api.ts';
 
 /** An API resource (discovery), enough to build its paths. */
 export interface ApiResource {
@@ -44,17 +44,6 @@ export interface JsonPatchOperation {
 }
 
 const METADATA_LIST = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json';
-
-/** The URL path of a resource's collection (all namespaces when `namespace` is not given) or of one object. */
-export function resourcePath(
-  resource: Pick<ApiResource, 'apiVersion' | 'resource' | 'namespaced'>,
-  namespace?: string,
-  name?: string,
-): string {
-  const root = resource.apiVersion.includes('/') ? `/apis/${resource.apiVersion}` : `/api/${resource.apiVersion}`;
-  const scope = resource.namespaced && namespace ? `/namespaces/${encodeURIComponent(namespace)}` : '';
-  return `${root}${scope}/${resource.resource}${name === undefined ? '' : `/${encodeURIComponent(name)}`}`;
-}
 
 interface DiscoveredResource {
   name: string;

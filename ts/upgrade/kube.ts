@@ -4,7 +4,7 @@
 // not know) and any kind is reachable through discovery, JSON patches included.
 import * as k8s from '@kubernetes/client-node';
 
-import { type Api, ApiError, type Method, openApi } from '../k8s/rest-api.ts';
+import { type Api, ApiError, type Method, openApi, resourcePath } from '../k8s/rest-api.ts';
 import { UsageError } from '../ctl/usage.ts';
 
 export type Json = Record<string, any>;
@@ -95,7 +95,7 @@ export class UpgradeKube {
   }
 
   /** The collection's path (`name` absent) or the object's. */
-  async pathOf(ref: Omit<ObjectRef, 'name'> & { name?: string | undefined }): Promise<string> {
+  async pathOf(ref: Omit<ObjectRef, 'name'> & { name?: string | undefined }, allNamespaces = false): Promise<string> {
     let resource: Resource | undefined;
     try {
       resource = (await this.discover(ref.apiVersion)).get(ref.kind);
@@ -103,9 +103,10 @@ export class UpgradeKube {
       if (!isNotFound(err)) throw err;
     }
     if (!resource) throw new KubeApiError(404, `the server does not serve ${ref.kind} in ${ref.apiVersion}`);
-    const base = ref.apiVersion.includes('/') ? `/apis/${ref.apiVersion}` : `/api/${ref.apiVersion}`;
-    const namespace = resource.namespaced ? `/namespaces/${encodeURIComponent(ref.namespace ?? 'default')}` : '';
-    return `${base}${namespace}/${resource.plural}${ref.name ? `/${encodeURIComponent(ref.name)}` : ''}`;
+    // Without a namespace, an object of a namespaced kind (or its collection) is in `default`, as
+    // kubectl takes it; only a list asks for every namespace.
+    const namespace = ref.namespace ?? (allNamespaces ? undefined : 'default');
+    return resourcePath({ apiVersion: ref.apiVersion, resource: resource.plural, namespaced: resource.namespaced }, namespace, ref.name);
   }
 
   async get(ref: ObjectRef): Promise<Json> {
@@ -125,13 +126,11 @@ export class UpgradeKube {
   async list(apiVersion: string, kind: string, namespace?: string, labelSelector?: string): Promise<Json[]> {
     let path: string;
     try {
-      path = await this.pathOf({ apiVersion, kind, namespace });
+      path = await this.pathOf({ apiVersion, kind, namespace }, namespace === undefined);
     } catch (err) {
       if (isNotFound(err)) return [];
       throw err;
     }
-    // A cluster-wide list of a namespaced kind: /apis/g/v/plural.
-    if (namespace === undefined) path = path.replace(/\/namespaces\/default\//, '/');
     const query = labelSelector ? `?labelSelector=${encodeURIComponent(labelSelector)}` : '';
     return ((await this.request('GET', `${path}${query}`)).items ?? []).map((item: Json) => ({ apiVersion, kind, ...item }));
   }
