@@ -2,7 +2,7 @@
 // entry points, so that ts/ctl (which upgrade/ and migrate/ build on) never imports them. They run
 // from the agents bundle (ts/cli/agents.ts) because they use @kubernetes/client-node, which the plugin's
 // bundle, on every pod's path, must not parse. Each group parses its own flags.
-import type { ClusterCommand, ClusterCommandIo } from '../ctl/cluster-command.ts';
+import { type ClusterCommand, type ClusterCommandIo, commandStart } from '../ctl/cluster-command.ts';
 
 const GROUPS: Record<string, { usage: string; load: () => Promise<ClusterCommand> }> = {
   upgrade: {
@@ -32,25 +32,22 @@ export const CLUSTER_USAGE = Object.values(GROUPS)
   .join('\n');
 
 /**
- * Runs a cluster command: `args` are netplugctl's arguments as given. The group is found by its
- * words among the positional arguments, and the remaining arguments (flags included, in order)
- * go to the group's own parser.
+ * Runs a cluster command: `args` are netplugctl's arguments as given. The group is named by the
+ * command's first words, and the remaining arguments (flags included, in order) go to the group's
+ * own parser.
  */
 export async function runClusterCtlMain(args: readonly string[], env: NodeJS.ProcessEnv, io: ClusterCommandIo): Promise<number> {
-  // The group's words, in order, first among the positional arguments: the value of a datastore
-  // flag given before them (--etcd-endpoints URL datastore migrate lock) is positional too.
-  const words = args.filter((arg) => !arg.startsWith('-'));
-  const position = (group: string) => words.findIndex((_, i) => group.split(' ').every((word, j) => words[i + j] === word));
-  const name = Object.keys(GROUPS)
-    .filter((group) => position(group) >= 0)
-    .sort((a, b) => position(a) - position(b))[0];
+  // The group's words start the command (after the global flags and their values).
+  const start = commandStart(args);
+  const words = start < 0 ? [] : args.slice(start).filter((arg) => !arg.startsWith('-'));
+  const name = Object.keys(GROUPS).find((group) => group.split(' ').every((word, i) => words[i] === word));
   if (!name) {
     io.err(`netplugctl: unknown command "${words.slice(0, 2).join(' ')}"; one of:\n${CLUSTER_USAGE}\n`);
     return 2;
   }
-  // Drop the group's words (their first occurrences), keep everything else in order.
+  // Drop the group's words (their first occurrences from the start), keep everything else in order.
   const rest = [...args];
-  for (const word of name.split(' ')) rest.splice(rest.indexOf(word), 1);
+  for (const word of name.split(' ')) rest.splice(rest.indexOf(word, start), 1);
   const command = await (GROUPS[name] as (typeof GROUPS)[string]).load();
   try {
     return await command(rest, env, io);

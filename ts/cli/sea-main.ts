@@ -2,6 +2,8 @@
 // executable, with a V8 code cache made at build time after a training run (scripts/code-cache.ts).
 // Node's own SEA code cache holds only what compiling the script compiles, not the functions a
 // command runs; those would be compiled again on every pod's path.
+import { isClusterCommand } from '../ctl/cluster-command.ts';
+
 const { getAsset } = process.getBuiltinModule('node:sea');
 const { Script } = process.getBuiltinModule('node:vm');
 const { createRequire } = process.getBuiltinModule('node:module');
@@ -12,12 +14,9 @@ const { basename } = process.getBuiltinModule('node:path');
 // The long-running programs live in a bundle of their own (see ts/cli/agents.ts); it has no code
 // cache, since their start-up is paid once per pod, not once per pod network operation.
 const AGENT_NAMES = ['netplug-node', 'netplug-install', 'netplug-kube-controllers', 'netplug-operator'];
-// netplugctl's cluster commands (upgrade, migrate, datastore migrate) use the agents' libraries too;
-// the words are CLUSTER_COMMANDS of ts/ctl/cluster-command.ts, repeated so this script stays tiny.
-const CLUSTER_COMMANDS = ['upgrade', 'migrate', 'datastore'];
+// netplugctl's cluster commands (upgrade, migrate, datastore migrate) use the agents' libraries too.
 const program = basename(process.argv0);
-const agent =
-  AGENT_NAMES.includes(program) || (program === 'netplugctl' && process.argv.slice(2).some((arg) => CLUSTER_COMMANDS.includes(arg)));
+const agent = AGENT_NAMES.includes(program) || (program === 'netplugctl' && isClusterCommand(process.argv.slice(2)));
 
 // The asset is a bundle wrapped as a function of CommonJS's module variables (see build.ts).
 const script = agent
