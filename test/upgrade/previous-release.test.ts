@@ -19,10 +19,12 @@ const nodePod = (file: string) =>
   (loadAllYaml(readFileSync(file, 'utf8')) as any[]).find((doc) => doc.kind === 'DaemonSet' && doc.metadata.name === 'netplug-node').spec
     .template.spec;
 
-test('the tag names the recorded commit, which is an ancestor of this release', (t) => {
+test('the recorded commit is an ancestor of this release, and the tag names it where the clone has tags', (t) => {
   const commit = previousReleaseCommit();
   t.is(commit, PREVIOUS_RELEASE.commit);
-  t.is(run('git', '-C', ROOT, 'rev-parse', `${PREVIOUS_RELEASE.tag}^{commit}`).trim(), commit);
+  // A clone made without tags (CI's) still has the commit: main records it as a merge parent.
+  const tagged = run('git', '-C', ROOT, 'tag', '--list', PREVIOUS_RELEASE.tag).trim();
+  if (tagged) t.is(run('git', '-C', ROOT, 'rev-parse', `${PREVIOUS_RELEASE.tag}^{commit}`).trim(), commit);
   t.notThrows(() => run('git', '-C', ROOT, 'merge-base', '--is-ancestor', commit, 'HEAD'));
   t.is(release.version, 'v3.30.0');
   t.true(release.root.endsWith(`/netplug/release-v3.30.0-${commit}`));
