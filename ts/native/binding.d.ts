@@ -22,10 +22,48 @@ export interface CheckOutcome {
 /** Lists every difference between the kernel and what set-up of `spec` produces. */
 export declare function checkWorkload(spec: WorkloadSpec): Promise<CheckOutcome>
 
+/** Removes the link `name` from the calling process's namespace; `deleted: false` when there was none. */
+export declare function deleteLink(name: string): Promise<DeleteLinkOutcome>
+
+export interface DeleteLinkOutcome {
+  /** Whether there was a link to remove. */
+  deleted?: boolean
+  error?: KernelError
+}
+
+export interface DeviceOutcome {
+  ifindex?: number
+  /** The device's MAC address (VXLAN). */
+  mac?: string
+  error?: KernelError
+}
+
 export interface Difference {
   subject: string
   expected: string
   actual: string
+}
+
+/** Makes the IP-in-IP device `spec.name` (no fixed remote, like tunl0) exist, up, with its MTU and address. */
+export declare function ensureIpipDevice(spec: IpipDeviceSpec): Promise<DeviceOutcome>
+
+/** Makes the VXLAN device `spec.name` exist with exactly these attributes, learning off, up. */
+export declare function ensureVxlanDevice(spec: VxlanDeviceSpec): Promise<DeviceOutcome>
+
+export interface EntrySyncCounts {
+  added: number
+  removed: number
+}
+
+export interface EntrySyncOutcome {
+  counts?: EntrySyncCounts
+  error?: KernelError
+}
+
+/** A bridge FDB entry of a VXLAN device: frames to `mac` go to the underlay address `dst`. */
+export interface FdbEntry {
+  mac: string
+  dst: string
 }
 
 export interface GoneOutcome {
@@ -95,6 +133,14 @@ export interface InterfaceInfo {
  */
 export declare function interfacePresence(netns: string, ifname: string, hostIfname: string): Promise<PresenceOutcome>
 
+/** An IP-in-IP device without a fixed remote. */
+export interface IpipDeviceSpec {
+  name: string
+  mtu?: number
+  /** A /32 (or /128), with or without the suffix: the device's only address of its family. */
+  address?: string
+}
+
 /** A failed operation: `code` is the errno name (`EEXIST`), `op` what was being done. */
 export interface KernelError {
   code: string
@@ -110,6 +156,12 @@ export interface KernelError {
  */
 export declare function lockHostFile(path: string, patienceMs: number): Promise<HostLockOutcome>
 
+/** A permanent neighbour entry: `ip` resolves to `mac`. */
+export interface NeighborEntry {
+  ip: string
+  mac: string
+}
+
 export interface PresenceOutcome {
   /** `absent`, `attached` (the peer of the given host veth) or `foreign`. */
   presence?: string
@@ -122,6 +174,18 @@ export interface ProgrammedRoute {
   gateway: string
 }
 
+export interface RouteSyncCounts {
+  added: number
+  replaced: number
+  removed: number
+  unchanged: number
+}
+
+export interface RouteSyncOutcome {
+  counts?: RouteSyncCounts
+  error?: KernelError
+}
+
 export interface SetupOutcome {
   interfaces?: WorkloadInterfaces
   error?: KernelError
@@ -129,6 +193,24 @@ export interface SetupOutcome {
 
 /** Creates the workload's veth pair and configures both ends; all or nothing. */
 export declare function setupWorkload(spec: WorkloadSpec): Promise<SetupOutcome>
+
+/** Makes the permanent FDB entries of the VXLAN device `dev` exactly `entries`. */
+export declare function syncFdb(dev: string, entries: Array<FdbEntry>): Promise<EntrySyncOutcome>
+
+/** Makes the permanent neighbour entries on `dev` exactly `entries`. */
+export declare function syncNeighbors(dev: string, entries: Array<NeighborEntry>): Promise<EntrySyncOutcome>
+
+/** A main-table route: `dst` (CIDR) through `dev`, via `via` if given. */
+export interface SyncRoute {
+  dst: string
+  via?: string
+  dev: string
+  onlink?: boolean
+  src?: string
+}
+
+/** Makes the main table's routes of rtnetlink protocol `protocol` exactly `routes` (IPv4 and IPv6). */
+export declare function syncRoutes(protocol: number, routes: Array<SyncRoute>): Promise<RouteSyncOutcome>
 
 /**
  * Deletes `ifname` in `netns` only if it is the attachment's: the workload end of the veth whose
@@ -144,6 +226,21 @@ export interface TeardownOutcome {
 
 /** Deletes `ifname` in `netns`; a missing namespace or interface is success. */
 export declare function teardownWorkload(netns: string, ifname: string): Promise<TeardownOutcome>
+
+/** A VXLAN device. */
+export interface VxlanDeviceSpec {
+  name: string
+  vni: number
+  /** UDP destination port. */
+  port: number
+  /** The underlay address the tunnel's packets leave from. */
+  local: string
+  mtu?: number
+  /** Kept across re-creation when given; the kernel picks one otherwise. */
+  mac?: string
+  /** A /32 (or /128), with or without the suffix: the device's only address of its family. */
+  address?: string
+}
 
 /**
  * Resolves once the host has no link named `name` (or after `timeoutMs`), polling from a thread
