@@ -1,0 +1,341 @@
+// npm run bench:agent: the fast path (the netplug shim forwarding to netplug-node) measured in one
+// run against Debian's ptp + host-local, and the one-shot plugin against itself as it was.
+//   per pod:   ADD and DEL of one pod, each a fresh process as a runtime runs it: netplug through
+//              the agent, netplug with no agent (the shim runs the one-shot), the one-shot run
+//              directly (the path before the shim), ptp + host-local; variants rotated pod by pod;
+//   burst:     100 ADDs started at once on one node, timed until every pod is networked, then 100
+//              DELs; through the agent, against the same bursts of ptp + host-local;
+//   shim:      the shim's own cost, from spawn until its request has reached an agent that answers
+//              at once, against spawning /bin/true; and its size;
+//   kubelet:   see bench/agent-kubelet.ts (a 100-replica Deployment under the real kubelet).
+// The agent is the built netplug-node, on a real etcd, with a real kube-apiserver for its Node.
+// Writes bench/results/agent.{md,json,svg}; prints the headline ratios last.
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { get } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import * as k8s from '@kubernetes/client-node';
+
+import { launchEtcd, freePort, type EtcdServer } from '../scripts/lib/etcd-server.ts';
+import { launchKubeApiserver, type KubeServer } from '../scripts/lib/kube-server.ts';
+import { instantAgent } from './lib/instant-agent.ts';
+import { medianOf, writeReport, type Series } from './lib/report.ts';
+import { elapsedMs, summarize } from './lib/stats.ts';
+
+const ROOT = new URL('../', import.meta.url).pathname;
+const SHIM = join(ROOT, 'dist/cni/netplug');
+const ONE_SHOT = join(ROOT, 'dist/cni/netplug-oneshot');
+const NETPLUG_NODE = join(ROOT, 'dist/bin/netplug-node');
+const NETPLUGCTL = join(ROOT, 'dist/bin/netplugctl');
+const PTP = '/usr/lib/cni/ptp';
+const CNI_PATH = `${join(ROOT, 'dist/cni')}:/usr/lib/cni`;
+const CYCLES = Number(process.env['BENCH_CYCLES'] ?? 60);
+const WARMUP = 5;
+const BURST = 100;
+const BURST_ROUNDS = 3;
+const SHIM_RUNS = 200;
+const NODE = 'bench-agent-node';
+
+type Variant = 'agent' | 'fallback' | 'oneshot' | 'ptp';
+const LABELS: Record<Variant, string> = {
+  agent: 'netplug via netplug-node (fast path)',
+  fallback: 'netplug, no agent (shim runs the one-shot)',
+  oneshot: 'netplug-oneshot run directly (before the shim)',
+  ptp: 'ptp + host-local',
+};
+const VARIANTS: Variant[] = ['agent', 'fallback', 'oneshot', 'ptp'];
+
+const scratch = mkdtempSync(join(tmpdir(), 'netplug-bench-agent-'));
+const socket = join(scratch, 'run/cni.sock');
+const namespaces: string[] = [];
+let etcd: EtcdServer | undefined;
+let kube: KubeServer | undefined;
+let agent: ReturnType<typeof spawn> | undefined;
+
+interface Run {
+  status: number | null;
+  stdout: string;
+  ms: number;
+}
+
+function netconf(variant: Variant, endpoints: string): string {
+  if (variant === 'ptp')
+    return JSON.stringify({
+      cniVersion: '1.0.0',
+      name: 'bench-ptp',
+      type: 'ptp',
+      ipam: { type: 'host-local', dataDir: join(scratch, 'host-local'), ranges: [[{ subnet: '10.243.0.0/16' }]] },
+    });
+  return JSON.stringify({
+    cniVersion: '1.0.0',
+    name: 'bench-netplug',
+    type: 'netplug',
+    etcd_endpoints: endpoints,
+    nodename: NODE,
+    ipam: { type: 'netplug-ipam' },
+  });
+}
+
+function executable(variant: Variant): string {
+  return { agent: SHIM, fallback: SHIM, oneshot: ONE_SHOT, ptp: PTP }[variant];
+}
+
+function cniEnv(variant: Variant, command: string, container: string, netns: string): Record<string, string> {
+  return {
+    CNI_COMMAND: command,
+    CNI_CONTAINERID: container,
+    CNI_NETNS: `/run/netns/${netns}`,
+    CNI_IFNAME: 'eth0',
+    CNI_PATH,
+    PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
+    // No agent at this path: the shim falls back to the one-shot.
+    NETPLUG_AGENT_SOCKET: variant === 'agent' ? socket : join(scratch, 'absent.sock'),
+  };
+}
+
+function runSync(variant: Variant, command: string, container: string, netns: string, conf: string): Run {
+  const start = process.hrtime.bigint();
+  const run = spawnSync(executable(variant), [], { env: cniEnv(variant, command, container, netns), input: conf, encoding: 'utf8' });
+  const ms = elapsedMs(start);
+  if (run.status !== 0) throw new Error(`${LABELS[variant]} ${command} failed: ${run.stdout}${run.stderr}`);
+  return { status: run.status, stdout: run.stdout, ms };
+}
+
+function runAsync(variant: Variant, command: string, container: string, netns: string, conf: string): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const start = process.hrtime.bigint();
+    const child = spawn(executable(variant), [], { env: cniEnv(variant, command, container, netns), stdio: ['pipe', 'pipe', 'ignore'] });
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
+    child.on('error', reject);
+    child.on('close', (status) => resolve({ status, stdout, ms: elapsedMs(start) }));
+    child.stdin.end(conf);
+  });
+}
+
+function addNamespace(name: string): string {
+  execFileSync('ip', ['netns', 'add', name]);
+  namespaces.push(name);
+  return name;
+}
+
+function httpStatus(url: string): Promise<number> {
+  return new Promise((resolve) => {
+    get(url, (response) => {
+      response.resume();
+      resolve(response.statusCode ?? 0);
+    }).on('error', () => resolve(0));
+  });
+}
+
+/** netplug-node on the bench's etcd, serving the CNI socket; resolves once it is ready. */
+async function startAgent(endpoints: string, kubeconfig: string): Promise<void> {
+  const port = await freePort();
+  mkdirSync(join(scratch, 'var'), { recursive: true });
+  agent = spawn(NETPLUG_NODE, [], {
+    env: {
+      PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
+      NODENAME: NODE,
+      DATASTORE_TYPE: 'etcdv3',
+      ETCD_ENDPOINTS: endpoints,
+      KUBECONFIG: kubeconfig,
+      NO_DEFAULT_POOLS: 'true',
+      NETPLUG_VAR_DIR: join(scratch, 'var'),
+      NETPLUG_HEALTH_ADDR: `127.0.0.1:${port}`,
+      NETPLUG_AGENT_SOCKET: socket,
+    },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let log = '';
+  agent.stderr?.on('data', (chunk: Buffer) => (log = (log + chunk).slice(-4000)));
+  for (let i = 0; i < 600; i++) {
+    if (agent.exitCode !== null) throw new Error(`netplug-node exited ${agent.exitCode}: ${log}`);
+    if (existsSync(socket) && (await httpStatus(`http://127.0.0.1:${port}/readiness`)) === 200) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`netplug-node not ready after 60 s: ${log}`);
+}
+
+async function perPod(endpoints: string) {
+  const netns = addNamespace(`npbench-agent-${process.pid}`);
+  const samples = Object.fromEntries(VARIANTS.map((v) => [v, { add: [] as number[], del: [] as number[] }])) as Record<
+    Variant,
+    { add: number[]; del: number[] }
+  >;
+  let pod = 0;
+  const cycle = (variant: Variant): [number, number] => {
+    const container = `bench-${variant}-${pod++}`;
+    const conf = netconf(variant, endpoints);
+    return [runSync(variant, 'ADD', container, netns, conf).ms, runSync(variant, 'DEL', container, netns, conf).ms];
+  };
+  for (let i = 0; i < WARMUP; i++) for (const variant of VARIANTS) cycle(variant);
+  for (let i = 0; i < CYCLES; i++) {
+    // Rotate the order so that no variant always follows another's veth deletion.
+    const order = VARIANTS.map((_, k) => VARIANTS[(i + k) % VARIANTS.length] as Variant);
+    for (const variant of order) {
+      const [add, del] = cycle(variant);
+      samples[variant].add.push(add);
+      samples[variant].del.push(del);
+    }
+  }
+  return samples;
+}
+
+/** Each pod's eth0 holds the address its ADD returned, and no two pods share one. */
+function checkNetworked(pods: string[], adds: Run[], label: string): void {
+  const failed = adds.filter((a) => a.status !== 0);
+  if (failed.length > 0) throw new Error(`${failed.length} of ${pods.length} ${label} ADDs failed: ${failed[0]?.stdout}`);
+  const returned = adds.map((a) => String(JSON.parse(a.stdout).ips[0].address).split('/')[0]);
+  if (new Set(returned).size !== pods.length)
+    throw new Error(`${label}: ${pods.length} ADDs returned ${new Set(returned).size} distinct addresses`);
+  pods.forEach((netns, i) => {
+    const shown = execFileSync('ip', ['-n', netns, '-4', '-o', 'addr', 'show', 'dev', 'eth0'], { encoding: 'utf8' });
+    if (!shown.includes(` ${returned[i]}/`)) throw new Error(`${label}: ${netns} has not ${returned[i]} on eth0: ${shown}`);
+  });
+}
+
+async function burst(endpoints: string) {
+  const pods = Array.from({ length: BURST }, (_, i) => addNamespace(`npbench-ab-${process.pid}-${i}`));
+  const samples = { agent: { add: [] as number[], del: [] as number[] }, ptp: { add: [] as number[], del: [] as number[] } };
+  for (let round = 0; round < BURST_ROUNDS; round++) {
+    for (const variant of ['agent', 'ptp'] as const) {
+      const conf = netconf(variant, endpoints);
+      const container = (i: number) => `burst-${variant}-${round}-${i}`;
+      let start = process.hrtime.bigint();
+      const adds = await Promise.all(pods.map((netns, i) => runAsync(variant, 'ADD', container(i), netns, conf)));
+      samples[variant].add.push(elapsedMs(start));
+      checkNetworked(pods, adds, LABELS[variant]);
+      start = process.hrtime.bigint();
+      const dels = await Promise.all(pods.map((netns, i) => runAsync(variant, 'DEL', container(i), netns, conf)));
+      samples[variant].del.push(elapsedMs(start));
+      if (dels.some((d) => d.status !== 0)) throw new Error(`${LABELS[variant]}: a DEL of the burst failed`);
+      const left = pods.filter((netns) => spawnSync('ip', ['-n', netns, 'link', 'show', 'eth0']).status === 0);
+      if (left.length > 0) throw new Error(`${LABELS[variant]}: eth0 still in ${left.length} pods after the DELs`);
+    }
+  }
+  return samples;
+}
+
+/** The shim's own cost: spawn until an instantly answering agent has its request, and to exit. */
+async function shimCost() {
+  const server = await instantAgent(join(scratch, 'instant.sock'));
+  const forwarded: number[] = [];
+  const total: number[] = [];
+  const floor: number[] = [];
+  try {
+    const env = { CNI_COMMAND: 'VERSION', NETPLUG_AGENT_SOCKET: server.path, PATH: '/usr/bin:/bin' };
+    for (let i = 0; i < SHIM_RUNS + 10; i++) {
+      const start = process.hrtime.bigint();
+      const received = server.nextRequest();
+      const child = spawn(SHIM, [], { env, stdio: ['ignore', 'ignore', 'ignore'] });
+      const at = await received;
+      await new Promise((resolve) => child.on('close', resolve));
+      const end = process.hrtime.bigint();
+      const t0 = process.hrtime.bigint();
+      await new Promise((resolve) => spawn('/bin/true', [], { stdio: 'ignore' }).on('close', resolve));
+      if (i < 10) continue;
+      forwarded.push(Number(at - start) / 1e6);
+      total.push(Number(end - start) / 1e6);
+      floor.push(elapsedMs(t0));
+    }
+  } finally {
+    await server.close();
+  }
+  return { forwarded, total, floor, bytes: statSync(SHIM).size };
+}
+
+async function cleanup(): Promise<void> {
+  if (agent && agent.exitCode === null) {
+    agent.kill('SIGTERM');
+    await new Promise((resolve) => agent?.once('exit', resolve));
+  }
+  for (const netns of namespaces) spawnSync('ip', ['netns', 'del', netns]);
+  await kube?.stop();
+  await etcd?.stop();
+  rmSync(scratch, { recursive: true, force: true });
+}
+
+async function main(): Promise<void> {
+  if (process.getuid?.() !== 0) throw new Error('run as root: ADD creates interfaces in namespaces');
+  for (const file of [SHIM, ONE_SHOT, NETPLUG_NODE]) if (!existsSync(file)) throw new Error(`${file} is missing: run npm run build`);
+  process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
+  etcd = await launchEtcd(join(scratch, 'etcd'));
+  kube = await launchKubeApiserver(join(scratch, 'kube'));
+  const admin = new k8s.KubeConfig();
+  admin.loadFromFile(kube.admin.kubeconfig);
+  await admin.makeApiClient(k8s.CoreV1Api).createNode({ body: { metadata: { name: NODE } } });
+  execFileSync(NETPLUGCTL, ['pool', 'create', 'bench', '--cidr', '10.246.0.0/16'], { env: { ETCD_ENDPOINTS: etcd.endpoints } });
+  await startAgent(etcd.endpoints, kube.admin.kubeconfig);
+
+  const shim = await shimCost();
+  const samples = await perPod(etcd.endpoints);
+  const bursts = await burst(etcd.endpoints);
+
+  const series: Series[] = [
+    ...VARIANTS.map((v) => ({ group: 'ADD', label: LABELS[v], samplesMs: samples[v].add })),
+    ...VARIANTS.map((v) => ({ group: 'DEL', label: LABELS[v], samplesMs: samples[v].del })),
+    ...VARIANTS.map((v) => ({
+      group: 'ADD + DEL of one pod',
+      label: LABELS[v],
+      samplesMs: samples[v].add.map((ms, i) => ms + (samples[v].del[i] ?? 0)),
+    })),
+    { group: `${BURST} ADDs at once on one node`, label: LABELS.agent, samplesMs: bursts.agent.add },
+    { group: `${BURST} ADDs at once on one node`, label: LABELS.ptp, samplesMs: bursts.ptp.add },
+    { group: `${BURST} DELs at once on one node`, label: LABELS.agent, samplesMs: bursts.agent.del },
+    { group: `${BURST} DELs at once on one node`, label: LABELS.ptp, samplesMs: bursts.ptp.del },
+    { group: 'shim', label: 'spawn → request at an instant agent', samplesMs: shim.forwarded },
+    { group: 'shim', label: 'spawn → exit, VERSION via an instant agent', samplesMs: shim.total },
+    { group: 'shim', label: 'spawn → exit of /bin/true (the floor)', samplesMs: shim.floor },
+  ];
+  const median = (group: string, label: string) => medianOf(series, group, label);
+  const ratio = (group: string, a: Variant, b: Variant) => median(group, LABELS[a]) / median(group, LABELS[b]);
+  const burstAdd = summarize(bursts.agent.add).medianMs / 1000;
+  const burstDel = summarize(bursts.agent.del).medianMs / 1000;
+  const ratios = [
+    { label: 'agent / ptp + host-local, ADD median', value: ratio('ADD', 'agent', 'ptp') },
+    { label: 'agent / ptp + host-local, ADD + DEL median', value: ratio('ADD + DEL of one pod', 'agent', 'ptp') },
+    { label: 'agent / ptp + host-local, DEL median', value: ratio('DEL', 'agent', 'ptp') },
+    { label: 'shim without agent / one-shot direct, ADD + DEL median', value: ratio('ADD + DEL of one pod', 'fallback', 'oneshot') },
+    { label: `${BURST} ADDs through the agent, median wall time (s)`, value: burstAdd },
+    { label: `${BURST} DELs through the agent, median wall time (s)`, value: burstDel },
+    {
+      label: `${BURST} ADDs, agent / ptp + host-local, median`,
+      value: burstAdd / (summarize(bursts.ptp.add).medianMs / 1000),
+    },
+    { label: 'shim: spawn → request forwarded, median (ms)', value: median('shim', 'spawn → request at an instant agent') },
+    { label: 'shim: size (MB)', value: shim.bytes / 1e6 },
+  ];
+  const table = writeReport({
+    name: 'agent',
+    title: 'The fast path: the netplug shim and netplug-node against ptp + host-local',
+    series,
+    ratios,
+    notes: [
+      'A real etcd and a real kube-apiserver on loopback; netplug-node (dist/bin/netplug-node) runs on the host with its own etcd connection and serves the CNI socket; netplug-ipam on that etcd, pool 10.246.0.0/16.',
+      `Per pod: ${CYCLES} ADD + DEL cycles per variant into one namespace (after ${WARMUP} warm-up cycles), IPv4, each command a fresh process timed from spawn to exit, the variants rotated pod by pod.`,
+      `Burst: ${BURST} ADDs spawned at once into ${BURST} namespaces, timed until the last exits, then every pod checked for the address its ADD returned (distinct); then ${BURST} DELs at once, checked gone. ${BURST_ROUNDS} rounds per variant.`,
+      `Shim: ${SHIM_RUNS} runs of VERSION against a stand-in agent that answers at once (bench/lib/instant-agent.ts), timed from spawn until its request frame has arrived, and to exit; /bin/true spawned the same way is the floor of any process.`,
+      'The one-shot no slower than before: the shim with no agent (it runs netplug-oneshot in its place) against netplug-oneshot run directly.',
+    ],
+  });
+  console.log(table);
+  console.log('\nwrote bench/results/agent.{md,json,svg}\n');
+  // The kubelet part ran just before (npm run bench:agent runs bench/agent-kubelet.ts first).
+  const kubelet = new URL('results/agent-kubelet.json', import.meta.url);
+  if (existsSync(kubelet))
+    for (const { label, value } of JSON.parse(readFileSync(kubelet, 'utf8')).ratios as { label: string; value: number }[])
+      console.log(`kubelet, 100 replicas, ${label}: ${value.toFixed(2)}`);
+  console.log(`agent/ptp ADD median ratio: ${ratio('ADD', 'agent', 'ptp').toFixed(2)}`);
+  console.log(`agent/ptp ADD+DEL median ratio: ${ratio('ADD + DEL of one pod', 'agent', 'ptp').toFixed(2)}`);
+  console.log(`burst100 ADD seconds: ${burstAdd.toFixed(2)}`);
+  console.log(`burst100 DEL seconds: ${burstDel.toFixed(2)}`);
+}
+
+main()
+  .catch((err: unknown) => {
+    console.error(err instanceof Error ? err.message : err);
+    process.exitCode = 1;
+  })
+  .finally(cleanup);
