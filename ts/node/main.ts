@@ -1,9 +1,10 @@
 // netplug-node, the node agent (the DaemonSet's first container). At start and then kept: the
 // nodename and MTU files the CNI plugin reads; ClusterInformation "default" (this release, the
 // cluster type); the default pool when the datastore has none; on the etcd datastore, the node's
-// Node resource with the Kubernetes Node's labels. Serves /liveness and /readiness; ready once
-// that start-up work is done and while the datastore answers. With USE_POD_CIDR=true (host-local)
-// no default pool: it records its Node's pod CIDRs instead, and is not ready until there are some.
+// Node resource with the Kubernetes Node's labels. Serves /liveness, /readiness and /metrics;
+// ready once that start-up work is done and while the datastore answers. With USE_POD_CIDR=true
+// (host-local) no default pool: it records its Node's pod CIDRs instead, and is not ready until
+// there are some.
 import type { Server } from 'node:http';
 
 import type * as k8s from '@kubernetes/client-node';
@@ -18,6 +19,9 @@ import { PodCidrRecord } from './follow-pod-cidrs.ts';
 import { kubeConfigOf, openNodeStore } from './open-datastore.ts';
 import { readNodeLabels } from './read-node-labels.ts';
 import { registerNode } from './register-node.ts';
+import { countingStore } from './count-datastore.ts';
+import { AgentMetrics } from './metrics.ts';
+import { OBSERVE_POOLS_INTERVAL_MS, observePools } from './observe-pools.ts';
 import { serveHealth } from './serve-health.ts';
 import { NodeSettingsError, nodeSettings, type NodeSettings } from './settings.ts';
 import { writeNodeFiles } from './write-node-files.ts';
@@ -48,23 +52,33 @@ export async function runNodeMain(_argv: readonly string[], env: NodeJS.ProcessE
   let started = false;
   let datastoreProblem: string | undefined = 'the datastore has not been checked yet';
   const podCidrs = settings.usePodCidr ? new PodCidrRecord(settings.varDir, settings.nodeName, log) : undefined;
-  let server: Server;
-  try {
-    server = await serveHealth(settings.health.host, settings.health.port, {
-      notReady: () => datastoreProblem ?? (started ? podCidrs?.notReady() : 'start-up work is not done yet'),
-    });
-  } catch (err) {
-    log.error(`cannot serve health on ${settings.health.host}:${settings.health.port}: ${(err as Error).message}`);
-    return 1;
+  const metrics = new AgentMetrics();
+  const servers: Server[] = [];
+  const closeServers = () => Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+  const health = {
+    notReady: [() => datastoreProblem ?? (started ? podCidrs?.notReady() : 'start-up work is not done yet')],
+    metrics,
+  };
+  for (const [address, serves] of [
+    [settings.health, 'health'] as const,
+    ...(settings.metrics ? [[settings.metrics, 'metrics'] as const] : []),
+  ]) {
+    try {
+      servers.push(await serveHealth(address.host, address.port, health, serves));
+    } catch (err) {
+      log.error(`cannot serve ${serves} on ${address.host}:${address.port}: ${(err as Error).message}`);
+      await closeServers();
+      return 1;
+    }
   }
   let store: Store;
   let kube: k8s.KubeConfig;
   try {
     kube = kubeConfigOf(settings);
-    store = await openNodeStore(settings, env);
+    store = countingStore(await openNodeStore(settings, env), metrics);
   } catch (err) {
     log.error(`cannot reach the APIs: ${(err as Error).message}`);
-    server.close();
+    await closeServers();
     return 1;
   }
 
@@ -89,6 +103,7 @@ export async function runNodeMain(_argv: readonly string[], env: NodeJS.ProcessE
       }
     }
   };
+  const startedUp = startUp();
   const tasks = [
     repeat(CHECK_INTERVAL_MS, checkDatastore, signal),
     repeat(
@@ -99,9 +114,20 @@ export async function runNodeMain(_argv: readonly string[], env: NodeJS.ProcessE
       },
       signal,
     ),
+    // From the end of start-up, which may have made the default pool.
+    startedUp.then(() =>
+      repeat(
+        OBSERVE_POOLS_INTERVAL_MS,
+        async () => {
+          // Metrics only: a datastore that does not answer is reported by the readiness check.
+          await observePools(store, metrics).catch((err: Error) => log.debug(`pool usage: ${err.message}`));
+        },
+        signal,
+      ),
+    ),
     ...(podCidrs ? [followNode(kube, settings.nodeName, podCidrs.follower(), signal, log)] : []),
     (async () => {
-      await startUp();
+      await startedUp;
       if (started && settings.datastoreType === 'etcdv3') {
         await followNode(
           kube,
@@ -121,7 +147,7 @@ export async function runNodeMain(_argv: readonly string[], env: NodeJS.ProcessE
     })(),
   ];
   await Promise.all(tasks);
-  await new Promise<void>((resolve) => server.close(() => resolve()));
+  await closeServers();
   store.close();
   log.info('stopped');
   return 0;

@@ -18,6 +18,8 @@ export interface NodeSettings {
   clusterType: string;
   varDir: string;
   health: { host: string; port: number };
+  /** NETPLUG_METRICS_ADDR: a second listener serving only /metrics (the health server serves it too). */
+  metrics: { host: string; port: number } | undefined;
   /** blockSize undefined: 26, or the pool's own prefix length when that is longer. */
   defaultPool: { create: boolean; cidr: string | undefined; blockSize: string | undefined };
   /** USE_POD_CIDR: addresses come from each Node's spec.podCIDRs (host-local), not from pools. */
@@ -65,6 +67,8 @@ export function nodeSettings(env: NodeJS.ProcessEnv): NodeSettings {
     clusterType: [value('CLUSTER_TYPE') ?? 'k8s', ...(type === 'kubernetes' ? ['kdd'] : [])].join(','),
     varDir: value('NETPLUG_VAR_DIR') ?? DEFAULT_VAR_DIR,
     health: hostPort(value('NETPLUG_HEALTH_ADDR') ?? DEFAULT_HEALTH_ADDR),
+    metrics:
+      value('NETPLUG_METRICS_ADDR') === undefined ? undefined : hostPort(value('NETPLUG_METRICS_ADDR') as string, 'NETPLUG_METRICS_ADDR'),
     defaultPool: {
       create: value('NO_DEFAULT_POOLS')?.toLowerCase() !== 'true',
       cidr,
@@ -75,10 +79,10 @@ export function nodeSettings(env: NodeJS.ProcessEnv): NodeSettings {
 }
 
 /** `127.0.0.1:9099`, `[::1]:9099` or `:9099` (every address). */
-function hostPort(text: string): { host: string; port: number } {
+function hostPort(text: string, name = 'NETPLUG_HEALTH_ADDR'): { host: string; port: number } {
   const match = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(text);
   const port = Number(match?.[3]);
   if (!match || port > 65535)
-    throw new NodeSettingsError(`NETPLUG_HEALTH_ADDR "${text.slice(0, 100)}" must be host:port, such as 127.0.0.1:9099`);
+    throw new NodeSettingsError(`${name} "${text.slice(0, 100)}" must be host:port, such as 127.0.0.1:9099 or :9091`);
   return { host: match[1] ?? (match[2] || '0.0.0.0'), port };
 }
