@@ -1,6 +1,9 @@
 // The plugin binaries: every file of the image's source dir into the host's CNI bin dir, by temp
 // file + fsync + rename so a kubelet never runs a half-written file (the running old binary keeps
-// its inode). Identical files are left alone, so a second run copies nothing.
+// its inode). Identical files are left alone, so a second run copies nothing. With the fast path
+// (FAST_PATH, default true) the image's `netplug` is the shim and `netplug-oneshot` its fallback,
+// installed first so that a shim never finds it missing; without it, the one-shot plugin is
+// installed as `netplug` and the shim not at all.
 import { constants } from 'node:fs';
 import { chmod, copyFile, mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -27,15 +30,16 @@ export async function copyBinaries(settings: InstallSettings, previous: Installe
   });
   await mkdir(settings.binDir, { recursive: true });
   const outcome: CopyOutcome = { installed: [], copied: [], shipped: new Set() };
-  for (const entry of entries.filter((entry) => entry.isFile()).sort((a, b) => a.name.localeCompare(b.name))) {
-    outcome.shipped.add(entry.name);
-    const hostPath = `${HOST_BIN_DIR}/${entry.name}`;
-    if (settings.skipBinaries.has(entry.name)) {
+  const files = entries.filter((entry) => entry.isFile()).map((entry) => entry.name);
+  for (const { from, name } of binariesToInstall(files, settings.fastPath)) {
+    outcome.shipped.add(name);
+    const hostPath = `${HOST_BIN_DIR}/${name}`;
+    if (settings.skipBinaries.has(name)) {
       log('INFO', `skipping ${hostPath}: listed in SKIP_CNI_BINARIES`);
       continue;
     }
-    const source = join(settings.sourceDir, entry.name);
-    const target = join(settings.binDir, entry.name);
+    const source = join(settings.sourceDir, from);
+    const target = join(settings.binDir, name);
     const targetStat = await stat(target).catch(() => undefined);
     if (targetStat && !settings.updateBinaries) {
       log('INFO', `keeping the existing ${hostPath}: UPDATE_CNI_BINARIES is false`);
@@ -51,13 +55,30 @@ export async function copyBinaries(settings: InstallSettings, previous: Installe
       if ((targetStat.mode & 0o7777) !== mode) await chmod(target, mode);
     } else {
       await copyFileAtomically(source, target, mode);
-      outcome.copied.push(entry.name);
-      log('INFO', `installed ${hostPath}`);
+      outcome.copied.push(name);
+      log('INFO', `installed ${hostPath}${from === name ? '' : ` (the image's ${from}: FAST_PATH is false)`}`);
     }
     outcome.installed.push({ path: hostPath, sha256 });
   }
   if (outcome.copied.length > 0) await syncDirectory(settings.binDir);
   return outcome;
+}
+
+/** The image's shim and the one-shot plugin it falls back to. */
+export const SHIM = 'netplug';
+export const ONE_SHOT = 'netplug-oneshot';
+
+/**
+ * Which of the image's files (`from`) to install under which name, in order. An image without
+ * netplug-oneshot ships the one-shot plugin as netplug: installed as it is, whatever FAST_PATH says.
+ */
+export function binariesToInstall(files: readonly string[], fastPath: boolean): { from: string; name: string }[] {
+  const sorted = [...files].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  if (!sorted.includes(ONE_SHOT)) return sorted.map((name) => ({ from: name, name }));
+  if (!fastPath) return sorted.filter((name) => name !== SHIM).map((name) => ({ from: name, name: name === ONE_SHOT ? SHIM : name }));
+  // The fallback before the shim that runs it.
+  const rank = (name: string) => (name === ONE_SHOT ? 0 : name === SHIM ? 2 : 1);
+  return sorted.sort((a, b) => rank(a) - rank(b)).map((name) => ({ from: name, name }));
 }
 
 async function copyFileAtomically(source: string, target: string, mode: number): Promise<void> {

@@ -31,6 +31,11 @@ export interface InstallSettings {
   tlsAssetsDir: string;
   skipBinaries: Set<string>;
   updateBinaries: boolean;
+  /**
+   * FAST_PATH (default true): `netplug` is the shim that hands each call to netplug-node, with the
+   * one-shot plugin beside it as `netplug-oneshot`; false: the one-shot plugin itself is `netplug`.
+   */
+  fastPath: boolean;
   sleep: boolean;
   serviceAccountDir: string;
   cniServiceAccount: string;
@@ -64,6 +69,8 @@ export function readSettings(env: NodeJS.ProcessEnv): InstallSettings {
       );
     }
   }
+  const fastPath = (env.FAST_PATH ?? '').trim().toLowerCase() || 'true';
+  if (fastPath !== 'true' && fastPath !== 'false') throw new SettingsError(`FAST_PATH "${env.FAST_PATH}" must be true or false`);
   const confName = env.CNI_CONF_NAME || '10-netplug.conflist';
   if (confName.includes('/')) throw new SettingsError(`CNI_CONF_NAME "${confName}" must be a file name, not a path`);
   return {
@@ -84,6 +91,7 @@ export function readSettings(env: NodeJS.ProcessEnv): InstallSettings {
         .filter(Boolean),
     ),
     updateBinaries: flag(env.UPDATE_CNI_BINARIES, true),
+    fastPath: fastPath === 'true',
     sleep: flag(env.SLEEP, true),
     serviceAccountDir: env.NETPLUG_SERVICEACCOUNT_DIR || '/var/run/secrets/kubernetes.io/serviceaccount',
     cniServiceAccount: env.NETPLUG_CNI_SERVICE_ACCOUNT || 'netplug-cni-plugin',
