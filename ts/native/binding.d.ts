@@ -137,7 +137,7 @@ export declare function interfacePresence(netns: string, ifname: string, hostIfn
 export interface IpipDeviceSpec {
   name: string
   mtu?: number
-  /** A /32 (or /128), with or without the suffix: the device's only address of its family. */
+  /** A /32, with or without the suffix: the device's only IPv4 address. */
   address?: string
 }
 
@@ -236,7 +236,7 @@ export interface VxlanDeviceSpec {
   /** The underlay address the tunnel's packets leave from. */
   local: string
   mtu?: number
-  /** Kept across re-creation when given; the kernel picks one otherwise. */
+  /** Set when given (so it survives a re-creation); the kernel picks one otherwise. */
   mac?: string
   /** A /32 (or /128), with or without the suffix: the device's only address of its family. */
   address?: string

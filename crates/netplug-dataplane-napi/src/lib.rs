@@ -1,5 +1,6 @@
-//! N-API binding of netplug's native crates: `netplug-dataplane` (kernel work) and, in
-//! [`http`], `netplug-http` (HTTP for etcd, the Kubernetes API and readiness gates).
+//! N-API binding of netplug's native crates: `netplug-dataplane` (kernel work; in [`routes`],
+//! the routes between nodes) and, in [`http`], `netplug-http` (HTTP for etcd, the Kubernetes API
+//! and readiness gates).
 //!
 //! Each call starts a dedicated OS thread (namespaces are per thread), returns a promise at
 //! once, and settles it from that thread: neither the JS thread nor libuv's pool ever blocks on
@@ -8,6 +9,7 @@
 //! only if the binding itself breaks.
 
 mod http;
+pub mod routes;
 
 use std::net::IpAddr;
 

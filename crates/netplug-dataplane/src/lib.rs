@@ -10,22 +10,31 @@
 
 pub mod address;
 pub mod check;
+pub mod device;
 pub mod error;
 pub mod hostlock;
 pub mod link;
 pub mod names;
+pub mod neighbor;
 pub mod netlink;
 pub mod netns;
+pub mod parse;
 pub mod route;
+pub mod route_sync;
 pub mod setup;
 pub mod spec;
 pub mod sysctl;
 pub mod teardown;
+pub mod tunnel;
 
 pub use check::{Difference, check_workload};
+pub use device::delete_link;
 pub use error::{DataplaneError, Result};
+pub use neighbor::{EntrySyncCounts, FdbEntry, NeighborEntry, sync_fdb, sync_neighbors};
+pub use route_sync::{RouteSyncCounts, WantedRoute, sync_routes};
 pub use setup::{InterfaceInfo, ProgrammedRoute, WorkloadInterfaces, setup_workload};
 pub use spec::WorkloadSpec;
 pub use teardown::{
     Presence, Teardown, interface_presence, teardown_attachment, teardown_workload, wait_host_link_gone,
 };
+pub use tunnel::{EnsuredDevice, IpipDevice, VxlanDevice, ensure_ipip_device, ensure_vxlan_device};

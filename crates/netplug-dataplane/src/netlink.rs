@@ -152,7 +152,14 @@ impl Rtnl {
                 }
                 interrupted |= header.flags & NLM_F_DUMP_INTR != 0;
                 match header.message_type {
-                    NLMSG_DONE => return Ok(interrupted),
+                    NLMSG_DONE => {
+                        // A dump the kernel refused ends with its negative errno as DONE's payload.
+                        let code = message.get(16..20).map_or(0, |b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
+                        if code < 0 {
+                            return Err(NetlinkError { errno: Errno::from_raw(-code), kernel_text: None });
+                        }
+                        return Ok(interrupted);
+                    }
                     NLMSG_ERROR => {
                         return match parse_error(message, header.flags) {
                             None => Ok(interrupted),
