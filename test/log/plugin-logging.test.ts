@@ -49,7 +49,10 @@ test('at ERROR a successful ADD logs nothing; a failure is logged', (t) => {
   t.is(add.status, 0);
   t.is(add.stderr, '');
   t.is(invoke({ ...call, command: 'ADD' }).status, 1);
-  t.regex(readFileSync(logFile, 'utf8'), /^\S+ \[ERROR\]\[\d+\] netplug: ADD failed: interface "eth0" already exists .* code=101\n$/);
+  t.regex(
+    readFileSync(logFile, 'utf8'),
+    /^\S+ \[ERROR\]\[\d+\] netplug: ADD failed: interface "eth0" already exists .* code=101 via="one-shot"\n$/,
+  );
   invoke({ ...call, command: 'DEL' });
 });
 

@@ -40,7 +40,18 @@ export interface NetplugIpamContext {
   workload?: Record<string, string>;
   /** addReads() issued early for this command, with their results to come. */
   prefetched?: Prefetched;
+  /**
+   * Turns per node in place of the host-wide file lock (a resident agent serializes its own
+   * commands in memory); absent: the lock file, as separate plugin processes need.
+   */
+  turns?: IpamTurns;
 }
+
+/**
+ * Runs `work` in `node`'s turn; `waited` says whether another allocation went first (so what was
+ * read before is stale).
+ */
+export type IpamTurns = <T>(node: string, work: (waited: boolean) => Promise<T>) => Promise<T>;
 
 export interface Prefetched {
   reads: Read[];
@@ -142,7 +153,7 @@ export class NetplugIpam implements Ipam {
         return { family, pools: choosePools(pools, family, names, labels, field) };
       });
     }
-    const allocations = await underHostLock(store, (waited) =>
+    const allocations = await this.inTurn(store, (waited) =>
       // What was read before another process's allocation is stale: read it again under the lock.
       allocate(request, requests, {
         companions,
@@ -170,8 +181,15 @@ export class NetplugIpam implements Ipam {
     const store = await this.context.store();
     // Under the lock (no transactions), wait for the interface first: not while holding it.
     if (!store.transactional && interfaceGone) await Promise.allSettled([interfaceGone]);
-    const released = await underHostLock(store, () => releaseWhere(store, this.handle, mine, interfaceGone));
+    const released = await this.inTurn(store, () => releaseWhere(store, this.handle, mine, interfaceGone));
     if (released.length > 0) this.context.log.info('addresses released', { handle: this.handle, interface: ifname, addresses: released });
+  }
+
+  /** `work` in this node's turn when the datastore has no transactions (see underHostLock). */
+  private inTurn<T>(store: Store, work: (waited: boolean) => Promise<T>): Promise<T> {
+    const { turns, node } = this.context;
+    if (store.transactional || !turns) return underHostLock(store, work);
+    return turns(node, work);
   }
 
   async holdsAddresses(): Promise<boolean> {

@@ -17,6 +17,8 @@ interface Sinks {
   stderr: (text: string) => void;
   file: RotatingFile | undefined;
   threshold: number;
+  /** Fields every record carries (the plugin's `via`: which program served the command). */
+  fields?: Fields;
 }
 
 export class Logger {
@@ -40,6 +42,12 @@ export class Logger {
     this.sinks.threshold = LEVELS.indexOf(level);
     this.sinks.file?.close();
     this.sinks.file = file ? new RotatingFile(file.path, file) : undefined;
+  }
+
+  /** Adds `fields` to every record of this logger and all its children. */
+  always(fields: Fields): this {
+    this.sinks.fields = { ...this.sinks.fields, ...fields };
+    return this;
   }
 
   enabled(level: Level): boolean {
@@ -68,7 +76,7 @@ export class Logger {
 
   private log(level: Level, message: string, fields?: Fields): void {
     if (!this.enabled(level)) return;
-    const line = `${new Date().toISOString()} [${level}][${this.pid}] ${this.component}: ${message}${formatFields(fields)}\n`;
+    const line = `${new Date().toISOString()} [${level}][${this.pid}] ${this.component}: ${message}${formatFields(this.sinks.fields ? { ...fields, ...this.sinks.fields } : fields)}\n`;
     this.sinks.stderr(line);
     if (this.sinks.file) {
       try {

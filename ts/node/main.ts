@@ -20,6 +20,8 @@ import { kubeConfigOf, openNodeStore } from './open-datastore.ts';
 import { readNodeLabels } from './read-node-labels.ts';
 import { registerNode } from './register-node.ts';
 import { countingStore } from './count-datastore.ts';
+import { openAgentServices, type AgentServices } from './cni-services.ts';
+import { serveCni, type CniServer } from './serve-cni.ts';
 import { AgentMetrics } from './metrics.ts';
 import { OBSERVE_POOLS_INTERVAL_MS, observePools } from './observe-pools.ts';
 import { serveHealth } from './serve-health.ts';
@@ -81,6 +83,25 @@ export async function runNodeMain(_argv: readonly string[], env: NodeJS.ProcessE
     await closeServers();
     return 1;
   }
+
+  // The CNI fast path: a failure to serve leaves runtimes the one-shot plugin, so the agent goes on.
+  let cni: { server: CniServer; services: AgentServices } | undefined;
+  if (settings.fastPath) {
+    try {
+      const services = await openAgentServices(settings, env, (s) => countingStore(s, metrics));
+      const server = await serveCni({
+        socketPath: settings.agentSocket,
+        services: services.services,
+        log: log.child('cni'),
+        env,
+        signal,
+        observe: (command, result, seconds) => metrics.observeCni(command, result, seconds),
+      });
+      cni = { server, services };
+    } catch (err) {
+      log.error(`cannot serve CNI on ${settings.agentSocket}: ${(err as Error).message}; runtimes run the one-shot plugin`);
+    }
+  } else log.info('FAST_PATH is false: CNI is not served here; runtimes run the one-shot plugin');
 
   const checkDatastore = async () => {
     const problem = await answers(store);
@@ -147,6 +168,8 @@ export async function runNodeMain(_argv: readonly string[], env: NodeJS.ProcessE
     })(),
   ];
   await Promise.all(tasks);
+  await cni?.server.stop();
+  cni?.services.close();
   await closeServers();
   store.close();
   log.info('stopped');

@@ -24,6 +24,10 @@ export interface NodeSettings {
   defaultPool: { create: boolean; cidr: string | undefined; blockSize: string | undefined };
   /** USE_POD_CIDR: addresses come from each Node's spec.podCIDRs (host-local), not from pools. */
   usePodCidr: boolean;
+  /** FAST_PATH (default true): serve the CNI protocol to the `netplug` shim on `agentSocket`. */
+  fastPath: boolean;
+  /** NETPLUG_AGENT_SOCKET: the CNI socket (default /var/run/netplug/cni.sock). */
+  agentSocket: string;
 }
 
 export class NodeSettingsError extends Error {
@@ -59,6 +63,12 @@ export function nodeSettings(env: NodeJS.ProcessEnv): NodeSettings {
   const usePodCidr = value('USE_POD_CIDR')?.toLowerCase() ?? 'false';
   if (usePodCidr !== 'true' && usePodCidr !== 'false')
     throw new NodeSettingsError(`USE_POD_CIDR "${value('USE_POD_CIDR')?.slice(0, 100)}" must be true or false`);
+  const fastPath = value('FAST_PATH')?.toLowerCase() ?? 'true';
+  if (fastPath !== 'true' && fastPath !== 'false')
+    throw new NodeSettingsError(`FAST_PATH "${value('FAST_PATH')?.slice(0, 100)}" must be true or false`);
+  const agentSocket = value('NETPLUG_AGENT_SOCKET') ?? '/var/run/netplug/cni.sock';
+  if (!agentSocket.startsWith('/') || agentSocket.length > 100)
+    throw new NodeSettingsError(`NETPLUG_AGENT_SOCKET "${agentSocket.slice(0, 100)}" must be an absolute path of at most 100 characters`);
   return {
     nodeName,
     datastoreType: type,
@@ -75,6 +85,8 @@ export function nodeSettings(env: NodeJS.ProcessEnv): NodeSettings {
       blockSize: value('NETPLUG_IPV4POOL_BLOCK_SIZE'),
     },
     usePodCidr: usePodCidr === 'true',
+    fastPath: fastPath === 'true',
+    agentSocket,
   };
 }
 

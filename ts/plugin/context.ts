@@ -18,6 +18,7 @@ import { openStore } from '../store/open.ts';
 import type { Store } from '../store/store.ts';
 import { usesDatastore as storesState } from './early-datastore.ts';
 import type { PodReads } from './early-kube.ts';
+import type { PluginServices } from './services.ts';
 import { workloadOf, type Workload } from './workload.ts';
 
 export interface PluginContext {
@@ -58,16 +59,19 @@ export interface ContextOptions {
   prefetched?: Prefetched;
   /** The Kubernetes API client and the pod's reads, already under way (early work). */
   podReads?: PodReads;
+  /** A resident host's warm clients and IPAM turns (netplug-node); none in the one-shot. */
+  services?: PluginServices;
 }
 
 export function createContext(env: CniEnvironment, netconf: ParsedNetconf, log: Logger, options: ContextOptions = {}): PluginContext {
   const { conf } = netconf;
   const writesEndpoint = options.writesEndpoint ?? true;
   let opened: Promise<Store> | undefined = options.store;
-  const store = () => (opened ??= openStore(conf));
-  const { podReads } = options;
+  const { podReads, services } = options;
+  const store = () => (opened ??= services?.store?.(conf) ?? openStore(conf));
   let kubeClient: Promise<KubeClient> | undefined = podReads?.kube;
-  const kube = () => (kubeClient ??= openKubeClient(conf.kubernetes ?? {}));
+  const settings = conf.kubernetes ?? {};
+  const kube = () => (kubeClient ??= services?.kube?.(settings) ?? openKubeClient(settings));
   const node = nodeName(conf.nodename);
   const usesDatastore = storesState(netconf);
   const workload = workloadOf(env, node);
@@ -85,6 +89,7 @@ export function createContext(env: CniEnvironment, netconf: ParsedNetconf, log: 
         node,
         workload: attributes,
         ...(options.prefetched ? { prefetched: options.prefetched } : {}),
+        ...(services?.ipamTurns ? { turns: services.ipamTurns } : {}),
       })
     : new DelegatedIpam(env, netconf, log.child('ipam'), podCidrRewrite(netconf, workload, conf.kubernetes?.node_name ?? node, kube));
   return {

@@ -10,6 +10,7 @@ import { addReads, readAhead, requestedFamilies, type Prefetched } from '../ipam
 import { openStore } from '../store/open.ts';
 import type { Store } from '../store/store.ts';
 import { handled } from './handled.ts';
+import type { PluginServices } from './services.ts';
 import { endpointKey, workloadOf } from './workload.ts';
 
 /** Fields that put a network on the datastore (with netplug-ipam as its IPAM, or alone). */
@@ -32,10 +33,11 @@ export function startDatastoreWork(
   program: 'netplug' | 'netplug-ipam',
   env: CniEnvironment,
   netconf: ParsedNetconf,
+  services?: PluginServices,
 ): DatastoreWork {
   if (!usesDatastore(netconf)) return {};
   const { conf } = netconf;
-  const store = handled(openStore(conf));
+  const store = handled(services?.store?.(conf) ?? openStore(conf));
   store.then(
     (s) => s.warmUp(),
     () => undefined,

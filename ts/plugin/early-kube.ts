@@ -6,6 +6,7 @@ import type { Netconf } from '../config/netconf.ts';
 import { openKubeClient, type KubeClient } from '../k8s/client.ts';
 import { readNamespace, readPod, type NamespaceInfo, type PodInfo } from '../k8s/objects.ts';
 import { handled } from './handled.ts';
+import type { PluginServices } from './services.ts';
 
 export interface PodReads {
   kube: Promise<KubeClient>;
@@ -13,11 +14,11 @@ export interface PodReads {
 }
 
 /** The pod's reads, if this ADD will make them: a pod, `policy.type` k8s, and a way to the API. */
-export function startKubeWork(env: CniEnvironment, conf: Netconf): PodReads | undefined {
+export function startKubeWork(env: CniEnvironment, conf: Netconf, services?: PluginServices): PodReads | undefined {
   const { podNamespace, podName } = env.args;
   const settings = conf.kubernetes;
   if (!podNamespace || !podName || conf.policy?.type !== 'k8s' || !(settings?.kubeconfig || settings?.k8s_api_root)) return undefined;
-  const kube = handled(openKubeClient(settings));
+  const kube = handled(services?.kube?.(settings) ?? openKubeClient(settings));
   kube.then(
     (k) => k.warmUp(),
     () => undefined,

@@ -11,6 +11,7 @@ import type { Prefetched } from '../ipam/netplug-ipam.ts';
 import type { Store } from '../store/store.ts';
 import type { PodReads } from './early-kube.ts';
 import { handled } from './handled.ts';
+import type { PluginServices } from './services.ts';
 import { hostInterfaceName } from './host-interface.ts';
 
 export interface EarlyWork {
@@ -36,6 +37,7 @@ export async function startEarlyWork(
   program: 'netplug' | 'netplug-ipam',
   env: CniEnvironment,
   netconf: ParsedNetconf,
+  services?: PluginServices,
 ): Promise<EarlyWork> {
   const work: EarlyWork = {};
   if (program === 'netplug' && command === 'DEL') {
@@ -45,10 +47,10 @@ export async function startEarlyWork(
     work.hostEndGone = waitHostLinkGone(hostIfname, HOST_END_PATIENCE_MS).catch(() => false);
   }
   if (program === 'netplug' && command === 'ADD') work.presence = handled(interfacePresence(env.netns, env.ifname, hostInterfaceName(env)));
-  Object.assign(work, (await import('./early-datastore.ts')).startDatastoreWork(command, program, env, netconf));
+  Object.assign(work, (await import('./early-datastore.ts')).startDatastoreWork(command, program, env, netconf, services));
   // Only a pod's ADD reads from the Kubernetes API: other commands do not load its code.
   if (program === 'netplug' && command === 'ADD' && env.args.podName) {
-    const podReads = (await import('./early-kube.ts')).startKubeWork(env, netconf.conf);
+    const podReads = (await import('./early-kube.ts')).startKubeWork(env, netconf.conf, services);
     if (podReads) work.podReads = podReads;
   }
   return work;

@@ -10,6 +10,7 @@ import type { Logger } from '../log/logger.ts';
 import type { ParsedNetconf } from '../config/netconf.ts';
 import type { PluginContext } from './context.ts';
 import type { EarlyWork } from './early.ts';
+import type { PluginServices } from './services.ts';
 import { NETPLUG_VERSION } from '../version.ts';
 
 export interface MainIo {
@@ -35,7 +36,11 @@ export function about(program: string): string {
 
 export type Program = 'netplug' | 'netplug-ipam';
 
-export async function runMain(io: MainIo, program: Program = 'netplug'): Promise<MainOutcome> {
+/**
+ * One command. `services` come from a resident host (netplug-node): its warm clients and IPAM
+ * turns; without them (the one-shot executable) everything is opened for this command alone.
+ */
+export async function runMain(io: MainIo, program: Program = 'netplug', services?: PluginServices): Promise<MainOutcome> {
   let command: Command | undefined;
   try {
     command = readCommand(io.env);
@@ -50,7 +55,7 @@ export async function runMain(io: MainIo, program: Program = 'netplug'): Promise
     return { stdout: print({ cniVersion: LATEST_VERSION, supportedVersions: SUPPORTED_VERSIONS }), exitCode: 0 };
   }
   const { Logger } = await import('../log/logger.ts');
-  const log = new Logger(program, io.stderr, io.pid);
+  const log = new Logger(program, io.stderr, io.pid).always({ via: services?.via ?? 'one-shot' });
   let cniVersion: string = LATEST_VERSION;
   let context: { close(): void } | undefined;
   let early: EarlyWork = {};
@@ -90,7 +95,7 @@ export async function runMain(io: MainIo, program: Program = 'netplug'): Promise
       throw new CniError(ErrorCode.InvalidConfig, `netconf field "ipam.type" is "${conf.ipam.type}"; netplug-ipam serves "netplug-ipam"`);
     }
     // Started before the rest of the command loads, which it overlaps.
-    early = await (await import('./early.ts')).startEarlyWork(command, program, env, netconf);
+    early = await (await import('./early.ts')).startEarlyWork(command, program, env, netconf, services);
     log.debug(`${command} called`, { container: env.containerId, netns: env.netns, interface: env.ifname, args: env.raw['CNI_ARGS'] });
     const { createContext } = await import('./context.ts');
     const ctx = createContext(env, netconf, log.child(command.toLowerCase()), {
@@ -98,6 +103,7 @@ export async function runMain(io: MainIo, program: Program = 'netplug'): Promise
       ...(early.store ? { store: early.store } : {}),
       ...(early.prefetched ? { prefetched: early.prefetched } : {}),
       ...(early.podReads ? { podReads: early.podReads } : {}),
+      ...(services ? { services } : {}),
     });
     context = ctx;
     if (program === 'netplug-ipam') return await runIpamCommand(command, ctx, conf.cniVersion);

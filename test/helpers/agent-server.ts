@@ -1,0 +1,92 @@
+// netplug-node serving CNI, as a process of its own (test/helpers/agent-main.ts) so that a test can
+// kill -9 it and start it again on the same socket and journal. Its temporary directory holds the
+// socket (run/cni.sock, the journal in run/inflight/) and NETPLUG_VAR_DIR; stopped at teardown.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+import type { ExecutionContext } from 'ava';
+
+import { waitServing } from './agent-client.ts';
+import { DIST_CNI, tempDir } from './cni.ts';
+import { freePort } from './etcd.ts';
+
+const MAIN = new URL('./agent-main.ts', import.meta.url).pathname;
+
+export interface AgentProcess {
+  dir: string;
+  socket: string;
+  /** Everything the agent wrote to stderr so far. */
+  output(): string;
+  /** SIGKILL, as an OOM kill or a crash would end it. */
+  kill(): Promise<void>;
+  /** SIGTERM; resolves to the exit code once it has stopped. */
+  stop(): Promise<number | null>;
+}
+
+export interface AgentOptions {
+  /** The directory of a previous agent (the same socket, journal and files): a restart. */
+  dir?: string;
+  /** Wait until it serves and its start-up work (the default pool) is done (default true). */
+  waitServing?: boolean;
+}
+
+export async function spawnAgent(
+  t: Pick<ExecutionContext, 'teardown'>,
+  env: Record<string, string>,
+  options: AgentOptions = {},
+): Promise<AgentProcess> {
+  const dir = options.dir ?? tempDir(t, 'agent');
+  const socket = join(dir, 'run', 'cni.sock');
+  mkdirSync(join(dir, 'var'), { recursive: true });
+  const port = await freePort();
+  const child: ChildProcess = spawn(process.execPath, [MAIN], {
+    env: {
+      PATH: process.env['PATH'] ?? '/usr/sbin:/usr/bin:/sbin:/bin',
+      NETPLUG_VAR_DIR: join(dir, 'var'),
+      NETPLUG_HEALTH_ADDR: `127.0.0.1:${port}`,
+      NETPLUG_AGENT_SOCKET: socket,
+      ...env,
+    },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let output = '';
+  child.stderr?.setEncoding('utf8');
+  child.stderr?.on('data', (text: string) => (output += text));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const alive = () => child.exitCode === null && child.signalCode === null;
+  t.teardown(async () => {
+    if (alive()) child.kill('SIGKILL');
+    await exited;
+  });
+  const agent: AgentProcess = {
+    dir,
+    socket,
+    output: () => output,
+    kill: async () => {
+      child.kill('SIGKILL');
+      await exited;
+    },
+    stop: async () => {
+      if (alive()) child.kill('SIGTERM');
+      return exited;
+    },
+  };
+  if (options.waitServing ?? true) {
+    const failed = exited.then((code) => {
+      throw new Error(`netplug-node exited ${code} before serving:\n${output}`);
+    });
+    const startedUp = (async () => {
+      while (!output.includes('start-up work done') && alive()) await new Promise((resolve) => setTimeout(resolve, 50));
+    })();
+    await Promise.race([Promise.all([waitServing(socket), startedUp]), failed]);
+    failed.catch(() => undefined);
+  }
+  return agent;
+}
+
+/** Whether the agent's socket is there (it removes it when it stops). */
+export const socketExists = (agent: AgentProcess) => existsSync(agent.socket);
+
+/** The one-shot plugin: beside the shim once the shim is installed (netplug-oneshot), else the SEA as `netplug`. */
+export const ONE_SHOT = existsSync(join(DIST_CNI, 'netplug-oneshot')) ? join(DIST_CNI, 'netplug-oneshot') : join(DIST_CNI, 'netplug');

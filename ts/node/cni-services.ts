@@ -1,0 +1,146 @@
+// What netplug-node lends the plugin's core when it serves a CNI command (PluginServices): its own
+// open datastore connections, when the netconf names the agent's own datastore, so a command needs
+// no datastore credentials on the host; warm clients for the pod reads; and IPAM turns per node in
+// memory instead of the host-wide file lock.
+import { statSync } from 'node:fs';
+
+import type { Netconf } from '../config/netconf.ts';
+import type { IpamTurns } from '../ipam/netplug-ipam.ts';
+import { openKubeClient, type KubeClient } from '../k8s/client.ts';
+import type { KubernetesSettings } from '../k8s/kubeconfig.ts';
+import type { PluginServices } from '../plugin/services.ts';
+import type { Store } from '../store/store.ts';
+import { CNI_CONNECTIONS, StorePool } from './cni-store-pool.ts';
+import { openNodeStore } from './open-datastore.ts';
+import type { NodeSettings } from './settings.ts';
+
+/** Clients kept per Kubernetes API the netconfs name (pod and namespace reads of ADDs). */
+const KUBE_CLIENTS = 4;
+
+export interface AgentServices {
+  services: PluginServices;
+  /** The agent's datastore connections for CNI commands. */
+  pool: StorePool;
+  close(): void;
+}
+
+export async function openAgentServices(settings: NodeSettings, env: NodeJS.ProcessEnv, wrap = (s: Store) => s): Promise<AgentServices> {
+  const stores: Store[] = [];
+  for (let i = 0; i < CNI_CONNECTIONS; i++) stores.push(await openNodeStore(settings, env));
+  const pool = new StorePool(stores, wrap);
+  const kubes = new KubeClients();
+  return {
+    services: {
+      via: 'netplug-node',
+      store: (conf) => (isAgentDatastore(conf, settings) ? Promise.resolve(pool.lend()) : undefined),
+      kube: (kubeSettings) => kubes.client(kubeSettings),
+      ipamTurns: nodeTurns(),
+    },
+    pool,
+    close: () => {
+      pool.close();
+      kubes.close();
+    },
+  };
+}
+
+/**
+ * Whether the netconf's datastore is the agent's own: the same type and, for etcd, the same
+ * endpoints (or the same discovery domain). The agent then serves it with its own credentials.
+ */
+export function isAgentDatastore(
+  conf: Pick<Netconf, 'datastore_type' | 'etcd_endpoints' | 'etcd_discovery_srv'>,
+  settings: NodeSettings,
+): boolean {
+  if ((conf.datastore_type ?? 'etcdv3') !== settings.datastoreType) return false;
+  if (settings.datastoreType === 'kubernetes') return true;
+  const endpoints = (list: string | undefined) =>
+    (list ?? '')
+      .split(',')
+      .map((e) => e.trim().replace(/\/+$/, ''))
+      .filter(Boolean)
+      .sort()
+      .join(',');
+  return (
+    endpoints(conf.etcd_endpoints) === endpoints(settings.etcd.etcd_endpoints) &&
+    (conf.etcd_discovery_srv ?? '') === (settings.etcd.etcd_discovery_srv ?? '')
+  );
+}
+
+/**
+ * The address manager's turns per node: one allocation or release at a time, in arrival order.
+ * `waited` tells the work that another went first, so what it read before is stale.
+ */
+export function nodeTurns(): IpamTurns {
+  const tails = new Map<string, Promise<unknown>>();
+  return <T>(node: string, work: (waited: boolean) => Promise<T>): Promise<T> => {
+    const before = tails.get(node);
+    const turn = (before ?? Promise.resolve()).then(() => work(before !== undefined));
+    const tail = turn.then(
+      () => undefined,
+      () => undefined,
+    );
+    tails.set(node, tail);
+    void tail.then(() => {
+      if (tails.get(node) === tail) tails.delete(node);
+    });
+    return turn;
+  };
+}
+
+/**
+ * Kubernetes API clients by the settings that reach the API, a few each, used in turn. A kubeconfig
+ * file that changed (install-cni rewrites it) is read again, as a one-shot would.
+ */
+class KubeClients {
+  private readonly bySettings = new Map<string, { stamp: number; clients: Promise<KubeClient>[]; next: number }>();
+
+  client(settings: KubernetesSettings): Promise<KubeClient> | undefined {
+    let stamp = 0;
+    if (settings.kubeconfig) {
+      try {
+        stamp = statSync(settings.kubeconfig).mtimeMs;
+      } catch {
+        return undefined; // opened for the command, which reports the file as the one-shot does
+      }
+    }
+    const key = JSON.stringify([settings.kubeconfig, settings.k8s_api_root]);
+    let entry = this.bySettings.get(key);
+    if (!entry || entry.stamp !== stamp) {
+      entry = { stamp, clients: [], next: 0 };
+      this.bySettings.set(key, entry);
+    }
+    const slot = entry.next++ % KUBE_CLIENTS;
+    const kept = entry.clients[slot];
+    if (kept) return kept.then(unclosable);
+    const client = openKubeClient(settings);
+    entry.clients[slot] = client;
+    // A failure is not kept: the next command tries afresh.
+    const { clients } = entry;
+    client.catch(() => {
+      if (clients[slot] === client) delete clients[slot];
+    });
+    return client.then(unclosable);
+  }
+
+  close(): void {
+    for (const { clients } of this.bySettings.values())
+      for (const client of clients)
+        client?.then(
+          (k) => k.close(),
+          () => undefined,
+        );
+    this.bySettings.clear();
+  }
+}
+
+/** The client as a command sees it: shared, so the command's close() leaves it open. */
+function unclosable(client: KubeClient): KubeClient {
+  return new Proxy(client, {
+    get(target, property) {
+      if (property === 'close') return () => undefined;
+      const value = Reflect.get(target, property, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}

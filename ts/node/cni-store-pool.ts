@@ -1,0 +1,99 @@
+// The agent's datastore connections for the CNI commands it serves. One connection carries one
+// request at a time (ts/net/http-client.ts), so a burst of pods on one node would queue behind a
+// single connection: the agent keeps a few and lends each command the least busy one for its
+// whole life. A connection opens its socket only on first use, so idle ones cost nothing.
+// On the Kubernetes datastore each command gets a store of its own over the lent client: a
+// KubeStore remembers what it read for undoing a failed commit, which is per command (and would
+// otherwise grow for as long as the agent runs).
+import { KubeStore } from '../store/kubernetes/store.ts';
+import type { Read, Store, Write } from '../store/store.ts';
+
+/** Connections kept per datastore: enough that 100 concurrent ADDs do not wait on one. */
+export const CNI_CONNECTIONS = 8;
+
+interface Member {
+  store: Store;
+  lent: number;
+}
+
+export class StorePool {
+  private readonly members: Member[];
+  private readonly wrap: (store: Store) => Store;
+
+  /** `stores`: open stores, each on a connection of its own; `wrap` applies to each store lent (metrics). */
+  constructor(stores: readonly Store[], wrap: (store: Store) => Store = (store) => store) {
+    if (stores.length === 0) throw new Error('no stores');
+    this.members = stores.map((store) => ({ store, lent: 0 }));
+    this.wrap = wrap;
+  }
+
+  get description(): string {
+    return (this.members[0] as Member).store.description;
+  }
+
+  /** Commands currently holding a connection of the pool. */
+  get lent(): number {
+    return this.members.reduce((sum, m) => sum + m.lent, 0);
+  }
+
+  /** A store for one command over the least busy connection; its close() gives the connection back. */
+  lend(): Store {
+    const member = this.members.reduce((best, m) => (m.lent < best.lent ? m : best));
+    member.lent++;
+    const store = member.store instanceof KubeStore ? new KubeStore(member.store.client) : member.store;
+    return new LentStore(this.wrap(store), () => member.lent--);
+  }
+
+  /** Closes every connection (the agent stops). */
+  close(): void {
+    for (const { store } of this.members) store.close();
+  }
+}
+
+/** A store lent to one command: every call goes to its connection; close() returns it, once. */
+class LentStore implements Store {
+  readonly description: string;
+  readonly transactional: boolean;
+  private readonly inner: Store;
+  private giveBack: (() => void) | undefined;
+
+  constructor(inner: Store, giveBack: () => void) {
+    this.inner = inner;
+    this.description = inner.description;
+    this.transactional = inner.transactional;
+    this.giveBack = giveBack;
+  }
+
+  get<T>(key: string) {
+    return this.inner.get<T>(key);
+  }
+
+  list<T>(prefix: string) {
+    return this.inner.list<T>(prefix);
+  }
+
+  listKeys(prefix: string) {
+    return this.inner.listKeys(prefix);
+  }
+
+  read<const R extends readonly Read[]>(reads: R) {
+    return this.inner.read(reads);
+  }
+
+  warmUp(): void {
+    this.inner.warmUp();
+  }
+
+  commit(writes: readonly Write[]) {
+    return this.inner.commit(writes);
+  }
+
+  commitElseRead(writes: readonly Write[], reads: readonly Read[], otherwisePut?: readonly { key: string; value: unknown }[]) {
+    return this.inner.commitElseRead(writes, reads, otherwisePut);
+  }
+
+  close(): void {
+    this.giveBack?.();
+    this.giveBack = undefined;
+  }
+}

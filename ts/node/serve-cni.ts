@@ -1,0 +1,193 @@
+// netplug-node serves the CNI protocol to the `netplug` shim on a unix socket (root only): the
+// shim sends its environment and stdin, the agent accepts or declines, the shim says go, and the
+// agent runs the very core the one-shot plugin runs (runMain), lent the agent's warm services, and
+// returns the exit code, stdout and stderr. A declined request, or an agent that is not there,
+// leaves the shim to run the one-shot: nothing is ever lost by declining. The framing is in
+// cni-frames.ts; what is declined in decline.ts; the journal of unfinished ADDs in
+// inflight-journal.ts.
+import { chmodSync, mkdirSync, rmSync } from 'node:fs';
+import { createServer, type Server, type Socket } from 'node:net';
+import { dirname, join } from 'node:path';
+
+import type { Logger } from '../log/logger.ts';
+import { runMain, type MainIo, type MainOutcome } from '../plugin/main.ts';
+import type { PluginServices } from '../plugin/services.ts';
+import { ACCEPT, DECLINE, frame, FrameReader, GO } from './cni-frames.ts';
+import { declineReason, parseRequest, type CniRequest } from './decline.ts';
+import { InflightJournal } from './inflight-journal.ts';
+
+export const DEFAULT_AGENT_SOCKET = '/var/run/netplug/cni.sock';
+
+/** How long a connection may take to send its request, and then its go. */
+const REQUEST_PATIENCE_MS = 10_000;
+/** Between rounds of rolling back unfinished ADDs that failed (the datastore away, say). */
+const ROLLBACK_RETRY_MS = [1_000, 2_000, 5_000, 10_000, 30_000];
+
+export interface CniServerOptions {
+  socketPath: string;
+  services: PluginServices;
+  log: Logger;
+  /** The agent's own environment (the proxy settings its clients follow). */
+  env: NodeJS.ProcessEnv;
+  signal: AbortSignal;
+  /** Each served command's result and duration (metrics). */
+  observe?: (command: string, result: 'success' | 'error', seconds: number) => void;
+  /** Where the plugin's log lines of roll-backs go (the agent's stderr). */
+  echo?: (text: string) => void;
+}
+
+export interface CniServer {
+  /** Commands served, by CNI_COMMAND (VERSION and none included), and requests declined. */
+  readonly counts: { served: Record<string, number>; declined: number };
+  /** Why requests are declined now, if they are whatever they ask. */
+  notServing(): string | undefined;
+  /** Declines new requests, waits for those running, removes the socket. */
+  stop(): Promise<void>;
+}
+
+export async function serveCni(options: CniServerOptions): Promise<CniServer> {
+  const { socketPath, services, log } = options;
+  const dir = dirname(socketPath);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  chmodSync(dir, 0o700);
+  // A socket left by a previous run refuses connections: remove it, or listen() fails.
+  rmSync(socketPath, { force: true });
+  const journal = new InflightJournal(join(dir, 'inflight'));
+  const counts = { served: {} as Record<string, number>, declined: 0 };
+  let state: 'rolling back' | 'serving' | 'stopping' = 'rolling back';
+  const notServing = () =>
+    state === 'serving' ? undefined : state === 'stopping' ? 'netplug-node is stopping' : 'netplug-node is rolling back unfinished ADDs';
+  const running = new Set<Promise<void>>();
+
+  const serve = async (socket: Socket): Promise<void> => {
+    const reader = new FrameReader(socket);
+    socket.setTimeout(REQUEST_PATIENCE_MS, () => socket.destroy());
+    let request: CniRequest;
+    let stdin: Buffer;
+    try {
+      const header = await reader.frame();
+      stdin = await reader.frame();
+      const parsed = parseRequest(header);
+      const why = typeof parsed === 'string' ? parsed : (notServing() ?? declineReason(parsed, options.env));
+      if (why !== undefined) {
+        counts.declined++;
+        log.debug(`declined a CNI request: ${why}`);
+        socket.end(Buffer.from([DECLINE]));
+        return;
+      }
+      request = parsed as CniRequest;
+      socket.write(Buffer.from([ACCEPT]));
+      // Nothing starts before go: a shim that gave up meanwhile runs the one-shot itself.
+      if ((await reader.byte()) !== GO) throw new Error('not go');
+    } catch {
+      socket.destroy();
+      return;
+    }
+    socket.setTimeout(0);
+    const command = request.env['CNI_COMMAND'] ?? '';
+    const started = performance.now();
+    const entry = command === 'ADD' ? journal.record({ env: request.env, stdin, program: request.program, pid: request.pid }) : undefined;
+    let stderr = '';
+    const outcome = await run(
+      { env: request.env, readStdin: () => stdin, stderr: (text) => (stderr += text), pid: request.pid },
+      request.program,
+      services,
+    );
+    // Removed before the result is sent: an agent killed after this point leaves no entry, and its
+    // shim, without a result, reports an ADD failure (the runtime then runs DEL).
+    if (entry) journal.remove(entry);
+    counts.served[command || 'none'] = (counts.served[command || 'none'] ?? 0) + 1;
+    if (command === 'ADD' || command === 'DEL' || command === 'CHECK')
+      options.observe?.(command, outcome.exitCode === 0 ? 'success' : 'error', (performance.now() - started) / 1000);
+    socket.end(Buffer.concat([frame(JSON.stringify({ exitCode: outcome.exitCode })), frame(outcome.stdout), frame(stderr)]));
+  };
+
+  const server: Server = createServer((socket) => {
+    socket.on('error', () => undefined); // a shim that went away; its own fallback covers it
+    const served = serve(socket).catch((err: unknown) => {
+      log.error(`serving a CNI request: ${(err as Error).message}`);
+      socket.destroy();
+    });
+    running.add(served);
+    void served.finally(() => running.delete(served));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(socketPath, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  chmodSync(socketPath, 0o600);
+  server.on('error', (err) => log.error(`CNI socket ${socketPath}: ${err.message}`));
+  log.info(`serving CNI on ${socketPath}`);
+
+  const rollingBack = rollBack(journal, options).then(() => {
+    if (state === 'rolling back') state = 'serving';
+  });
+
+  return {
+    counts,
+    notServing,
+    stop: async () => {
+      state = 'stopping';
+      await rollingBack;
+      await Promise.allSettled([...running]);
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      rmSync(socketPath, { force: true });
+      const served = Object.values(counts.served).reduce((a, b) => a + b, 0);
+      log.info(`stopped serving CNI: ${served} commands served, ${counts.declined} requests declined`);
+    },
+  };
+}
+
+/** runMain, and an internal error (as the one-shot's last resort gives) if it throws all the same. */
+async function run(io: MainIo, program: CniRequest['program'], services: PluginServices): Promise<MainOutcome> {
+  try {
+    return await runMain(io, program, services);
+  } catch (err) {
+    const msg = `internal error: ${err instanceof Error ? err.message : String(err)}`;
+    return { stdout: `${JSON.stringify({ cniVersion: '1.1.0', code: 999, msg }, null, 4)}\n`, exitCode: 1 };
+  }
+}
+
+/**
+ * DEL, through the same core, of every ADD a previous run left unfinished; each entry removed once
+ * its DEL succeeds. Failed ones are tried again until they succeed or the agent stops.
+ */
+async function rollBack(journal: InflightJournal, options: CniServerOptions): Promise<void> {
+  const { log, services, signal } = options;
+  const echo = options.echo ?? ((text: string) => process.stderr.write(text));
+  for (let round = 0; !signal.aborted; round++) {
+    const left = journal.leftBehind();
+    if (left.length === 0) return;
+    log.info(`rolling back ${left.length} ADD(s) a previous run left unfinished`);
+    const outcomes = await Promise.all(
+      left.map(async ({ path, entry }) => {
+        const env: Record<string, string> = { ...entry.env, CNI_COMMAND: 'DEL' };
+        const outcome = await run({ env, readStdin: () => entry.stdin, stderr: echo, pid: entry.pid }, entry.program, services);
+        const fields = { container: env['CNI_CONTAINERID'], interface: env['CNI_IFNAME'] };
+        if (outcome.exitCode !== 0) {
+          log.warning(`rolling back an unfinished ADD failed; trying again: ${outcome.stdout.trim()}`, fields);
+          return false;
+        }
+        journal.remove(path);
+        log.info('rolled back an unfinished ADD', fields);
+        return true;
+      }),
+    );
+    if (outcomes.every(Boolean)) return;
+    const wait = ROLLBACK_RETRY_MS[Math.min(round, ROLLBACK_RETRY_MS.length - 1)] as number;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, wait);
+      signal.addEventListener(
+        'abort',
+        () => {
+          clearTimeout(timer);
+          resolve();
+        },
+        { once: true },
+      );
+    });
+  }
+}

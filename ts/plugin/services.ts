@@ -1,0 +1,27 @@
+// What a resident host (netplug-node) lends the plugin's core: warm datastore and Kubernetes
+// clients, and an in-memory turn per node in place of the host-wide IPAM file lock. The one-shot
+// executable passes none and opens everything per command. Types only: the one-shot loads nothing
+// more for them.
+import type { Netconf } from '../config/netconf.ts';
+import type { IpamTurns } from '../ipam/netplug-ipam.ts';
+import type { KubeClient } from '../k8s/client.ts';
+import type { KubernetesSettings } from '../k8s/kubeconfig.ts';
+import type { Store } from '../store/store.ts';
+
+export type { IpamTurns } from '../ipam/netplug-ipam.ts';
+
+/** Which program served a command, as every plugin log line says (`via=...`). */
+export type Via = 'netplug-node' | 'one-shot';
+
+export interface PluginServices {
+  via: Via;
+  /**
+   * A shared, open store for this netconf's datastore (its `close()` does nothing), or undefined
+   * to open one for the command from the netconf's own settings.
+   */
+  store?(conf: Netconf): Promise<Store> | undefined;
+  /** Likewise a shared client for the Kubernetes API these settings reach (the pod's reads). */
+  kube?(settings: KubernetesSettings): Promise<KubeClient> | undefined;
+  /** Turns per node for the address manager on a datastore without transactions. */
+  ipamTurns?: IpamTurns;
+}
