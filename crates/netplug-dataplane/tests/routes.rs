@@ -412,3 +412,48 @@ fn neighbour_and_fdb_entries_of_a_vxlan_device_are_synced_exactly() {
     let err = in_ns(&ns, |rtnl| sync_neighbors(rtnl, "nope0", &[])).unwrap_err();
     assert_eq!((err.code().as_str(), err.detail.as_str()), ("ENODEV", "dev \"nope0\": no such device"));
 }
+
+#[test]
+fn a_route_the_kernel_refuses_is_named_and_the_others_are_still_synced() {
+    let ns = TestNs::new();
+    underlay(&ns);
+    let wanted = vec![
+        route("10.244.2.0/26", Some("172.16.0.5"), "up0", false),
+        route("10.244.1.0/26", Some("192.168.50.2"), "up0", false),
+    ];
+    let err = sync(&ns, wanted).unwrap_err();
+    assert_eq!(err.code(), "ENETUNREACH");
+    assert!(err.detail.starts_with("route to 10.244.2.0/26 via 172.16.0.5 dev up0: "), "{err}");
+    assert_eq!(routes_of(&ns, "80"), ["10.244.1.0/26 via 192.168.50.2 dev up0"]);
+}
+
+#[test]
+fn vxlan_device_over_ipv6_with_an_ipv6_address() {
+    let ns = TestNs::new();
+    underlay(&ns);
+    let spec = VxlanDevice {
+        name: "vxnp6".into(),
+        vni: 4096,
+        port: 4789,
+        local: "fd00:50::1".parse().unwrap(),
+        mtu: Some(1430),
+        mac: Some(MAC_C),
+        address: Some("fd00:244::1".parse().unwrap()),
+    };
+    let made = in_ns(&ns, {
+        let spec = spec.clone();
+        move |rtnl| ensure_vxlan_device(rtnl, &spec)
+    })
+    .unwrap();
+    let shown = link(Some(&ns), "vxnp6").unwrap();
+    assert_eq!(shown["linkinfo"]["info_data"]["local6"], "fd00:50::1");
+    assert_eq!(shown["mtu"], 1430);
+    let v6: Vec<String> =
+        addresses(Some(&ns), "vxnp6").into_iter().map(|(a, _)| a).filter(|a| !a.starts_with("fe80")).collect();
+    assert_eq!(v6, ["fd00:244::1/128"]);
+    assert_eq!(
+        in_ns(&ns, move |rtnl| ensure_vxlan_device(rtnl, &spec)).unwrap(),
+        made,
+        "a second call finds it as it is"
+    );
+}
