@@ -97,17 +97,22 @@ export async function deleteLink(name: string): Promise<boolean> {
 }
 
 /**
- * Makes the main table's routes with rtnetlink protocol `protocol` exactly `routes` (replace what
- * differs, add what is missing, delete the rest of that protocol); IPv4 and IPv6. A route of
- * another protocol is never touched: one in the way of a wanted route is an `EEXIST` error naming
- * it, thrown after every other route is synced.
+ * Makes the main table's routes with rtnetlink protocol `protocol` (5-255) exactly `routes` (replace
+ * what differs, add what is missing, delete the rest of that protocol); IPv4 and IPv6. A route of
+ * another protocol is never touched. Input is checked whole before any change (`EINVAL`, `ENODEV`
+ * naming `routes[i].<field>`); routes the kernel refuses (one of another protocol in the way is
+ * `EEXIST`, a gateway off every subnet without `onlink` `ENETUNREACH`) fail the call with one error
+ * naming each, after every other route is synced.
  */
 export async function syncRoutes(protocol: number, routes: SyncRoute[]): Promise<RouteSyncCounts> {
   const outcome = await addon().syncRoutes(protocol, routes);
   return required(settled(outcome).counts, 'syncRoutes');
 }
 
-/** Permanent neighbour entries on `dev` made exactly `entries` (others on that device removed). */
+/**
+ * Permanent neighbour entries on `dev` made exactly `entries` (other permanent ones on that device
+ * removed; entries the kernel learnt stay, unless one holds a wanted address). IPv4 and IPv6.
+ */
 export async function syncNeighbors(dev: string, entries: NeighborEntry[]): Promise<EntrySyncCounts> {
   const outcome = await addon().syncNeighbors(dev, entries);
   return required(settled(outcome).counts, 'syncNeighbors');
