@@ -21,6 +21,7 @@ pub mod netns;
 pub mod parse;
 pub mod route;
 pub mod route_sync;
+mod route_table;
 pub mod setup;
 pub mod spec;
 pub mod sysctl;

@@ -163,7 +163,11 @@ fn dump(rtnl: &mut Rtnl, op: &str, family: AddressFamily, index: u32) -> Result<
     Ok(replies
         .into_iter()
         .filter_map(|reply| match reply {
-            RouteNetlinkMessage::NewNeighbour(message) if message.header.ifindex == index => Some(message),
+            RouteNetlinkMessage::NewNeighbour(message)
+                if message.header.ifindex == index && message.header.family == family =>
+            {
+                Some(message)
+            }
             _ => None,
         })
         .collect())
