@@ -14,6 +14,7 @@ import { freePort } from './etcd.ts';
 const MAIN = new URL('./agent-main.ts', import.meta.url).pathname;
 
 export interface AgentProcess {
+  pid: number;
   dir: string;
   socket: string;
   /** Everything the agent wrote to stderr so far. */
@@ -60,6 +61,7 @@ export async function spawnAgent(
     await exited;
   });
   const agent: AgentProcess = {
+    pid: child.pid as number,
     dir,
     socket,
     output: () => output,

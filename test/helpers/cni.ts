@@ -45,9 +45,18 @@ export interface Outcome {
   json: any;
 }
 
+/**
+ * Agent mode (test/node/cni-suite-via-agent.test.ts): with NETPLUG_TEST_AGENT_SOCKET set, every
+ * invocation's environment names that netplug-node's socket, so the `netplug` shim hands the
+ * command to it rather than to the one-shot.
+ */
+export const AGENT_SOCKET = process.env['NETPLUG_TEST_AGENT_SOCKET'];
+/** What agent mode adds to a runtime's environment (nothing otherwise). */
+export const AGENT_ENV: Record<string, string> = AGENT_SOCKET ? { NETPLUG_AGENT_SOCKET: AGENT_SOCKET } : {};
+
 /** The environment a runtime gives the plugin for `call`, and the stdin. */
 export function runtimeInput(call: Invocation): { env: Record<string, string>; input: string } {
-  const env: Record<string, string> = call.env ?? {
+  const given: Record<string, string> = call.env ?? {
     PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
     CNI_COMMAND: call.command,
     CNI_CONTAINERID: call.containerId ?? 'test',
@@ -56,6 +65,7 @@ export function runtimeInput(call: Invocation): { env: Record<string, string>; i
     CNI_PATH: call.path ?? CNI_PATH,
     ...(call.args !== undefined ? { CNI_ARGS: call.args } : {}),
   };
+  const env = { ...given, ...AGENT_ENV };
   return { env, input: call.stdin ?? (call.netconf === undefined ? '' : JSON.stringify(call.netconf)) };
 }
 

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 
 import type { ExecutionContext } from 'ava';
 
-import { DIST_CNI, ROOT, SYSTEM_CNI, tempDir } from './cni.ts';
+import { AGENT_ENV, DIST_CNI, ROOT, SYSTEM_CNI, tempDir } from './cni.ts';
 
 export const IMAGE = 'localhost/netplug-busybox:latest';
 
@@ -57,6 +57,8 @@ network_config_dir = "${networkDir}"
     CONTAINERS_CONF: join(scratch, 'containers.conf'),
     CONTAINERS_STORAGE_CONF: join(scratch, 'storage.conf'),
     TMPDIR: join(scratch, 'tmp'),
+    // Agent mode: podman's CNI backend passes its environment on to the plugins.
+    ...AGENT_ENV,
   };
   const spawn = (args: string[]) => {
     const out = spawnSync('podman', args, { env, encoding: 'utf8', timeout: 120_000 });

@@ -153,3 +153,16 @@ test.serial('FAST_PATH=false: the agent runs but does not serve; a stale socket 
   t.true((await callAgent(on.socket, { command: 'VERSION' })).accepted);
   t.true(statSync(on.socket).isSocket());
 });
+
+test.serial('a second agent on the same socket (a rolling update) serves only once the first has stopped', async (t) => {
+  const first = await spawnAgent(t, agentEnv);
+  const second = await spawnAgent(t, agentEnv, { dir: first.dir, waitServing: false });
+  await eventually('the second agent waits', () => second.output().includes('another netplug-node holds'));
+  const version = await callAgent(first.socket, { command: 'VERSION' });
+  t.true(version.accepted, 'the first one serves meanwhile');
+  t.is(await first.stop(), 0);
+  await eventually('the second agent serves', () => second.output().includes('serving CNI on'));
+  await eventually('it accepts', async () => (await callAgent(second.socket, { command: 'VERSION' })).accepted);
+  t.is(await second.stop(), 0);
+  t.regex(first.output(), /stopped serving CNI: 2 commands served/);
+});

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import test from 'ava';
 
 import { fetchTcp, natRulesMentioning, serveInNamespace, uniqueHostPort } from '../helpers/chain.ts';
-import { CNI_PATH, hostVeth, reservations, ROOT, tempDir } from '../helpers/cni.ts';
+import { AGENT_ENV, CNI_PATH, hostVeth, reservations, ROOT, tempDir } from '../helpers/cni.ts';
 import { createNetns, ip, link, uniqueSubnet4 } from '../helpers/kernel.ts';
 
 const cnitool = () => execFileSync('sh', ['scripts/cnitool.sh'], { cwd: ROOT, encoding: 'utf8' }).trim();
@@ -40,6 +40,7 @@ test('cnitool adds, checks and deletes a pod on netplug chained with portmap', a
         CNI_PATH,
         CNI_IFNAME: 'eth0',
         CAP_ARGS: JSON.stringify({ portMappings: [{ hostPort, containerPort: 8080, protocol: 'tcp' }] }),
+        ...AGENT_ENV,
       },
     });
   await serveInNamespace(t, netns, 8080, 'hello through cnitool');
@@ -74,7 +75,7 @@ test('cnitool STATUS on a 1.1.0 netplug network; its GC, which sends no list of 
     [{ type: 'netplug', ipam: { type: 'host-local', dataDir, subnet: uniqueSubnet4() } }],
     '1.1.0',
   );
-  const env = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', NETCONFPATH: confDir, CNI_PATH };
+  const env = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', NETCONFPATH: confDir, CNI_PATH, ...AGENT_ENV };
   const status = spawnSync(tool, ['status', 'netplug-test', netns.path], { encoding: 'utf8', env });
   t.is(status.status, 0, status.stdout + status.stderr);
   // cnitool's GC sends no list of valid attachments (it means "release everything"): netplug refuses.

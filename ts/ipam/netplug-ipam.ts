@@ -41,8 +41,10 @@ export interface NetplugIpamContext {
   /** addReads() issued early for this command, with their results to come. */
   prefetched?: Prefetched;
   /**
-   * Turns per node in place of the host-wide file lock (a resident agent serializes its own
-   * commands in memory); absent: the lock file, as separate plugin processes need.
+   * Turns per node in place of the host-wide file lock: a resident agent serializes its own
+   * allocations and releases in memory, on etcd too (there its concurrent commands would otherwise
+   * race for the node's block, the losers retrying; a turn in memory costs nothing). Absent: the
+   * lock file where the datastore has no transactions, as separate plugin processes need.
    */
   turns?: IpamTurns;
 }
@@ -179,16 +181,16 @@ export class NetplugIpam implements Ipam {
     const ifname = this.context.env.ifname;
     const mine = ({ secondary }: AllocationAttribute) => sameInterface(secondary['ifname'], { attributes: { ifname } });
     const store = await this.context.store();
-    // Under the lock (no transactions), wait for the interface first: not while holding it.
-    if (!store.transactional && interfaceGone) await Promise.allSettled([interfaceGone]);
+    // Under the lock (no transactions) or in a turn, wait for the interface first: not while holding it.
+    if ((!store.transactional || this.context.turns) && interfaceGone) await Promise.allSettled([interfaceGone]);
     const released = await this.inTurn(store, () => releaseWhere(store, this.handle, mine, interfaceGone));
     if (released.length > 0) this.context.log.info('addresses released', { handle: this.handle, interface: ifname, addresses: released });
   }
 
-  /** `work` in this node's turn when the datastore has no transactions (see underHostLock). */
+  /** `work` in this node's turn (a resident agent's), else under the host lock where that applies (see underHostLock). */
   private inTurn<T>(store: Store, work: (waited: boolean) => Promise<T>): Promise<T> {
     const { turns, node } = this.context;
-    if (store.transactional || !turns) return underHostLock(store, work);
+    if (!turns) return underHostLock(store, work);
     return turns(node, work);
   }
 

@@ -9,6 +9,7 @@ import { chmodSync, mkdirSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { dirname, join } from 'node:path';
 
+import { lockHost, type HostLock } from '../host/lock.ts';
 import type { Logger } from '../log/logger.ts';
 import { runMain, type MainIo, type MainOutcome } from '../plugin/main.ts';
 import type { PluginServices } from '../plugin/services.ts';
@@ -46,17 +47,20 @@ export interface CniServer {
 }
 
 export async function serveCni(options: CniServerOptions): Promise<CniServer> {
-  const { socketPath, services, log } = options;
+  const { socketPath, services, log, signal } = options;
   const dir = dirname(socketPath);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   chmodSync(dir, 0o700);
-  // A socket left by a previous run refuses connections: remove it, or listen() fails.
-  rmSync(socketPath, { force: true });
   const journal = new InflightJournal(join(dir, 'inflight'));
   const counts = { served: {} as Record<string, number>, declined: 0 };
-  let state: 'rolling back' | 'serving' | 'stopping' = 'rolling back';
+  let state: 'waiting' | 'rolling back' | 'serving' | 'stopping' = 'waiting';
   const notServing = () =>
-    state === 'serving' ? undefined : state === 'stopping' ? 'netplug-node is stopping' : 'netplug-node is rolling back unfinished ADDs';
+    ({
+      waiting: 'netplug-node is starting',
+      'rolling back': 'netplug-node is rolling back unfinished ADDs',
+      serving: undefined,
+      stopping: 'netplug-node is stopping',
+    })[state];
   const running = new Set<Promise<void>>();
 
   const serve = async (socket: Socket): Promise<void> => {
@@ -111,34 +115,64 @@ export async function serveCni(options: CniServerOptions): Promise<CniServer> {
     running.add(served);
     void served.finally(() => running.delete(served));
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(socketPath, () => {
-      server.off('error', reject);
-      resolve();
+  // Started in the background: the agent's other work does not wait for the socket.
+  let lock: HostLock | undefined;
+  let listening = false;
+  const starting = (async () => {
+    lock = await ownSocket(join(dir, 'agent.lock'), signal, log);
+    if (!lock) return;
+    // A socket left by a previous run refuses connections: remove it, or listen() fails.
+    rmSync(socketPath, { force: true });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(socketPath, () => {
+        server.off('error', reject);
+        resolve();
+      });
     });
-  });
-  chmodSync(socketPath, 0o600);
-  server.on('error', (err) => log.error(`CNI socket ${socketPath}: ${err.message}`));
-  log.info(`serving CNI on ${socketPath}`);
-
-  const rollingBack = rollBack(journal, options).then(() => {
+    listening = true;
+    chmodSync(socketPath, 0o600);
+    server.on('error', (err) => log.error(`CNI socket ${socketPath}: ${err.message}`));
+    log.info(`serving CNI on ${socketPath}`);
+    state = 'rolling back';
+    await rollBack(journal, options);
     if (state === 'rolling back') state = 'serving';
-  });
+  })().catch((err: unknown) => log.error(`cannot serve CNI on ${socketPath}: ${(err as Error).message}; runtimes run the one-shot plugin`));
 
   return {
     counts,
     notServing,
     stop: async () => {
       state = 'stopping';
-      await rollingBack;
+      await starting;
       await Promise.allSettled([...running]);
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      rmSync(socketPath, { force: true });
+      if (listening) {
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+        rmSync(socketPath, { force: true });
+      }
+      lock?.release();
       const served = Object.values(counts.served).reduce((a, b) => a + b, 0);
       log.info(`stopped serving CNI: ${served} commands served, ${counts.declined} requests declined`);
     },
   };
+}
+
+/**
+ * The socket's directory for this agent alone (an flock held while it runs; the kernel releases it
+ * if the agent dies): during a rolling update two agents may run on a node, and the new one must
+ * neither take the socket nor roll back ADDs the old one is still serving. Undefined if the agent
+ * stops first.
+ */
+async function ownSocket(path: string, signal: AbortSignal, log: Logger): Promise<HostLock | undefined> {
+  for (let told = false; !signal.aborted; told = true) {
+    const asked = Date.now();
+    const lock = await lockHost(path, 1_000);
+    if (lock) return lock;
+    if (!told) log.info(`another netplug-node holds ${path}: serving CNI once it stops`);
+    // A lock that cannot be taken at all (not only held) fails at once: do not spin.
+    if (Date.now() - asked < 500) await new Promise((resolve) => setTimeout(resolve, 1_000));
+  }
+  return undefined;
 }
 
 /** runMain, and an internal error (as the one-shot's last resort gives) if it throws all the same. */

@@ -22,6 +22,6 @@ export interface PluginServices {
   store?(conf: Netconf): Promise<Store> | undefined;
   /** Likewise a shared client for the Kubernetes API these settings reach (the pod's reads). */
   kube?(settings: KubernetesSettings): Promise<KubeClient> | undefined;
-  /** Turns per node for the address manager on a datastore without transactions. */
+  /** Turns per node for the address manager's allocations and releases, instead of the host-wide lock file. */
   ipamTurns?: IpamTurns;
 }
