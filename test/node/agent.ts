@@ -34,7 +34,12 @@ export async function startAgent(t: Pick<ExecutionContext, 'teardown'>, env: Rec
   const varDir = join(tempDir(t, 'node'), 'var');
   const port = await freePort();
   const controller = new AbortController();
-  const running = runNodeMain([], { NETPLUG_VAR_DIR: varDir, NETPLUG_HEALTH_ADDR: `127.0.0.1:${port}`, ...env }, controller.signal);
+  // In the host's own namespace: no routes, tunnels or NAT rules (test/node/routes.test.ts runs agents in namespaces of their own).
+  const running = runNodeMain(
+    [],
+    { NETPLUG_VAR_DIR: varDir, NETPLUG_HEALTH_ADDR: `127.0.0.1:${port}`, NETPLUG_NETWORKING_BACKEND: 'none', ...env },
+    controller.signal,
+  );
   const stop = () => {
     controller.abort();
     return running;

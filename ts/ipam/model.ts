@@ -2,7 +2,7 @@
 // names), under /netplug/ instead of /calico/: tools that know one can read the other.
 import { describeValue } from '../cni/errors.ts';
 import { API_VERSION, type Entry } from '../store/store.ts';
-import { formatPrefix, parsePrefix, widthOf, type Family, type Prefix } from '../net/cidr.ts';
+import { formatPrefix, parseIp, parsePrefix, widthOf, type Family, type Prefix } from '../net/cidr.ts';
 import { badDocument } from './errors.ts';
 import { parseSelector, SelectorError } from './selector.ts';
 
@@ -30,11 +30,22 @@ export interface PoolResource {
   spec: PoolSpec;
 }
 
+/**
+ * Where a node is reached (netplug-node publishes its own): the reference's field names, so tools
+ * that know its Node read ours. Addresses with their prefix length (`10.0.0.1/24`) tell
+ * same-subnet peers from cross-subnet ones; tunnel addresses are bare, taken from the pools.
+ */
+export interface NodeSpec {
+  bgp?: { ipv4Address?: string; ipv4IPIPTunnelAddr?: string };
+  ipv4VXLANTunnelAddr?: string;
+  vxlanTunnelMACAddr?: string;
+}
+
 export interface NodeResource {
   kind: 'Node';
   apiVersion: string;
   metadata: { name: string; creationTimestamp: string; labels: Record<string, string> };
-  spec: Record<string, never>;
+  spec: NodeSpec;
 }
 
 /** Who holds an address: the handle, and where and when it was taken. */
@@ -271,6 +282,38 @@ export function checkedNodeLabels(entry: Entry<unknown>): Record<string, string>
   if (!isObject(labels) || !Object.values(labels).every((v) => typeof v === 'string'))
     throw wanted(key, 'metadata.labels', 'an object of strings', labels);
   return labels as Record<string, string>;
+}
+
+const MAC = /^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/i;
+
+/** A node's addresses (spec), each field checked: a broken one is an error naming it. */
+export function checkedNodeSpec(entry: Entry<unknown>): NodeSpec {
+  const { key, value } = entry;
+  if (!isObject(value)) throw wanted(key, '.', 'an object', value);
+  const spec = value['spec'];
+  if (spec === undefined || spec === null) return {};
+  if (!isObject(spec)) throw wanted(key, 'spec', 'an object', spec);
+  const bgp = spec['bgp'];
+  if (bgp !== undefined && bgp !== null && !isObject(bgp)) throw wanted(key, 'spec.bgp', 'an object', bgp);
+  const field = (from: Json | undefined, path: string, name: string, what: string, ok: (text: string) => boolean) => {
+    const given = from?.[name];
+    if (given === undefined || given === null || given === '') return undefined;
+    if (typeof given !== 'string' || !ok(given)) throw wanted(key, path, what, given);
+    return given;
+  };
+  const v4 = (text: string) => parseIp(text)?.family === 4;
+  const ipv4Address = field(bgp ?? undefined, 'spec.bgp.ipv4Address', 'ipv4Address', 'an IPv4 address with its prefix length', (text) => {
+    const slash = text.indexOf('/');
+    return slash > 0 && v4(text.slice(0, slash)) && parsePrefix(text)?.family === 4;
+  });
+  const ipip = field(bgp ?? undefined, 'spec.bgp.ipv4IPIPTunnelAddr', 'ipv4IPIPTunnelAddr', 'an IPv4 address', v4);
+  const vxlan = field(spec, 'spec.ipv4VXLANTunnelAddr', 'ipv4VXLANTunnelAddr', 'an IPv4 address', v4);
+  const mac = field(spec, 'spec.vxlanTunnelMACAddr', 'vxlanTunnelMACAddr', 'a MAC address', (text) => MAC.test(text));
+  return {
+    ...(ipv4Address || ipip ? { bgp: { ...(ipv4Address ? { ipv4Address } : {}), ...(ipip ? { ipv4IPIPTunnelAddr: ipip } : {}) } } : {}),
+    ...(vxlan ? { ipv4VXLANTunnelAddr: vxlan } : {}),
+    ...(mac ? { vxlanTunnelMACAddr: mac.toLowerCase() } : {}),
+  };
 }
 
 /** Whether a pending request can be served; one that cannot is dropped as if it had gone stale. */

@@ -24,6 +24,7 @@ import { openAgentServices, type AgentServices } from './cni-services.ts';
 import { serveCni, type CniServer } from './serve-cni.ts';
 import { AgentMetrics } from './metrics.ts';
 import { OBSERVE_POOLS_INTERVAL_MS, observePools } from './observe-pools.ts';
+import { RouteSync } from './routes/sync-routes.ts';
 import { serveHealth } from './serve-health.ts';
 import { NodeSettingsError, nodeSettings, type NodeSettings } from './settings.ts';
 import { writeNodeFiles } from './write-node-files.ts';
@@ -83,6 +84,20 @@ export async function runNodeMain(_argv: readonly string[], env: NodeJS.ProcessE
     await closeServers();
     return 1;
   }
+
+  // Routes to other nodes' pods (ts/node/routes/), from the end of start-up; not ready until programmed.
+  const routes = settings.routes
+    ? new RouteSync({
+        datastore: settings.datastoreType,
+        store,
+        kube,
+        nodeName: settings.nodeName,
+        addressSetting: settings.nodeAddress,
+        log: log.child('routes'),
+        metrics,
+      })
+    : undefined;
+  if (routes) health.notReady.push(() => routes.notReady());
 
   // The CNI fast path: a failure to serve leaves runtimes the one-shot plugin, so the agent goes on.
   let cni: { server: CniServer; services: AgentServices } | undefined;
@@ -147,6 +162,7 @@ export async function runNodeMain(_argv: readonly string[], env: NodeJS.ProcessE
       ),
     ),
     ...(podCidrs ? [followNode(kube, settings.nodeName, podCidrs.follower(), signal, log)] : []),
+    ...(routes ? [startedUp.then(() => routes.run(signal))] : []),
     (async () => {
       await startedUp;
       if (started && settings.datastoreType === 'etcdv3') {

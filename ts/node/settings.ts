@@ -6,6 +6,7 @@ import { hostname } from 'node:os';
 import { isNodeName, NODE_NAME_RULE } from '../config/nodename.ts';
 import { parsePrefix } from '../net/cidr.ts';
 import type { DatastoreSettings } from '../store/open.ts';
+import { parseAddressSetting, type AddressSetting } from './routes/node-address.ts';
 
 export interface NodeSettings {
   nodeName: string;
@@ -28,6 +29,10 @@ export interface NodeSettings {
   fastPath: boolean;
   /** NETPLUG_AGENT_SOCKET: the CNI socket (default /var/run/netplug/cni.sock). */
   agentSocket: string;
+  /** IP: the node's underlay address, published for other nodes' routes (ts/node/routes/). */
+  nodeAddress: AddressSetting;
+  /** NETPLUG_NETWORKING_BACKEND: `routes` (default) programs routes to other nodes' blocks; `none` leaves routing to others. */
+  routes: boolean;
 }
 
 export class NodeSettingsError extends Error {
@@ -63,6 +68,15 @@ export function nodeSettings(env: NodeJS.ProcessEnv): NodeSettings {
   const usePodCidr = value('USE_POD_CIDR')?.toLowerCase() ?? 'false';
   if (usePodCidr !== 'true' && usePodCidr !== 'false')
     throw new NodeSettingsError(`USE_POD_CIDR "${value('USE_POD_CIDR')?.slice(0, 100)}" must be true or false`);
+  let nodeAddress: AddressSetting;
+  try {
+    nodeAddress = parseAddressSetting(value('IP'));
+  } catch (err) {
+    throw new NodeSettingsError((err as Error).message);
+  }
+  const backend = value('NETPLUG_NETWORKING_BACKEND') ?? 'routes';
+  if (backend !== 'routes' && backend !== 'none')
+    throw new NodeSettingsError(`NETPLUG_NETWORKING_BACKEND "${backend.slice(0, 100)}" must be routes or none`);
   const fastPath = value('FAST_PATH')?.toLowerCase() ?? 'true';
   if (fastPath !== 'true' && fastPath !== 'false')
     throw new NodeSettingsError(`FAST_PATH "${value('FAST_PATH')?.slice(0, 100)}" must be true or false`);
@@ -87,6 +101,8 @@ export function nodeSettings(env: NodeJS.ProcessEnv): NodeSettings {
     usePodCidr: usePodCidr === 'true',
     fastPath: fastPath === 'true',
     agentSocket,
+    nodeAddress,
+    routes: backend === 'routes',
   };
 }
 

@@ -34,6 +34,17 @@ export interface Kind {
 /** The nodes prefix maps to the cluster's own Node objects (read-only): their labels are what pool node selectors match. */
 export const NODES_PREFIX = `${RESOURCES}nodes/`;
 
+/**
+ * Where a Node's addresses (the etcd datastore's Node spec, ts/ipam/model.ts NodeSpec) live on the
+ * Kubernetes datastore: annotations netplug-node writes on its own Node, named as the reference's.
+ */
+export const NODE_ADDRESS_ANNOTATIONS = {
+  ipv4Address: 'projectnet.org/IPv4Address',
+  ipv4IPIPTunnelAddr: 'projectnet.org/IPv4IPIPTunnelAddr',
+  ipv4VXLANTunnelAddr: 'projectnet.org/IPv4VXLANTunnelAddr',
+  vxlanTunnelMACAddr: 'projectnet.org/VXLANTunnelMACAddr',
+} as const;
+
 const family = (segment: string | undefined) => (segment === 'ipv4' ? '4' : segment === 'ipv6' ? '6' : undefined);
 
 export const KINDS: readonly Kind[] = [

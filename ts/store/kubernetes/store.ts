@@ -9,7 +9,16 @@ import { API_VERSION } from '../store.ts';
 import type { KubeClient } from '../../k8s/client.ts';
 import type { Entry, Read, ReadResult, Store, Write } from '../store.ts';
 import { changesNothing, StoreError } from '../store.ts';
-import { GROUP, KEY_ANNOTATION, NODES_PREFIX, VERSION, kindOfKey, kindsOfPrefix, type Kind } from './resources.ts';
+import {
+  GROUP,
+  KEY_ANNOTATION,
+  NODE_ADDRESS_ANNOTATIONS,
+  NODES_PREFIX,
+  VERSION,
+  kindOfKey,
+  kindsOfPrefix,
+  type Kind,
+} from './resources.ts';
 
 interface ObjectMeta {
   name: string;
@@ -285,11 +294,19 @@ function resource(kind: Kind, name: string, labels: Record<string, string>, key:
 }
 
 function nodeEntry(node: KubeObject): Entry<unknown> {
-  const { name, creationTimestamp, labels = {}, resourceVersion = '' } = node.metadata;
+  const { name, creationTimestamp, labels = {}, annotations = {}, resourceVersion = '' } = node.metadata;
+  // The addresses netplug-node publishes as annotations, in the etcd Node's spec fields.
+  const at = (field: keyof typeof NODE_ADDRESS_ANNOTATIONS) => annotations[NODE_ADDRESS_ANNOTATIONS[field]];
+  const present = (fields: Record<string, string | undefined>) => Object.fromEntries(Object.entries(fields).filter(([, v]) => v));
+  const bgp = present({ ipv4Address: at('ipv4Address'), ipv4IPIPTunnelAddr: at('ipv4IPIPTunnelAddr') });
+  const spec = {
+    ...(Object.keys(bgp).length > 0 ? { bgp } : {}),
+    ...present({ ipv4VXLANTunnelAddr: at('ipv4VXLANTunnelAddr'), vxlanTunnelMACAddr: at('vxlanTunnelMACAddr') }),
+  };
   return {
     key: `${NODES_PREFIX}${name}`,
     revision: resourceVersion,
-    value: { kind: 'Node', apiVersion: API_VERSION, metadata: { name, creationTimestamp, labels }, spec: {} },
+    value: { kind: 'Node', apiVersion: API_VERSION, metadata: { name, creationTimestamp, labels }, spec },
   };
 }
 

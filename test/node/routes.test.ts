@@ -1,0 +1,323 @@
+// netplug-node routes pods between nodes: four "nodes" (network namespaces; n1–n3 on one subnet,
+// n4 on another behind a router), each running the built netplug-node inside its namespace
+// against one etcd and one kube-apiserver (both real), pods made inside each node by the built
+// CNI plugin with netplug-ipam. The pool's modes are changed from test to test, and every pass of
+// the agents recomputes everything: direct routes, IP-in-IP (Always, CrossSubnet), VXLAN (Always,
+// CrossSubnet); pods on every node ping pods on every other node. natOutgoing: a pod reaching an
+// address outside the pools is seen there with its node's address. A block released loses its
+// route, a node removed from the datastore loses its routes everywhere.
+import { spawn } from 'node:child_process';
+
+import test from 'ava';
+
+import { keys, type EncapsulationMode, type PoolResource } from '../../ts/ipam/model.ts';
+import { poolResource } from '../../ts/ipam/pool-resource.ts';
+import { openStore } from '../../ts/store/open.ts';
+import { retryOnConflict, type Store } from '../../ts/store/store.ts';
+import { requireBuilt } from '../helpers/cni.ts';
+import { launchEtcd, type EtcdServer } from '../../scripts/lib/etcd-server.ts';
+import { requireRoot } from '../helpers/kernel.ts';
+import { startKube } from '../helpers/kube.ts';
+import { makeTopology, netplugRoutes, until, type Pod, type TestNode, type Topology } from '../helpers/nodes.ts';
+import { sharedTeardowns } from '../helpers/shared.ts';
+import { tempDir } from '../helpers/cni.ts';
+
+const POOL = 'routes-pool';
+const POOL_CIDR = '10.244.0.0/16';
+const SECOND_POOL = 'routes-second';
+const SECOND_POOL_CIDR = '10.245.0.0/16';
+const shared = sharedTeardowns(test);
+let topology: Topology;
+let store: Store;
+let etcd: EtcdServer;
+let pods: Pod[] = [];
+
+test.before(async () => {
+  requireRoot();
+  requireBuilt();
+  etcd = await launchEtcd(tempDir(shared, 'etcd'));
+  shared.teardown(() => etcd.stop());
+  const kube = await startKube(shared);
+  store = await openStore({ datastore_type: 'etcdv3', etcd_endpoints: etcd.endpoints });
+  shared.teardown(() => store.close());
+  await setPool({ ipipMode: 'Never', vxlanMode: 'Never', natOutgoing: false });
+  const kubePort = Number(new URL(kube.server.url).port);
+  topology = await makeTopology(shared, {
+    nodes: [
+      { name: 'n1', subnet: 1 },
+      { name: 'n2', subnet: 1 },
+      { name: 'n3', subnet: 1 },
+      { name: 'n4', subnet: 2 },
+    ],
+    ports: [etcd.port, kubePort],
+    etcdNetconf: etcd.netconf,
+    agentEnv: {
+      DATASTORE_TYPE: 'etcdv3',
+      ETCD_ENDPOINTS: etcd.endpoints,
+      KUBECONFIG: kube.server.admin.kubeconfig,
+      NO_DEFAULT_POOLS: 'true',
+    },
+  });
+  for (const node of topology.nodes) node.startAgent();
+  pods = topology.nodes.map((node) => topology.addPod(node));
+});
+
+async function setPool(modes: { ipipMode: EncapsulationMode; vxlanMode: EncapsulationMode; natOutgoing: boolean }): Promise<void> {
+  await retryOnConflict('setting the pool', async () => {
+    const entry = await store.get<PoolResource>(keys.pool(POOL));
+    const value = entry?.value ?? poolResource(POOL, { cidr: POOL_CIDR, 'block-size': '26' }, new Date());
+    const updated = { ...value, spec: { ...value.spec, ...modes } };
+    return (
+      (await store.commit([
+        entry ? { key: entry.key, update: updated, revision: entry.revision } : { key: keys.pool(POOL), create: updated },
+      ])) || undefined
+    );
+  });
+}
+
+const blockOf = (pod: Pod) => {
+  const [a, b, c, d] = pod.address.split('.').map(Number) as [number, number, number, number];
+  return `${a}.${b}.${c}.${d - (d % 64)}/26`;
+};
+
+/** Every pod pings every pod on another node (each pair both ways), until all answer. */
+async function everyPodReachesEveryOther(t: { log(...v: unknown[]): void }, among: readonly Pod[]): Promise<number> {
+  let pairs = 0;
+  for (const from of among)
+    for (const to of among) {
+      if (from.node === to.node) continue;
+      await until(
+        `a pod on ${from.node.name} pings ${to.address} on ${to.node.name}`,
+        () => topology.exec(from.netns, ['ping', '-c', '1', '-W', '1', to.address]).status === 0,
+      ).catch((err: Error) => {
+        t.log(from.node.name, netplugRoutes(from.node.netns), from.node.log().slice(-3000));
+        throw err;
+      });
+      pairs++;
+    }
+  return pairs;
+}
+
+let ipip: boolean | undefined;
+/** Whether this kernel makes IP-in-IP devices (tried in the test's underlay namespace). */
+function ipipSupported(): boolean {
+  if (ipip === undefined) {
+    ipip = topology.exec(topology.underlay, ['ip', 'link', 'add', 'npipiptry', 'type', 'ipip']).status === 0;
+    topology.exec(topology.underlay, ['ip', 'link', 'del', 'npipiptry']);
+  }
+  return ipip;
+}
+
+/** The agent's /readiness answer on its node (its health server on the node's loopback). */
+const readiness = (on: TestNode) => topology.exec(on.netns, ['curl', '-s', '-m', '5', 'http://127.0.0.1:9099/readiness']).stdout;
+
+const node = (name: string) => topology.nodes.find((n) => n.name === name) as TestNode;
+const podOn = (name: string) => pods.find((p) => p.node.name === name) as Pod;
+
+async function routesBecome(on: TestNode, wanted: string[]): Promise<void> {
+  await until(
+    `${on.name}'s netplug routes are ${JSON.stringify(wanted)}`,
+    () => JSON.stringify(netplugRoutes(on.netns)) === JSON.stringify([...wanted].sort()),
+    90_000,
+  ).catch((err: Error) => {
+    throw new Error(`${err.message}; they are ${JSON.stringify(netplugRoutes(on.netns))}; log: ${on.log().slice(-2000)}`);
+  });
+}
+
+test.serial(
+  'encapsulation Never: same-subnet nodes route directly via each other; the node on the other subnet is left to the underlay',
+  async (t) => {
+    await setPool({ ipipMode: 'Never', vxlanMode: 'Never', natOutgoing: false });
+    await routesBecome(node('n1'), [`${blockOf(podOn('n2'))} via 172.30.1.2 dev eth0`, `${blockOf(podOn('n3'))} via 172.30.1.3 dev eth0`]);
+    const pairs = await everyPodReachesEveryOther(
+      t,
+      pods.filter((p) => p.node.subnet === 1),
+    );
+    t.is(pairs, 6);
+    t.deepEqual(netplugRoutes(node('n4').netns), []);
+  },
+);
+
+// This machine's kernel may lack the ipip driver (CONFIG_NET_IPIP): then the agent must say so on
+// /readiness and in its log, and still program every route that needs no IP-in-IP.
+const IPIP_MISSING = /this kernel has no ipip \(CONFIG_NET_IPIP\) driver/;
+
+test.serial('IPIP Always: every node reaches every other through tunl0, via the node, onlink', async (t) => {
+  await setPool({ ipipMode: 'Always', vxlanMode: 'Never', natOutgoing: false });
+  if (!ipipSupported()) {
+    t.log('this kernel has no ipip driver: checking that the agent reports it (pings over IP-in-IP need a kernel with it, as CI has)');
+    await until('n1 reports the missing driver on /readiness', () => IPIP_MISSING.test(readiness(node('n1'))), 90_000);
+    t.regex(node('n1').log(), IPIP_MISSING);
+    await routesBecome(node('n1'), []);
+    return;
+  }
+  await routesBecome(
+    node('n1'),
+    ['n2', 'n3', 'n4'].map((name) => `${blockOf(podOn(name))} via ${node(name).address} dev tunl0 onlink`),
+  );
+  t.is(await everyPodReachesEveryOther(t, pods), 12);
+  t.regex(readiness(node('n1')), /^ready/);
+});
+
+test.serial('IPIP CrossSubnet: same-subnet pairs go direct, the others through tunl0', async (t) => {
+  await setPool({ ipipMode: 'CrossSubnet', vxlanMode: 'Never', natOutgoing: false });
+  const direct = [`${blockOf(podOn('n2'))} via 172.30.1.2 dev eth0`, `${blockOf(podOn('n3'))} via 172.30.1.3 dev eth0`];
+  if (!ipipSupported()) {
+    t.log('this kernel has no ipip driver: same-subnet pairs must still go direct, and the agent say why the others do not');
+    await routesBecome(node('n1'), direct);
+    await until('n1 reports the missing driver on /readiness', () => IPIP_MISSING.test(readiness(node('n1'))), 90_000);
+    t.is(
+      await everyPodReachesEveryOther(
+        t,
+        pods.filter((p) => p.node.subnet === 1),
+      ),
+      6,
+    );
+    return;
+  }
+  await routesBecome(node('n1'), [...direct, `${blockOf(podOn('n4'))} via ${node('n4').address} dev tunl0 onlink`]);
+  await routesBecome(
+    node('n4'),
+    ['n1', 'n2', 'n3'].map((name) => `${blockOf(podOn(name))} via ${node(name).address} dev tunl0 onlink`),
+  );
+  t.is(await everyPodReachesEveryOther(t, pods), 12);
+});
+
+test.serial('VXLAN Always: every node reaches every other over vxlan.netplug; IPIP is gone', async (t) => {
+  await setPool({ ipipMode: 'Never', vxlanMode: 'Always', natOutgoing: false });
+  await until(
+    'n1 routes all three other blocks over VXLAN',
+    () => netplugRoutes(node('n1').netns).filter((r) => r.includes('dev vxlan.netplug onlink')).length === 3,
+    90_000,
+  );
+  t.is(await everyPodReachesEveryOther(t, pods), 12);
+  const fdb = topology.exec(node('n1').netns, ['bridge', 'fdb', 'show', 'dev', 'vxlan.netplug']).stdout;
+  for (const name of ['n2', 'n3', 'n4']) t.regex(fdb, new RegExp(`dst ${node(name).address.replaceAll('.', '\\.')} .*permanent`));
+  t.false(topology.exec(node('n1').netns, ['ip', '-4', 'addr', 'show', 'dev', 'tunl0']).stdout.includes('inet '));
+  await until('n1 is ready', () => readiness(node('n1')).startsWith('ready'));
+  const metrics = topology.exec(node('n1').netns, ['curl', '-s', '-m', '5', 'http://127.0.0.1:9099/metrics']).stdout;
+  t.regex(metrics, /netplug_routes\{kind="vxlan"\} 3/);
+});
+
+test.serial('VXLAN CrossSubnet: same-subnet pairs go direct, the others over VXLAN', async (t) => {
+  await setPool({ ipipMode: 'Never', vxlanMode: 'CrossSubnet', natOutgoing: false });
+  await until(
+    'n1 routes n2 and n3 directly, n4 over VXLAN',
+    () => {
+      const routes = netplugRoutes(node('n1').netns);
+      return (
+        routes.filter((r) => r.includes('dev eth0')).length === 2 && routes.filter((r) => r.includes('dev vxlan.netplug')).length === 1
+      );
+    },
+    90_000,
+  );
+  t.is(await everyPodReachesEveryOther(t, pods), 12);
+});
+
+test.serial("natOutgoing: a pod reaching an address outside the pools is seen there with its node's address", async (t) => {
+  await setPool({ ipipMode: 'Never', vxlanMode: 'CrossSubnet', natOutgoing: true });
+  const seen = (pod: Pod) =>
+    new Promise<string>((resolve, reject) => {
+      // A listener on the router (no route to any pod: only a masqueraded connection completes).
+      const server = spawn('ip', [
+        'netns',
+        'exec',
+        topology.router.name,
+        process.execPath,
+        '-e',
+        "const s=require('node:net').createServer((c)=>{console.log(c.remoteAddress);c.end();s.close()}).listen(8089,'0.0.0.0',()=>console.log('listening'))",
+      ]);
+      let out = '';
+      server.stdout.setEncoding('utf8').on('data', async (text: string) => {
+        out += text;
+        if (text.includes('listening')) {
+          await until(
+            `${pod.node.name}'s pod connects to ${topology.outside}`,
+            () => topology.exec(pod.netns, ['bash', '-c', `exec 3<>/dev/tcp/${topology.outside}/8089`], 5_000).status === 0,
+          ).catch(reject);
+        }
+      });
+      server.on('exit', () => resolve(out.replace('listening', '').trim()));
+      setTimeout(() => server.kill('SIGKILL'), 90_000).unref();
+    });
+  for (const name of ['n1', 'n4']) t.is(await seen(podOn(name)), node(name).address);
+  const rules = topology.exec(node('n1').netns, ['iptables', '-t', 'nat', '-S', 'NETPLUG-NAT-OUTGOING']).stdout;
+  t.true(rules.includes(`-A NETPLUG-NAT-OUTGOING -s ${POOL_CIDR} -j MASQUERADE`));
+  // Pod to pod keeps its source: still every pair answers.
+  t.is(await everyPodReachesEveryOther(t, pods), 12);
+  await setPool({ ipipMode: 'Never', vxlanMode: 'CrossSubnet', natOutgoing: false });
+  await until(
+    'the chain is removed when no pool asks',
+    () => topology.exec(node('n1').netns, ['iptables', '-t', 'nat', '-S', 'NETPLUG-NAT-OUTGOING']).status !== 0,
+  );
+});
+
+test.serial('a block claimed gets a route on the other nodes, and loses it when released', async (t) => {
+  await setPool({ ipipMode: 'Never', vxlanMode: 'Always', natOutgoing: false });
+  // A pod on n2 from a second pool: n2 claims a block there.
+  await createPool(SECOND_POOL, SECOND_POOL_CIDR);
+  const extra = topology.addPod(node('n2'), [SECOND_POOL]);
+  const block = blockOf(extra);
+  t.true(block.startsWith('10.245.'));
+  await until(
+    'n1 and n4 route the claimed block',
+    () =>
+      ['n1', 'n4'].every((name) =>
+        netplugRoutes(node(name).netns).some((r) => r.startsWith(`${block} `) && r.endsWith('dev vxlan.netplug onlink')),
+      ),
+    90_000,
+  );
+  t.is(await everyPodReachesEveryOther(t, [extra, podOn('n1'), podOn('n4')]), 6);
+  topology.deletePod(extra);
+  await releaseBlock(block, 'n2');
+  await until(
+    'n1 and n4 no longer route the released block',
+    () => ['n1', 'n4'].every((name) => !netplugRoutes(node(name).netns).some((r) => r.startsWith(`${block} `))),
+    90_000,
+  );
+  t.true(
+    netplugRoutes(node('n1').netns).some((r) => r.startsWith(`${blockOf(podOn('n2'))} `)),
+    "n2's other block keeps its route",
+  );
+});
+
+test.serial('a node removed from the datastore loses its routes on every other node', async (t) => {
+  const gone = node('n3');
+  await until('n1 routes n3', () => netplugRoutes(node('n1').netns).some((r) => r.startsWith(`${blockOf(podOn('n3'))} `)), 90_000);
+  await gone.stopAgent();
+  const entry = await store.get(keys.node('n3'));
+  t.truthy(entry);
+  if (entry) t.true(await store.commit([{ key: entry.key, remove: true, revision: entry.revision }]));
+  for (const name of ['n1', 'n2', 'n4'])
+    await until(
+      `${name} has no route to n3's block`,
+      () => !netplugRoutes(node(name).netns).some((r) => r.startsWith(`${blockOf(podOn('n3'))} `)),
+      90_000,
+    );
+  t.is(
+    await everyPodReachesEveryOther(
+      t,
+      pods.filter((p) => p.node !== gone),
+    ),
+    6,
+  );
+});
+
+async function createPool(name: string, cidr: string): Promise<void> {
+  const pool = poolResource(name, { cidr, 'block-size': '26', 'vxlan-mode': 'Always' }, new Date());
+  await store.commit([{ key: keys.pool(name), create: pool }]);
+}
+
+/** What releasing an empty block does (netplugctl, the controllers): the block loses its affinity, the affinity goes. */
+async function releaseBlock(cidr: string, owner: string): Promise<void> {
+  await retryOnConflict('releasing the block', async () => {
+    const block = await store.get<Record<string, unknown>>(keys.block(cidr));
+    const affinity = await store.get(keys.affinity(owner, cidr));
+    if (!block) throw new Error(`no block ${cidr}`);
+    const writes = [
+      { key: block.key, remove: true as const, revision: block.revision },
+      ...(affinity ? [{ key: affinity.key, remove: true as const, revision: affinity.revision }] : []),
+    ];
+    return (await store.commit(writes)) || undefined;
+  });
+}

@@ -1,0 +1,140 @@
+// What the kernel of one node should hold so that its pods reach every other node's pods: a pure
+// function of the datastore (nodes with their addresses, blocks with their affinities, pools),
+// recomputed whole on every pass. Per block affine to another node, the block's pool decides:
+//   - VXLAN (vxlanMode Always, or CrossSubnet and the node on another subnet): via the node's VXLAN
+//     tunnel address on the VXLAN device, onlink, with a neighbour entry (tunnel address → the
+//     node's VXLAN MAC) and an FDB entry (MAC → the node's underlay address);
+//   - IP-in-IP (ipipMode likewise): via the node's underlay address on the IP-in-IP device, onlink:
+//     a device without a fixed remote (tunl0) takes the outer destination from the route's gateway,
+//     so the gateway is the node, not its tunnel address (which would send the packet back into
+//     the tunnel);
+//   - otherwise directly via the node's underlay address, which must then be on this node's subnet
+//     (a node elsewhere is left to the underlay's own routing, and said so).
+// Addresses a node borrowed from a block affine to another node get a host route to the borrower.
+import { contains, parseIp, parsePrefix } from '../../net/cidr.ts';
+import type { Pool } from '../../ipam/pools.ts';
+import type { EncapsulationMode } from '../../ipam/model.ts';
+
+export type RouteKind = 'direct' | 'ipip' | 'vxlan';
+
+export interface NodeAddresses {
+  name: string;
+  /** The underlay address and its prefix length; undefined until the node published it. */
+  address?: { address: string; prefixLength: number };
+  ipipTunnelAddr?: string;
+  vxlanTunnelAddr?: string;
+  vxlanMac?: string;
+}
+
+export interface RoutedBlock {
+  cidr: string;
+  /** The node the block is affine to; undefined when none (released, or not `host:`). */
+  node: string | undefined;
+  /** Addresses allocated to another node than the block's (its attribute's `node`). */
+  borrowed: { address: string; node: string }[];
+}
+
+export interface LocalNode {
+  name: string;
+  address: { address: string; prefixLength: number };
+  /** The interface holding the address: direct routes leave through it. */
+  interface: string;
+  ipipDevice: string;
+  vxlanDevice: string;
+}
+
+export interface DesiredRoute {
+  dst: string;
+  via: string;
+  dev: string;
+  onlink?: true;
+  kind: RouteKind;
+}
+
+export interface DesiredState {
+  routes: DesiredRoute[];
+  /** On the VXLAN device: each remote VXLAN tunnel address → that node's VXLAN MAC. */
+  neighbors: { ip: string; mac: string }[];
+  /** On the VXLAN device: each remote VXLAN MAC → that node's underlay address. */
+  fdb: { mac: string; dst: string }[];
+  /** Why some block is not routed (a node without published addresses, …), sorted; informational. */
+  notes: string[];
+}
+
+/** The routes, neighbours and FDB entries `local` needs to reach every other node's blocks. */
+export function desiredState(
+  local: LocalNode,
+  nodes: readonly NodeAddresses[],
+  blocks: readonly RoutedBlock[],
+  pools: readonly Pool[],
+): DesiredState {
+  const byName = new Map(nodes.map((node) => [node.name, node]));
+  const routes = new Map<string, DesiredRoute>();
+  const neighbors = new Map<string, { ip: string; mac: string }>();
+  const fdb = new Map<string, { mac: string; dst: string }>();
+  const notes = new Set<string>();
+  const localSubnet = parsePrefix(`${local.address.address}/${local.address.prefixLength}`);
+
+  const routeTo = (dst: string, nodeName: string) => {
+    if (nodeName === local.name) return;
+    const node = byName.get(nodeName);
+    // A node gone from the datastore loses its routes: nothing to route its blocks through.
+    if (!node) return;
+    if (!node.address) {
+      notes.add(`node "${nodeName}" has not published its address: ${dst} is not routed`);
+      return;
+    }
+    const remote = node.address.address;
+    const ip = parseIp(remote);
+    const sameSubnet = localSubnet !== undefined && ip !== undefined && ip.family === 4 && contains(localSubnet, ip.family, ip.value);
+    const pool = poolOf(dst, pools);
+    const wants = (mode: EncapsulationMode | undefined) => mode === 'Always' || (mode === 'CrossSubnet' && !sameSubnet);
+    if (wants(pool?.spec.vxlanMode)) {
+      if (!node.vxlanTunnelAddr || !node.vxlanMac) {
+        notes.add(`node "${nodeName}" has no VXLAN tunnel address and MAC yet: ${dst} (pool "${pool?.name}") is not routed`);
+        return;
+      }
+      routes.set(dst, { dst, via: node.vxlanTunnelAddr, dev: local.vxlanDevice, onlink: true, kind: 'vxlan' });
+      neighbors.set(node.vxlanTunnelAddr, { ip: node.vxlanTunnelAddr, mac: node.vxlanMac });
+      fdb.set(node.vxlanMac, { mac: node.vxlanMac, dst: remote });
+    } else if (wants(pool?.spec.ipipMode)) {
+      routes.set(dst, { dst, via: remote, dev: local.ipipDevice, onlink: true, kind: 'ipip' });
+    } else if (sameSubnet) {
+      routes.set(dst, { dst, via: remote, dev: local.interface, kind: 'direct' });
+    } else {
+      notes.add(
+        `node "${nodeName}" (${remote}/${node.address.prefixLength}) is not on this node's subnet and ${pool ? `pool "${pool.name}" uses no encapsulation` : 'no pool holds it'}: ${dst} is left to the underlay's routing`,
+      );
+    }
+  };
+
+  for (const block of blocks) {
+    if (parsePrefix(block.cidr)?.family !== 4) continue; // IPv4 underlay and tunnels only
+    if (block.node !== undefined) routeTo(block.cidr, block.node);
+    for (const { address, node } of block.borrowed) if (node !== block.node) routeTo(`${address}/32`, node);
+  }
+  const sorted = <T>(map: Map<string, T>) => [...map.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, v]) => v);
+  return { routes: sorted(routes), neighbors: sorted(neighbors), fdb: sorted(fdb), notes: [...notes].sort() };
+}
+
+/** The pool holding `cidr` (the most specific, should pools nest). */
+function poolOf(cidr: string, pools: readonly Pool[]): Pool | undefined {
+  const prefix = parsePrefix(cidr);
+  if (!prefix) return undefined;
+  return pools
+    .filter(
+      (pool) =>
+        pool.prefix.family === prefix.family && pool.prefix.length <= prefix.length && contains(pool.prefix, prefix.family, prefix.base),
+    )
+    .sort((a, b) => b.prefix.length - a.prefix.length)[0];
+}
+
+/** Whether any route needs the device of `kind`. */
+export const uses = (state: DesiredState, kind: RouteKind): boolean => state.routes.some((route) => route.kind === kind);
+
+/** Routes per kind, for the metrics. */
+export function countsOf(state: DesiredState): Record<RouteKind, number> {
+  const counts: Record<RouteKind, number> = { direct: 0, ipip: 0, vxlan: 0 };
+  for (const route of state.routes) counts[route.kind]++;
+  return counts;
+}

@@ -1,0 +1,64 @@
+// One read of what routes are computed from: every node (its labels and published addresses),
+// every IPv4 block (its affinity and the nodes its addresses went to) and every pool, in one round
+// trip on etcd. A broken document costs only itself: it is skipped and named in `broken`.
+import { attributeAt, addressOf } from '../../ipam/block.ts';
+import { checkedBlock, checkedNodeLabels, checkedNodeSpec, keys, type NodeSpec } from '../../ipam/model.ts';
+import { poolsOf, type Pool } from '../../ipam/pools.ts';
+import type { Entry, Store } from '../../store/store.ts';
+import type { NodeAddresses, RoutedBlock } from './desired-routes.ts';
+
+export interface ClusterState {
+  nodes: (NodeAddresses & { labels: Record<string, string>; spec: NodeSpec })[];
+  blocks: RoutedBlock[];
+  pools: Pool[];
+  broken: string[];
+}
+
+export async function readCluster(store: Store): Promise<ClusterState> {
+  const [nodeEntries, blockEntries, poolEntries] = (await store.read([
+    { list: keys.nodes },
+    { list: keys.blocks(4) },
+    { list: keys.pools },
+  ])) as [Entry<unknown>[], Entry<unknown>[], Entry<unknown>[]];
+  const broken: string[] = [];
+  const checked = <T>(check: () => T): T | undefined => {
+    try {
+      return check();
+    } catch (err) {
+      broken.push((err as Error).message);
+      return undefined;
+    }
+  };
+  const nodes = nodeEntries.flatMap((entry) => {
+    const name = entry.key.slice(keys.nodes.length);
+    const spec = checked(() => checkedNodeSpec(entry));
+    const labels = checked(() => checkedNodeLabels(entry));
+    if (!spec || !labels) return [];
+    const [address, length] = spec.bgp?.ipv4Address?.split('/') ?? [];
+    return [
+      {
+        name,
+        labels,
+        spec,
+        ...(address && length ? { address: { address, prefixLength: Number(length) } } : {}),
+        ...(spec.bgp?.ipv4IPIPTunnelAddr ? { ipipTunnelAddr: spec.bgp.ipv4IPIPTunnelAddr } : {}),
+        ...(spec.ipv4VXLANTunnelAddr ? { vxlanTunnelAddr: spec.ipv4VXLANTunnelAddr } : {}),
+        ...(spec.vxlanTunnelMACAddr ? { vxlanMac: spec.vxlanTunnelMACAddr } : {}),
+      },
+    ];
+  });
+  const blocks = blockEntries.flatMap((entry) => {
+    const block = checked(() => checkedBlock(entry).value);
+    if (!block || block.deleted) return [];
+    const node = block.affinity?.startsWith('host:') ? block.affinity.slice('host:'.length) : undefined;
+    const borrowed: RoutedBlock['borrowed'] = [];
+    block.allocations.forEach((index, ordinal) => {
+      const holder = index === null ? undefined : attributeAt(block, ordinal)?.secondary['node'];
+      if (holder && holder !== node) borrowed.push({ address: addressOf(block, ordinal), node: holder });
+    });
+    return [{ cidr: block.cidr, node, borrowed }];
+  });
+  const pools =
+    checked(() => poolsOf(poolEntries)) ?? poolsOf(poolEntries.filter((entry) => checked(() => poolsOf([entry])) !== undefined));
+  return { nodes, blocks, pools, broken };
+}

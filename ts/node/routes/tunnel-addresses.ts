@@ -1,0 +1,47 @@
+// The node's tunnel addresses, taken from the pools through netplug-ipam's allocator as the
+// reference's node agent takes them: handle `ipip-tunnel-addr-<node>` or
+// `vxlan-tunnel-addr-<node>`, attribute `type` ipipTunnelAddress / vxlanTunnelAddress. A node has
+// one only while an enabled pool that selects it uses that encapsulation; it keeps the address it
+// holds while that address's pool still qualifies, and gives it back when none does.
+import { createHash } from 'node:crypto';
+
+import { addressesOf, allocate } from '../../ipam/allocator.ts';
+import { releaseHandle } from '../../ipam/release.ts';
+import { blockInPool, type Pool } from '../../ipam/pools.ts';
+import { parseSelector, type Labels } from '../../ipam/selector.ts';
+import type { Store } from '../../store/store.ts';
+
+export type Tunnel = 'ipip' | 'vxlan';
+
+export const tunnelHandle = (tunnel: Tunnel, node: string): string => `${tunnel}-tunnel-addr-${node}`;
+
+/** The enabled IPv4 pools selecting the node whose `tunnel` mode is not Never. */
+export function tunnelPools(tunnel: Tunnel, pools: readonly Pool[], labels: Labels): Pool[] {
+  return pools.filter(
+    (pool) =>
+      pool.prefix.family === 4 &&
+      !pool.spec.disabled &&
+      (tunnel === 'ipip' ? pool.spec.ipipMode : pool.spec.vxlanMode) !== 'Never' &&
+      parseSelector(pool.spec.nodeSelector)(labels),
+  );
+}
+
+/** The node's tunnel address for `tunnel` (allocated if needed), or undefined (released if held) when no pool asks. */
+export async function ensureTunnelAddress(store: Store, node: string, tunnel: Tunnel, pools: readonly Pool[]): Promise<string | undefined> {
+  const handle = tunnelHandle(tunnel, node);
+  const held = await addressesOf(store, handle);
+  const kept = held.find((a) => a.family === 4 && pools.some((pool) => blockInPool(a.block, pool)));
+  if (kept && held.length === 1) return kept.address;
+  if (held.length > 0) await releaseHandle(store, handle);
+  if (pools.length === 0) return undefined;
+  const attributes = { node, type: tunnel === 'ipip' ? 'ipipTunnelAddress' : 'vxlanTunnelAddress', timestamp: new Date().toISOString() };
+  const [allocation] = await allocate({ store, handle, node, attributes }, [{ family: 4, pools }]);
+  if (!allocation) throw new Error(`no ${tunnel === 'ipip' ? 'IP-in-IP' : 'VXLAN'} tunnel address was allocated for node "${node}"`);
+  return allocation.address;
+}
+
+/** A locally administered unicast MAC derived from the node's name: the same after every restart. */
+export function vxlanMacOf(node: string): string {
+  const bytes = createHash('sha256').update(`netplug vxlan ${node}`).digest().subarray(0, 5);
+  return ['66', ...[...bytes].map((b) => b.toString(16).padStart(2, '0'))].join(':');
+}
