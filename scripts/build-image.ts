@@ -5,7 +5,8 @@
 // /tmp. No shell. Reproducible: the same inputs give the same digests (image-layout.ts).
 //
 //   /usr/bin/{netplug-node,netplug-install,netplug-kube-controllers,netplug-operator,netplugctl}   the SEA, hard links
-//   /opt/cni/bin/{netplug,netplug-ipam}                                           the same file
+//   /opt/cni/bin/{netplug-oneshot,netplug-ipam}                                   the same file
+//   /opt/cni/bin/netplug                                                          the native shim (static)
 //   /usr/bin/ and /opt/cni/bin/netplug-dataplane.linux-<arch>-gnu.node            the addon, beside each
 //   /opt/cni/bin/{portmap,host-local,loopback,tuning}                             from /usr/lib/cni
 //   /lib/<triplet>/<soname>, the loader at its PT_INTERP path (/lib64/... on x86-64)
@@ -27,9 +28,10 @@ const { values } = parseArgs({ options: { out: { type: 'string', default: join(r
 const outDir = values.out;
 
 const ADDON = `netplug-dataplane.linux-${arch()}-gnu.node`;
-const SEA = join(root, 'dist/cni/netplug');
+const SEA = join(root, 'dist/cni/netplug-oneshot');
+const SHIM = join(root, 'dist/cni/netplug');
 const USR_BIN = ['netplug-node', 'netplug-install', 'netplug-kube-controllers', 'netplug-operator', 'netplugctl'];
-const CNI_BIN = ['netplug', 'netplug-ipam'];
+const CNI_BIN = ['netplug-oneshot', 'netplug-ipam'];
 /** Debian's reference plugins (containernetworking-plugins) that the conflist chains or install-cni ships. */
 const SYSTEM_PLUGINS = ['portmap', 'host-local', 'loopback', 'tuning'];
 
@@ -37,7 +39,8 @@ const SYSTEM_PLUGINS = ['portmap', 'host-local', 'loopback', 'tuning'];
 // tar then stores it once and its other names as links.
 const work = join(root, 'dist/images', `.work-${process.pid}`);
 const rootfs = join(work, 'rootfs');
-if (!existsSync(SEA)) throw new Error(`${SEA} is missing: npm run build writes it (npm run build:image runs it first)`);
+for (const file of [SEA, SHIM])
+  if (!existsSync(file)) throw new Error(`${file} is missing: npm run build writes it (npm run build:image runs it first)`);
 try {
   stageRootfs(rootfs);
   const image = await writeImageArchive(rootfs, join(outDir, imageArchiveName()), join(work, 'layout'), {
@@ -79,16 +82,18 @@ function stageRootfs(dir: string): void {
   const addon = join(root, 'dist/cni', ADDON);
   for (const name of USR_BIN) linkSync(SEA, join(usrBin, name));
   for (const name of CNI_BIN) linkSync(SEA, join(cniBin, name));
+  linkSync(SHIM, join(cniBin, 'netplug'));
   linkSync(addon, join(usrBin, ADDON));
   linkSync(addon, join(cniBin, ADDON));
-  // The layer records modes as they are (build.ts makes these two 0755 already).
+  // The layer records modes as they are (build.ts makes these three 0755 already).
   chmodSync(SEA, 0o755);
+  chmodSync(SHIM, 0o755);
   chmodSync(addon, 0o755);
   for (const name of SYSTEM_PLUGINS) place(join('/usr/lib/cni', name), join(cniBin, name), 0o755);
 
   // Every library any of them loads, where the image's loader finds it without a cache: ldd's
   // path (a Debian default search directory), under the soname the loader looks up.
-  const elves = [SEA, addon, ...SYSTEM_PLUGINS.map((name) => join('/usr/lib/cni', name))];
+  const elves = [SEA, SHIM, addon, ...SYSTEM_PLUGINS.map((name) => join('/usr/lib/cni', name))];
   const libraries = new Map<string, string>(); // path in the image → file on this machine
   const interpreters = new Set<string>();
   for (const elf of elves) {

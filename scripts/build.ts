@@ -1,9 +1,12 @@
 // npm run build: the self-contained executables a runtime runs from its CNI_PATH, no Node needed.
 //
-//   dist/cni/netplug        Node 24 single executable application (SEA) with the bundled program
-//   dist/cni/netplug-ipam   the same file, linked: the program dispatches on the name it runs as
-//   dist/bin/netplugctl     the same file again, for administrators; also netplug-node,
-//                           netplug-install, netplug-kube-controllers, netplug-operator (own bundle)
+//   dist/cni/netplug          the native shim (crates/netplug-shim): forwards the call to netplug-node's
+//                             socket, or runs netplug-oneshot beside it; static, loads no library
+//   dist/cni/netplug-oneshot  Node 24 single executable application (SEA) with the bundled program,
+//                             the one-shot plugin (it calls itself netplug)
+//   dist/cni/netplug-ipam     the SEA, linked: the program dispatches on the name it runs as
+//   dist/bin/netplugctl       the SEA again, for administrators; also netplug-node,
+//                             netplug-install, netplug-kube-controllers, netplug-operator (own bundle)
 //   dist/*/netplug-dataplane.linux-<arch>-gnu.node   the data-plane addon beside each
 //
 // The program is one esbuild bundle (CommonJS) in which each command's code is initialised on
@@ -84,7 +87,7 @@ writeFileSync(
 execFileSync(process.execPath, ['--experimental-sea-config', out('build/sea-config.json')], { stdio: 'ignore' });
 
 // The SEA is a copy of this Node binary, symbols stripped, with the program injected.
-const executable = out('cni/netplug');
+const executable = out('cni/netplug-oneshot');
 copyFileSync(realpathSync(process.execPath), executable);
 chmodSync(executable, 0o755);
 execFileSync('strip', [executable]);
@@ -96,10 +99,25 @@ linkSync(executable, out('cni/netplug-ipam'));
 for (const name of BIN_NAMES) linkSync(executable, out(`bin/${name}`));
 for (const dir of ['cni', 'bin']) copyFileSync(`${root}native/${addonFile}`, out(`${dir}/${addonFile}`));
 
+// The shim, linked statically (glibc's crt-static): it runs on any host's libc, loads nothing at
+// start-up, and the image needs no library for it. An explicit --target keeps the flag off build
+// scripts and the addon's host build.
+const shimTarget = { x64: 'x86_64-unknown-linux-gnu', arm64: 'aarch64-unknown-linux-gnu' }[arch() as 'x64' | 'arm64'];
+execFileSync('sh', [`${root}scripts/cargo.sh`, 'build', '--quiet', '--release', '-p', 'netplug-shim', '--target', shimTarget], {
+  cwd: root,
+  stdio: 'inherit',
+  env: { ...process.env, RUSTFLAGS: '-C target-feature=+crt-static' },
+});
+copyFileSync(`${root}target/${shimTarget}/release/netplug`, out('cni/netplug'));
+chmodSync(out('cni/netplug'), 0o755);
+
 // A rejected cache still runs, only slower on every command: refuse to build one.
 const report = spawnSync(executable, [], { env: { CNI_COMMAND: 'VERSION', NETPLUG_REPORT_CODE_CACHE: '1' }, encoding: 'utf8' });
 if (!report.stderr.includes('code cache accepted'))
   throw new Error(`the executable does not use its code cache: ${report.stderr}${report.stdout}`);
 
 const size = (readFileSync(executable).length / 1e6).toFixed(0);
-console.log(`built dist/cni/netplug (${size} MB, also as dist/cni/netplug-ipam and dist/bin/{${BIN_NAMES.join(',')}}) with ${addonFile}`);
+const shimSize = (readFileSync(out('cni/netplug')).length / 1e6).toFixed(1);
+console.log(
+  `built dist/cni/netplug-oneshot (${size} MB, also as dist/cni/netplug-ipam and dist/bin/{${BIN_NAMES.join(',')}}), the shim dist/cni/netplug (${shimSize} MB) with ${addonFile}`,
+);

@@ -1,13 +1,30 @@
 #!/bin/sh
-# Cross-builds the addon for the other architecture (arm64 on x86-64, x86-64 on arm64) and prints
-# the path of the built module. npm test runs it before the tests (a cold cross-build compiles
-# every crate, too long for a test's time limit); the cross-build test runs it again, then a no-op.
+# Cross-builds the addon and the shim for the other architecture (arm64 on x86-64, x86-64 on
+# arm64) and prints the path of the built module, or with --shim the path of the built shim
+# (native/netplug.linux-<arch>-gnu, static as dist/cni/netplug is). npm test runs it before the
+# tests (a cold cross-build compiles every crate, too long for a test's time limit); the
+# cross-build tests run it again, then a no-op.
 set -eu
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 case "$(uname -m)" in
   x86_64) triple=aarch64-unknown-linux-gnu node_arch=arm64 ;;
   aarch64) triple=x86_64-unknown-linux-gnu node_arch=x64 ;;
   *) echo "netplug: no cross-build is set up from $(uname -m)" >&2; exit 2 ;;
 esac
 sh scripts/build-addon.sh --target "$triple" >&2
-echo "$PWD/native/netplug-dataplane.linux-$node_arch-gnu.node"
+
+# The shim with the toolchain the addon used (scripts/build.ts builds this machine's the same way).
+with_cargo_on_path
+use_cross_toolchain "$triple"
+RUSTFLAGS='-C target-feature=+crt-static' cargo build --quiet --release -p netplug-shim --target "$triple" \
+  --target-dir "${cross_target_dir:-target}" >&2
+shim="native/netplug.linux-$node_arch-gnu"
+cp "${cross_target_dir:-target}/$triple/release/netplug" "$shim.tmp"
+mv "$shim.tmp" "$shim"
+
+if [ "${1:-}" = "--shim" ]; then
+  echo "$PWD/$shim"
+else
+  echo "$PWD/native/netplug-dataplane.linux-$node_arch-gnu.node"
+fi

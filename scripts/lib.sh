@@ -35,6 +35,34 @@ with_cargo_on_path() {
   export PATH
 }
 
+# use_cross_toolchain TRIPLE : sets cargo up to build for TRIPLE, another architecture's Linux
+# (aarch64 from x86-64, x86_64 from arm64): Debian's linker for it and, unless rustup already has
+# the target, Debian's rustc with that architecture's standard library (rustup cannot download
+# targets here; Debian ships both through its package archive). Sets cross_target_dir to the
+# target directory such a build must use, "" for cargo's own. Nothing to do for "" or this
+# machine's triple; exits 2 for a pair that is not set up.
+use_cross_toolchain() {
+  cross_target_dir=""
+  case "$(uname -m):$1" in
+    *:"" | "$(uname -m):$(uname -m)-unknown-linux-gnu") return 0 ;;
+    x86_64:aarch64-unknown-linux-gnu) set -- "$1" arm64 gcc-aarch64-linux-gnu libc6-dev-arm64-cross ;;
+    aarch64:x86_64-unknown-linux-gnu) set -- "$1" amd64 gcc-x86-64-linux-gnu libc6-dev-amd64-cross ;;
+    *)
+      say "cross-building for $1 is not set up on $(uname -m); supported: aarch64-unknown-linux-gnu from x86-64, x86_64-unknown-linux-gnu from arm64"
+      exit 2
+      ;;
+  esac
+  ensure_debian_packages "$3" "$4"
+  linker_var=$(echo "CARGO_TARGET_$1_LINKER" | tr 'a-z-' 'A-Z_')
+  export "$linker_var=$(echo "$1" | sed 's/-unknown-/-/')-gcc"
+  if ! (command -v rustup >/dev/null && rustup target list --installed | grep -qx "$1"); then
+    enable_foreign_arch "$2"
+    ensure_debian_packages rustc-web "libstd-rust-web-dev:$2"
+    export RUSTC=/usr/bin/rustc
+    cross_target_dir=target/cross-debian
+  fi
+}
+
 # cache_lock FILE : holds an exclusive lock on FILE until the script exits. Test files run at
 # once and may ask for the same cached build together: the first builds, the others wait for it
 # and then find it built.

@@ -20,7 +20,7 @@ function readelf(path: string): { interpreter?: string; needed: string[] } {
 }
 
 for (const path of [
-  `${ROOT}dist/cni/netplug`,
+  `${ROOT}dist/cni/netplug-oneshot`,
   `${ROOT}dist/cni/netplug-dataplane.linux-${arch()}-gnu.node`,
   '/usr/lib/cni/portmap',
   `/lib/${TRIPLET}/libc.so.6`,

@@ -130,17 +130,23 @@ test.serial('the layer holds the executables under their image names and exactly
   mkdirSync(rootfs);
   execFileSync('tar', ['-xzf', layerFile, '-C', rootfs]);
 
-  // The SEA once, its other names hard links to it; the addon beside each directory of them.
-  const sea = 'opt/cni/bin/netplug';
+  // The SEA once (under its first name in tar's order), its other names hard links to it; the addon
+  // beside each directory of them; the shim, netplug, a file of its own.
+  const sea = 'opt/cni/bin/netplug-ipam';
   t.is(entries.get(sea), '-rwxr-xr-x');
   const seaNames = [
-    'opt/cni/bin/netplug-ipam',
+    'opt/cni/bin/netplug-oneshot',
     ...['netplug-node', 'netplug-install', 'netplug-kube-controllers', 'netplug-operator', 'netplugctl'].map((n) => `usr/bin/${n}`),
   ];
   for (const name of seaNames) t.is(entries.get(name), `hrwxr-xr-x link to ${sea}`, name);
   t.is(entries.get(`opt/cni/bin/${ADDON}`), '-rwxr-xr-x');
   t.is(entries.get(`usr/bin/${ADDON}`), `hrwxr-xr-x link to opt/cni/bin/${ADDON}`);
-  t.true(readFileSync(join(rootfs, sea)).equals(readFileSync(join(ROOT, 'dist/cni/netplug'))), 'the SEA npm run build wrote');
+  t.true(readFileSync(join(rootfs, sea)).equals(readFileSync(join(ROOT, 'dist/cni/netplug-oneshot'))), 'the SEA npm run build wrote');
+  t.is(entries.get('opt/cni/bin/netplug'), '-rwxr-xr-x');
+  t.true(
+    readFileSync(join(rootfs, 'opt/cni/bin/netplug')).equals(readFileSync(join(ROOT, 'dist/cni/netplug'))),
+    'the shim npm run build wrote',
+  );
   for (const plugin of ['portmap', 'host-local', 'loopback', 'tuning']) {
     t.is(entries.get(`opt/cni/bin/${plugin}`), '-rwxr-xr-x', plugin);
     t.true(readFileSync(join(rootfs, 'opt/cni/bin', plugin)).equals(readFileSync(join('/usr/lib/cni', plugin))), `Debian's ${plugin}`);
@@ -184,6 +190,7 @@ test.serial('the layer holds the executables under their image names and exactly
     'opt/cni/bin/netplug',
     `opt/cni/bin/${ADDON}`,
     'opt/cni/bin/netplug-ipam',
+    'opt/cni/bin/netplug-oneshot',
     'opt/cni/bin/portmap',
     'opt/cni/bin/tuning',
     'tmp',

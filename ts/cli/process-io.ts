@@ -54,12 +54,20 @@ export function processIo(): MainIo {
   };
 }
 
+/** The one-shot plugin's file name beside the shim `netplug`; run by that name, it is `netplug`. */
+export const ONESHOT_NAME = 'netplug-oneshot';
+
 /**
- * The name this program was run as: the runtime executes `netplug` or `netplug-ipam` (one file,
- * linked twice), an admin `netplugctl`. Under plain `node`, the script's name counts.
+ * The name this program was run as: the runtime executes `netplug` (the shim, which runs this
+ * executable as `netplug-oneshot` with argv[0] unchanged when netplug-node does not serve) or
+ * `netplug-ipam`, an admin `netplugctl`. Run directly as `netplug-oneshot` it is `netplug` too,
+ * in its output and logs alike. Under plain `node`, the script's name counts.
  */
 export function programName(): string {
   const invoked = basename(process.argv0);
-  const name = invoked === 'node' || invoked.startsWith('node.') ? basename(process.argv[1] ?? '') : invoked;
-  return name.replace(/\.(c|m)?[jt]s$/, '');
+  const name = (invoked === 'node' || invoked.startsWith('node.') ? basename(process.argv[1] ?? '') : invoked).replace(
+    /\.(c|m)?[jt]s$/,
+    '',
+  );
+  return name === ONESHOT_NAME ? 'netplug' : name;
 }

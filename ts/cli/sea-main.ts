@@ -3,19 +3,19 @@
 // Node's own SEA code cache holds only what compiling the script compiles, not the functions a
 // command runs; those would be compiled again on every pod's path.
 import { isClusterCommand } from '../ctl/cluster-command.ts';
+import { programName } from './process-io.ts';
 
 const { getAsset } = process.getBuiltinModule('node:sea');
 const { Script } = process.getBuiltinModule('node:vm');
 const { createRequire } = process.getBuiltinModule('node:module');
 const { dirname } = process.getBuiltinModule('node:path');
 
-const { basename } = process.getBuiltinModule('node:path');
-
 // The long-running programs live in a bundle of their own (see ts/cli/agents.ts); it has no code
 // cache, since their start-up is paid once per pod, not once per pod network operation.
 const AGENT_NAMES = ['netplug-node', 'netplug-install', 'netplug-kube-controllers', 'netplug-operator'];
 // netplugctl's cluster commands (upgrade, migrate, datastore migrate) use the agents' libraries too.
-const program = basename(process.argv0);
+// As netplug-oneshot (the shim's fallback) it is the plugin, netplug.
+const program = programName();
 const agent = AGENT_NAMES.includes(program) || (program === 'netplugctl' && isClusterCommand(process.argv.slice(2)));
 
 // The asset is a bundle wrapped as a function of CommonJS's module variables (see build.ts).
