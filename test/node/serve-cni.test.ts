@@ -10,7 +10,7 @@ import test from 'ava';
 
 import { callAgent } from '../helpers/agent-client.ts';
 import { ONE_SHOT, spawnAgent } from '../helpers/agent-server.ts';
-import { invoke } from '../helpers/cni.ts';
+import { DIST_CNI, invoke, runtimeInput } from '../helpers/cni.ts';
 import { startEtcd, type EtcdServer } from '../helpers/etcd.ts';
 import { addressesOf, etcdKeys, ipamNetconf } from '../helpers/ipam.ts';
 import { addresses, containerId, createNetns, ip, link } from '../helpers/kernel.ts';
@@ -165,4 +165,22 @@ test.serial('a second agent on the same socket (a rolling update) serves only on
   await eventually('it accepts', async () => (await callAgent(second.socket, { command: 'VERSION' })).accepted);
   t.is(await second.stop(), 0);
   t.regex(first.output(), /stopped serving CNI: 2 commands served/);
+});
+
+test.serial('through the shim: the agent serves; once it has stopped, the shim runs the one-shot', async (t) => {
+  t.true(existsSync(join(DIST_CNI, 'netplug-oneshot')), 'the shim is built as dist/cni/netplug beside netplug-oneshot');
+  const agent = await spawnAgent(t, agentEnv);
+  const netns = createNetns(t, 'shim');
+  const call = { containerId: containerId(), netns: netns.path, netconf: netconf() };
+  const env = (command: string) => ({ ...runtimeInput({ ...call, command }).env, NETPLUG_AGENT_SOCKET: agent.socket });
+  const add = invoke({ ...call, command: 'ADD', env: env('ADD') });
+  t.is(add.status, 0, add.stdout);
+  t.regex(add.stderr, /workload networked .*via="netplug-node"/);
+  t.true(addresses('eth0', netns).includes(`${addressesOf(add.json)[0]}/32`));
+  t.is(await agent.stop(), 0);
+  const del = invoke({ ...call, command: 'DEL', env: env('DEL') });
+  t.is(del.status, 0, del.stdout);
+  t.regex(del.stderr, /via="one-shot"/);
+  t.is(link('eth0', netns), undefined);
+  t.deepEqual(await etcdKeys(t, etcd, `/netplug/ipam/v2/handle/serve.${call.containerId}`), []);
 });
