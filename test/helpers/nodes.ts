@@ -53,7 +53,7 @@ export interface Topology {
   nodes: TestNode[];
   /** An address outside every pool, on the router (subnet 1's side): natOutgoing's destination. */
   outside: string;
-  /** Makes a pod on `node` with the CNI plugin (netplug-ipam on the test's etcd; from `pools` if given). */
+  /** Makes a pod on `node` with the CNI plugin (netplug-ipam on the test's datastore; from `pools` if given). */
   addPod(node: TestNode, pools?: string[]): Pod;
   deletePod(pod: Pod): void;
   /** Runs a command inside a namespace; its exit status and output. */
@@ -65,8 +65,8 @@ export interface TopologyOptions {
   nodes: { name: string; subnet: 1 | 2 }[];
   /** The host-loopback ports every node reaches (etcd, kube-apiserver). */
   ports: number[];
-  /** The etcd netconf fields (etcd_endpoints). */
-  etcdNetconf: Record<string, string>;
+  /** The netconf's datastore fields (etcd_endpoints, or datastore_type and kubernetes.kubeconfig). */
+  datastoreNetconf: Record<string, unknown>;
   /** The agents' environment besides their node's own (KUBECONFIG, ETCD_ENDPOINTS, …). */
   agentEnv: Record<string, string>;
 }
@@ -193,7 +193,7 @@ export async function makeTopology(t: Pick<ExecutionContext, 'teardown'>, option
       name: 'routes-test',
       type: 'netplug',
       nodename: node.name,
-      ...options.etcdNetconf,
+      ...options.datastoreNetconf,
       ipam: { type: 'netplug-ipam', ...(pod.pools ? { ipv4_pools: pod.pools } : {}) },
     };
     return spawnSync('ip', ['netns', 'exec', node.netns.name, NETPLUG_CNI], {

@@ -50,7 +50,7 @@ test.before(async () => {
       { name: 'n4', subnet: 2 },
     ],
     ports: [etcd.port, kubePort],
-    etcdNetconf: etcd.netconf,
+    datastoreNetconf: etcd.netconf,
     agentEnv: {
       DATASTORE_TYPE: 'etcdv3',
       ETCD_ENDPOINTS: etcd.endpoints,
