@@ -66,6 +66,15 @@ test.serial('protocol: accept and go, decline what the agent cannot serve, nothi
   t.true(await declined({ command: 'VERSION' }, { program: 'ptp' }), 'a program other than netplug');
   t.true(await declined({ command: 'ADD', netns: '/run/netns/nptest-none-there', netconf: netconf() }), 'a netns the agent cannot see');
   t.true(await declined({ command: 'ADD', path: '/nonexistent/cni/bin', netconf: netconf() }), 'a CNI_PATH directory the agent cannot see');
+  const hostLocal = { ...netconf(), ipam: { type: 'host-local', subnet: '10.221.255.0/24' } };
+  t.true(
+    await declined({ command: 'DEL', netconf: hostLocal }, { pid: 2 ** 30 }),
+    'delegated IPAM from a process whose root the agent cannot see',
+  );
+  t.true(
+    await declined({ command: 'DEL', netconf: netconf({ log_file_path: '/nonexistent/netplug/cni.log' }) }),
+    'a log directory the agent cannot see',
+  );
   const version2 = await callAgent(
     agent.socket,
     { command: 'VERSION' },
@@ -83,7 +92,7 @@ test.serial('protocol: accept and go, decline what the agent cannot serve, nothi
   );
   t.true(gaveUp.accepted);
   t.is(await agent.stop(), 0);
-  t.regex(agent.output(), /stopped serving CNI: 2 commands served, 5 requests declined/);
+  t.regex(agent.output(), /stopped serving CNI: 2 commands served, 7 requests declined/);
   t.false(existsSync(agent.socket), 'the socket is removed at stop');
   t.is(link('eth0', netns), undefined, 'no interface');
   t.deepEqual(await etcdKeys(t, etcd, `/netplug/ipam/v2/handle/serve.${id}`), [], 'no address');

@@ -2,6 +2,7 @@
 // the agent could not serve it exactly as the one-shot would on the host. Declining is always safe,
 // so any doubt declines.
 import { readFileSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
 
 export interface CniRequest {
   version: number;
@@ -34,10 +35,10 @@ const PROXY_VARIABLES = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy
 /**
  * Why the agent cannot serve `request` as the one-shot would, or undefined when it can: the
  * network namespace or a plugin directory it names is not visible here, the shim runs in another
- * PID namespace (a /proc/<pid>/ns/net path would name another process's namespace), or the proxy
- * settings differ from the agent's.
+ * PID namespace (a /proc/<pid>/ns/net path would name another process's namespace), the proxy
+ * settings differ from the agent's, or the netconf needs files the agent may not share (below).
  */
-export function declineReason(request: CniRequest, agentEnv: NodeJS.ProcessEnv): string | undefined {
+export function declineReason(request: CniRequest, stdin: Buffer, agentEnv: NodeJS.ProcessEnv): string | undefined {
   const { env } = request;
   const netns = env['CNI_NETNS'];
   if (netns) {
@@ -52,7 +53,41 @@ export function declineReason(request: CniRequest, agentEnv: NodeJS.ProcessEnv):
   for (const name of PROXY_VARIABLES) {
     if ((env[name] ?? '') !== (agentEnv[name] ?? '')) return `${name} differs between the runtime and netplug-node`;
   }
+  return filesystemReason(request, stdin);
+}
+
+/**
+ * What the netconf asks of the filesystem that a containerized agent may not share with the host.
+ * A delegated IPAM plugin (host-local keeps its state in files) runs only where the agent's root
+ * is the shim's; a log file only where its directory is there. A netconf that does not parse is
+ * served: the core reports it as the one-shot would.
+ */
+function filesystemReason(request: CniRequest, stdin: Buffer): string | undefined {
+  let netconf: { ipam?: { type?: unknown }; log_file_path?: unknown };
+  try {
+    netconf = JSON.parse(stdin.toString('utf8')) ?? {};
+  } catch {
+    return undefined;
+  }
+  if (typeof netconf !== 'object') return undefined;
+  const ipam = netconf.ipam?.type;
+  if (typeof ipam === 'string' && ipam !== 'netplug-ipam' && !sameRoot(request.pid))
+    return `IPAM plugin "${ipam}" keeps its state on the host, whose filesystem netplug-node does not share`;
+  const logFile = netconf.log_file_path;
+  if (typeof logFile === 'string' && logFile.startsWith('/') && !isDirectory(dirname(logFile)))
+    return `the log file's directory ${dirname(logFile)} is not visible in netplug-node`;
   return undefined;
+}
+
+/** Whether the shim's root directory is the agent's (the same mount namespace's view). */
+function sameRoot(pid: number): boolean {
+  try {
+    const theirs = statSync(`/proc/${pid}/root/`);
+    const ours = statSync('/');
+    return theirs.dev === ours.dev && theirs.ino === ours.ino;
+  } catch {
+    return false;
+  }
 }
 
 /** Whether /proc/<pid> here is the shim: its environment names the same container. */

@@ -72,7 +72,7 @@ export async function serveCni(options: CniServerOptions): Promise<CniServer> {
       const header = await reader.frame();
       stdin = await reader.frame();
       const parsed = parseRequest(header);
-      const why = typeof parsed === 'string' ? parsed : (notServing() ?? declineReason(parsed, options.env));
+      const why = typeof parsed === 'string' ? parsed : (notServing() ?? declineReason(parsed, stdin, options.env));
       if (why !== undefined) {
         counts.declined++;
         log.debug(`declined a CNI request: ${why}`);
