@@ -18,6 +18,7 @@ import {
   type Allocation,
   type Assignment,
   type Companion,
+  type KnownState,
 } from './allocator.ts';
 import { CLUSTER_INFO_KEY, whileUnlocked } from './cluster-info.ts';
 import { releaseWhere } from './release.ts';
@@ -157,9 +158,16 @@ export class NetplugIpam implements Ipam {
     }
     const allocations = await this.inTurn(store, (waited) =>
       // What was read before another process's allocation is stale: read it again under the lock.
+      // In an agent's turn only the node's blocks and affinities are: what belongs to this
+      // attachment alone (its handle, its endpoint) changes with no other allocation, and a
+      // write on it that lost a race fails its condition and is read again all the same.
       allocate(request, requests, {
         companions,
-        ...(waited ? {} : { known: knownFrom(first, families, companionKeys, blocks) }),
+        ...(!waited
+          ? { known: knownFrom(first, families, companionKeys, blocks) }
+          : this.context.turns
+            ? { known: ownState(knownFrom(first, families, companionKeys)) }
+            : {}),
         pools,
         precondition: unlocked,
       }),
@@ -236,6 +244,12 @@ export class NetplugIpam implements Ipam {
     }
   }
 }
+
+/** The part of an ADD's first reads that only this attachment's own commands change. */
+const ownState = ({ handle, companions }: KnownState): KnownState => ({
+  ...(handle !== undefined ? { handle } : {}),
+  ...(companions ? { companions } : {}),
+});
 
 /** Where plugin processes on a node take turns with a datastore that has no transactions. */
 export const IPAM_LOCK_FILE = '/var/run/netplug/ipam.lock';
