@@ -93,6 +93,17 @@ test.serial('protocol: accept and go, decline what the agent cannot serve, nothi
   t.true(gaveUp.accepted);
   t.is(await agent.stop(), 0);
   t.regex(agent.output(), /stopped serving CNI: 2 commands served, 7 requests declined/);
+  // Each kind of decline is logged once, for operators, with what it was.
+  t.regex(
+    agent.output(),
+    /declined a CNI request, the shim runs the one-shot: CNI_NETNS \/run\/netns\/nptest-none-there is not visible in netplug-node/,
+  );
+  t.log(
+    agent
+      .output()
+      .split('\n')
+      .find((line) => line.includes('stopped serving CNI')),
+  );
   t.false(existsSync(agent.socket), 'the socket is removed at stop');
   t.is(link('eth0', netns), undefined, 'no interface');
   t.deepEqual(await etcdKeys(t, etcd, `/netplug/ipam/v2/handle/serve.${id}`), [], 'no address');

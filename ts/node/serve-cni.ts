@@ -62,6 +62,7 @@ export async function serveCni(options: CniServerOptions): Promise<CniServer> {
       stopping: 'netplug-node is stopping',
     })[state];
   const running = new Set<Promise<void>>();
+  const declines = new DeclineLog(log);
 
   const serve = async (socket: Socket): Promise<void> => {
     const reader = new FrameReader(socket);
@@ -75,7 +76,7 @@ export async function serveCni(options: CniServerOptions): Promise<CniServer> {
       const why = typeof parsed === 'string' ? parsed : (notServing() ?? declineReason(parsed, stdin, options.env));
       if (why !== undefined) {
         counts.declined++;
-        log.debug(`declined a CNI request: ${why}`);
+        declines.note(why);
         socket.end(Buffer.from([DECLINE]));
         return;
       }
@@ -152,7 +153,7 @@ export async function serveCni(options: CniServerOptions): Promise<CniServer> {
       }
       lock?.release();
       const served = Object.values(counts.served).reduce((a, b) => a + b, 0);
-      log.info(`stopped serving CNI: ${served} commands served, ${counts.declined} requests declined`);
+      log.info(`stopped serving CNI: ${served} commands served, ${counts.declined} requests declined${declines.summary()}`);
     },
   };
 }
@@ -173,6 +174,39 @@ async function ownSocket(path: string, signal: AbortSignal, log: Logger): Promis
     if (Date.now() - asked < 500) await new Promise((resolve) => setTimeout(resolve, 1_000));
   }
   return undefined;
+}
+
+/**
+ * Declines, for operators: each kind of reason (paths and numbers aside) logged the first time it
+ * occurs, then only counted, and the counts given when the agent stops. Every request's reason
+ * is logged at debug.
+ */
+class DeclineLog {
+  private readonly byKind = new Map<string, number>();
+  private readonly log: Logger;
+
+  constructor(log: Logger) {
+    this.log = log;
+  }
+
+  note(reason: string): void {
+    const kind = reason.replace(/"[^"]*"|\/\S*|\d{2,}/g, '…');
+    const seen = this.byKind.get(kind);
+    // Bounded: kinds are few unless something varies that the pattern does not strip.
+    if (seen === undefined && this.byKind.size >= 50) {
+      this.log.debug(`declined a CNI request: ${reason}`);
+      return;
+    }
+    this.byKind.set(kind, (seen ?? 0) + 1);
+    if (seen === undefined)
+      this.log.info(`declined a CNI request, the shim runs the one-shot: ${reason} (the next ones like it are counted)`);
+    else this.log.debug(`declined a CNI request: ${reason}`);
+  }
+
+  summary(): string {
+    if (this.byKind.size === 0) return '';
+    return ` (${[...this.byKind].map(([kind, n]) => `${n}× ${kind}`).join('; ')})`;
+  }
 }
 
 /** runMain, and an internal error (as the one-shot's last resort gives) if it throws all the same. */
