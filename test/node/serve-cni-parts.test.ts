@@ -1,6 +1,7 @@
 // The CNI server's parts on their own: which netconfs the agent serves with its own datastore
 // connection, IPAM turns per node, the store pool's lending, and the server's handling of a
 // malformed connection (in-process, on a socket in a temporary directory).
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 
@@ -93,4 +94,27 @@ test('a connection that sends a frame over the limit is closed; the server goes 
   t.true(version.accepted);
   t.is(version.exitCode, 0);
   t.regex(version.stdout ?? '', /"supportedVersions"/);
+});
+
+test('an ADD the agent cannot journal is declined (the one-shot runs it); other commands are served', async (t) => {
+  const dir = join(tempDir(t, 'cni-journal'), 'run');
+  const socketPath = join(dir, 'cni.sock');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'inflight'), 'not a directory');
+  const stop = new AbortController();
+  const server = await serveCni({
+    socketPath,
+    services: { via: 'netplug-node' },
+    log: new Logger('test', () => undefined, process.pid),
+    env: process.env,
+    signal: stop.signal,
+  });
+  t.teardown(async () => {
+    stop.abort();
+    await server.stop();
+  });
+  await waitServing(socketPath);
+  t.false((await callAgent(socketPath, { command: 'ADD', netconf: { cniVersion: '1.1.0', name: 'n', type: 'netplug' } })).accepted);
+  t.is(server.counts.declined, 1);
+  t.true((await callAgent(socketPath, { command: 'VERSION' })).accepted);
 });

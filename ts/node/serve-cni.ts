@@ -69,29 +69,38 @@ export async function serveCni(options: CniServerOptions): Promise<CniServer> {
     socket.setTimeout(REQUEST_PATIENCE_MS, () => socket.destroy());
     let request: CniRequest;
     let stdin: Buffer;
+    let entry: string | undefined;
     try {
       const header = await reader.frame();
       stdin = await reader.frame();
       const parsed = parseRequest(header);
-      const why = typeof parsed === 'string' ? parsed : (notServing() ?? declineReason(parsed, stdin, options.env));
+      let why = typeof parsed === 'string' ? parsed : (notServing() ?? declineReason(parsed, stdin, options.env));
+      request = parsed as CniRequest;
+      // An ADD is journaled before it is accepted: an agent that cannot journal it declines it.
+      if (why === undefined && request.env['CNI_COMMAND'] === 'ADD') {
+        try {
+          entry = journal.record({ env: request.env, stdin, program: request.program, pid: request.pid });
+        } catch (err) {
+          why = `the journal of unfinished ADDs cannot be written: ${(err as Error).message}`;
+        }
+      }
       if (why !== undefined) {
         counts.declined++;
         declines.note(why);
         socket.end(Buffer.from([DECLINE]));
         return;
       }
-      request = parsed as CniRequest;
       socket.write(Buffer.from([ACCEPT]));
       // Nothing starts before go: a shim that gave up meanwhile runs the one-shot itself.
       if ((await reader.byte()) !== GO) throw new Error('not go');
     } catch {
+      if (entry) journal.remove(entry);
       socket.destroy();
       return;
     }
     socket.setTimeout(0);
     const command = request.env['CNI_COMMAND'] ?? '';
     const started = performance.now();
-    const entry = command === 'ADD' ? journal.record({ env: request.env, stdin, program: request.program, pid: request.pid }) : undefined;
     let stderr = '';
     const outcome = await run(
       { env: request.env, readStdin: () => stdin, stderr: (text) => (stderr += text), pid: request.pid },
