@@ -37,7 +37,14 @@ export async function startAgent(t: Pick<ExecutionContext, 'teardown'>, env: Rec
   // In the host's own namespace: no routes, tunnels or NAT rules (test/node/routes.test.ts runs agents in namespaces of their own).
   const running = runNodeMain(
     [],
-    { NETPLUG_VAR_DIR: varDir, NETPLUG_HEALTH_ADDR: `127.0.0.1:${port}`, NETPLUG_NETWORKING_BACKEND: 'none', ...env },
+    {
+      NETPLUG_VAR_DIR: varDir,
+      NETPLUG_HEALTH_ADDR: `127.0.0.1:${port}`,
+      NETPLUG_NETWORKING_BACKEND: 'none',
+      // Its CNI socket in the test's directory, never the host's /var/run/netplug/ (other tests' shims would find it).
+      NETPLUG_AGENT_SOCKET: join(varDir, '..', 'run', 'cni.sock'),
+      ...env,
+    },
     controller.signal,
   );
   const stop = () => {
