@@ -83,7 +83,7 @@ export class RouteSync {
       try {
         await this.pass();
       } catch (err) {
-        problem = `routes to other nodes are not programmed: ${(err as Error).message}`;
+        problem = `routes to other nodes are not programmed: ${messageOf(err)}`;
       }
       if (problem !== this.#problem) {
         if (problem) this.#options.log.warning(problem);
@@ -197,6 +197,21 @@ export class RouteSync {
     this.#address = found;
     return found;
   }
+}
+
+/**
+ * One line: the Kubernetes API's answer as its status code and message (the client's own message
+ * holds the whole body and the headers, which change on every request).
+ */
+function messageOf(err: unknown): string {
+  if (!(err instanceof k8s.ApiException)) return (err as Error).message;
+  try {
+    const status = JSON.parse(String(err.body)) as { message?: unknown };
+    if (typeof status.message === 'string') return `the Kubernetes API answered ${err.code}: ${status.message}`;
+  } catch {
+    // not a Status: the code says enough
+  }
+  return `the Kubernetes API answered HTTP ${err.code}`;
 }
 
 async function internalIpsOf(kube: k8s.KubeConfig, name: string): Promise<string[]> {
