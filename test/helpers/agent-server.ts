@@ -16,6 +16,8 @@ const MAIN = new URL('./agent-main.ts', import.meta.url).pathname;
 export interface AgentProcess {
   pid: number;
   dir: string;
+  /** Its health server (/liveness, /readiness, /metrics). */
+  health: string;
   socket: string;
   /** Everything the agent wrote to stderr so far. */
   output(): string;
@@ -63,6 +65,7 @@ export async function spawnAgent(
   const agent: AgentProcess = {
     pid: child.pid as number,
     dir,
+    health: `http://127.0.0.1:${port}`,
     socket,
     output: () => output,
     kill: async () => {

@@ -128,6 +128,10 @@ test.serial('ADD, CHECK and DEL through the agent: networked, checked, removed; 
   t.is(check.exitCode, 0, check.stdout);
   const del = await callAgent(agent.socket, { ...call, command: 'DEL' });
   t.is(del.exitCode, 0, del.stdout);
+  // Each served command is in the agent's latency histogram, by command and result.
+  const metrics = await (await fetch(`${agent.health}/metrics`)).text();
+  for (const command of ['ADD', 'CHECK', 'DEL'])
+    t.regex(metrics, new RegExp(`netplug_cni_request_duration_seconds_count\\{command="${command}",result="success"\\} 1\n`));
   t.is(link('eth0', netns), undefined);
   t.deepEqual(await etcdKeys(t, etcd, `/netplug/ipam/v2/handle/serve.${call.containerId}`), []);
 
