@@ -16,7 +16,10 @@ export async function publishAddresses(
   kube: k8s.KubeConfig | undefined,
   name: string,
   spec: NodeSpec,
+  /** What the node's document held when last read: when it matches, nothing is read or written. */
+  published?: NodeSpec,
 ): Promise<boolean> {
+  if (published && sameSpec(published, spec)) return false;
   if (datastore === 'kubernetes') {
     if (!kube) throw new Error('the Kubernetes datastore needs the Kubernetes API to publish the node addresses');
     return annotateNode(store, kube, name, spec);

@@ -11,8 +11,12 @@ export interface ClusterState {
   nodes: (NodeAddresses & { labels: Record<string, string>; spec: NodeSpec })[];
   blocks: RoutedBlock[];
   pools: Pool[];
+  /** The addresses each tunnel handle holds, from the blocks (no handle document read). */
+  tunnelAddresses: Map<string, string[]>;
   broken: string[];
 }
+
+const TUNNEL_HANDLE = /^(ipip|vxlan)-tunnel-addr-/;
 
 export async function readCluster(store: Store): Promise<ClusterState> {
   const [nodeEntries, blockEntries, poolEntries] = (await store.read([
@@ -47,18 +51,22 @@ export async function readCluster(store: Store): Promise<ClusterState> {
       },
     ];
   });
+  const tunnelAddresses = new Map<string, string[]>();
   const blocks = blockEntries.flatMap((entry) => {
     const block = checked(() => checkedBlock(entry).value);
     if (!block || block.deleted) return [];
     const node = block.affinity?.startsWith('host:') ? block.affinity.slice('host:'.length) : undefined;
     const borrowed: RoutedBlock['borrowed'] = [];
     block.allocations.forEach((index, ordinal) => {
-      const holder = index === null ? undefined : attributeAt(block, ordinal)?.secondary['node'];
+      const attribute = index === null ? undefined : attributeAt(block, ordinal);
+      const holder = attribute?.secondary['node'];
       if (holder && holder !== node) borrowed.push({ address: addressOf(block, ordinal), node: holder });
+      if (attribute && TUNNEL_HANDLE.test(attribute.handle_id))
+        tunnelAddresses.set(attribute.handle_id, [...(tunnelAddresses.get(attribute.handle_id) ?? []), addressOf(block, ordinal)]);
     });
     return [{ cidr: block.cidr, node, borrowed }];
   });
   const pools =
     checked(() => poolsOf(poolEntries)) ?? poolsOf(poolEntries.filter((entry) => checked(() => poolsOf([entry])) !== undefined));
-  return { nodes, blocks, pools, broken };
+  return { nodes, blocks, pools, tunnelAddresses, broken };
 }

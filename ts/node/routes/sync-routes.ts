@@ -26,7 +26,7 @@ import { natOutgoingRules, syncNatOutgoing } from './nat-outgoing.ts';
 import { formatNodeAddress, nodeAddress, type AddressSetting, type NodeAddress } from './node-address.ts';
 import { publishAddresses, type Datastore } from './publish-addresses.ts';
 import { readCluster } from './read-cluster.ts';
-import { ensureTunnelAddress, tunnelPools, vxlanMacOf } from './tunnel-addresses.ts';
+import { ensureTunnelAddress, tunnelHandle, tunnelPools, vxlanMacOf } from './tunnel-addresses.ts';
 
 export const IPIP_DEVICE = 'tunl0';
 export const VXLAN_DEVICE = 'vxlan.netplug';
@@ -102,8 +102,9 @@ export class RouteSync {
     const labels = cluster.nodes.find((node) => node.name === nodeName)?.labels ?? {};
     const ipipPools = tunnelPools('ipip', cluster.pools, labels);
     const vxlanPools = tunnelPools('vxlan', cluster.pools, labels);
-    const ipipTunnelAddr = await ensureTunnelAddress(store, nodeName, 'ipip', ipipPools);
-    const vxlanTunnelAddr = await ensureTunnelAddress(store, nodeName, 'vxlan', vxlanPools);
+    const held = (tunnel: 'ipip' | 'vxlan') => cluster.tunnelAddresses.get(tunnelHandle(tunnel, nodeName));
+    const ipipTunnelAddr = await ensureTunnelAddress(store, nodeName, 'ipip', ipipPools, held('ipip'));
+    const vxlanTunnelAddr = await ensureTunnelAddress(store, nodeName, 'vxlan', vxlanPools, held('vxlan'));
     const local: LocalNode = { name: nodeName, address, interface: address.interface, ipipDevice: IPIP_DEVICE, vxlanDevice: VXLAN_DEVICE };
     const state = desiredState(local, cluster.nodes, cluster.blocks, cluster.pools);
     const notes = [...cluster.broken, ...state.notes].join('; ');
@@ -150,7 +151,8 @@ export class RouteSync {
       bgp: { ipv4Address: formatNodeAddress(address), ...(ipipTunnelAddr && ipipUp ? { ipv4IPIPTunnelAddr: ipipTunnelAddr } : {}) },
       ...(vxlanTunnelAddr && vxlanMac ? { ipv4VXLANTunnelAddr: vxlanTunnelAddr, vxlanTunnelMACAddr: vxlanMac } : {}),
     };
-    if (await publishAddresses(this.#options.datastore, store, this.#options.kube, nodeName, spec))
+    const published = cluster.nodes.find((node) => node.name === nodeName)?.spec;
+    if (await publishAddresses(this.#options.datastore, store, this.#options.kube, nodeName, spec, published))
       log.info(`node "${nodeName}" published: ${JSON.stringify(spec)}`);
 
     const programmed = state.routes.filter((route) => (route.kind !== 'ipip' || ipipUp) && (route.kind !== 'vxlan' || vxlanUp));

@@ -26,8 +26,25 @@ export function tunnelPools(tunnel: Tunnel, pools: readonly Pool[], labels: Labe
   );
 }
 
-/** The node's tunnel address for `tunnel` (allocated if needed), or undefined (released if held) when no pool asks. */
-export async function ensureTunnelAddress(store: Store, node: string, tunnel: Tunnel, pools: readonly Pool[]): Promise<string | undefined> {
+/**
+ * The node's tunnel address for `tunnel` (allocated if needed), or undefined (released if held)
+ * when no pool asks. `held` is what the blocks say the handle holds: when that is already right,
+ * nothing is read or written.
+ */
+export async function ensureTunnelAddress(
+  store: Store,
+  node: string,
+  tunnel: Tunnel,
+  pools: readonly Pool[],
+  held: readonly string[] = [],
+): Promise<string | undefined> {
+  const inPools = (address: string) => pools.some((pool) => blockInPool(`${address}/32`, pool));
+  if (held.length === 1 && held[0] !== undefined && inPools(held[0])) return held[0];
+  if (held.length === 0 && pools.length === 0) return undefined;
+  return reconcileTunnelAddress(store, node, tunnel, pools);
+}
+
+async function reconcileTunnelAddress(store: Store, node: string, tunnel: Tunnel, pools: readonly Pool[]): Promise<string | undefined> {
   const handle = tunnelHandle(tunnel, node);
   const held = await addressesOf(store, handle);
   const kept = held.find((a) => a.family === 4 && pools.some((pool) => blockInPool(a.block, pool)));
