@@ -134,11 +134,14 @@ class KubeClients {
   }
 }
 
-/** The client as a command sees it: shared, so the command's close() leaves it open. */
+/**
+ * The client as a command sees it: shared, so the command's close() leaves it open, and already
+ * connected, so its warmUp() sends nothing (a warm-up request would queue before the command's own).
+ */
 function unclosable(client: KubeClient): KubeClient {
   return new Proxy(client, {
     get(target, property) {
-      if (property === 'close') return () => undefined;
+      if (property === 'close' || property === 'warmUp') return () => undefined;
       const value = Reflect.get(target, property, target);
       return typeof value === 'function' ? value.bind(target) : value;
     },

@@ -80,9 +80,8 @@ class LentStore implements Store {
     return this.inner.read(reads);
   }
 
-  warmUp(): void {
-    this.inner.warmUp();
-  }
+  /** Nothing: the agent's connections stay open between commands, and a warm-up request would queue before the command's own. */
+  warmUp(): void {}
 
   commit(writes: readonly Write[]) {
     return this.inner.commit(writes);
