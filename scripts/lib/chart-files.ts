@@ -28,6 +28,8 @@ const PULL_POLICY = 'CHART_PULL_POLICY_PLACEHOLDER';
 const NAMESPACE = 'CHART_NAMESPACE_PLACEHOLDER';
 const STATE_DIR = 'CHART_STATE_DIR_PLACEHOLDER';
 const CNI_LOG_FILE = 'CHART_CNI_LOG_FILE_PLACEHOLDER';
+const AGENT_SOCKET = 'CHART_AGENT_SOCKET_PLACEHOLDER';
+const NETNS_DIR = 'CHART_NETNS_DIR_PLACEHOLDER';
 const EXPRESSIONS: Record<string, string> = {
   [IMAGE]: '{{ printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) | quote }}',
   [PULL_POLICY]: '{{ .Values.image.pullPolicy | quote }}',
@@ -35,6 +37,8 @@ const EXPRESSIONS: Record<string, string> = {
   [NAMESPACE]: '{{ .Release.Namespace }}',
   [STATE_DIR]: '{{ .Values.node.stateDir | quote }}',
   [CNI_LOG_FILE]: '{{ .Values.node.cniLogFile | quote }}',
+  [AGENT_SOCKET]: '{{ .Values.node.agentSocket | quote }}',
+  [NETNS_DIR]: '{{ .Values.node.netnsDir | quote }}',
 };
 
 /** A copy of `value` with each operator namespace under a `namespace` key and each image setting replaced by placeholders. */
@@ -47,6 +51,8 @@ function withPlaceholders(value: unknown, key = ''): unknown {
   if (key === 'imagePullPolicy') return PULL_POLICY;
   if (key === 'value' && value === STANDARD_NODE_LAYOUT.stateDir) return STATE_DIR;
   if (key === 'value' && value === STANDARD_NODE_LAYOUT.cniLogFile) return CNI_LOG_FILE;
+  if (key === 'value' && value === STANDARD_NODE_LAYOUT.agentSocket) return AGENT_SOCKET;
+  if (key === 'value' && value === STANDARD_NODE_LAYOUT.netnsDir) return NETNS_DIR;
   return value;
 }
 

@@ -16,13 +16,20 @@ export interface Daemon {
   exited(): boolean;
 }
 
-export function startDaemon(netnsPath: string, logDir: string, name: string, command: string, args: string[]): Daemon {
+export function startDaemon(
+  netnsPath: string,
+  logDir: string,
+  name: string,
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): Daemon {
   mkdirSync(logDir, { recursive: true });
   const log = join(logDir, `${name}.log`);
   const fd = openSync(log, 'a');
   // Detached: a ^C in the terminal reaches the test process, whose teardown then stops the
   // daemons in order, rather than every daemon at once.
-  const child = spawn('nsenter', [`--net=${netnsPath}`, '--', command, ...args], { stdio: ['ignore', fd, fd], detached: true });
+  const child = spawn('nsenter', [`--net=${netnsPath}`, '--', command, ...args], { stdio: ['ignore', fd, fd], detached: true, env });
   closeSync(fd);
   child.unref();
   let gone = false;

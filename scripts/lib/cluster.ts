@@ -66,6 +66,17 @@ export interface Cluster {
   ca: string;
   cniBinDir: string;
   cniConfDir: string;
+  /**
+   * netplug-node's CNI socket on this node (in the cluster's directory): containerd has it as
+   * NETPLUG_AGENT_SOCKET, which the plugin inherits.
+   */
+  agentSocket: string;
+  /**
+   * Where containerd mounts pod network namespaces: a shared mount, so that a pod mounting it with
+   * HostToContainer propagation (netplug-node) sees namespaces made after it started, as on a
+   * systemd host.
+   */
+  netnsDir: string;
   /** Runs kubectl as the administrator; resolves to its stdout, rejects with its stderr. */
   kubectl(...args: string[]): Promise<string>;
   /** Runs a command inside the node's network namespace; resolves to its stdout. */
@@ -119,7 +130,15 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     mkdirSync(node.cniConfDir, { recursive: true });
     if (options.systemPlugins ?? true) linkSystemPlugins(node.cniBinDir);
 
-    const start = (name: string, command: string, args: string[]) => daemons.push(startDaemon(netnsPath, logs, name, command, args));
+    const start = (name: string, command: string, args: string[], env?: NodeJS.ProcessEnv) =>
+      daemons.push(startDaemon(netnsPath, logs, name, command, args, env));
+    const agentSocket = join(dir, 'run-netplug/cni.sock');
+    // The CRI plugin's state directory (containerd's state/<plugin id>), where netns_mounts_under_state_dir puts them.
+    const netnsDir = join(dir, 'containerd/state/io.containerd.grpc.v1.cri/netns');
+    mkdirSync(netnsDir, { recursive: true });
+    // Removed with every other mount under the directory (removeClusterLeftovers).
+    execFileSync('mount', ['--bind', netnsDir, netnsDir]);
+    execFileSync('mount', ['--make-rshared', netnsDir]);
     start('etcd', 'etcd', [
       '--name=node',
       `--data-dir=${join(dir, 'etcd')}`,
@@ -132,7 +151,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       '--log-level=warn',
       '--logger=zap',
     ]);
-    start('containerd', 'containerd', ['--config', writeContainerdConfig(node)]);
+    start('containerd', 'containerd', ['--config', writeContainerdConfig(node)], { ...process.env, NETPLUG_AGENT_SOCKET: agentSocket });
     const images = buildClusterImages(join(dir, 'images'), bin('pause'));
     const imported = waitFor('containerd', daemons, async () => existsSync(node.containerdSocket)).then(() =>
       Promise.all([images.pause, images.busybox].map((archive) => importInto(node.containerdSocket, archive))),
@@ -202,6 +221,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       ca: certs.ca,
       cniBinDir: node.cniBinDir,
       cniConfDir: node.cniConfDir,
+      agentSocket,
+      netnsDir,
       kubectl: (...args) =>
         inNode(bin('kubectl'), [`--kubeconfig=${admin.kubeconfig}`, `--cache-dir=${join(dir, 'kubectl-cache')}`, ...args]).catch(
           (err: { stderr?: string; message: string }) => {

@@ -46,9 +46,39 @@ test('the node pod: agent first, install-cni second, on the standard host paths'
     pod.volumes
       .filter((volume: { hostPath?: unknown }) => volume.hostPath)
       .map((volume: { hostPath: { path: string } }) => volume.hostPath.path),
-    ['/opt/cni/bin', '/etc/cni/net.d', '/var/lib/netplug'],
+    ['/opt/cni/bin', '/etc/cni/net.d', '/var/lib/netplug', '/var/run/netplug', '/var/run/netns', '/var/log/netplug/cni'],
   );
   t.true(pod.hostNetwork);
+});
+
+test('the fast path is on by default (netplug-config fast_path), the agent sees the host paths as the plugin does, and Prometheus finds /metrics', (t) => {
+  for (const name of ['netplug.yaml', 'netplug-etcd.yaml', 'netplug-host-local.yaml']) {
+    const config = docs(name).find((doc) => doc.kind === 'ConfigMap' && doc.metadata.name === 'netplug-config');
+    t.is(config?.data?.['fast_path'], 'true', name);
+    // Plain objects: the YAML loader gives the client's classes.
+    const template = JSON.parse(JSON.stringify(docs(name).find((doc) => doc.kind === 'DaemonSet')?.spec.template));
+    const [agent, installer] = template.spec.containers;
+    const fastPath = { name: 'FAST_PATH', valueFrom: { configMapKeyRef: { key: 'fast_path', name: 'netplug-config', optional: true } } };
+    for (const container of [agent, installer])
+      t.deepEqual(
+        container.env.find((e: { name: string }) => e.name === 'FAST_PATH'),
+        fastPath,
+      );
+    const env = Object.fromEntries(agent.env.map((e: { name: string; value?: string }) => [e.name, e.value]));
+    t.like(env, { NETPLUG_AGENT_SOCKET: '/var/run/netplug/cni.sock', NETPLUG_METRICS_ADDR: ':9091', NETPLUG_VAR_DIR: '/var/lib/netplug' });
+    t.true(agent.securityContext.privileged);
+    // Each mount at its host path: the plugin's calls name host paths.
+    const hostPaths = new Map(template.spec.volumes.map((v: any) => [v.name, v.hostPath?.path]));
+    for (const mount of agent.volumeMounts.filter((m: { name: string }) => m.name !== 'etcd-certs'))
+      t.is(mount.mountPath, hostPaths.get(mount.name), mount.name);
+    t.is(agent.volumeMounts.find((m: { name: string }) => m.name === 'netns-dir').mountPropagation, 'HostToContainer');
+    t.deepEqual(agent.ports, [{ name: 'metrics', containerPort: 9091, protocol: 'TCP' }]);
+    t.like(template.metadata.annotations, {
+      'prometheus.io/scrape': 'true',
+      'prometheus.io/port': '9091',
+      'prometheus.io/path': '/metrics',
+    });
+  }
 });
 
 test('the conflist template on each datastore is JSON once install-cni substitutes it', (t) => {

@@ -35,7 +35,7 @@ test.serial('helm install of the packaged chart: Available, 20 pods from the def
     'netplug-operator',
     '--create-namespace',
     '--set',
-    `node.stateDir=${paths.varLib},node.cniLogFile=${paths.logFile}`,
+    `node.stateDir=${paths.varLib},node.cniLogFile=${paths.logFile},node.agentSocket=${paths.agentSocket},node.netnsDir=${paths.netnsDir}`,
     '--set-json',
     `installation.spec=${JSON.stringify({ cni: cniDirs(c) })}`,
   );

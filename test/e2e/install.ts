@@ -1,10 +1,12 @@
 // Installing netplug on the test cluster as a cluster operator would (README "Install on a
 // cluster"): import the image, apply the CRDs and the manifest with server-side apply. The copy
 // applied differs from deploy/manifests/ only where the test cluster differs from a real node:
-// its CNI directories, netplug's state directory and log file live in the cluster's own directory
-// (so nothing is written to this machine's /opt/cni/bin, /etc/cni/net.d or /var/lib/netplug).
+// its CNI directories, netplug's state directory, log, agent socket and containerd's pod network
+// namespaces live in the cluster's own directory (so nothing is written to this machine's
+// /opt/cni/bin, /etc/cni/net.d, /var/lib/netplug, /var/log/netplug or /var/run). Where the agent
+// mounts a host path at the same path (what the plugin's calls name), the mount moves with it.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 import { dumpYaml, loadAllYaml } from '@kubernetes/client-node';
 
@@ -24,6 +26,10 @@ export function imageArchive(): string {
 export interface NodePaths {
   varLib: string;
   logFile: string;
+  /** netplug-node's CNI socket, as containerd gives it to the plugin (NETPLUG_AGENT_SOCKET). */
+  agentSocket: string;
+  /** containerd's pod network namespaces. */
+  netnsDir: string;
 }
 
 /** The manifest with the test node's directories in place of the standard host paths. */
@@ -37,6 +43,14 @@ export function manifestFor(
     '/opt/cni/bin': cluster.cniBinDir,
     '/etc/cni/net.d': cluster.cniConfDir,
     '/var/lib/netplug': paths.varLib,
+    '/var/log/netplug/cni': dirname(paths.logFile),
+    '/var/run/netplug': dirname(paths.agentSocket),
+    '/var/run/netns': paths.netnsDir,
+  };
+  const moved = (path: string) => {
+    for (const [from, to] of Object.entries(hostPaths))
+      if (path === from || path.startsWith(`${from}/`)) return to + path.slice(from.length);
+    return path;
   };
   const objects = loadAllYaml(readFileSync(join(ROOT, 'deploy/manifests', file), 'utf8')) as any[];
   for (const object of objects) {
@@ -46,10 +60,18 @@ export function manifestFor(
     }
     const pod = object.spec?.template?.spec;
     if (!pod) continue;
+    const hostVolumes = new Map<string, string>();
     for (const volume of pod.volumes ?? [])
-      if (volume.hostPath) volume.hostPath.path = hostPaths[volume.hostPath.path] ?? volume.hostPath.path;
-    for (const container of pod.containers)
-      for (const variable of container.env ?? []) if (variable.name === 'CNI_NET_DIR') variable.value = cluster.cniConfDir;
+      if (volume.hostPath) {
+        hostVolumes.set(volume.name, volume.hostPath.path);
+        volume.hostPath.path = moved(volume.hostPath.path);
+      }
+    for (const container of pod.containers) {
+      // A host path at the same path (the agent's), and host paths in settings (CNI_NET_DIR, NETPLUG_VAR_DIR, the socket).
+      for (const mount of container.volumeMounts ?? [])
+        if (hostVolumes.get(mount.name) === mount.mountPath) mount.mountPath = moved(mount.mountPath);
+      for (const variable of container.env ?? []) if (typeof variable.value === 'string') variable.value = moved(variable.value);
+    }
   }
   const out = join(cluster.dir, `applied-${file}`);
   writeFileSync(out, objects.map((object) => `---\n${dumpYaml(object)}`).join(''));
@@ -75,7 +97,12 @@ export async function writeKubeadmConfig(cluster: Cluster): Promise<void> {
 export function nodePaths(cluster: Cluster): NodePaths {
   const varLib = join(cluster.dir, 'var-lib-netplug');
   mkdirSync(varLib, { recursive: true });
-  return { varLib, logFile: join(cluster.dir, 'netplug-cni.log') };
+  return {
+    varLib,
+    logFile: join(cluster.dir, 'var-log-netplug/cni.log'),
+    agentSocket: cluster.agentSocket,
+    netnsDir: cluster.netnsDir,
+  };
 }
 
 /** Waits until `check` holds, polling; the last failure's message if it never does. */

@@ -1,8 +1,9 @@
 // Installing netplug through netplug-operator on the test cluster, as README "Install with the
 // operator" and "Install with helm" say. As for the manifests (install.ts), only what the test
 // node lays out differently is changed: the Installation's cni.binDir/confDir name the cluster's
-// CNI directories, and the operator's NETPLUG_NODE_STATE_DIR / NETPLUG_CNI_LOG_FILE move netplug's
-// node state and log into the cluster's directory.
+// CNI directories, and the operator's NETPLUG_NODE_STATE_DIR / NETPLUG_CNI_LOG_FILE /
+// NETPLUG_AGENT_SOCKET / NETPLUG_NETNS_DIR move netplug's node state, log, the agent's socket and
+// the pod namespaces it sees into the cluster's directory.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -21,6 +22,8 @@ export function operatorManifestFor(cluster: Cluster, paths: NodePaths): string 
       for (const variable of container.env ?? []) {
         if (variable.name === 'NETPLUG_NODE_STATE_DIR') variable.value = paths.varLib;
         if (variable.name === 'NETPLUG_CNI_LOG_FILE') variable.value = paths.logFile;
+        if (variable.name === 'NETPLUG_AGENT_SOCKET') variable.value = paths.agentSocket;
+        if (variable.name === 'NETPLUG_NETNS_DIR') variable.value = paths.netnsDir;
       }
   const out = join(cluster.dir, 'applied-netplug-operator.yaml');
   writeFileSync(out, objects.map((object) => `---\n${dumpYaml(object)}`).join(''));

@@ -39,7 +39,13 @@ test('aliases: the spec forms fill the real fields; agreeing forms are fine; dis
 
 test('defaults (§A.1/§A.4): one IPv4 pool 192.168.0.0/16 on a fresh cluster; kubeadm CIDRs instead when known; none when pools exist', (t) => {
   const spec = filled({});
-  t.deepEqual(spec.cni, { type: 'Netplug', ipam: { type: 'Netplug' }, binDir: '/opt/cni/bin', confDir: '/etc/cni/net.d' });
+  t.deepEqual(spec.cni, {
+    type: 'Netplug',
+    ipam: { type: 'Netplug' },
+    binDir: '/opt/cni/bin',
+    confDir: '/etc/cni/net.d',
+    fastPath: 'Enabled',
+  });
   t.deepEqual(spec.calicoNetwork, {
     hostPorts: 'Enabled',
     linuxPolicySetupTimeoutSeconds: 0,
@@ -81,7 +87,7 @@ test('defaults written back: a merge patch of what defaulting added, nothing for
   const patch = defaultsPatch(normalised, fillDefaults(normalised, fresh));
   t.deepEqual(
     patch?.['cni'],
-    { type: 'Netplug', binDir: '/opt/cni/bin', confDir: '/etc/cni/net.d' },
+    { type: 'Netplug', binDir: '/opt/cni/bin', confDir: '/etc/cni/net.d', fastPath: 'Enabled' },
     'the alias value is not copied into spec.cni.ipam',
   );
   t.false('mtu' in ((patch?.['calicoNetwork'] ?? {}) as object));
@@ -126,6 +132,7 @@ test('validation names the field and the value', (t) => {
   t.deepEqual(problems({ calicoNetwork: { ipPools: [{ cidr: '10.0.0.0/16' }] } }, ['10.244.0.0/16']), [
     'spec.calicoNetwork.ipPools[0].cidr "10.0.0.0/16" must lie within the cluster\'s pod CIDR (10.244.0.0/16)',
   ]);
+  t.deepEqual(problems({ cni: { fastPath: 'On' as never } }), ['spec.cni.fastPath "On" must be Enabled or Disabled']);
   t.deepEqual(problems({ cni: { binDir: 'opt/cni' }, logging: { cni: { logFileMaxSize: '10Ki', logFileMaxCount: 0 } } }), [
     'spec.cni.binDir "opt/cni" must be an absolute host path without ".."',
     'spec.logging.cni.logFileMaxSize "10Ki" must be a quantity of at least 1Mi, such as 100Mi',
@@ -242,9 +249,37 @@ test("the node pod's operator variant: cni-config/config, host paths, NO_DEFAULT
   t.false('CNI_MTU' in env(installer));
   t.deepEqual(
     pod.spec.volumes.filter((v: any) => v.hostPath).map((v: any) => v.hostPath.path),
-    ['/x/bin', '/x/net.d', '/var/lib/netplug'],
+    ['/x/bin', '/x/net.d', '/var/lib/netplug', '/var/run/netplug', '/var/run/netns', '/var/log/netplug/cni'],
   );
   t.is(pod.metadata.annotations['hash.operator.projectnet.org/cni-config'], configHash((system.configMap as any).data));
+  // The fast path (default Enabled): the agent and install-cni both told; off with spec.cni.fastPath Disabled.
+  t.like(env(agent), { FAST_PATH: 'true', NETPLUG_AGENT_SOCKET: '/var/run/netplug/cni.sock', NETPLUG_METRICS_ADDR: ':9091' });
+  t.like(env(installer), { FAST_PATH: 'true' });
+  const off = (renderSystem(filled({ cni: { fastPath: 'Disabled' } }), 'img:1').daemonSet as any).spec.template.spec.containers;
+  t.deepEqual(
+    off.map((c: any) => env(c).FAST_PATH),
+    ['false', 'false'],
+  );
+  // The agent sees the plugin's host paths at the same paths, the Installation's and a moved layout's.
+  const moved = renderSystem(filled({ cni: { binDir: '/x/bin', confDir: '/x/net.d' } }), 'img:1', {
+    stateDir: '/x/state',
+    cniLogFile: '/x/log/cni.log',
+    agentSocket: '/x/run/agent.sock',
+    netnsDir: '/x/netns',
+  });
+  const movedAgent = (moved.daemonSet as any).spec.template.spec.containers[0];
+  t.deepEqual(
+    movedAgent.volumeMounts.map((m: any) => [m.mountPath, m.mountPropagation ?? '', m.readOnly ?? false]),
+    [
+      ['/x/state', '', false],
+      ['/x/run', '', false],
+      ['/x/netns', 'HostToContainer', false],
+      ['/x/bin', '', true],
+      ['/x/net.d', '', true],
+      ['/x/log', '', false],
+    ],
+  );
+  t.like(env(movedAgent), { NETPLUG_VAR_DIR: '/x/state', NETPLUG_AGENT_SOCKET: '/x/run/agent.sock' });
   t.false('USE_POD_CIDR' in env((renderSystem(filled({}), 'img:1').daemonSet as any).spec.template.spec.containers[0]));
   t.true(system.cniRbac.every((o) => o.metadata.name === 'netplug-cni-plugin'));
   const role = system.rbac.find((o) => o.kind === 'Role') as any;

@@ -6,7 +6,7 @@
 // netplug's state, host-local's data, the legacy status directory) live in the cluster's directory.
 import { execFile } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 
 import { dumpYaml, loadAllYaml } from '@kubernetes/client-node';
@@ -55,17 +55,22 @@ export function hostPathsOf(cluster: Cluster, paths: PreviousNodePaths): Record<
     '/var/lib/netplug': paths.varLib,
     '/var/lib/cni/networks': paths.hostLocalDir,
     '/var/run/netplug-legacy': paths.legacyDir,
+    '/var/log/netplug/cni': dirname(paths.logFile),
+    '/var/run/netplug': dirname(paths.agentSocket),
+    '/var/run/netns': paths.netnsDir,
   };
 }
 
 export function previousNodePaths(cluster: Cluster): PreviousNodePaths {
   const paths = {
     varLib: join(cluster.dir, 'var-lib-netplug'),
-    logFile: join(cluster.dir, 'netplug-cni.log'),
+    logFile: join(cluster.dir, 'var-log-netplug/cni.log'),
+    agentSocket: cluster.agentSocket,
+    netnsDir: cluster.netnsDir,
     hostLocalDir: join(cluster.dir, 'cni-networks'),
     legacyDir: join(cluster.dir, 'netplug-legacy'),
   };
-  for (const dir of [paths.varLib, paths.hostLocalDir, paths.legacyDir]) mkdirSync(dir, { recursive: true });
+  for (const dir of [paths.varLib, dirname(paths.logFile), paths.hostLocalDir, paths.legacyDir]) mkdirSync(dir, { recursive: true });
   return paths;
 }
 
@@ -93,10 +98,22 @@ export function manifestWithNodePaths(
     }
     const pod = object.spec?.template?.spec;
     if (!pod) continue;
+    const hostVolumes = new Map<string, string>();
     for (const volume of pod.volumes ?? [])
-      if (volume.hostPath) volume.hostPath.path = hostPaths[volume.hostPath.path] ?? volume.hostPath.path;
-    for (const container of [...(pod.initContainers ?? []), ...pod.containers])
+      if (volume.hostPath) {
+        hostVolumes.set(volume.name, volume.hostPath.path);
+        volume.hostPath.path = hostPaths[volume.hostPath.path] ?? volume.hostPath.path;
+      }
+    for (const container of [...(pod.initContainers ?? []), ...pod.containers]) {
       for (const variable of container.env ?? []) if (variable.name === 'CNI_NET_DIR') variable.value = cluster.cniConfDir;
+      // netplug-node's mounts at the host path (what the plugin's calls name) move with it, and its settings naming them.
+      for (const mount of container.volumeMounts ?? [])
+        if (hostVolumes.get(mount.name) === mount.mountPath) mount.mountPath = hostPaths[mount.mountPath] ?? mount.mountPath;
+      for (const variable of container.env ?? []) {
+        if (variable.name === 'NETPLUG_VAR_DIR') variable.value = hostPaths[variable.value] ?? variable.value;
+        if (variable.name === 'NETPLUG_AGENT_SOCKET') variable.value = paths.agentSocket;
+      }
+    }
   }
   const path = join(cluster.dir, out);
   writeFileSync(path, objects.map((object) => `---\n${dumpYaml(object)}`).join(''));
@@ -111,6 +128,8 @@ export function operatorManifestWithNodePaths(cluster: Cluster, source: string, 
       for (const variable of container.env ?? []) {
         if (variable.name === 'NETPLUG_NODE_STATE_DIR') variable.value = paths.varLib;
         if (variable.name === 'NETPLUG_CNI_LOG_FILE') variable.value = paths.logFile;
+        if (variable.name === 'NETPLUG_AGENT_SOCKET') variable.value = paths.agentSocket;
+        if (variable.name === 'NETPLUG_NETNS_DIR') variable.value = paths.netnsDir;
       }
   const path = join(cluster.dir, out);
   writeFileSync(path, objects.map((object) => `---\n${dumpYaml(object)}`).join(''));
@@ -191,7 +210,7 @@ export async function installPrevious(cluster: Cluster, method: InstallMethod): 
         helmRelease.namespace,
         '--create-namespace',
         '--set',
-        `node.stateDir=${paths.varLib},node.cniLogFile=${paths.logFile}`,
+        `node.stateDir=${paths.varLib},node.cniLogFile=${paths.logFile},node.agentSocket=${paths.agentSocket},node.netnsDir=${paths.netnsDir}`,
         '--set-json',
         `installation.spec=${JSON.stringify({
           calicoNetwork: { ipPools: [{ cidr: CLUSTER_CIDR }] },

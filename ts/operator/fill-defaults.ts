@@ -30,6 +30,7 @@ export function fillDefaults(spec: InstallationSpec, cluster: ClusterFacts): Ins
   cni.ipam.type ??= 'Netplug';
   cni.binDir ??= '/opt/cni/bin';
   cni.confDir ??= '/etc/cni/net.d';
+  cni.fastPath ??= 'Enabled';
   filled.calicoNetwork ??= {};
   const network = filled.calicoNetwork;
   network.hostPorts ??= 'Enabled';

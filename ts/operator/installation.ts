@@ -27,7 +27,14 @@ export interface InstallationPool {
 }
 
 export interface InstallationSpec {
-  cni?: { type?: string; ipam?: { type?: string; plugin?: string }; binDir?: string; confDir?: string };
+  cni?: {
+    type?: string;
+    ipam?: { type?: string; plugin?: string };
+    binDir?: string;
+    confDir?: string;
+    /** Enabled (default): netplug-node serves the plugin's calls through the shim; Disabled: one process per call. */
+    fastPath?: Toggle;
+  };
   calicoNetwork?: {
     ipPools?: InstallationPool[];
     mtu?: number;

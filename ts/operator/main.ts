@@ -43,6 +43,8 @@ export async function runOperator(argv: readonly string[], env: NodeJS.ProcessEn
   const node = {
     stateDir: env.NETPLUG_NODE_STATE_DIR || STANDARD_NODE_LAYOUT.stateDir,
     cniLogFile: env.NETPLUG_CNI_LOG_FILE || STANDARD_NODE_LAYOUT.cniLogFile,
+    agentSocket: env.NETPLUG_AGENT_SOCKET || STANDARD_NODE_LAYOUT.agentSocket,
+    netnsDir: env.NETPLUG_NETNS_DIR || STANDARD_NODE_LAYOUT.netnsDir,
   };
   const operator = { kube, image, node, log };
   const loop = runLoop(() => reconcileInstallations(operator), PERIOD_MS, signal, log);

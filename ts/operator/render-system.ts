@@ -37,6 +37,8 @@ export function renderSystem(spec: InstallationSpec, image: string, node: NodeLa
       binDir: spec.cni?.binDir ?? '/opt/cni/bin',
       confDir: spec.cni?.confDir ?? '/etc/cni/net.d',
       stateDir: node.stateDir,
+      node,
+      fastPath: spec.cni?.fastPath !== 'Disabled',
       usePodCidr: spec.cni?.ipam?.type === 'HostLocal',
       configHash: configHash(data),
     },

@@ -31,6 +31,8 @@ export function validateInstallation(spec: InstallationSpec, platformCidrs: read
     if (typeof path !== 'string' || !path.startsWith('/') || path.split('/').includes('..'))
       bad(`spec.cni.${field}`, path, 'must be an absolute host path without ".."');
   }
+  if (cni.fastPath !== undefined && cni.fastPath !== 'Enabled' && cni.fastPath !== 'Disabled')
+    bad('spec.cni.fastPath', cni.fastPath, 'must be Enabled or Disabled');
   const { mtu, linuxPolicySetupTimeoutSeconds: timeout } = network;
   if (mtu !== undefined && (!Number.isInteger(mtu) || (mtu !== 0 && (mtu < 68 || mtu > 65535))))
     bad('spec.calicoNetwork.mtu', mtu, 'must be 0 (auto) or from 68 to 65535');

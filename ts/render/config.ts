@@ -27,6 +27,9 @@ export function renderConfig(options: RenderOptions): KubeObject[] {
           etcd_key: '',
         }
       : {}),
+    // "false": the plugin runs as one process per call instead of asking netplug-node; after a
+    // change, kubectl rollout restart daemonset/netplug-node.
+    [FAST_PATH_KEY]: 'true',
     cni_network_config: conflistTemplate(options.datastore, options.ipam),
   };
   const objects: KubeObject[] = [
@@ -43,6 +46,9 @@ export function renderConfig(options: RenderOptions): KubeObject[] {
     });
   return objects;
 }
+
+/** The ConfigMap key of FAST_PATH, read by netplug-node and install-cni. */
+export const FAST_PATH_KEY = 'fast_path';
 
 /** Environment variables from the ConfigMap (`key` → `name`). */
 export const fromConfig = (name: string, key: string, optional = false) => ({

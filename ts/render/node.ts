@@ -1,6 +1,12 @@
 // DaemonSet netplug-node: on every node, the node agent (first container) and install-cni (second,
-// long-running: it keeps the plugin's token fresh and the conflist equal to the ConfigMap).
-import { datastoreEnv, etcdSecretMount, etcdSecretVolume, fromConfig } from './config.ts';
+// long-running: it keeps the plugin's token fresh and the conflist equal to the ConfigMap). With
+// the fast path (FAST_PATH, default true) the agent serves the plugin's calls on its socket, so it
+// sees what the plugin sees on the host at the same paths: the CNI binaries and configuration,
+// pod network namespaces (also those made after it started: HostToContainer), the log and the
+// node state. Prometheus scrapes it on NODE_METRICS_PORT.
+import { dirname } from 'node:path';
+
+import { datastoreEnv, etcdSecretMount, etcdSecretVolume, FAST_PATH_KEY, fromConfig } from './config.ts';
 import {
   CONF_NAME,
   CONFIG_HASH_ANNOTATION,
@@ -8,8 +14,10 @@ import {
   type KubeObject,
   labelsOf,
   NODE,
+  NODE_METRICS_PORT,
   type RenderOptions,
   SERVICE_ENDPOINT_CONFIG_MAP,
+  STANDARD_NODE_LAYOUT,
 } from './objects.ts';
 
 export const NODE_HEALTH_PORT = 9099;
@@ -22,6 +30,12 @@ const serviceEndpoint = [{ configMapRef: { name: SERVICE_ENDPOINT_CONFIG_MAP, op
 export function renderNode(options: RenderOptions): KubeObject {
   const etcd = options.datastore === 'etcdv3';
   const { operator } = options;
+  const layout = operator?.node ?? STANDARD_NODE_LAYOUT;
+  const binDir = operator?.binDir ?? '/opt/cni/bin';
+  const confDir = operator?.confDir ?? '/etc/cni/net.d';
+  const stateDir = operator?.stateDir ?? STANDARD_NODE_LAYOUT.stateDir;
+  // The manifests read it from netplug-config (optional: a ConfigMap from before has none, and the default is on).
+  const fastPath = operator ? { name: 'FAST_PATH', value: String(operator.fastPath) } : fromConfig('FAST_PATH', FAST_PATH_KEY, true);
   // The manifests' pool settings come from netplug-config; the operator owns the pools (and has no netplug-config).
   const poolEnv = operator
     ? [{ name: 'NO_DEFAULT_POOLS', value: 'true' }, ...(operator.usePodCidr ? [{ name: 'USE_POD_CIDR', value: 'true' }] : [])]
@@ -51,8 +65,24 @@ export function renderNode(options: RenderOptions): KubeObject {
       { name: 'CLUSTER_TYPE', value: 'k8s' },
       ...poolEnv,
       { name: 'NETPLUG_HEALTH_ADDR', value: `127.0.0.1:${NODE_HEALTH_PORT}` },
+      { name: 'NETPLUG_METRICS_ADDR', value: `:${NODE_METRICS_PORT}` },
+      { name: 'NETPLUG_VAR_DIR', value: stateDir },
+      fastPath,
+      { name: 'NETPLUG_AGENT_SOCKET', value: layout.agentSocket },
     ],
-    volumeMounts: [{ name: 'var-lib-netplug', mountPath: '/var/lib/netplug' }, ...(etcd ? [etcdSecretMount] : [])],
+    ports: [{ name: 'metrics', containerPort: NODE_METRICS_PORT, protocol: 'TCP' }],
+    // Pod network namespaces, veths and routes: the same rights the plugin has on the host.
+    securityContext: { privileged: true },
+    // Each at its path on the host: the plugin's calls name host paths (CNI_NETNS, CNI_PATH, netconf files).
+    volumeMounts: [
+      { name: 'var-lib-netplug', mountPath: stateDir },
+      { name: 'var-run-netplug', mountPath: dirname(layout.agentSocket) },
+      { name: 'netns-dir', mountPath: layout.netnsDir, mountPropagation: 'HostToContainer' },
+      { name: 'cni-bin-dir', mountPath: binDir, readOnly: true },
+      { name: 'cni-net-dir', mountPath: confDir, readOnly: true },
+      { name: 'cni-log-dir', mountPath: dirname(layout.cniLogFile) },
+      ...(etcd ? [etcdSecretMount] : []),
+    ],
     livenessProbe: { ...probe('/liveness'), periodSeconds: 10, initialDelaySeconds: 10, failureThreshold: 6, timeoutSeconds: 10 },
     readinessProbe: { ...probe('/readiness'), periodSeconds: 5, timeoutSeconds: 10 },
     resources: { requests: { cpu: '50m', memory: '64Mi' } },
@@ -70,6 +100,7 @@ export function renderNode(options: RenderOptions): KubeObject {
       { name: 'CNI_NET_DIR', value: operator?.confDir ?? '/etc/cni/net.d' },
       ...templateEnv,
       { name: 'SLEEP', value: 'true' },
+      fastPath,
       ...(etcd ? [{ name: 'TLS_ASSETS_DIR', value: '/netplug-secrets' }] : []),
     ],
     volumeMounts: [
@@ -91,7 +122,13 @@ export function renderNode(options: RenderOptions): KubeObject {
       template: {
         metadata: {
           labels: labelsOf(NODE),
-          ...(operator ? { annotations: { [CONFIG_HASH_ANNOTATION]: operator.configHash } } : {}),
+          annotations: {
+            // For a Prometheus that discovers pods by these (the common kubernetes-pods scrape job).
+            'prometheus.io/scrape': 'true',
+            'prometheus.io/port': String(NODE_METRICS_PORT),
+            'prometheus.io/path': '/metrics',
+            ...(operator ? { [CONFIG_HASH_ANNOTATION]: operator.configHash } : {}),
+          },
         },
         spec: {
           hostNetwork: true,
@@ -107,9 +144,12 @@ export function renderNode(options: RenderOptions): KubeObject {
           terminationGracePeriodSeconds: 30,
           containers: [agent, installer],
           volumes: [
-            hostPath('cni-bin-dir', operator?.binDir ?? '/opt/cni/bin'),
-            hostPath('cni-net-dir', operator?.confDir ?? '/etc/cni/net.d'),
-            hostPath('var-lib-netplug', operator?.stateDir ?? '/var/lib/netplug'),
+            hostPath('cni-bin-dir', binDir),
+            hostPath('cni-net-dir', confDir),
+            hostPath('var-lib-netplug', stateDir),
+            hostPath('var-run-netplug', dirname(layout.agentSocket)),
+            hostPath('netns-dir', layout.netnsDir),
+            hostPath('cni-log-dir', dirname(layout.cniLogFile)),
             ...(etcd ? [etcdSecretVolume] : []),
           ],
         },

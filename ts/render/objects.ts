@@ -21,6 +21,9 @@ export interface RenderOptions {
   ipam?: 'netplug-ipam' | 'host-local';
 }
 
+/** netplug-node's port for Prometheus (NETPLUG_METRICS_ADDR), on every address of the node. */
+export const NODE_METRICS_PORT = 9091;
+
 /**
  * What netplug-operator renders differently from the manifests: its ConfigMap holds only the
  * conflist template, it owns the pools, and the CNI host paths come from the Installation.
@@ -34,6 +37,10 @@ export interface OperatorVariant {
   confDir: string;
   /** Host path of netplug's node state (nodename, MTU, the install record): /var/lib/netplug. */
   stateDir: string;
+  /** Where netplug keeps its other files on a node (the CNI log, the agent's socket, pod namespaces). */
+  node: NodeLayout;
+  /** Installation spec.cni.fastPath: netplug-node serves the plugin's calls (install-cni installs the shim). */
+  fastPath: boolean;
   /** HostLocal IPAM: netplug-node follows the node's pod CIDR. */
   usePodCidr: boolean;
   /** A hash of the ConfigMap's data, on the pod template: a change of the template rolls the DaemonSet. */
@@ -54,13 +61,26 @@ export const SERVICE_ENDPOINT_CONFIG_MAP = 'kubernetes-services-endpoint';
 
 export const labelsOf = (app: string) => ({ 'k8s-app': app });
 
-/** Where netplug keeps files on a node; the operator's env can move them (NETPLUG_NODE_STATE_DIR, NETPLUG_CNI_LOG_FILE). */
+/**
+ * Where netplug keeps files on a node; the operator's env can move them (NETPLUG_NODE_STATE_DIR,
+ * NETPLUG_CNI_LOG_FILE, NETPLUG_AGENT_SOCKET, NETPLUG_NETNS_DIR). A moved socket must also be in
+ * the container runtime's environment (NETPLUG_AGENT_SOCKET), which the plugin inherits.
+ */
 export interface NodeLayout {
   stateDir: string;
   cniLogFile: string;
+  /** netplug-node's CNI socket: the plugin shim's default, /var/run/netplug/cni.sock. */
+  agentSocket: string;
+  /** Where the container runtime mounts pod network namespaces (containerd, CRI-O: /var/run/netns). */
+  netnsDir: string;
 }
 
-export const STANDARD_NODE_LAYOUT: NodeLayout = { stateDir: '/var/lib/netplug', cniLogFile: '/var/log/netplug/cni/cni.log' };
+export const STANDARD_NODE_LAYOUT: NodeLayout = {
+  stateDir: '/var/lib/netplug',
+  cniLogFile: '/var/log/netplug/cni/cni.log',
+  agentSocket: '/var/run/netplug/cni.sock',
+  netnsDir: '/var/run/netns',
+};
 
 /** Where `npm run build:image` puts the image: a local name, never pulled from a registry. */
 export const IMAGE_REPOSITORY = 'localhost/netplug';

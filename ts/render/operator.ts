@@ -85,6 +85,8 @@ export function renderOperator(image: string): KubeObject[] {
                   // Where netplug keeps its files on the nodes; change only for a non-standard layout.
                   { name: 'NETPLUG_NODE_STATE_DIR', value: STANDARD_NODE_LAYOUT.stateDir },
                   { name: 'NETPLUG_CNI_LOG_FILE', value: STANDARD_NODE_LAYOUT.cniLogFile },
+                  { name: 'NETPLUG_AGENT_SOCKET', value: STANDARD_NODE_LAYOUT.agentSocket },
+                  { name: 'NETPLUG_NETNS_DIR', value: STANDARD_NODE_LAYOUT.netnsDir },
                 ],
                 envFrom: [{ configMapRef: { name: 'kubernetes-services-endpoint', optional: true } }],
                 resources: { requests: { cpu: '20m', memory: '64Mi' } },

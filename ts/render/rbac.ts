@@ -1,5 +1,7 @@
 // Least-privilege identities: one ServiceAccount per component, each bound to what that component
-// does and nothing more. The CNI plugin's rules are deploy/rbac/netplug-cni.yaml's.
+// does and nothing more. The CNI plugin's rules are deploy/rbac/netplug-cni.yaml's; netplug-node is
+// bound to them too, as it serves the plugin's calls (the fast path). That adds no right: its
+// install-cni already requests the plugin's tokens.
 import { CNI_PLUGIN, CONFIG_MAP, CONTROLLERS, type KubeObject, NODE, type RenderOptions } from './objects.ts';
 
 type Rule = { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] };
@@ -12,14 +14,20 @@ function clusterRules(component: string, datastore: RenderOptions['datastore']):
   const kdd = datastore === 'kubernetes';
   switch (component) {
     case NODE:
-      return kdd
-        ? [
-            // The default pool on first start; ClusterInformation at every start.
-            { apiGroups: [CRD_GROUP], resources: ['ippools'], verbs: ['list', 'create'] },
-            { apiGroups: [CRD_GROUP], resources: ['clusterinformations'], verbs: ['get', 'create', 'update'] },
-          ]
-        : // Its own Node (by field selector), whose labels it copies to the datastore's Node.
-          [{ apiGroups: [''], resources: ['nodes'], verbs: ['list', 'watch'] }];
+      return [
+        // Its own Node (by field selector; on etcd its labels go to the datastore's Node), and every
+        // other node's addresses for the routes to their pods.
+        { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
+        ...(kdd
+          ? [
+              // The default pool on first start; ClusterInformation at every start.
+              { apiGroups: [CRD_GROUP], resources: ['ippools'], verbs: ['list', 'create'] },
+              { apiGroups: [CRD_GROUP], resources: ['clusterinformations'], verbs: ['get', 'create', 'update'] },
+              // Its addresses for other nodes' routes, as annotations on its Node (ts/node/routes/publish-addresses.ts).
+              { apiGroups: [''], resources: ['nodes'], verbs: ['patch'] },
+            ]
+          : []),
+      ];
     case CONTROLLERS:
       return [
         { apiGroups: [''], resources: ['nodes', 'pods'], verbs: ['get', 'list', 'watch'] },
@@ -80,12 +88,14 @@ export function renderRbac(options: RenderOptions): KubeObject[] {
       metadata: { name: component },
       rules: clusterRules(component, options.datastore),
     });
+    // netplug-node serves the plugin's calls on the fast path, with the plugin's rights.
+    const nodeAgent = { kind: 'ServiceAccount', name: NODE, namespace: options.namespace };
     objects.push({
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'ClusterRoleBinding',
       metadata: { name: component },
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: component },
-      subjects: [subject],
+      subjects: component === CNI_PLUGIN ? [subject, nodeAgent] : [subject],
     });
     const rules = namespaceRules(component, options);
     if (rules.length === 0) continue;
