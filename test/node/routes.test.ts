@@ -5,7 +5,8 @@
 // the agents recomputes everything: direct routes, IP-in-IP (Always, CrossSubnet), VXLAN (Always,
 // CrossSubnet); pods on every node ping pods on every other node. natOutgoing: a pod reaching an
 // address outside the pools is seen there with its node's address. A block released loses its
-// route, a node removed from the datastore loses its routes everywhere.
+// route, a node removed from the datastore loses its routes everywhere; a stale netplug route is
+// removed and a deleted one put back; routes stay while an agent restarts.
 import { spawn } from 'node:child_process';
 
 import test from 'ava';
@@ -280,6 +281,28 @@ test.serial('a block claimed gets a route on the other nodes, and loses it when 
     "n2's other block keeps its route",
   );
 });
+
+test.serial(
+  "the kernel follows the datastore, not the agent's memory: a stale netplug route is removed, a deleted one put back, and routes stay while the agent restarts",
+  async (t) => {
+    await setPool({ ipipMode: 'Never', vxlanMode: 'CrossSubnet', natOutgoing: false });
+    const n1 = node('n1');
+    const n2Block = `${blockOf(podOn('n2'))} via ${node('n2').address} dev eth0`;
+    await until('n1 routes n2 directly', () => netplugRoutes(n1.netns).includes(n2Block), 90_000);
+    topology.exec(n1.netns, ['ip', 'route', 'add', '10.244.250.0/26', 'via', node('n3').address, 'proto', '80']);
+    topology.exec(n1.netns, ['ip', 'route', 'del', blockOf(podOn('n2'))]);
+    await until('the stale route is gone and the deleted one back', () => {
+      const routes = netplugRoutes(n1.netns);
+      return routes.includes(n2Block) && !routes.some((r) => r.startsWith('10.244.250.0/26'));
+    });
+    // An agent that stops leaves its routes: pods keep talking while it restarts.
+    await node('n2').stopAgent();
+    t.is(await everyPodReachesEveryOther(t, [podOn('n1'), podOn('n2'), podOn('n4')]), 6);
+    node('n2').startAgent();
+    await until('n2 is ready again', () => readiness(node('n2')).startsWith('ready'), 90_000);
+    t.is(await everyPodReachesEveryOther(t, [podOn('n1'), podOn('n2'), podOn('n4')]), 6);
+  },
+);
 
 test.serial('a node removed from the datastore loses its routes on every other node', async (t) => {
   const gone = node('n3');
