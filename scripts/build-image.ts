@@ -9,13 +9,14 @@
 //   /opt/cni/bin/netplug                                                          the native shim (static)
 //   /usr/bin/ and /opt/cni/bin/netplug-dataplane.linux-<arch>-gnu.node            the addon, beside each
 //   /opt/cni/bin/{portmap,host-local,loopback,tuning}                             from /usr/lib/cni
+//   /usr/bin/{iptables,iptables-restore,iptables-save}, /usr/lib/<triplet>/xtables/   Debian's iptables (nft), natOutgoing's rules
 //   /lib/<triplet>/<soname>, the loader at its PT_INTERP path (/lib64/... on x86-64)
 //
 // Usage: node scripts/build-image.ts [--out <dir>] (default dist/images).
 import { execFileSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, linkSync, mkdirSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, linkSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { arch } from 'node:os';
-import { dirname, join, relative } from 'node:path';
+import { basename, dirname, join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 
 import { NETPLUG_VERSION } from '../ts/version.ts';
@@ -34,6 +35,14 @@ const USR_BIN = ['netplug-node', 'netplug-install', 'netplug-kube-controllers', 
 const CNI_BIN = ['netplug-oneshot', 'netplug-ipam'];
 /** Debian's reference plugins (containernetworking-plugins) that the conflist chains or install-cni ships. */
 const SYSTEM_PLUGINS = ['portmap', 'host-local', 'loopback', 'tuning'];
+/**
+ * Debian's iptables (one multi-call executable, nftables backend), for netplug-node's natOutgoing
+ * rules, with every extension it loads at run time (listing the nat table loads those of other
+ * software's rules too): they are dlopen()ed from the directory compiled into libxtables.
+ */
+const IPTABLES = '/usr/sbin/xtables-nft-multi';
+const IPTABLES_NAMES = ['iptables', 'iptables-restore', 'iptables-save'];
+const XTABLES_DIR = join('/usr/lib', basename(dirname(libxtablesOf(IPTABLES))), 'xtables');
 
 // Scratch space on the file system of dist/ whatever --out says, so the SEA is hard-linked in:
 // tar then stores it once and its other names as links.
@@ -90,10 +99,18 @@ function stageRootfs(dir: string): void {
   chmodSync(SHIM, 0o755);
   chmodSync(addon, 0o755);
   for (const name of SYSTEM_PLUGINS) place(join('/usr/lib/cni', name), join(cniBin, name), 0o755);
+  place(IPTABLES, join(usrBin, 'iptables'), 0o755);
+  for (const name of IPTABLES_NAMES.slice(1)) linkSync(join(usrBin, 'iptables'), join(usrBin, name));
+  const extensions = readdirSync(XTABLES_DIR)
+    .filter((name) => name.endsWith('.so'))
+    .sort()
+    .map((name) => join(XTABLES_DIR, name));
+  made(join(dir, XTABLES_DIR));
+  for (const extension of extensions) place(extension, join(dir, extension), 0o644);
 
   // Every library any of them loads, where the image's loader finds it without a cache: ldd's
   // path (a Debian default search directory), under the soname the loader looks up.
-  const elves = [SEA, SHIM, addon, ...SYSTEM_PLUGINS.map((name) => join('/usr/lib/cni', name))];
+  const elves = [SEA, SHIM, addon, ...SYSTEM_PLUGINS.map((name) => join('/usr/lib/cni', name)), IPTABLES, ...extensions];
   const libraries = new Map<string, string>(); // path in the image → file on this machine
   const interpreters = new Set<string>();
   for (const elf of elves) {
@@ -115,6 +132,13 @@ function stageRootfs(dir: string): void {
 function place(from: string, to: string, mode: number): void {
   copyFileSync(from, to);
   chmodSync(to, mode);
+}
+
+/** Where libxtables is on this machine (its multiarch directory names the extensions' one). */
+function libxtablesOf(elf: string): string {
+  const found = [...loadedLibraries(elf).values()].find((path) => basename(path).startsWith('libxtables.so'));
+  if (!found) throw new Error(`${elf} loads no libxtables: is Debian's iptables installed?`);
+  return found;
 }
 
 /** ldd's answer for `elf`: image path (dir of the resolved file + soname) → host file. */

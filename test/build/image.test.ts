@@ -177,7 +177,18 @@ test.serial('the layer holds the executables under their image names and exactly
   }
   t.deepEqual(missing, []);
   t.true(elfFiles.includes(`lib/${TRIPLET}/libc.so.6`), 'the libraries were themselves read');
-  const libraries = [...entries.keys()].filter((path) => /^(lib|lib64|usr\/lib)\//.test(path) && entries.get(path)?.startsWith('-'));
+  // iptables' extensions are loaded at run time (dlopen), all of Debian's: no executable names them.
+  const xtables = `usr/lib/${TRIPLET}/xtables/`;
+  const extensions = [...entries.keys()].filter((path) => path.startsWith(xtables) && entries.get(path)?.startsWith('-'));
+  t.deepEqual(
+    extensions.map((path) => basename(path)).sort(),
+    readdirSync(`/${xtables}`)
+      .filter((name) => name.endsWith('.so'))
+      .sort(),
+  );
+  const libraries = [...entries.keys()].filter(
+    (path) => /^(lib|lib64|usr\/lib)\//.test(path) && !path.startsWith(xtables) && entries.get(path)?.startsWith('-'),
+  );
   t.deepEqual(libraries.sort(), [...needed].sort(), 'nothing in /lib but what is loaded');
 
   const others = [...entries.keys()].filter((path) => !/^(lib|lib64|usr\/lib)(\/|$)/.test(path)).sort();
@@ -196,6 +207,9 @@ test.serial('the layer holds the executables under their image names and exactly
     'tmp',
     'usr',
     'usr/bin',
+    'usr/bin/iptables',
+    'usr/bin/iptables-restore',
+    'usr/bin/iptables-save',
     `usr/bin/${ADDON}`,
     'usr/bin/netplug-install',
     'usr/bin/netplug-kube-controllers',
@@ -204,6 +218,9 @@ test.serial('the layer holds the executables under their image names and exactly
     'usr/bin/netplugctl',
   ]);
   t.false(existsSync(join(rootfs, 'bin/sh')) || existsSync(join(rootfs, 'usr/bin/sh')), 'no shell');
+  // netplug-node's natOutgoing runs iptables and iptables-restore: they start in the image alone.
+  for (const name of ['iptables', 'iptables-restore'])
+    t.regex(execFileSync('chroot', [rootfs, `/usr/bin/${name}`, '--version'], { encoding: 'utf8' }), /nf_tables/, name);
 });
 
 test.serial('a second build of the same files gives the same archive, byte for byte', async (t) => {
