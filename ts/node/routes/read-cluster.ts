@@ -66,7 +66,7 @@ export async function readCluster(store: Store): Promise<ClusterState> {
     });
     return [{ cidr: block.cidr, node, borrowed }];
   });
-  const pools =
-    checked(() => poolsOf(poolEntries)) ?? poolsOf(poolEntries.filter((entry) => checked(() => poolsOf([entry])) !== undefined));
+  // Pool by pool, so that a broken one is named once and the others still count.
+  const pools = poolsOf(poolEntries.filter((entry) => checked(() => poolsOf([entry])) !== undefined));
   return { nodes, blocks, pools, tunnelAddresses, broken };
 }
