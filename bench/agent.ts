@@ -145,6 +145,8 @@ async function startAgent(endpoints: string, kubeconfig: string): Promise<void> 
       NETPLUG_VAR_DIR: join(scratch, 'var'),
       NETPLUG_HEALTH_ADDR: `127.0.0.1:${port}`,
       NETPLUG_AGENT_SOCKET: socket,
+      // The fast path alone: no routes between nodes in the host's namespace.
+      NETPLUG_NETWORKING_BACKEND: 'none',
     },
     stdio: ['ignore', 'ignore', 'pipe'],
   });

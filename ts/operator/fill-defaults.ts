@@ -1,5 +1,6 @@
 // The Installation's defaults (§A.1 and §A.4 with netplug's names and the contract's pool
-// defaults: netplug has no routing between nodes yet, so IPv4 pools default to no encapsulation).
+// defaults: IPv4 pools default to no encapsulation, so netplug-node routes directly between
+// nodes of one subnet and needs no tunnel driver; choose IPIP or VXLAN for nodes across subnets).
 // Pure: what the cluster holds (kubeadm's pod subnet, existing pools) comes in `cluster`.
 import { formatPrefix, parsePrefix } from '../net/cidr.ts';
 import type { InstallationPool, InstallationSpec } from './installation.ts';
