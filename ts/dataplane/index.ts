@@ -47,6 +47,17 @@ export async function waitHostLinkGone(name: string, timeoutMs: number): Promise
   return required(outcome.gone, 'waitHostLinkGone');
 }
 
+/**
+ * Removes the host routes (/32, /128) set-up made via the host veth `hostIfname`, at once; returns
+ * how many. The veth's own deletion flushes them only after RCU grace periods: once they are gone,
+ * nothing on the host leads to the attachment's addresses and they may be given to another workload.
+ */
+export async function removeHostRoutes(netns: string, hostIfname: string): Promise<number> {
+  const outcome = await addon().removeHostRoutes(netns, hostIfname);
+  if (outcome.error) throw new DataplaneError(outcome.error);
+  return required(outcome.removed, 'removeHostRoutes');
+}
+
 /** Every difference between the kernel and what setupWorkload(spec) produces; empty if none. */
 export async function checkWorkload(spec: WorkloadSpec): Promise<Difference[]> {
   const outcome = await addon().checkWorkload(spec);

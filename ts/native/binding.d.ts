@@ -86,6 +86,12 @@ export interface HostLockOutcome {
   error?: string
 }
 
+export interface HostRoutesOutcome {
+  /** How many host routes were removed. */
+  removed?: number
+  error?: KernelError
+}
+
 export interface HttpAgentOptions {
   /** Trust exactly the certificates of this PEM bundle; the platform's store when absent. */
   ca?: Buffer
@@ -173,6 +179,13 @@ export interface ProgrammedRoute {
   destination: string
   gateway: string
 }
+
+/**
+ * Removes the host routes (/32, /128) that set-up made via the host veth `hostIfname`, at once
+ * (the veth's own deletion flushes them only after RCU grace periods). Refuses a `netns` that is
+ * the host's own namespace, as teardown does.
+ */
+export declare function removeHostRoutes(netns: string, hostIfname: string): Promise<HostRoutesOutcome>
 
 export interface RouteSyncCounts {
   added: number

@@ -47,7 +47,21 @@ export interface CniServer {
 }
 
 export async function serveCni(options: CniServerOptions): Promise<CniServer> {
-  const { socketPath, services, log, signal } = options;
+  const { socketPath, log, signal } = options;
+  // Kernel work a command answered before (a DEL's veth deletion, after its routes and addresses
+  // are gone): stop() waits for it, and its failure is logged here, the command's log being closed.
+  const lingering = new Set<Promise<unknown>>();
+  const services: PluginServices = {
+    ...options.services,
+    lingering: (work, what) => {
+      const tracked = work.then(
+        () => undefined,
+        (err: unknown) => log.error(`${what}: ${(err as Error).message}`),
+      );
+      lingering.add(tracked);
+      void tracked.finally(() => lingering.delete(tracked));
+    },
+  };
   const dir = dirname(socketPath);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   chmodSync(dir, 0o700);
@@ -145,7 +159,7 @@ export async function serveCni(options: CniServerOptions): Promise<CniServer> {
     server.on('error', (err) => log.error(`CNI socket ${socketPath}: ${err.message}`));
     log.info(`serving CNI on ${socketPath}`);
     state = 'rolling back';
-    await rollBack(journal, options);
+    await rollBack(journal, { ...options, services });
     if (state === 'rolling back') state = 'serving';
   })().catch((err: unknown) => log.error(`cannot serve CNI on ${socketPath}: ${(err as Error).message}; runtimes run the one-shot plugin`));
 
@@ -156,6 +170,7 @@ export async function serveCni(options: CniServerOptions): Promise<CniServer> {
       state = 'stopping';
       await starting;
       await Promise.allSettled([...running]);
+      await Promise.allSettled([...lingering]);
       if (listening) {
         await new Promise<void>((resolve) => server.close(() => resolve()));
         rmSync(socketPath, { force: true });

@@ -13,11 +13,16 @@ import { deleteWorkloadEndpoint } from './workload-endpoint.ts';
 /** Stands for "the interface is still there": the address release is skipped, not failed. */
 const INTERFACE_KEPT = Symbol('interface kept');
 
-/**
- * `teardown`: the interface's removal, if already under way (early work); `hostEndGone`: whether
- * its host end has left the host.
- */
-export async function cmdDel(ctx: PluginContext, teardown?: Promise<AttachmentTeardown>, hostEndGone?: Promise<boolean>): Promise<void> {
+export interface DelOptions {
+  /** The interface's removal, if already under way (early work). */
+  teardown?: Promise<AttachmentTeardown> | undefined;
+  /** The attachment's host routes removed, before the removal started (early work). */
+  routesGone?: Promise<number> | undefined;
+  /** A resident host's taker of the removal's end (PluginServices.lingering); else DEL waits for it. */
+  lingering?: ((work: Promise<unknown>, what: string) => void) | undefined;
+}
+
+export async function cmdDel(ctx: PluginContext, { teardown, routesGone, lingering }: DelOptions = {}): Promise<void> {
   const { env, log } = ctx;
   // Failures are reported in the order of the steps, not of their arrival: the steps overlap, and
   // a DEL that fails twice (IPAM plugin missing, datastore unreachable) says the same thing each time.
@@ -30,22 +35,29 @@ export async function cmdDel(ctx: PluginContext, teardown?: Promise<AttachmentTe
     }
   };
   // Deleting the veth is most of a DEL (the kernel waits for RCU grace periods), on a thread of its
-  // own; the datastore work overlaps it. Addresses are released only once the interface is gone
-  // (its host end leaves the host, routes and all, early in the deletion), so that no other
-  // workload gets one while its old routes still exist; and not at all if it could not be
-  // removed: the DEL fails, and the runtime's retry releases them.
+  // own; the datastore work overlaps it. Addresses are released only once nothing on the host
+  // leads to them: once the attachment's host routes are gone (removed on their own, at once,
+  // before the deletion starts), or the interface is; so that no other workload gets one while its
+  // old routes still exist. Not at all if neither could be removed: the DEL fails, and the
+  // runtime's retry releases them.
   ctx.warmUp();
+  const where = { container: env.containerId, netns: env.netns, interface: env.ifname };
+  const removing = teardown ?? teardownAttachment(env.netns, env.ifname, hostInterfaceName(env));
   let settled = false;
+  let handedOff = false;
   const removal = attempt(0, async () => {
-    const outcome = await (teardown ?? teardownAttachment(env.netns, env.ifname, hostInterfaceName(env)));
+    const outcome = await removing;
     settled = true;
-    const where = { container: env.containerId, netns: env.netns, interface: env.ifname };
+    if (handedOff) return;
     if (outcome === 'foreign') log.warning("interface left alone: it is not this attachment's (not the peer of its host veth)", where);
     else log.info('workload interface removed', { ...where, outcome });
   });
   const interfaceGone = Promise.race([
     removal.then(() => (settled ? undefined : Promise.reject(INTERFACE_KEPT))),
-    (hostEndGone ?? new Promise<boolean>(() => {})).then((gone) => (gone ? undefined : new Promise<void>(() => {}))),
+    (routesGone ?? new Promise<number>(() => {})).then(
+      () => undefined,
+      () => new Promise<void>(() => {}),
+    ),
   ]);
   interfaceGone.catch(() => undefined);
   const endpointGone = ctx.usesDatastore
@@ -56,7 +68,15 @@ export async function cmdDel(ctx: PluginContext, teardown?: Promise<AttachmentTe
       })
     : undefined;
   await attempt(1, () => ctx.ipam.del(interfaceGone));
-  await Promise.all([removal, endpointGone]);
+  await endpointGone;
+  if (!settled && lingering && failures.flat().length === 0) {
+    // A resident host answers now: the routes are gone and the addresses released; the kernel
+    // finishes the deletion behind the answer, and the host logs it if it fails (the runtime then
+    // destroys the namespace, and the veth with it).
+    handedOff = true;
+    log.info('workload interface being removed: its host routes are gone', where);
+    lingering(removing, `removing interface "${env.ifname}" of container ${env.containerId} in ${env.netns}`);
+  } else await removal;
   const [first, ...rest] = failures.flat();
   if (first) {
     if (rest.length) first.details = [first.details, ...rest.map((f) => f.message)].filter(Boolean).join('; ');

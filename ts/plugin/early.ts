@@ -1,11 +1,11 @@
 // Work a command starts as soon as its netconf is validated, before the rest of the program loads:
 // it overlaps the loading and the set-up of the command. On a pod's path this is most of what
-// separates netplug from a plugin without a runtime to start: DEL's veth deletion (the kernel
-// waits for RCU grace periods) and the datastore connection both run while the main thread does
+// separates netplug from a plugin without a runtime to start: DEL's host routes and veth deletion
+// (the kernel waits for RCU grace periods) and the datastore connection both run while the main thread does
 // everything else. The kernel work starts first, before even the datastore code loads.
 import type { CniEnvironment, Command } from '../cni/environment.ts';
 import type { ParsedNetconf } from '../config/netconf.ts';
-import { interfacePresence, waitHostLinkGone, type Presence } from '../dataplane/index.ts';
+import { interfacePresence, removeHostRoutes, type Presence } from '../dataplane/index.ts';
 import { teardownAttachment, type AttachmentTeardown } from '../dataplane/ownership.ts';
 import type { Prefetched } from '../ipam/netplug-ipam.ts';
 import type { Store } from '../store/store.ts';
@@ -17,8 +17,8 @@ import { hostInterfaceName } from './host-interface.ts';
 export interface EarlyWork {
   /** DEL: the removal of the attachment's own interface, under way. */
   teardown?: Promise<AttachmentTeardown>;
-  /** DEL: whether the host end left the host (it does early in the removal). */
-  hostEndGone?: Promise<boolean>;
+  /** DEL: the attachment's host routes removed (before the interface's removal starts). */
+  routesGone?: Promise<number>;
   /** ADD: what is at the workload interface's name. */
   presence?: Promise<Presence>;
   /** The datastore, opening and connecting. */
@@ -28,8 +28,6 @@ export interface EarlyWork {
   /** ADD of a pod with policy.type k8s: the API client and the pod and namespace reads, under way. */
   podReads?: PodReads;
 }
-
-const HOST_END_PATIENCE_MS = 2_000;
 
 /** Starts what `command` can start now; `netconf` is validated, so nothing here acts on bad input. */
 export async function startEarlyWork(
@@ -42,9 +40,13 @@ export async function startEarlyWork(
   const work: EarlyWork = {};
   if (program === 'netplug' && command === 'DEL') {
     const hostIfname = hostInterfaceName(env);
-    work.teardown = handled(teardownAttachment(env.netns, env.ifname, hostIfname));
-    // Bounded: if the removal fails and the link stays, the process must not wait long to exit.
-    work.hostEndGone = waitHostLinkGone(hostIfname, HOST_END_PATIENCE_MS).catch(() => false);
+    // The host routes first, on their own (at once), then the veth (the kernel's RCU grace periods,
+    // milliseconds): the addresses may be released once the routes are gone. In that order, so the
+    // deletion, which holds the kernel's routing lock throughout, does not delay the routes.
+    const routesGone = handled(removeHostRoutes(env.netns, hostIfname));
+    const removeInterface = () => teardownAttachment(env.netns, env.ifname, hostIfname);
+    work.routesGone = routesGone;
+    work.teardown = handled(routesGone.then(removeInterface, removeInterface));
   }
   if (program === 'netplug' && command === 'ADD') work.presence = handled(interfacePresence(env.netns, env.ifname, hostInterfaceName(env)));
   Object.assign(work, (await import('./early-datastore.ts')).startDatastoreWork(command, program, env, netconf, services));
@@ -58,5 +60,5 @@ export async function startEarlyWork(
 
 /** Waits for whatever early work is still running (a thread in the kernel must finish first). */
 export async function settle(work: EarlyWork): Promise<void> {
-  await Promise.allSettled([work.teardown, work.presence, work.hostEndGone]);
+  await Promise.allSettled([work.teardown, work.presence, work.routesGone]);
 }

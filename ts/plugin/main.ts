@@ -113,7 +113,11 @@ export async function runMain(io: MainIo, program: Program = 'netplug', services
         return { stdout: print(formatResult(await cmdAdd(ctx, early.presence), conf.cniVersion)), exitCode: 0 };
       }
       case 'DEL':
-        await (await import('./del.ts')).cmdDel(ctx, early.teardown, early.hostEndGone);
+        await (await import('./del.ts')).cmdDel(ctx, {
+          teardown: early.teardown,
+          routesGone: early.routesGone,
+          lingering: services?.lingering?.bind(services),
+        });
         break;
       case 'CHECK':
         await (await import('./check.ts')).cmdCheck(ctx);
@@ -144,7 +148,11 @@ export async function runMain(io: MainIo, program: Program = 'netplug', services
       );
     }
     context?.close();
-    await (await import('./early.ts')).settle(early);
+    // A resident host answers without waiting for the kernel (a DEL's veth deletion still under
+    // way); it waits for it before it stops. The one-shot must not exit with a thread in the kernel.
+    const settling = (await import('./early.ts')).settle(early);
+    if (services?.lingering) services.lingering(settling, `${command} of container ${io.env['CNI_CONTAINERID'] ?? ''}: kernel work`);
+    else await settling;
     log.close();
   }
 }

@@ -24,4 +24,11 @@ export interface PluginServices {
   kube?(settings: KubernetesSettings): Promise<KubeClient> | undefined;
   /** Turns per node for the address manager's allocations and releases, instead of the host-wide lock file. */
   ipamTurns?: IpamTurns;
+  /**
+   * Takes work the command's result need not wait for (a veth whose deletion the kernel is still
+   * finishing, after its routes are gone and its addresses released): the host keeps running until
+   * it ends and logs its failure, naming it by `what`. Without it (the one-shot) the command waits:
+   * a process must not exit with a thread in the kernel.
+   */
+  lingering?(work: Promise<unknown>, what: string): void;
 }

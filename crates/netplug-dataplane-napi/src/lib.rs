@@ -226,6 +226,24 @@ pub fn wait_host_link_gone(env: &Env, name: String, timeout_ms: u32) -> Result<O
     })
 }
 
+#[napi(object)]
+pub struct HostRoutesOutcome {
+    /// How many host routes were removed.
+    pub removed: Option<u32>,
+    pub error: Option<KernelError>,
+}
+
+/// Removes the host routes (/32, /128) that set-up made via the host veth `hostIfname`, at once
+/// (the veth's own deletion flushes them only after RCU grace periods). Refuses a `netns` that is
+/// the host's own namespace, as teardown does.
+#[napi(ts_return_type = "Promise<HostRoutesOutcome>")]
+pub fn remove_host_routes(env: &Env, netns: String, host_ifname: String) -> Result<Object<'_>> {
+    on_thread(env, move || match dataplane::remove_host_routes(netns.as_ref(), &host_ifname) {
+        Ok(removed) => HostRoutesOutcome { removed: Some(u32::try_from(removed).unwrap_or(u32::MAX)), error: None },
+        Err(err) => HostRoutesOutcome { removed: None, error: Some(kernel_error(err)) },
+    })
+}
+
 /// Lists every difference between the kernel and what set-up of `spec` produces.
 #[napi(ts_return_type = "Promise<CheckOutcome>")]
 pub fn check_workload(env: &Env, spec: WorkloadSpec) -> Result<Object<'_>> {

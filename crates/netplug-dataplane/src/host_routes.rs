@@ -1,0 +1,59 @@
+//! Removing an attachment's host routes (`<ip>/32` and `<ip>/128` via its host veth) on their own,
+//! ahead of the veth's deletion. Deleting a veth flushes its routes only after the kernel has
+//! waited out RCU grace periods, milliseconds later; a route removed first is gone at once. Once it
+//! is, nothing on the host leads to the attachment's addresses any more, and they can be handed to
+//! another workload while the old veth is still being deleted.
+
+use std::path::Path;
+
+use netlink_packet_route::RouteNetlinkMessage;
+use netlink_packet_route::route::RouteProtocol;
+use nix::errno::Errno;
+
+use crate::error::{DataplaneError, Result};
+use crate::link::get_link;
+use crate::netlink::Rtnl;
+use crate::netns::{NetNs, NetNsLookup};
+use crate::route_table::{delete_message, dump};
+use crate::spec::validate_ifname;
+
+/// Removes every host route of one address (/32, /128) that set-up made through the host veth
+/// `host_ifname` (protocol `boot`, main table); returns how many it removed. No such veth, or
+/// routes already gone, is success. Refuses, as teardown does, a `netns` that is the host's own
+/// namespace. Runs in the calling thread's namespace: call it on a thread that never entered another.
+pub fn remove_host_routes(netns: &Path, host_ifname: &str) -> Result<usize> {
+    validate_ifname("host interface name", host_ifname)?;
+    let op = || format!("remove the host routes via \"{host_ifname}\"");
+    if !netns.as_os_str().is_empty()
+        && let NetNsLookup::Found(netns) = NetNs::lookup(netns)?
+        && netns.is_current()?
+    {
+        return Err(DataplaneError::invalid(
+            op(),
+            format!("{} is the host's own network namespace", netns.path().display()),
+        ));
+    }
+    let mut rtnl = Rtnl::open().map_err(|e| e.into_dataplane(op()))?;
+    let Some(host_end) = get_link(&mut rtnl, host_ifname).map_err(|e| e.into_dataplane(op()))?.filter(|l| l.is_veth())
+    else {
+        return Ok(0);
+    };
+    let protocol = u8::from(RouteProtocol::Boot);
+    let mut removed = 0;
+    for route in dump(&mut rtnl, &op(), protocol)? {
+        let host_route = route.output_index == Some(host_end.index)
+            && route.gateway.is_none()
+            && route.destination.prefix_len() == route.destination.max_prefix_len();
+        if !host_route {
+            continue;
+        }
+        match rtnl.execute(RouteNetlinkMessage::DelRoute(delete_message(protocol, &route)), 0) {
+            Ok(()) => removed += 1,
+            Err(err) if err.errno == Errno::ESRCH => {} // gone meanwhile
+            Err(err) => {
+                return Err(err.into_dataplane(format!("remove host route {} via \"{host_ifname}\"", route.destination)));
+            }
+        }
+    }
+    Ok(removed)
+}

@@ -1,0 +1,54 @@
+//! An attachment's host routes removed ahead of its veth: the veth stays, only its /32 and /128
+//! routes go, and another workload can be given the same addresses at once.
+
+mod common;
+
+use common::*;
+use netplug_dataplane::{Teardown, netns, remove_host_routes, setup_workload, teardown_workload};
+
+#[test]
+fn the_host_routes_go_the_veth_stays_and_the_addresses_can_be_wired_again_at_once() {
+    let ns = TestNs::new();
+    let (v4, v6) = (unique_v4(), unique_v6());
+    let first = spec(&ns, vec![v4, v6]);
+    let host = first.host_ifname.clone();
+    netns::run({
+        let spec = first.clone();
+        move |thread| setup_workload(thread, &spec)
+    })
+    .unwrap();
+
+    assert_eq!(remove_host_routes(&ns.path, &host).unwrap(), 2, "the /32 and the /128");
+    assert!(link(None, &host).is_some(), "the host end stays");
+    assert!(!routes(None, false).iter().any(|r| r.0 == v4.to_string()), "host route to {v4} gone");
+    assert!(!routes(None, true).iter().any(|r| r.0 == v6.to_string()), "host route to {v6} gone");
+    assert_eq!(remove_host_routes(&ns.path, &host).unwrap(), 0, "a second removal finds none");
+
+    // Another workload gets the same addresses while the first one's veth still exists.
+    let other = TestNs::new();
+    let second = spec(&other, vec![v4, v6]);
+    netns::run({
+        let spec = second.clone();
+        move |thread| setup_workload(thread, &spec)
+    })
+    .unwrap();
+    assert!(routes(None, false).iter().any(|r| r.0 == v4.to_string()), "host route to {v4} via the new veth");
+
+    let path = ns.path.clone();
+    assert_eq!(netns::run(move |thread| teardown_workload(thread, &path, "eth0")).unwrap(), Teardown::Removed);
+    assert!(
+        routes(None, false).iter().any(|r| r.0 == v4.to_string()),
+        "the first veth's deletion leaves the new route"
+    );
+    let path = other.path.clone();
+    assert_eq!(netns::run(move |thread| teardown_workload(thread, &path, "eth0")).unwrap(), Teardown::Removed);
+}
+
+#[test]
+fn no_such_veth_is_success_and_the_host_namespace_is_refused() {
+    require_root();
+    assert_eq!(remove_host_routes(std::path::Path::new(""), "cali00000000000").unwrap(), 0);
+    let err = remove_host_routes(std::path::Path::new("/proc/self/ns/net"), "cali00000000000").unwrap_err();
+    assert!(err.to_string().contains("host's own network namespace"), "{err}");
+    assert!(remove_host_routes(std::path::Path::new(""), "a/b").is_err(), "an invalid name is refused");
+}
