@@ -22,6 +22,7 @@ import { launchEtcd, freePort, type EtcdServer } from '../scripts/lib/etcd-serve
 import { launchKubeApiserver, type KubeServer } from '../scripts/lib/kube-server.ts';
 import { instantAgent } from './lib/instant-agent.ts';
 import { medianOf, writeReport, type Series } from './lib/report.ts';
+import { addDelSamples, runPlugin, runPluginAsync, type Run } from './lib/run-plugin.ts';
 import { elapsedMs, summarize } from './lib/stats.ts';
 
 const ROOT = new URL('../', import.meta.url).pathname;
@@ -53,12 +54,6 @@ const namespaces: string[] = [];
 let etcd: EtcdServer | undefined;
 let kube: KubeServer | undefined;
 let agent: ReturnType<typeof spawn> | undefined;
-
-interface Run {
-  status: number | null;
-  stdout: string;
-  ms: number;
-}
 
 function netconf(variant: Variant, endpoints: string): string {
   if (variant === 'ptp')
@@ -95,25 +90,11 @@ function cniEnv(variant: Variant, command: string, container: string, netns: str
   };
 }
 
-function runSync(variant: Variant, command: string, container: string, netns: string, conf: string): Run {
-  const start = process.hrtime.bigint();
-  const run = spawnSync(executable(variant), [], { env: cniEnv(variant, command, container, netns), input: conf, encoding: 'utf8' });
-  const ms = elapsedMs(start);
-  if (run.status !== 0) throw new Error(`${LABELS[variant]} ${command} failed: ${run.stdout}${run.stderr}`);
-  return { status: run.status, stdout: run.stdout, ms };
-}
+const runSync = (variant: Variant, command: string, container: string, netns: string, conf: string): Run =>
+  runPlugin(LABELS[variant], executable(variant), cniEnv(variant, command, container, netns), conf);
 
-function runAsync(variant: Variant, command: string, container: string, netns: string, conf: string): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const start = process.hrtime.bigint();
-    const child = spawn(executable(variant), [], { env: cniEnv(variant, command, container, netns), stdio: ['pipe', 'pipe', 'ignore'] });
-    let stdout = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
-    child.on('error', reject);
-    child.on('close', (status) => resolve({ status, stdout, ms: elapsedMs(start) }));
-    child.stdin.end(conf);
-  });
-}
+const runAsync = (variant: Variant, command: string, container: string, netns: string, conf: string): Promise<Run> =>
+  runPluginAsync(executable(variant), cniEnv(variant, command, container, netns), conf);
 
 function addNamespace(name: string): string {
   execFileSync('ip', ['netns', 'add', name]);
@@ -162,10 +143,7 @@ async function startAgent(endpoints: string, kubeconfig: string): Promise<void> 
 
 async function perPod(endpoints: string) {
   const netns = addNamespace(`npbench-agent-${process.pid}`);
-  const samples = Object.fromEntries(VARIANTS.map((v) => [v, { add: [] as number[], del: [] as number[] }])) as Record<
-    Variant,
-    { add: number[]; del: number[] }
-  >;
+  const samples = addDelSamples(VARIANTS);
   let pod = 0;
   const cycle = (variant: Variant): [number, number] => {
     const container = `bench-${variant}-${pod++}`;

@@ -8,7 +8,7 @@
 //   simulated nodes: allocations per second by 100 nodes against one etcd through the address
 //               manager's code, against the floor of one bare etcd transaction per allocation.
 // Writes bench/results/ipam.{md,json,svg}.
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -22,6 +22,7 @@ import { GatewayConnection } from '../ts/store/etcd/http.ts';
 import { EtcdStore } from '../ts/store/etcd/store.ts';
 import { launchEtcd, type EtcdServer } from '../scripts/lib/etcd-server.ts';
 import { medianOf, writeReport, type Series } from './lib/report.ts';
+import { runPlugin, runPluginAsync, type Run } from './lib/run-plugin.ts';
 import { elapsedMs } from './lib/stats.ts';
 
 const ROOT = new URL('../', import.meta.url).pathname;
@@ -38,11 +39,6 @@ const PER_NODE = 10;
 const NODE_NAME = 'bench-node';
 
 type Plugin = 'netplug' | 'ptp';
-interface Run {
-  status: number | null;
-  stdout: string;
-  ms: number;
-}
 
 const scratch = mkdtempSync(join(tmpdir(), 'netplug-bench-ipam-'));
 const namespaces: string[] = [];
@@ -79,32 +75,11 @@ function cniEnv(command: string, container: string, netns: string): Record<strin
   };
 }
 
-function runSync(plugin: Plugin, command: string, container: string, netns: string, conf: string): Run {
-  const start = process.hrtime.bigint();
-  const run = spawnSync(plugin === 'netplug' ? NETPLUG : PTP, [], {
-    env: cniEnv(command, container, netns),
-    input: conf,
-    encoding: 'utf8',
-  });
-  const ms = elapsedMs(start);
-  if (run.status !== 0) throw new Error(`${plugin} ${command} failed: ${run.stdout}${run.stderr}`);
-  return { status: run.status, stdout: run.stdout, ms };
-}
+const runSync = (plugin: Plugin, command: string, container: string, netns: string, conf: string): Run =>
+  runPlugin(plugin, plugin === 'netplug' ? NETPLUG : PTP, cniEnv(command, container, netns), conf);
 
-function runAsync(plugin: Plugin, command: string, container: string, netns: string, conf: string): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const start = process.hrtime.bigint();
-    const child = spawn(plugin === 'netplug' ? NETPLUG : PTP, [], {
-      env: cniEnv(command, container, netns),
-      stdio: ['pipe', 'pipe', 'ignore'],
-    });
-    let stdout = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
-    child.on('error', reject);
-    child.on('close', (status) => resolve({ status, stdout, ms: elapsedMs(start) }));
-    child.stdin.end(conf);
-  });
-}
+const runAsync = (plugin: Plugin, command: string, container: string, netns: string, conf: string): Promise<Run> =>
+  runPluginAsync(plugin === 'netplug' ? NETPLUG : PTP, cniEnv(command, container, netns), conf);
 
 function addNamespace(name: string): string {
   execFileSync('ip', ['netns', 'add', name]);

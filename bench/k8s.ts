@@ -25,6 +25,7 @@ import { launchKubeApiserver, type KubeServer } from '../scripts/lib/kube-server
 import { installCrds } from '../scripts/lib/netplug-crds.ts';
 import { launchEtcd, type EtcdServer } from '../scripts/lib/etcd-server.ts';
 import { medianOf, writeReport, type Series } from './lib/report.ts';
+import { addDelSamples, runPlugin, runPluginAsync } from './lib/run-plugin.ts';
 import { elapsedMs } from './lib/stats.ts';
 
 const ROOT = new URL('../', import.meta.url).pathname;
@@ -90,25 +91,14 @@ function cniEnv(command: string, container: string, pod: string): Record<string,
   };
 }
 
-function run(variant: Variant, command: string, container: string, pod: string, conf: string): number {
-  const start = process.hrtime.bigint();
-  const child = spawnSync(variant === 'ptp' ? PTP : NETPLUG, [], { env: cniEnv(command, container, pod), input: conf, encoding: 'utf8' });
-  const ms = elapsedMs(start);
-  if (child.status !== 0) throw new Error(`${variant} ${command} failed: ${child.stdout}${child.stderr}`);
-  return ms;
-}
+const run = (variant: Variant, command: string, container: string, pod: string, conf: string): number =>
+  runPlugin(variant, variant === 'ptp' ? PTP : NETPLUG, cniEnv(command, container, pod), conf).ms;
 
 /** An ADD in a child process, so this process can serve the gate or write the status file meanwhile. */
-function runAsync(command: string, container: string, pod: string, conf: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const start = process.hrtime.bigint();
-    const child = spawn(NETPLUG, [], { env: cniEnv(command, container, pod), stdio: ['pipe', 'pipe', 'ignore'] });
-    let stdout = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
-    child.on('error', reject);
-    child.on('close', (status) => (status === 0 ? resolve(elapsedMs(start)) : reject(new Error(`netplug ${command} failed: ${stdout}`))));
-    child.stdin.end(conf);
-  });
+async function runAsync(command: string, container: string, pod: string, conf: string): Promise<number> {
+  const { status, stdout, ms } = await runPluginAsync(NETPLUG, cniEnv(command, container, pod), conf);
+  if (status !== 0) throw new Error(`netplug ${command} failed: ${stdout}`);
+  return ms;
 }
 
 /** The API server's count of requests it has handled (apiserver_request_total, every verb and resource). */
@@ -174,10 +164,7 @@ async function setUpCluster(server: KubeServer): Promise<string> {
 async function perPod(server: KubeServer, kubeconfig: string) {
   const variants: Variant[] = ['etcd', 'kdd', 'ptp'];
   const confs = Object.fromEntries(variants.map((v) => [v, netconf(v, kubeconfig)])) as Record<Variant, string>;
-  const samples = Object.fromEntries(variants.map((v) => [v, { add: [] as number[], del: [] as number[] }])) as Record<
-    Variant,
-    { add: number[]; del: number[] }
-  >;
+  const samples = addDelSamples(variants);
   let n = 0;
   const cycle = (variant: Variant): [number, number] => {
     const container = `bench-${variant}-${n++}`;
