@@ -76,12 +76,24 @@ export async function affineBlocks(
   results: readonly unknown[],
   families: readonly Family[],
 ): Promise<Record<string, Entry<Block> | null>> {
-  const cidrs = (results.slice(1, 1 + families.length) as string[][]).flat().map(cidrOfKey);
-  const entries = (cidrs.length > 0 ? await store.read(cidrs.map((cidr) => ({ get: keys.block(cidr) }))) : []) as (
-    | Entry<unknown>
-    | undefined
-  )[];
-  return Object.fromEntries(cidrs.map((cidr, i) => [cidr, checkedOrAbsent(checkedBlock, entries[i]) ?? null]));
+  const cidrs = affineCidrs(results, families);
+  const entries = cidrs.length > 0 ? await store.read(blockReads(cidrs)) : [];
+  return blocksFrom(cidrs, entries);
+}
+
+/** The CIDRs of the blocks the affinity keys among `results` (as firstReads() lays them out) name. */
+export function affineCidrs(results: readonly unknown[], families: readonly Family[]): string[] {
+  return (results.slice(1, 1 + families.length) as string[][]).flat().map(cidrOfKey);
+}
+
+/** The reads of the blocks `cidrs`. */
+export const blockReads = (cidrs: readonly string[]): Read[] => cidrs.map((cidr) => ({ get: keys.block(cidr) }));
+
+/** The blocks `cidrs` by CIDR (null: absent) from the results of blockReads(cidrs). */
+export function blocksFrom(cidrs: readonly string[], entries: readonly unknown[]): Record<string, Entry<Block> | null> {
+  return Object.fromEntries(
+    cidrs.map((cidr, i) => [cidr, checkedOrAbsent(checkedBlock, entries[i] as Entry<unknown> | undefined) ?? null]),
+  );
 }
 
 /** The addresses `handle` holds, in the order of its blocks. */

@@ -9,8 +9,10 @@ import type { Logger } from '../log/logger.ts';
 import type { Entry, Read, Store } from '../store/store.ts';
 import {
   addressesOf,
-  affineBlocks,
+  affineCidrs,
   allocate,
+  blockReads,
+  blocksFrom,
   firstReads,
   knownFrom,
   sameInterface,
@@ -21,12 +23,21 @@ import {
   type KnownState,
 } from './allocator.ts';
 import { CLUSTER_INFO_KEY, whileUnlocked } from './cluster-info.ts';
-import { releaseWhere } from './release.ts';
+import { releaseWhere, type ReadForRelease } from './release.ts';
 import type { Family } from '../net/cidr.ts';
 import { IpamError, poolError } from './errors.ts';
 import { collectGarbage, validAttachments } from './gc.ts';
 import type { AddressOverrides, Ipam } from './ipam.ts';
-import { checkedNodeLabels, handleId, keys, type AllocationAttribute, type Block, type NodeResource, type PoolResource } from './model.ts';
+import {
+  checkedNodeLabels,
+  cidrOfKey,
+  handleId,
+  keys,
+  type AllocationAttribute,
+  type Block,
+  type NodeResource,
+  type PoolResource,
+} from './model.ts';
 import { choosePools, familyName, listPools, nodeLabels, poolsOf } from './pools.ts';
 import { poolsWithRoom } from './room.ts';
 
@@ -67,10 +78,56 @@ export interface ReadAhead {
   blocks: Record<string, Entry<Block> | null>;
 }
 
-/** Both round trips an ADD starts with: addReads(), then the blocks they show the node has. */
-export async function readAhead(store: Store, reads: Read[], families: readonly Family[]): Promise<ReadAhead> {
-  const results = await store.read(reads);
-  return { results, blocks: await affineBlocks(store, results.slice(2), families) };
+/**
+ * The block CIDRs last seen affine to each node: a resident agent's memory across its ADDs. A hint
+ * only: blocks read on its strength are used only if the affinities read with them still name them.
+ */
+export type BlockHints = Map<string, readonly string[]>;
+
+/**
+ * The round trips an ADD starts with: addReads(), then the blocks they show the node has. With
+ * `hints` (an agent's), the blocks the node had at its last ADD are read with addReads(), in the
+ * same round trip (and snapshot); only blocks the affinities name beyond them need a second one.
+ */
+export async function readAhead(
+  store: Store,
+  reads: Read[],
+  families: readonly Family[],
+  hints?: { node: string; blocks: BlockHints },
+): Promise<ReadAhead> {
+  const hinted = hints?.blocks.get(hints.node) ?? [];
+  const all = await store.read([...reads, ...blockReads(hinted)]);
+  const results = all.slice(0, reads.length);
+  const cidrs = affineCidrs(results.slice(2), families);
+  hints?.blocks.set(hints.node, cidrs);
+  const known = blocksFrom(hinted, all.slice(reads.length));
+  const missing = cidrs.filter((cidr) => !(cidr in known));
+  const more = missing.length > 0 ? blocksFrom(missing, await store.read(blockReads(missing))) : {};
+  return { results, blocks: Object.fromEntries(cidrs.map((cidr) => [cidr, known[cidr] ?? more[cidr] ?? null])) };
+}
+
+/**
+ * A DEL's first read, for a resident agent: the handle and the blocks the node had at its last ADD
+ * (`hints`), in one round trip; the handle's blocks are most likely among them.
+ */
+export function prefetchRelease(store: Promise<Store>, handle: string, node: string, hints: BlockHints): Prefetched {
+  const hinted = hints.get(node) ?? [];
+  const reads = [{ get: keys.handle(handle) }, ...blockReads(hinted)];
+  return { reads, results: store.then(async (s) => ({ results: await s.read(reads), blocks: {} })) };
+}
+
+/** prefetchRelease()'s results as releaseWhere() takes them. */
+async function readForRelease(prefetched: Prefetched): Promise<ReadForRelease | undefined> {
+  const results = await prefetched.results.then(
+    (r) => r.results,
+    () => undefined, // read again in the turn, which reports what fails
+  );
+  if (!results) return undefined;
+  const cidrs = prefetched.reads.slice(1).map((read) => cidrOfKey((read as { get: string }).get));
+  return {
+    handle: results[0] as Entry<unknown> | undefined,
+    blocks: Object.fromEntries(cidrs.map((cidr, i) => [cidr, results[i + 1] as Entry<unknown> | undefined])),
+  };
 }
 
 /**
@@ -189,9 +246,15 @@ export class NetplugIpam implements Ipam {
     const ifname = this.context.env.ifname;
     const mine = ({ secondary }: AllocationAttribute) => sameInterface(secondary['ifname'], { attributes: { ifname } });
     const store = await this.context.store();
+    // Read already (an agent's early work), if for this handle: used unless another went first.
+    const prefetched = this.context.prefetched;
+    const known = prefetched && sameReads(prefetched.reads.slice(0, 1), [{ get: keys.handle(this.handle) }]) ? prefetched : undefined;
     // Under the lock (no transactions) or in a turn, wait for the interface first: not while holding it.
     if ((!store.transactional || this.context.turns) && interfaceGone) await Promise.allSettled([interfaceGone]);
-    const released = await this.inTurn(store, () => releaseWhere(store, this.handle, mine, interfaceGone));
+    const first = known && (await readForRelease(known));
+    const released = await this.inTurn(store, (waited) =>
+      releaseWhere(store, this.handle, mine, interfaceGone, waited ? undefined : first),
+    );
     if (released.length > 0) this.context.log.info('addresses released', { handle: this.handle, interface: ifname, addresses: released });
   }
 

@@ -13,25 +13,40 @@ export function releaseHandle(store: Store, handle: string): Promise<string[]> {
   return releaseWhere(store, handle, () => true);
 }
 
+/** What a caller already read for a release (a resident agent, early): the handle, and blocks by CIDR. */
+export interface ReadForRelease {
+  handle: Entry<unknown> | undefined;
+  blocks: Record<string, Entry<unknown> | undefined>;
+}
+
 /**
  * Releases the handle's addresses whose allocation satisfies `which`, and drops the handle once it
  * holds none. Released addresses join the back of their block's queue. Nothing is written before
- * `notBefore` settles; the reads go ahead.
+ * `notBefore` settles; the reads go ahead. `known` (with the handle) spares the first attempt its
+ * reads (blocks of the handle it lacks are read); the commit's conditions catch what changed since.
  */
 export async function releaseWhere(
   store: Store,
   handle: string,
   which: (attribute: AllocationAttribute, address: string) => boolean,
   notBefore?: Promise<unknown>,
+  known?: ReadForRelease,
 ): Promise<string[]> {
+  // A handle known absent is read again: an ADD of this container may have committed since.
+  let given = known?.handle ? known : undefined;
   return retryOnConflict(`releasing the addresses of ${handle}`, async () => {
-    const handleEntry = checkedOrAbsent(checkedHandle, await store.get<unknown>(keys.handle(handle)));
+    const first = given;
+    given = undefined;
+    const handleEntry = checkedOrAbsent(checkedHandle, first ? first.handle : await store.get<unknown>(keys.handle(handle)));
     if (!handleEntry) return [];
     const cidrs = Object.keys(handleEntry.value.block);
-    const read = (cidrs.length > 0 ? await store.read(cidrs.map((cidr) => ({ get: keys.block(cidr) }))) : []) as (
-      | Entry<unknown>
-      | undefined
-    )[];
+    const read = (
+      first && cidrs.every((cidr) => cidr in first.blocks)
+        ? cidrs.map((cidr) => first.blocks[cidr])
+        : cidrs.length > 0
+          ? await store.read(cidrs.map((cidr) => ({ get: keys.block(cidr) })))
+          : []
+    ) as (Entry<unknown> | undefined)[];
     const entries = read.map((entry) => checkedOrAbsent(checkedBlock, entry));
     const released: string[] = [];
     const blockWrites: Write[] = [];

@@ -35,6 +35,7 @@ export async function openAgentServices(settings: NodeSettings, env: NodeJS.Proc
       store: (conf) => (isAgentDatastore(conf, settings) ? Promise.resolve(pool.lend()) : undefined),
       kube: (kubeSettings) => kubes.client(kubeSettings),
       ipamTurns: nodeTurns(),
+      blockHints: new Map(),
     },
     pool,
     close: () => {

@@ -6,7 +6,7 @@ import { isNetplugIpam } from '../config/ipam.ts';
 import type { ParsedNetconf } from '../config/netconf.ts';
 import { nodeName } from '../config/nodename.ts';
 import { handleId } from '../ipam/model.ts';
-import { addReads, readAhead, requestedFamilies, type Prefetched } from '../ipam/netplug-ipam.ts';
+import { addReads, prefetchRelease, readAhead, requestedFamilies, type Prefetched } from '../ipam/netplug-ipam.ts';
 import { openStore } from '../store/open.ts';
 import type { Store } from '../store/store.ts';
 import { handled } from './handled.ts';
@@ -42,10 +42,20 @@ export function startDatastoreWork(
     (s) => s.warmUp(),
     () => undefined,
   );
-  if (command !== 'ADD' || !isNetplugIpam(conf.ipam)) return { store };
+  if (!isNetplugIpam(conf.ipam)) return { store };
   const node = nodeName(conf.nodename);
+  // An agent's DEL reads the handle and its node's blocks at once, while the host routes go.
+  if (command === 'DEL' && services?.blockHints)
+    return { store, prefetched: handledPrefetch(prefetchRelease(store, handleId(conf.name, env.containerId), node, services.blockHints)) };
+  if (command !== 'ADD') return { store };
   const families = requestedFamilies(conf.ipam);
   const companions = program === 'netplug' ? [endpointKey(workloadOf(env, node))] : [];
   const reads = addReads(handleId(conf.name, env.containerId), node, families, companions);
-  return { store, prefetched: { reads, results: handled(store.then((s) => readAhead(s, reads, families))) } };
+  const hints = services?.blockHints ? { node, blocks: services.blockHints } : undefined;
+  return { store, prefetched: { reads, results: handled(store.then((s) => readAhead(s, reads, families, hints))) } };
+}
+
+function handledPrefetch(prefetched: Prefetched): Prefetched {
+  handled(prefetched.results);
+  return prefetched;
 }
