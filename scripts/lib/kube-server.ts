@@ -71,6 +71,8 @@ export async function launchKubeApiserver(dir: string): Promise<KubeServer> {
     `--service-account-signing-key-file=${join(dir, 'service-accounts.key')}`,
     '--service-account-issuer=https://kubernetes.default.svc',
     '--authorization-mode=RBAC',
+    // As kubeadm's API servers do: netplug-node runs privileged (it serves the CNI plugin's calls).
+    '--allow-privileged=true',
     '--service-cluster-ip-range=10.96.0.0/16',
     // No controller manager runs: no service account tokens to mount into pods.
     '--disable-admission-plugins=ServiceAccount',

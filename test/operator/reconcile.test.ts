@@ -53,7 +53,13 @@ test.serial(
     await eventually('the defaults written back', async () => (await readInstallation(cluster))?.spec.cni?.type === 'Netplug');
     const written = (await readInstallation(cluster)) as InstallationObject;
     t.deepEqual(written.metadata.finalizers, ['projectnet.org/operator-cleanup']);
-    t.deepEqual(written.spec.cni, { type: 'Netplug', ipam: { type: 'Netplug' }, binDir: '/opt/cni/bin', confDir: '/etc/cni/net.d' });
+    t.deepEqual(written.spec.cni, {
+      type: 'Netplug',
+      ipam: { type: 'Netplug' },
+      binDir: '/opt/cni/bin',
+      confDir: '/etc/cni/net.d',
+      fastPath: 'Enabled',
+    });
     t.like(written.spec.calicoNetwork, { hostPorts: 'Enabled', linuxPolicySetupTimeoutSeconds: 0 });
     t.deepEqual(written.spec.calicoNetwork.ipPools, [
       {
