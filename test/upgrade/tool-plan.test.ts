@@ -86,7 +86,9 @@ test.serial(
       run.out,
       /DaemonSet kube-system\/netplug-node: .* then, after the field-manager migration, removed: .*NETPLUG_LEGACY_STATUS_FILE/,
     );
-    t.regex(run.out, /DaemonSet kube-system\/netplug-node: \d+ changed.*\.image/);
+    // The DaemonSet's diff lists its first fields only (3.31 adds the fast path's mounts); the image is among them on the Deployment.
+    t.regex(run.out, /DaemonSet kube-system\/netplug-node: \d+ changed, \d+ added/);
+    t.regex(run.out, /Deployment kube-system\/netplug-kube-controllers: 1 changed: .*\.image/);
     const steps = [...run.out.matchAll(/^ {2}(\d+)\. /gm)].length;
     t.is(steps, 5);
     t.regex(run.out, /1\. Move fields owned by kubectl-create.*\n.*JSON patch: test \/metadata\/resourceVersion/);
