@@ -274,7 +274,9 @@ test.serial(
         const duplicates = await duplicatesHandedOut(cluster, running);
         return duplicates.size >= 3 ? duplicates : undefined;
       },
-      300,
+      // The kubelet retries each refused sandbox with a growing back-off; on a loaded machine the
+      // third refusal can take longer than 5 minutes.
+      600,
     );
     t.log(
       `${replicas} pods created after the rollout; host-local handed out ${found.size} addresses that running pods hold: ${describeDuplicates(found, running)}`,
