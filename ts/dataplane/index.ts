@@ -40,13 +40,6 @@ export async function interfacePresence(netns: string, ifname: string, hostIfnam
   return required(outcome.presence, 'interfacePresence') as Presence;
 }
 
-/** Whether the host's link `name` is gone within `timeoutMs` (it leaves the host early in a deletion). */
-export async function waitHostLinkGone(name: string, timeoutMs: number): Promise<boolean> {
-  const outcome = await addon().waitHostLinkGone(name, timeoutMs);
-  if (outcome.error) throw new DataplaneError(outcome.error);
-  return required(outcome.gone, 'waitHostLinkGone');
-}
-
 /**
  * Removes the host routes (/32, /128) set-up made via the host veth `hostIfname`, at once; returns
  * how many. The veth's own deletion flushes them only after RCU grace periods: once they are gone,

@@ -66,12 +66,6 @@ export interface FdbEntry {
   dst: string
 }
 
-export interface GoneOutcome {
-  /** Whether the link was gone within the time allowed. */
-  gone?: boolean
-  error?: KernelError
-}
-
 /**
  * The host-side interface name for a workload identity (`<namespace>.<pod>`, or a container
  * ID): `prefix` + 11 hex digits of its SHA-1, as the policy agent derives it. Pure computation.
@@ -254,12 +248,6 @@ export interface VxlanDeviceSpec {
   /** A /32 (or /128), with or without the suffix: the device's only address of its family. */
   address?: string
 }
-
-/**
- * Resolves once the host has no link named `name` (or after `timeoutMs`), polling from a thread
- * in the host namespace.
- */
-export declare function waitHostLinkGone(name: string, timeoutMs: number): Promise<GoneOutcome>
 
 export interface WorkloadInterfaces {
   host: InterfaceInfo

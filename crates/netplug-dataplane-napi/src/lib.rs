@@ -208,25 +208,6 @@ pub fn interface_presence(env: &Env, netns: String, ifname: String, host_ifname:
 }
 
 #[napi(object)]
-pub struct GoneOutcome {
-    /// Whether the link was gone within the time allowed.
-    pub gone: Option<bool>,
-    pub error: Option<KernelError>,
-}
-
-/// Resolves once the host has no link named `name` (or after `timeoutMs`), polling from a thread
-/// in the host namespace.
-#[napi(ts_return_type = "Promise<GoneOutcome>")]
-pub fn wait_host_link_gone(env: &Env, name: String, timeout_ms: u32) -> Result<Object<'_>> {
-    on_thread(env, move || {
-        match dataplane::wait_host_link_gone(&name, std::time::Duration::from_millis(timeout_ms.into())) {
-            Ok(gone) => GoneOutcome { gone: Some(gone), error: None },
-            Err(err) => GoneOutcome { gone: None, error: Some(kernel_error(err)) },
-        }
-    })
-}
-
-#[napi(object)]
 pub struct HostRoutesOutcome {
     /// How many host routes were removed.
     pub removed: Option<u32>,

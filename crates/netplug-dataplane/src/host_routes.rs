@@ -51,7 +51,9 @@ pub fn remove_host_routes(netns: &Path, host_ifname: &str) -> Result<usize> {
             Ok(()) => removed += 1,
             Err(err) if err.errno == Errno::ESRCH => {} // gone meanwhile
             Err(err) => {
-                return Err(err.into_dataplane(format!("remove host route {} via \"{host_ifname}\"", route.destination)));
+                return Err(
+                    err.into_dataplane(format!("remove host route {} via \"{host_ifname}\"", route.destination))
+                );
             }
         }
     }

@@ -37,7 +37,5 @@ pub use neighbor::{EntrySyncCounts, FdbEntry, NeighborEntry, sync_fdb, sync_neig
 pub use route_sync::{RouteSyncCounts, WantedRoute, sync_routes};
 pub use setup::{InterfaceInfo, ProgrammedRoute, WorkloadInterfaces, setup_workload};
 pub use spec::WorkloadSpec;
-pub use teardown::{
-    Presence, Teardown, interface_presence, teardown_attachment, teardown_workload, wait_host_link_gone,
-};
+pub use teardown::{Presence, Teardown, interface_presence, teardown_attachment, teardown_workload};
 pub use tunnel::{EnsuredDevice, IpipDevice, VxlanDevice, ensure_ipip_device, ensure_vxlan_device};

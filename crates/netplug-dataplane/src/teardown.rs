@@ -134,27 +134,6 @@ fn refuse_host_namespace(netns: &NetNs, op: String) -> Result<()> {
     }
 }
 
-/// Waits until the host has no link named `name` (polling every 200 µs), for at most `timeout`;
-/// returns whether it is gone. A veth disappears from the host early in its deletion (routes
-/// flushed, name free), while the deleting thread still waits out RCU grace periods: this lets
-/// the caller act on "gone" that much sooner. Runs in the calling thread's namespace: call it on
-/// a thread that never entered another.
-pub fn wait_host_link_gone(name: &str, timeout: std::time::Duration) -> Result<bool> {
-    validate_ifname("host interface name", name)?;
-    let op = || format!("watch \"{name}\" go");
-    let mut rtnl = Rtnl::open().map_err(|e| e.into_dataplane(op()))?;
-    let deadline = std::time::Instant::now() + timeout;
-    loop {
-        if get_link(&mut rtnl, name).map_err(|e| e.into_dataplane(op()))?.is_none() {
-            return Ok(true);
-        }
-        if std::time::Instant::now() >= deadline {
-            return Ok(false);
-        }
-        std::thread::sleep(std::time::Duration::from_micros(200));
-    }
-}
-
 /// The namespace a teardown works in, or None when there is none to work in: an empty path (the
 /// runtime's way of saying it is gone), a missing one, or a file that is no namespace (what an
 /// unmounted namespace leaves).
