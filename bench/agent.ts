@@ -22,7 +22,7 @@ import { launchEtcd, freePort, type EtcdServer } from '../scripts/lib/etcd-serve
 import { launchKubeApiserver, type KubeServer } from '../scripts/lib/kube-server.ts';
 import { instantAgent } from './lib/instant-agent.ts';
 import { medianOf, writeReport, type Series } from './lib/report.ts';
-import { addDelSamples, runPlugin, runPluginAsync, type Run } from './lib/run-plugin.ts';
+import { addDelSamples, runPlugin, runPluginAsync, runtimeEnv, type Run } from './lib/run-plugin.ts';
 import { elapsedMs, summarize } from './lib/stats.ts';
 
 const ROOT = new URL('../', import.meta.url).pathname;
@@ -78,16 +78,10 @@ function executable(variant: Variant): string {
 }
 
 function cniEnv(variant: Variant, command: string, container: string, netns: string): Record<string, string> {
-  return {
-    CNI_COMMAND: command,
-    CNI_CONTAINERID: container,
-    CNI_NETNS: `/run/netns/${netns}`,
-    CNI_IFNAME: 'eth0',
-    CNI_PATH,
-    PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
-    // No agent at this path: the shim falls back to the one-shot.
+  // No agent at the other path: the shim falls back to the one-shot.
+  return runtimeEnv(command, container, netns, CNI_PATH, {
     NETPLUG_AGENT_SOCKET: variant === 'agent' ? socket : join(scratch, 'absent.sock'),
-  };
+  });
 }
 
 const runSync = (variant: Variant, command: string, container: string, netns: string, conf: string): Run =>

@@ -22,7 +22,7 @@ import { GatewayConnection } from '../ts/store/etcd/http.ts';
 import { EtcdStore } from '../ts/store/etcd/store.ts';
 import { launchEtcd, type EtcdServer } from '../scripts/lib/etcd-server.ts';
 import { medianOf, writeReport, type Series } from './lib/report.ts';
-import { runPlugin, runPluginAsync, type Run } from './lib/run-plugin.ts';
+import { runPlugin, runPluginAsync, runtimeEnv, type Run } from './lib/run-plugin.ts';
 import { elapsedMs } from './lib/stats.ts';
 
 const ROOT = new URL('../', import.meta.url).pathname;
@@ -64,16 +64,7 @@ function netconf(plugin: Plugin, endpoints: string): string {
   );
 }
 
-function cniEnv(command: string, container: string, netns: string): Record<string, string> {
-  return {
-    CNI_COMMAND: command,
-    CNI_CONTAINERID: container,
-    CNI_NETNS: `/run/netns/${netns}`,
-    CNI_IFNAME: 'eth0',
-    CNI_PATH,
-    PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
-  };
-}
+const cniEnv = (command: string, container: string, netns: string) => runtimeEnv(command, container, netns, CNI_PATH);
 
 const runSync = (plugin: Plugin, command: string, container: string, netns: string, conf: string): Run =>
   runPlugin(plugin, plugin === 'netplug' ? NETPLUG : PTP, cniEnv(command, container, netns), conf);

@@ -25,7 +25,7 @@ import { launchKubeApiserver, type KubeServer } from '../scripts/lib/kube-server
 import { installCrds } from '../scripts/lib/netplug-crds.ts';
 import { launchEtcd, type EtcdServer } from '../scripts/lib/etcd-server.ts';
 import { medianOf, writeReport, type Series } from './lib/report.ts';
-import { addDelSamples, runPlugin, runPluginAsync } from './lib/run-plugin.ts';
+import { addDelSamples, runPlugin, runPluginAsync, runtimeEnv } from './lib/run-plugin.ts';
 import { elapsedMs } from './lib/stats.ts';
 
 const ROOT = new URL('../', import.meta.url).pathname;
@@ -80,15 +80,9 @@ function netconf(variant: Variant, kubeconfig: string, extra: Record<string, unk
 }
 
 function cniEnv(command: string, container: string, pod: string): Record<string, string> {
-  return {
-    CNI_COMMAND: command,
-    CNI_CONTAINERID: container,
-    CNI_NETNS: `/run/netns/${netns}`,
-    CNI_IFNAME: 'eth0',
-    CNI_PATH,
+  return runtimeEnv(command, container, netns as string, CNI_PATH, {
     CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${NAMESPACE};K8S_POD_NAME=${pod};K8S_POD_INFRA_CONTAINER_ID=${container}`,
-    PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
-  };
+  });
 }
 
 const run = (variant: Variant, command: string, container: string, pod: string, conf: string): number =>

@@ -10,6 +10,25 @@ export interface Run {
   ms: number;
 }
 
+/** The environment a runtime gives a plugin for one command on interface eth0 of `/run/netns/<netns>`. */
+export function runtimeEnv(
+  command: string,
+  container: string,
+  netns: string,
+  cniPath: string,
+  extra: Record<string, string> = {},
+): Record<string, string> {
+  return {
+    CNI_COMMAND: command,
+    CNI_CONTAINERID: container,
+    CNI_NETNS: `/run/netns/${netns}`,
+    CNI_IFNAME: 'eth0',
+    CNI_PATH: cniPath,
+    PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
+    ...extra,
+  };
+}
+
 /** Runs to completion; throws, naming `label` and the plugin's output, unless it exits 0. */
 export function runPlugin(label: string, executable: string, env: Record<string, string>, input: string): Run {
   const start = process.hrtime.bigint();
