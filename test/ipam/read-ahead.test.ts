@@ -1,9 +1,10 @@
-// An ADD's read-ahead with a resident agent's hints (the blocks its node had at its last ADD):
-// read in the same round trip as the first reads, they give the very blocks two round trips give,
-// and a stale hint costs the second round trip, never a wrong block.
+// An ADD's read-ahead with a resident agent's knowledge (the blocks its node had last): read in
+// the same round trip as the first reads, they give the very blocks two round trips give, and a
+// stale one costs the second round trip, never a wrong block.
 import test from 'ava';
 
-import { addReads, readAhead, type BlockHints } from '../../ts/ipam/netplug-ipam.ts';
+import { KnownNodes } from '../../ts/ipam/known-nodes.ts';
+import { addReads, readAhead } from '../../ts/ipam/read-ahead.ts';
 import { handleId, keys } from '../../ts/ipam/model.ts';
 import { releaseWhere, type ReadForRelease } from '../../ts/ipam/release.ts';
 import { openStore } from '../../ts/store/open.ts';
@@ -31,7 +32,7 @@ function counted(store: Store): { store: Store; reads: () => number } {
   return { store: wrapped, reads: () => reads };
 }
 
-test('hinted blocks are read with the first reads; a stale hint is read again, the affinities decide', async (t) => {
+test('known blocks are read with the first reads; a stale one is read again, the affinities decide', async (t) => {
   const etcd = await startEtcd(t);
   ctlOk(t, etcd, 'pool', 'create', 'hints', '--cidr', '10.69.0.0/16');
   const netconf = ipamNetconf(etcd, { node: NODE, name: 'hints' });
@@ -46,21 +47,21 @@ test('hinted blocks are read with the first reads; a stale hint is read again, t
   const cidrs = Object.keys(expected.blocks);
   t.is(cidrs.length, 1, 'the node has the block of its pod');
 
-  const hints: BlockHints = new Map();
+  const nodes = new KnownNodes();
   const cold = counted(opened);
-  t.deepEqual(await readAhead(cold.store, reads, [4], { node: NODE, blocks: hints }), expected);
-  t.is(cold.reads(), 2, 'no hint yet: two round trips');
-  t.deepEqual(hints.get(NODE), cidrs, 'and the node remembered');
+  t.deepEqual(await readAhead(cold.store, reads, [4], { node: NODE, nodes }), expected);
+  t.is(cold.reads(), 2, 'nothing known yet: two round trips');
+  t.deepEqual(Object.keys(nodes.blocks(NODE)), cidrs, 'and the node remembered');
 
   const warm = counted(opened);
-  t.deepEqual(await readAhead(warm.store, reads, [4], { node: NODE, blocks: hints }), expected);
-  t.is(warm.reads(), 1, 'hinted: one round trip');
+  t.deepEqual(await readAhead(warm.store, reads, [4], { node: NODE, nodes }), expected);
+  t.is(warm.reads(), 1, 'known: one round trip');
 
-  hints.set(NODE, ['10.69.255.0/26']);
+  nodes.remember(NODE, { ...(nodes.fresh(NODE) as NonNullable<ReturnType<KnownNodes['fresh']>>), blocks: { '10.69.255.0/26': null } });
   const stale = counted(opened);
-  t.deepEqual(await readAhead(stale.store, reads, [4], { node: NODE, blocks: hints }), expected, 'a block not affine is not used');
+  t.deepEqual(await readAhead(stale.store, reads, [4], { node: NODE, nodes }), expected, 'a block not affine is not used');
   t.is(stale.reads(), 2);
-  t.deepEqual(hints.get(NODE), cidrs);
+  t.deepEqual(Object.keys(nodes.blocks(NODE)), cidrs);
 });
 
 test('a release from what was read before another release changed the block: the commit fails, it reads again, both are released', async (t) => {

@@ -41,6 +41,15 @@ export async function interfacePresence(netns: string, ifname: string, hostIfnam
 }
 
 /**
+ * Adds the host routes of `addresses` via the host veth `hostIfname`, for a set-up made with
+ * `hostRoutes: false` (once the addresses are surely the workload's).
+ */
+export async function addHostRoutes(hostIfname: string, addresses: readonly string[]): Promise<void> {
+  const outcome = await addon().addHostRoutes(hostIfname, [...addresses]);
+  if (outcome.error) throw new DataplaneError(outcome.error);
+}
+
+/**
  * Removes the host routes (/32, /128) set-up made via the host veth `hostIfname`, at once; returns
  * how many. The veth's own deletion flushes them only after RCU grace periods: once they are gone,
  * nothing on the host leads to the attachment's addresses and they may be given to another workload.

@@ -124,6 +124,23 @@ export interface AllocateOptions {
   pools?: readonly Pool[];
   /** A document the allocation was decided on (ClusterInformation: not locked for a migration). */
   precondition?: Precondition;
+  /**
+   * Told the addresses each attempt is about to commit, as its commit leaves: the caller may
+   * prepare with them meanwhile (the data plane), and must not act on them before add() returns.
+   */
+  planned?: (allocations: readonly Allocation[]) => void;
+  /**
+   * Conditions on facts the caller did not read but knew (a resident agent's knowledge): stated in
+   * the first attempt's commit, which, failing, throws StaleFactsError (the caller reads afresh).
+   */
+  assumptions?: readonly Write[];
+  /** Told each commit that held, with the revisions it made. */
+  committed?: (writes: readonly Write[], revisions: Record<string, string>) => void;
+}
+
+/** An allocation decided on known facts failed its commit: something changed; read, and decide again. */
+export class StaleFactsError extends Error {
+  override readonly name = 'StaleFactsError';
 }
 
 /**
@@ -162,11 +179,20 @@ export async function allocate(
   // commit so never has a second block to undo after its last write lost a race. Addresses of an
   // attachment that held none before are released again if a later step fails.
   const held = options.known?.handle !== undefined ? options.known.handle !== null : (await store.get(keys.handle(handle))) !== undefined;
-  const { known, companions, ...rest } = options;
+  const { known, companions, planned, assumptions, ...rest } = options;
   try {
     for (let n = 1; n < requests.length; n++)
-      await allocateInOneCommit(request, requests.slice(0, n), n === 1 && known ? { ...rest, known } : rest);
-    return await allocateInOneCommit(request, requests, companions ? { ...rest, companions } : rest);
+      await allocateInOneCommit(
+        request,
+        requests.slice(0, n),
+        n === 1 ? { ...rest, ...(known ? { known } : {}), ...(assumptions ? { assumptions } : {}) } : rest,
+      );
+    // Only the last commit holds every address.
+    return await allocateInOneCommit(request, requests, {
+      ...rest,
+      ...(companions ? { companions } : {}),
+      ...(planned ? { planned } : {}),
+    });
   } catch (err) {
     if (!held)
       await releaseWhere(store, handle, (attribute) => sameInterface(attribute.secondary['ifname'], request)).catch(() => undefined);
@@ -190,6 +216,7 @@ async function allocateInOneCommit(
   // What the next attempt knows: the caller's reads at first, then what a lost race returned.
   let state = options.known ?? {};
   let precondition = options.precondition;
+  let assumptions = options.assumptions ?? [];
   let waiting = false;
   try {
     return await retryOnConflict(`allocating addresses for ${handle}`, async () => {
@@ -247,6 +274,9 @@ async function allocateInOneCommit(
       if (writes.length === 0) return plan.allocations;
       // First: without transactions, a failed condition then undoes nothing.
       if (precondition) writes.unshift(unchangedSinceRead(precondition));
+      const assumed = assumptions.length > 0;
+      writes.unshift(...assumptions);
+      assumptions = [];
       const refresh: Read[] = [
         ...firstReads(handle, node, families, companionKeys),
         ...plan.blocksRead.map((cidr) => ({ get: keys.block(cidr) })),
@@ -254,18 +284,22 @@ async function allocateInOneCommit(
         ...(precondition ? [{ get: precondition.key }] : []),
       ];
       // Only a fresh allocation of any addresses can be served by someone else.
-      const wait = store.transactional && !waiting && !handleEntry && requests.every((r) => 'family' in r);
+      const wait = store.transactional && !assumed && !waiting && !handleEntry && requests.every((r) => 'family' in r);
       const waitingRequest: PendingRequest = {
         handle,
         attributes: request.attributes,
         requests: requests.flatMap((r) => ('family' in r ? [{ family: r.family, pools: r.pools.map((p) => p.name) }] : [])),
         created: new Date().toISOString(),
       };
-      const outcome = await store.commitElseRead(writes, refresh, wait ? [{ key: pendingKey, value: waitingRequest }] : []);
+      const committing = store.commitElseRead(writes, refresh, wait ? [{ key: pendingKey, value: waitingRequest }] : []);
+      options.planned?.(plan.allocations);
+      const outcome = await committing;
       if (outcome.committed) {
         waiting = false;
+        options.committed?.(writes, outcome.revisions);
         return plan.allocations;
       }
+      if (assumed) throw new StaleFactsError(`allocating addresses for ${handle}: what was known of node "${node}" changed`);
       waiting ||= wait;
       const results = outcome.results.slice(0, refresh.length - (precondition ? 1 : 0));
       if (precondition) {

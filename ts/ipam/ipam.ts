@@ -7,7 +7,7 @@ export interface Ipam {
    * Allocates the workload's addresses (idempotent for the same attachment where possible). A
    * manager on the datastore commits `companions` (the workload endpoint) in the same transaction.
    */
-  add(companions?: readonly Companion[], overrides?: AddressOverrides): Promise<Result>;
+  add(companions?: readonly Companion[], overrides?: AddressOverrides, hooks?: AddHooks): Promise<Result>;
   /** Whether add() commits companions; otherwise the caller writes them. */
   readonly commitsCompanions: boolean;
   /**
@@ -36,4 +36,13 @@ export interface AddressOverrides {
   pools?: Partial<Record<4 | 6, string[]>>;
   /** Exactly these addresses. */
   ips?: string[];
+}
+
+/** What a caller of add() may do while the allocation is under way. */
+export interface AddHooks {
+  /**
+   * The addresses (without prefix) the allocation is about to commit, told as its commit leaves;
+   * a retry after a lost race may commit others. Only a manager that commits says.
+   */
+  planned?: (addresses: readonly string[]) => void;
 }

@@ -6,38 +6,28 @@ import type { Result } from '../cni/result.ts';
 import type { NetplugIpamConfig } from '../config/ipam.ts';
 import type { ParsedNetconf } from '../config/netconf.ts';
 import type { Logger } from '../log/logger.ts';
-import type { Entry, Read, Store } from '../store/store.ts';
+import type { Entry, Read, Store, Write } from '../store/store.ts';
 import {
   addressesOf,
-  affineCidrs,
   allocate,
-  blockReads,
-  blocksFrom,
-  firstReads,
   knownFrom,
   sameInterface,
+  StaleFactsError,
   type AddressRequest,
   type Allocation,
   type Assignment,
   type Companion,
   type KnownState,
 } from './allocator.ts';
-import { CLUSTER_INFO_KEY, whileUnlocked } from './cluster-info.ts';
+import { whileUnlocked } from './cluster-info.ts';
 import { releaseWhere, type ReadForRelease } from './release.ts';
 import type { Family } from '../net/cidr.ts';
 import { IpamError, poolError } from './errors.ts';
 import { collectGarbage, validAttachments } from './gc.ts';
-import type { AddressOverrides, Ipam } from './ipam.ts';
-import {
-  checkedNodeLabels,
-  cidrOfKey,
-  handleId,
-  keys,
-  type AllocationAttribute,
-  type Block,
-  type NodeResource,
-  type PoolResource,
-} from './model.ts';
+import type { AddHooks, AddressOverrides, Ipam } from './ipam.ts';
+import type { KnownNodes, NodeFacts } from './known-nodes.ts';
+import { checkedNodeLabels, handleId, keys, type AllocationAttribute, type NodeResource, type PoolResource } from './model.ts';
+import { addReads, readAhead, readForRelease, type Prefetched, type ReadAhead } from './read-ahead.ts';
 import { choosePools, familyName, listPools, nodeLabels, poolsOf } from './pools.ts';
 import { poolsWithRoom } from './room.ts';
 
@@ -59,6 +49,8 @@ export interface NetplugIpamContext {
    * lock file where the datastore has no transactions, as separate plugin processes need.
    */
   turns?: IpamTurns;
+  /** A resident agent's knowledge of its nodes, to spare reads (see known-nodes.ts). */
+  known?: KnownNodes;
 }
 
 /**
@@ -66,78 +58,6 @@ export interface NetplugIpamContext {
  * read before is stale).
  */
 export type IpamTurns = <T>(node: string, work: (waited: boolean) => Promise<T>) => Promise<T>;
-
-export interface Prefetched {
-  reads: Read[];
-  results: Promise<ReadAhead>;
-}
-
-/** addReads()' results, and the blocks of the node's affinities among them. */
-export interface ReadAhead {
-  results: unknown[];
-  blocks: Record<string, Entry<Block> | null>;
-}
-
-/**
- * The block CIDRs last seen affine to each node: a resident agent's memory across its ADDs. A hint
- * only: blocks read on its strength are used only if the affinities read with them still name them.
- */
-export type BlockHints = Map<string, readonly string[]>;
-
-/**
- * The round trips an ADD starts with: addReads(), then the blocks they show the node has. With
- * `hints` (an agent's), the blocks the node had at its last ADD are read with addReads(), in the
- * same round trip (and snapshot); only blocks the affinities name beyond them need a second one.
- */
-export async function readAhead(
-  store: Store,
-  reads: Read[],
-  families: readonly Family[],
-  hints?: { node: string; blocks: BlockHints },
-): Promise<ReadAhead> {
-  const hinted = hints?.blocks.get(hints.node) ?? [];
-  const all = await store.read([...reads, ...blockReads(hinted)]);
-  const results = all.slice(0, reads.length);
-  const cidrs = affineCidrs(results.slice(2), families);
-  hints?.blocks.set(hints.node, cidrs);
-  const known = blocksFrom(hinted, all.slice(reads.length));
-  const missing = cidrs.filter((cidr) => !(cidr in known));
-  const more = missing.length > 0 ? blocksFrom(missing, await store.read(blockReads(missing))) : {};
-  return { results, blocks: Object.fromEntries(cidrs.map((cidr) => [cidr, known[cidr] ?? more[cidr] ?? null])) };
-}
-
-/**
- * A DEL's first read, for a resident agent: the handle and the blocks the node had at its last ADD
- * (`hints`), in one round trip; the handle's blocks are most likely among them.
- */
-export function prefetchRelease(store: Promise<Store>, handle: string, node: string, hints: BlockHints): Prefetched {
-  const hinted = hints.get(node) ?? [];
-  const reads = [{ get: keys.handle(handle) }, ...blockReads(hinted)];
-  return { reads, results: store.then(async (s) => ({ results: await s.read(reads), blocks: {} })) };
-}
-
-/** prefetchRelease()'s results as releaseWhere() takes them. */
-async function readForRelease(prefetched: Prefetched): Promise<ReadForRelease | undefined> {
-  const results = await prefetched.results.then(
-    (r) => r.results,
-    () => undefined, // read again in the turn, which reports what fails
-  );
-  if (!results) return undefined;
-  const cidrs = prefetched.reads.slice(1).map((read) => cidrOfKey((read as { get: string }).get));
-  return {
-    handle: results[0] as Entry<unknown> | undefined,
-    blocks: Object.fromEntries(cidrs.map((cidr, i) => [cidr, results[i + 1] as Entry<unknown> | undefined])),
-  };
-}
-
-/**
- * Every read the first attempt of an ADD needs, for one round trip: pools, the node, the handle,
- * its affinities, the companions, and last ClusterInformation (whether a migration locked the
- * datastore; in etcd's one transaction it costs no round trip of its own).
- */
-export function addReads(handle: string, node: string, families: readonly Family[], companionKeys: readonly string[]): Read[] {
-  return [{ list: keys.pools }, { get: keys.node(node) }, ...firstReads(handle, node, families, companionKeys), { get: CLUSTER_INFO_KEY }];
-}
 
 /** The families netplug-ipam assigns: IPv4 unless `assign_ipv4` is "false", IPv6 if `assign_ipv6` is "true". */
 export function requestedFamilies(config: { assign_ipv4?: unknown; assign_ipv6?: unknown }): Family[] {
@@ -168,9 +88,42 @@ export class NetplugIpam implements Ipam {
   }
 
   /** Allocates this attachment's addresses, committing `companions` in the same transaction. */
-  async add(companions: readonly Companion[] = [], overrides: AddressOverrides = {}): Promise<Result> {
-    const { env, node, log } = this.context;
+  async add(companions: readonly Companion[] = [], overrides: AddressOverrides = {}, hooks: AddHooks = {}): Promise<Result> {
+    const { node, known } = this.context;
     const store = await this.context.store();
+    const families = this.families;
+    const reads = addReads(
+      this.handle,
+      node,
+      families,
+      companions.map((c) => c.key),
+    );
+    // Read already, while the netconf was being validated (early work), if for the same keys.
+    const prefetched = this.context.prefetched;
+    const ahead =
+      prefetched && sameReads(prefetched.reads, reads)
+        ? await prefetched.results
+        : await readAhead(store, reads, families, known && { node, nodes: known });
+    if (!ahead.assumed) return this.addFrom(store, ahead, companions, overrides, hooks);
+    try {
+      return await this.addFrom(store, ahead, companions, overrides, hooks);
+    } catch (err) {
+      // Decided on what the agent knew, and that was stale (or refused it): read, and decide again.
+      if (!(err instanceof StaleFactsError || err instanceof CniError || err instanceof IpamError)) throw err;
+      known?.forget(node);
+      const fresh = await readAhead(store, reads, families, known && { node, nodes: known });
+      return this.addFrom(store, fresh, companions, overrides, hooks);
+    }
+  }
+
+  private async addFrom(
+    store: Store,
+    { results, blocks, assumed }: ReadAhead,
+    companions: readonly Companion[],
+    overrides: AddressOverrides,
+    hooks: AddHooks,
+  ): Promise<Result> {
+    const { env, node, log, known } = this.context;
     const request: Assignment = {
       store,
       handle: this.handle,
@@ -179,11 +132,6 @@ export class NetplugIpam implements Ipam {
     };
     const families = this.families;
     const companionKeys = companions.map((c) => c.key);
-    const reads = addReads(this.handle, node, families, companionKeys);
-    // Read already, while the netconf was being validated (early work), if for the same keys.
-    const prefetched = this.context.prefetched;
-    const { results, blocks } =
-      prefetched && sameReads(prefetched.reads, reads) ? await prefetched.results : await readAhead(store, reads, families);
     const [poolEntries, nodeEntry, ...first] = results.slice(0, -1) as [
       Entry<PoolResource>[],
       Entry<NodeResource> | undefined,
@@ -213,6 +161,15 @@ export class NetplugIpam implements Ipam {
         return { family, pools: choosePools(pools, family, names, labels, field) };
       });
     }
+    // Facts not read but known: each stated as a condition of the commit. Not the node on the
+    // Kubernetes datastore: there it is the Node object, which the kubelet rewrites every few
+    // seconds, and each condition costs a read; its labels are as fresh as the facts (FACTS_FRESH_MS).
+    const nodeAssumption: Write[] = nodeEntry
+      ? [{ key: nodeEntry.key, unchanged: nodeEntry.revision }]
+      : [{ key: keys.node(node), absent: true }];
+    const assumptions: Write[] = assumed
+      ? [...poolEntries.map((pool) => ({ key: pool.key, unchanged: pool.revision })), ...(store.transactional ? nodeAssumption : [])]
+      : [];
     const allocations = await this.inTurn(store, (waited) =>
       // What was read before another process's allocation is stale: read it again under the lock.
       // In an agent's turn only the node's blocks and affinities are: what belongs to this
@@ -223,10 +180,15 @@ export class NetplugIpam implements Ipam {
         ...(!waited
           ? { known: knownFrom(first, families, companionKeys, blocks) }
           : this.context.turns
-            ? { known: ownState(knownFrom(first, families, companionKeys)) }
+            ? { known: { ...nodeState(known?.fresh(node), families), ...ownState(knownFrom(first, families, companionKeys)) } }
             : {}),
         pools,
         precondition: unlocked,
+        ...(assumptions.length > 0 ? { assumptions } : {}),
+        ...(known
+          ? { committed: (writes: readonly Write[], revisions: Record<string, string>) => known.committed(node, writes, revisions) }
+          : {}),
+        ...(hooks.planned ? { planned: tellAddresses(hooks.planned) } : {}),
       }),
     ).catch((err: unknown) => {
       // Addresses from the pod's annotation: say so, as the error may be about one of them.
@@ -248,12 +210,15 @@ export class NetplugIpam implements Ipam {
     const store = await this.context.store();
     // Read already (an agent's early work), if for this handle: used unless another went first.
     const prefetched = this.context.prefetched;
-    const known = prefetched && sameReads(prefetched.reads.slice(0, 1), [{ get: keys.handle(this.handle) }]) ? prefetched : undefined;
+    const ours = prefetched && sameReads(prefetched.reads.slice(0, 1), [{ get: keys.handle(this.handle) }]) ? prefetched : undefined;
     // Under the lock (no transactions) or in a turn, wait for the interface first: not while holding it.
     if ((!store.transactional || this.context.turns) && interfaceGone) await Promise.allSettled([interfaceGone]);
-    const first = known && (await readForRelease(known));
+    const first = ours && (await readForRelease(ours));
+    const { known, node } = this.context;
+    const committed = known && ((writes: readonly Write[], revisions: Record<string, string>) => known.committed(node, writes, revisions));
+    // After another's turn, what was read is stale, but what the agent knows now is not (likely).
     const released = await this.inTurn(store, (waited) =>
-      releaseWhere(store, this.handle, mine, interfaceGone, waited ? undefined : first),
+      releaseWhere(store, this.handle, mine, interfaceGone, waited ? known && knownForRelease(known, node, this.handle) : first, committed),
     );
     if (released.length > 0) this.context.log.info('addresses released', { handle: this.handle, interface: ifname, addresses: released });
   }
@@ -306,6 +271,27 @@ export class NetplugIpam implements Ipam {
       }
     }
   }
+}
+
+const tellAddresses =
+  (planned: NonNullable<AddHooks['planned']>) =>
+  (allocations: readonly Allocation[]): void =>
+    planned(allocations.map((a) => a.address));
+
+/** A release's first reads as the agent knows them: the handle it wrote and the node's blocks it holds addresses in. */
+function knownForRelease(known: KnownNodes, node: string, handle: string): ReadForRelease | undefined {
+  const written = known.handle(keys.handle(handle));
+  if (!written) return undefined;
+  const blocks = known.blocks(node);
+  const cidrs = Object.keys(written.value.block);
+  if (!cidrs.every((cidr) => blocks[cidr])) return undefined;
+  return { handle: written, blocks: Object.fromEntries(cidrs.map((cidr) => [cidr, blocks[cidr] ?? undefined])) };
+}
+
+/** What the agent knows of the node's affinities and blocks, as allocate() takes it (blocks' revisions are its conditions). */
+function nodeState(facts: NodeFacts | undefined, families: readonly Family[]): KnownState {
+  if (!facts || families.some((family) => !facts.affinityKeys[family])) return {};
+  return { affinityKeys: facts.affinityKeys, blocks: facts.blocks };
 }
 
 /** The part of an ADD's first reads that only this attachment's own commands change. */

@@ -31,6 +31,7 @@ export async function releaseWhere(
   which: (attribute: AllocationAttribute, address: string) => boolean,
   notBefore?: Promise<unknown>,
   known?: ReadForRelease,
+  committed?: (writes: readonly Write[], revisions: Record<string, string>) => void,
 ): Promise<string[]> {
   // A handle known absent is read again: an ADD of this container may have committed since.
   let given = known?.handle ? known : undefined;
@@ -79,7 +80,11 @@ export async function releaseWhere(
         ? { key: handleEntry.key, remove: true, revision: handleEntry.revision }
         : { key: handleEntry.key, update: remaining, revision: handleEntry.revision };
     await notBefore;
-    return (await store.commit([...blockWrites, handleWrite])) ? released : undefined;
+    const writes = [...blockWrites, handleWrite];
+    const outcome = await store.commitElseRead(writes, []);
+    if (!outcome.committed) return undefined;
+    committed?.(writes, outcome.revisions);
+    return released;
   });
 }
 

@@ -9,6 +9,16 @@ export declare class HttpAgent {
   request(request: HttpRequestSpec): Promise<HttpOutcome>
 }
 
+/**
+ * Adds the host routes (/32, /128) of `addresses` via the host veth `hostIfname`, for a set-up
+ * made with `hostRoutes: false`; a route to one of them via another interface fails (EEXIST).
+ */
+export declare function addHostRoutes(hostIfname: string, addresses: Array<string>): Promise<AddHostRoutesOutcome>
+
+export interface AddHostRoutesOutcome {
+  error?: KernelError
+}
+
 export interface AttachmentTeardownOutcome {
   result?: 'removed' | 'namespace-gone' | 'link-gone' | 'foreign'
   error?: KernelError
@@ -276,4 +286,6 @@ export interface WorkloadSpec {
   allowIpForwarding?: boolean
   /** The workload end's MAC (`0a:58:...`); the kernel picks one when absent. */
   containerMac?: string
+  /** Whether set-up adds the host routes; true when absent. False leaves them to addHostRoutes. */
+  hostRoutes?: boolean
 }

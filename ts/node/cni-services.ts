@@ -5,6 +5,7 @@
 import { statSync } from 'node:fs';
 
 import type { Netconf } from '../config/netconf.ts';
+import { KnownNodes } from '../ipam/known-nodes.ts';
 import type { IpamTurns } from '../ipam/netplug-ipam.ts';
 import { openKubeClient, type KubeClient } from '../k8s/client.ts';
 import type { KubernetesSettings } from '../k8s/kubeconfig.ts';
@@ -35,7 +36,7 @@ export async function openAgentServices(settings: NodeSettings, env: NodeJS.Proc
       store: (conf) => (isAgentDatastore(conf, settings) ? Promise.resolve(pool.lend()) : undefined),
       kube: (kubeSettings) => kubes.client(kubeSettings),
       ipamTurns: nodeTurns(),
-      blockHints: new Map(),
+      knownNodes: new KnownNodes(),
     },
     pool,
     close: () => {

@@ -4,7 +4,7 @@
 // addresses released, so a failed ADD leaves nothing.
 import { CniError, ErrorCode } from '../cni/errors.ts';
 import type { Result } from '../cni/result.ts';
-import { interfacePresence, setupWorkload, type Presence } from '../dataplane/index.ts';
+import { addHostRoutes, interfacePresence, setupWorkload, type Presence } from '../dataplane/index.ts';
 import { teardownAttachment } from '../dataplane/ownership.ts';
 import { CLUSTER_INFO_KEY, datastoreLocked, datastoreLockedError } from '../ipam/cluster-info.ts';
 import type { AddressPlan } from '../k8s/annotations.ts';
@@ -15,6 +15,7 @@ import { hostInterfaceName } from './host-interface.ts';
 import { podFacts } from './kubernetes.ts';
 import { statusFileName, waitForPolicy } from './policy-wait.ts';
 import { waitForReadinessGates } from './readiness.ts';
+import { WiringAhead } from './wire-ahead.ts';
 import { deleteWorkloadEndpoint, writeWorkloadEndpoint, type WorkloadEndpoint } from './workload-endpoint.ts';
 
 /** `presence`: the interface name's presence, if already being looked up (early work). */
@@ -52,30 +53,49 @@ export async function cmdAdd(ctx: PluginContext, presence?: Promise<Presence>): 
 
   const endpoint = ctx.usesDatastore ? endpointCompanion(ctx, { hostIfname, pod, floatingIps: plan.floatingIps }) : undefined;
   const committed = endpoint !== undefined && ctx.ipam.commitsCompanions && !plan.ipsWithoutIpam;
-  const allocated = plan.ipsWithoutIpam
-    ? withoutIpam(conf.cniVersion, plan.ipsWithoutIpam)
-    : await ctx.ipam.add(committed ? [endpoint] : [], overrides(plan));
-  const addresses = (allocated.ips ?? []).map((ip) => ip.address.split('/')[0] ?? ip.address);
   // parseNetconf resolved it: the netconf's, auto for 0, else the node agent's file, else the kernel default.
   const mtu = conf.mtu;
+  const wire = (addresses: readonly string[], routes?: string[], hostRoutes = true) =>
+    setupWorkload({
+      netns: env.netns,
+      containerIfname: env.ifname,
+      hostIfname,
+      addresses: [...addresses],
+      containerMac: macFor([...addresses]),
+      numQueues: conf.num_queues,
+      allowIpForwarding: conf.container_settings.allow_ip_forwarding,
+      ...(mtu !== undefined ? { mtu } : {}),
+      ...(routes ? { routes } : {}),
+      ...(hostRoutes ? {} : { hostRoutes }),
+    });
+  // A manager that commits says what it is committing: the interface is set up meanwhile.
+  const ahead = plan.ipsWithoutIpam
+    ? undefined
+    : new WiringAhead(
+        (addresses) => wire(addresses, undefined, false),
+        (addresses) => addHostRoutes(hostIfname, addresses),
+        () => teardownAttachment(env.netns, env.ifname, hostIfname),
+      );
+  const allocated = plan.ipsWithoutIpam
+    ? withoutIpam(conf.cniVersion, plan.ipsWithoutIpam)
+    : await ctx.ipam.add(committed ? [endpoint] : [], overrides(plan), { planned: ahead?.planned }).catch(async (err: unknown) => {
+        await ahead?.abandon().catch((undo: unknown) => log.error(`removing "${env.ifname}" set up ahead: ${toCniError(undo).message}`));
+        throw err;
+      });
+  const addresses = (allocated.ips ?? []).map((ip) => ip.address.split('/')[0] ?? ip.address);
   const routes = requestedRoutes(ctx, allocated);
   let wired = false;
   let endpointWritten = committed;
   try {
     if (addresses.length === 0) {
+      await ahead?.abandon();
       throw new CniError(ErrorCode.IpamFailure, `IPAM plugin ${conf.ipam.type} returned no IP addresses`);
     }
-    const made = await setupWorkload({
-      netns: env.netns,
-      containerIfname: env.ifname,
-      hostIfname,
-      addresses,
-      containerMac: macFor(addresses),
-      numQueues: conf.num_queues,
-      allowIpForwarding: conf.container_settings.allow_ip_forwarding,
-      ...(mtu !== undefined ? { mtu } : {}),
-      ...(routes ? { routes } : {}),
-    });
+    // Made ahead only without routes of the manager's (netplug-ipam gives none). Rolled back as
+    // wired from here: removing an attachment that is not there is success.
+    wired = ahead?.started ?? false;
+    if (routes) await ahead?.abandon();
+    const made = (routes ? undefined : await ahead?.take(addresses)) ?? (await wire(addresses, routes));
     wired = true;
     if (endpoint && !committed) {
       endpointWritten = true;

@@ -9,7 +9,9 @@ import type { Netconf, ParsedNetconf } from '../config/netconf.ts';
 import { nodeName } from '../config/nodename.ts';
 import { DelegatedIpam } from '../ipam/delegated.ts';
 import type { Ipam } from '../ipam/ipam.ts';
-import { NetplugIpam, type Prefetched } from '../ipam/netplug-ipam.ts';
+import { NetplugIpam } from '../ipam/netplug-ipam.ts';
+import type { KnownNodes } from '../ipam/known-nodes.ts';
+import type { Prefetched } from '../ipam/read-ahead.ts';
 import { openKubeClient, type KubeClient } from '../k8s/client.ts';
 import { nodePodCidrs, type NamespaceInfo, type PodInfo } from '../k8s/objects.ts';
 import { usesPodCidr, withAnyCidrs, withPodCidrs } from '../k8s/pod-cidr.ts';
@@ -42,6 +44,8 @@ export interface PluginContext {
   store(): Promise<Store>;
   /** The Kubernetes API, as `kubernetes.kubeconfig` or `kubernetes.k8s_api_root` reach it. */
   kube(): Promise<KubeClient>;
+  /** A resident host's knowledge of its nodes and of the documents it wrote (spares reads). */
+  known?: KnownNodes;
   /** With a datastore, starts opening it and connecting, to overlap whatever comes first. */
   warmUp(): void;
   close(): void;
@@ -90,6 +94,7 @@ export function createContext(env: CniEnvironment, netconf: ParsedNetconf, log: 
         workload: attributes,
         ...(options.prefetched ? { prefetched: options.prefetched } : {}),
         ...(services?.ipamTurns ? { turns: services.ipamTurns } : {}),
+        ...(services?.knownNodes ? { known: services.knownNodes } : {}),
       })
     : new DelegatedIpam(env, netconf, log.child('ipam'), podCidrRewrite(netconf, workload, conf.kubernetes?.node_name ?? node, kube));
   return {
@@ -105,6 +110,7 @@ export function createContext(env: CniEnvironment, netconf: ParsedNetconf, log: 
     ...(podReads ? { podReads: podReads.result } : {}),
     store,
     kube,
+    ...(services?.knownNodes ? { known: services.knownNodes } : {}),
     warmUp: () => {
       if (usesDatastore)
         store().then(

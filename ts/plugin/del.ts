@@ -8,7 +8,8 @@ import { teardownAttachment, type AttachmentTeardown } from '../dataplane/owners
 import type { PluginContext } from './context.ts';
 import { toCniError } from './errors.ts';
 import { hostInterfaceName } from './host-interface.ts';
-import { deleteWorkloadEndpoint } from './workload-endpoint.ts';
+import { deleteWorkloadEndpoint, type WorkloadEndpoint } from './workload-endpoint.ts';
+import { keys } from '../ipam/model.ts';
 
 /** Stands for "the interface is still there": the address release is skipped, not failed. */
 const INTERFACE_KEPT = Symbol('interface kept');
@@ -63,7 +64,10 @@ export async function cmdDel(ctx: PluginContext, { teardown, routesGone, lingeri
   const endpointGone = ctx.usesDatastore
     ? attempt(2, async () => {
         const { namespace, endpointName } = ctx.workload;
-        const outcome = await deleteWorkloadEndpoint(await ctx.store(), namespace, endpointName, env.containerId);
+        const key = keys.workloadEndpoint(namespace, endpointName);
+        const written = ctx.known?.document<WorkloadEndpoint>(key);
+        const outcome = await deleteWorkloadEndpoint(await ctx.store(), namespace, endpointName, env.containerId, written);
+        ctx.known?.drop(key);
         log.debug('workload endpoint', { name: `${namespace}/${endpointName}`, outcome });
       })
     : undefined;

@@ -6,7 +6,8 @@ import { isNetplugIpam } from '../config/ipam.ts';
 import type { ParsedNetconf } from '../config/netconf.ts';
 import { nodeName } from '../config/nodename.ts';
 import { handleId } from '../ipam/model.ts';
-import { addReads, prefetchRelease, readAhead, requestedFamilies, type Prefetched } from '../ipam/netplug-ipam.ts';
+import { requestedFamilies } from '../ipam/netplug-ipam.ts';
+import { addReads, assumedAhead, prefetchRelease, readAhead, type Prefetched } from '../ipam/read-ahead.ts';
 import { openStore } from '../store/open.ts';
 import type { Store } from '../store/store.ts';
 import { handled } from './handled.ts';
@@ -45,14 +46,20 @@ export function startDatastoreWork(
   if (!isNetplugIpam(conf.ipam)) return { store };
   const node = nodeName(conf.nodename);
   // An agent's DEL reads the handle and its node's blocks at once, while the host routes go.
-  if (command === 'DEL' && services?.blockHints)
-    return { store, prefetched: handledPrefetch(prefetchRelease(store, handleId(conf.name, env.containerId), node, services.blockHints)) };
+  const known = services?.knownNodes;
+  if (command === 'DEL' && known)
+    return { store, prefetched: handledPrefetch(prefetchRelease(store, handleId(conf.name, env.containerId), node, known)) };
   if (command !== 'ADD') return { store };
   const families = requestedFamilies(conf.ipam);
   const companions = program === 'netplug' ? [endpointKey(workloadOf(env, node))] : [];
   const reads = addReads(handleId(conf.name, env.containerId), node, families, companions);
-  const hints = services?.blockHints ? { node, blocks: services.blockHints } : undefined;
-  return { store, prefetched: { reads, results: handled(store.then((s) => readAhead(s, reads, families, hints))) } };
+  // What the agent knows already is not read again: the commit checks it.
+  const assumed = assumedAhead(known?.fresh(node), families, companions.length);
+  if (assumed) return { store, prefetched: { reads, results: Promise.resolve(assumed) } };
+  return {
+    store,
+    prefetched: { reads, results: handled(store.then((s) => readAhead(s, reads, families, known && { node, nodes: known }))) },
+  };
 }
 
 function handledPrefetch(prefetched: Prefetched): Prefetched {

@@ -7,7 +7,7 @@ import type { CniEnvironment, Command } from '../cni/environment.ts';
 import type { ParsedNetconf } from '../config/netconf.ts';
 import { interfacePresence, removeHostRoutes, type Presence } from '../dataplane/index.ts';
 import { teardownAttachment, type AttachmentTeardown } from '../dataplane/ownership.ts';
-import type { Prefetched } from '../ipam/netplug-ipam.ts';
+import type { Prefetched } from '../ipam/read-ahead.ts';
 import type { Store } from '../store/store.ts';
 import type { PodReads } from './early-kube.ts';
 import { handled } from './handled.ts';

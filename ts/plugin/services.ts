@@ -3,7 +3,8 @@
 // executable passes none and opens everything per command. Types only: the one-shot loads nothing
 // more for them.
 import type { Netconf } from '../config/netconf.ts';
-import type { BlockHints, IpamTurns } from '../ipam/netplug-ipam.ts';
+import type { KnownNodes } from '../ipam/known-nodes.ts';
+import type { IpamTurns } from '../ipam/netplug-ipam.ts';
 import type { KubeClient } from '../k8s/client.ts';
 import type { KubernetesSettings } from '../k8s/kubeconfig.ts';
 import type { Store } from '../store/store.ts';
@@ -24,8 +25,8 @@ export interface PluginServices {
   kube?(settings: KubernetesSettings): Promise<KubeClient> | undefined;
   /** Turns per node for the address manager's allocations and releases, instead of the host-wide lock file. */
   ipamTurns?: IpamTurns;
-  /** The blocks each node had at its last ADD, read with an ADD's first reads (one round trip fewer). */
-  blockHints?: BlockHints;
+  /** What the host knows of its nodes' address state between commands, to spare reads (ts/ipam/known-nodes.ts). */
+  knownNodes?: KnownNodes;
   /**
    * Takes work the command's result need not wait for (a veth whose deletion the kernel is still
    * finishing, after its routes are gone and its addresses released): the host keeps running until

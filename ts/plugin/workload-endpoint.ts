@@ -1,7 +1,7 @@
 // Workload endpoints: what the policy agent reads to program policy for a workload's interface.
 // ADD writes one; DEL removes it, unless it belongs to a newer container than the one deleted.
 import { API_VERSION, keys } from '../ipam/model.ts';
-import type { Store } from '../store/store.ts';
+import type { Entry, Store } from '../store/store.ts';
 import { retryOnConflict } from '../store/store.ts';
 
 export interface WorkloadEndpointSpec {
@@ -75,10 +75,14 @@ export async function deleteWorkloadEndpoint(
   namespace: string,
   name: string,
   containerId: string,
+  /** The endpoint as the caller last wrote it (a resident agent): the first attempt is not read. */
+  written?: Entry<WorkloadEndpoint>,
 ): Promise<'removed' | 'absent' | 'kept'> {
   const key = keys.workloadEndpoint(namespace, name);
+  let known = written;
   return retryOnConflict(`removing workload endpoint ${namespace}/${name}`, async () => {
-    const current = await store.get<WorkloadEndpoint>(key);
+    const current = known ?? (await store.get<WorkloadEndpoint>(key));
+    known = undefined;
     if (!current) return 'absent';
     if (current.value.spec.containerID && current.value.spec.containerID !== containerId) return 'kept';
     return (await store.commit([{ key, remove: true, revision: current.revision }])) ? 'removed' : undefined;

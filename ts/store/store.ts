@@ -68,8 +68,14 @@ export interface Store {
     reads: readonly Read[],
     /** Documents to put (unconditionally) when the commit fails, in the same round trip, before the reads. */
     otherwisePut?: readonly { key: string; value: unknown }[],
-  ): Promise<{ committed: true } | { committed: false; results: unknown[] }>;
+  ): Promise<Committed | { committed: false; results: unknown[] }>;
   close(): void;
+}
+
+/** A commit that held: the new revision of every key it created or updated. */
+export interface Committed {
+  committed: true;
+  revisions: Record<string, string>;
 }
 
 /** The datastore could not be reached or did not answer: try again later (CNI error 11). */

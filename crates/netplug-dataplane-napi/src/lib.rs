@@ -42,6 +42,8 @@ pub struct WorkloadSpec {
     pub allow_ip_forwarding: Option<bool>,
     /// The workload end's MAC (`0a:58:...`); the kernel picks one when absent.
     pub container_mac: Option<String>,
+    /// Whether set-up adds the host routes; true when absent. False leaves them to addHostRoutes.
+    pub host_routes: Option<bool>,
 }
 
 #[napi(object)]
@@ -225,6 +227,30 @@ pub fn remove_host_routes(env: &Env, netns: String, host_ifname: String) -> Resu
     })
 }
 
+#[napi(object)]
+pub struct AddHostRoutesOutcome {
+    pub error: Option<KernelError>,
+}
+
+/// Adds the host routes (/32, /128) of `addresses` via the host veth `hostIfname`, for a set-up
+/// made with `hostRoutes: false`; a route to one of them via another interface fails (EEXIST).
+#[napi(ts_return_type = "Promise<AddHostRoutesOutcome>")]
+pub fn add_host_routes(env: &Env, host_ifname: String, addresses: Vec<String>) -> Result<Object<'_>> {
+    on_thread(env, move || {
+        let parsed = addresses
+            .iter()
+            .map(|a| {
+                a.parse::<IpAddr>()
+                    .map_err(|_| DataplaneError::invalid("add host routes", format!("\"{a}\" is not an IP address")))
+            })
+            .collect::<dataplane::Result<Vec<_>>>();
+        match parsed.and_then(|parsed| dataplane::add_host_routes(&host_ifname, &parsed)) {
+            Ok(()) => AddHostRoutesOutcome { error: None },
+            Err(err) => AddHostRoutesOutcome { error: Some(kernel_error(err)) },
+        }
+    })
+}
+
 /// Lists every difference between the kernel and what set-up of `spec` produces.
 #[napi(ts_return_type = "Promise<CheckOutcome>")]
 pub fn check_workload(env: &Env, spec: WorkloadSpec) -> Result<Object<'_>> {
@@ -346,6 +372,7 @@ fn to_core(spec: WorkloadSpec) -> dataplane::Result<dataplane::WorkloadSpec> {
         routes,
         allow_ip_forwarding: spec.allow_ip_forwarding.unwrap_or(false),
         container_mac: spec.container_mac.as_deref().map(|text| parse_mac(op, text)).transpose()?,
+        host_routes: spec.host_routes.unwrap_or(true),
     })
 }
 

@@ -3,7 +3,12 @@
 //! waited out RCU grace periods, milliseconds later; a route removed first is gone at once. Once it
 //! is, nothing on the host leads to the attachment's addresses any more, and they can be handed to
 //! another workload while the old veth is still being deleted.
+//!
+//! And adding them on their own, after a set-up that left them out (`WorkloadSpec::host_routes`):
+//! the interface is made while the addresses' commit is in flight, and the host leads to them only
+//! once they are surely the workload's.
 
+use std::net::IpAddr;
 use std::path::Path;
 
 use netlink_packet_route::RouteNetlinkMessage;
@@ -15,6 +20,7 @@ use crate::link::get_link;
 use crate::netlink::Rtnl;
 use crate::netns::{NetNs, NetNsLookup};
 use crate::route_table::{delete_message, dump};
+use crate::setup::add_host_route;
 use crate::spec::validate_ifname;
 
 /// Removes every host route of one address (/32, /128) that set-up made through the host veth
@@ -58,4 +64,22 @@ pub fn remove_host_routes(netns: &Path, host_ifname: &str) -> Result<usize> {
         }
     }
     Ok(removed)
+}
+
+/// Adds the host routes of `addresses` (`<ip>/32`, `<ip>/128`) through the host veth
+/// `host_ifname`, as set-up does: a route already leading to this veth is accepted, one leading
+/// elsewhere is another workload's and fails (EEXIST, naming it). The veth must exist. Runs in the
+/// calling thread's namespace: call it on a thread that never entered another.
+pub fn add_host_routes(host_ifname: &str, addresses: &[IpAddr]) -> Result<()> {
+    validate_ifname("host interface name", host_ifname)?;
+    let op = || format!("add the host routes via \"{host_ifname}\"");
+    let mut rtnl = Rtnl::open().map_err(|e| e.into_dataplane(op()))?;
+    let host_end =
+        get_link(&mut rtnl, host_ifname).map_err(|e| e.into_dataplane(op()))?.filter(|l| l.is_veth()).ok_or_else(
+            || DataplaneError::new(op(), Errno::ENODEV, format!("no veth \"{host_ifname}\" in the host namespace")),
+        )?;
+    for ip in addresses {
+        add_host_route(&mut rtnl, &host_end, *ip)?;
+    }
+    Ok(())
 }

@@ -32,7 +32,7 @@ pub mod tunnel;
 pub use check::{Difference, check_workload};
 pub use device::delete_link;
 pub use error::{DataplaneError, Result};
-pub use host_routes::remove_host_routes;
+pub use host_routes::{add_host_routes, remove_host_routes};
 pub use neighbor::{EntrySyncCounts, FdbEntry, NeighborEntry, sync_fdb, sync_neighbors};
 pub use route_sync::{RouteSyncCounts, WantedRoute, sync_routes};
 pub use setup::{InterfaceInfo, ProgrammedRoute, WorkloadInterfaces, setup_workload};

@@ -150,8 +150,10 @@ fn configure(
         sysctl::write(&key, value)?;
     }
     set_up(host, host_link.index).map_err(|e| e.into_dataplane(format!("bring up host interface \"{host_name}\"")))?;
-    for ip in &spec.addresses {
-        add_host_route(host, host_link, *ip)?;
+    if spec.host_routes {
+        for ip in &spec.addresses {
+            add_host_route(host, host_link, *ip)?;
+        }
     }
     // Subscribe before the pod end comes up: its carrier is what makes the kernel assign the host
     // end's link-local address, and we must not miss that notification.
@@ -259,7 +261,7 @@ pub fn host_sysctls(spec: &WorkloadSpec) -> Vec<(String, &'static str)> {
 /// `<ip>/32` (or /128) `dev <host end> scope link`. A route that already leads to this very
 /// interface is accepted (the policy agent may have programmed it); one that leads elsewhere is
 /// a conflict with another workload and fails.
-fn add_host_route(host: &mut Rtnl, host_link: &Link, ip: IpAddr) -> Result<()> {
+pub(crate) fn add_host_route(host: &mut Rtnl, host_link: &Link, ip: IpAddr) -> Result<()> {
     let destination = IpNet::new(ip, host_prefix(&ip)).unwrap();
     let op = || format!("add host route {destination} dev \"{}\"", host_link.name);
     let route = Route { destination, gateway: None, output_index: Some(host_link.index), scope_link: ip.is_ipv4() };

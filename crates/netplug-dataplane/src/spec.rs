@@ -43,6 +43,11 @@ pub struct WorkloadSpec {
     /// The workload end's MAC; the kernel picks a random one when `None`. Chosen by the caller
     /// when it must record the MAC before the interface exists.
     pub container_mac: Option<[u8; 6]>,
+    /// Whether set-up adds the host routes (`<ip>/32 dev <host end>`). `false` leaves them to
+    /// `add_host_routes`, for a caller that sets the interface up before its addresses are surely
+    /// the workload's (while their commit is in flight): until then nothing on the host leads to
+    /// them, and a workload that won them in a race keeps its routes.
+    pub host_routes: bool,
 }
 
 impl WorkloadSpec {

@@ -1,10 +1,14 @@
 //! An attachment's host routes removed ahead of its veth: the veth stays, only its /32 and /128
-//! routes go, and another workload can be given the same addresses at once.
+//! routes go, and another workload can be given the same addresses at once. And a set-up without
+//! host routes (made while the addresses' commit is in flight), its routes added once they are the
+//! workload's: never over another workload's.
 
 mod common;
 
 use common::*;
-use netplug_dataplane::{Teardown, netns, remove_host_routes, setup_workload, teardown_workload};
+use netplug_dataplane::{
+    Teardown, WorkloadSpec, add_host_routes, netns, remove_host_routes, setup_workload, teardown_workload,
+};
 
 #[test]
 fn the_host_routes_go_the_veth_stays_and_the_addresses_can_be_wired_again_at_once() {
@@ -51,4 +55,32 @@ fn no_such_veth_is_success_and_the_host_namespace_is_refused() {
     let err = remove_host_routes(std::path::Path::new("/proc/self/ns/net"), "cali00000000000").unwrap_err();
     assert!(err.to_string().contains("host's own network namespace"), "{err}");
     assert!(remove_host_routes(std::path::Path::new(""), "a/b").is_err(), "an invalid name is refused");
+}
+
+#[test]
+fn a_set_up_without_host_routes_gets_them_later_and_never_over_another_workloads() {
+    let (early, winner) = (TestNs::new(), TestNs::new());
+    let (v4, v6) = (unique_v4(), unique_v6());
+    // Two workloads set up with the same addresses, neither with host routes (a race for them).
+    let first = WorkloadSpec { host_routes: false, ..spec(&early, vec![v4, v6]) };
+    let second = WorkloadSpec { host_routes: false, ..spec(&winner, vec![v4, v6]) };
+    for spec in [first.clone(), second.clone()] {
+        netns::run(move |thread| setup_workload(thread, &spec)).unwrap();
+    }
+    assert!(!routes(None, false).iter().any(|r| r.0 == v4.to_string()), "no host route to {v4} yet");
+    assert!(!routes(None, true).iter().any(|r| r.0 == v6.to_string()), "no host route to {v6} yet");
+
+    // The winner's routes; the loser's attempt names the winner's veth and changes nothing.
+    add_host_routes(&second.host_ifname, &[v4, v6]).unwrap();
+    add_host_routes(&second.host_ifname, &[v4, v6]).expect("adding them again is success");
+    let err = add_host_routes(&first.host_ifname, &[v4]).unwrap_err();
+    assert!(err.to_string().contains(&format!("already exists via interface \"{}\"", second.host_ifname)), "{err}");
+    let via_winner = routes(None, false).into_iter().find(|r| r.0 == v4.to_string());
+    assert!(via_winner.is_some_and(|r| r.2 == second.host_ifname), "the route to {v4} still leads to the winner");
+    assert!(add_host_routes("cali00000000000", &[v4]).unwrap_err().to_string().contains("no veth"));
+
+    for ns in [&early, &winner] {
+        let path = ns.path.clone();
+        assert_eq!(netns::run(move |thread| teardown_workload(thread, &path, "eth0")).unwrap(), Teardown::Removed);
+    }
 }

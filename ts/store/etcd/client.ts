@@ -87,7 +87,7 @@ export class EtcdClient {
     success: readonly Operation[],
     failure: readonly RangeRequest[],
     failurePuts: readonly Operation[] = [],
-  ): Promise<{ succeeded: boolean; ranges: KeyValue[][] }> {
+  ): Promise<{ succeeded: boolean; ranges: KeyValue[][]; revision: string }> {
     const op = (o: Operation) =>
       'put' in o
         ? { request_put: { key: encode(o.put.key), value: o.put.value.toString('base64') } }
@@ -103,11 +103,12 @@ export class EtcdClient {
       ...(failure.length + failurePuts.length > 0
         ? { failure: [...failurePuts.map(op), ...failure.map((r) => ({ request_range: rangeBody(r.key, r) }))] }
         : {}),
-    })) as { succeeded?: boolean; responses?: { response_range?: { kvs?: RawKeyValue[] } }[] };
+    })) as { succeeded?: boolean; header?: { revision?: string }; responses?: { response_range?: { kvs?: RawKeyValue[] } }[] };
     const succeeded = answer.succeeded === true;
     const first = failurePuts.length;
     return {
       succeeded,
+      revision: answer.header?.revision ?? '0',
       ranges: succeeded ? [] : failure.map((_, i) => (answer.responses?.[first + i]?.response_range?.kvs ?? []).map(decode)),
     };
   }

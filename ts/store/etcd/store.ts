@@ -1,7 +1,7 @@
 // The Store on etcd: a commit is one transaction, its conditions compare revisions (or, for a
 // create or an absent key, that the key has no version yet); a condition-only write is a compare
 // with no operation.
-import type { Entry, Read, ReadResult, Store, Write } from '../store.ts';
+import type { Committed, Entry, Read, ReadResult, Store, Write } from '../store.ts';
 import { StoreDocumentError } from '../store.ts';
 import type { Compare, EtcdClient, KeyValue, Operation, RangeRequest } from './client.ts';
 
@@ -45,7 +45,7 @@ export class EtcdStore implements Store {
     writes: readonly Write[],
     reads: readonly Read[],
     otherwisePut: readonly { key: string; value: unknown }[] = [],
-  ): Promise<{ committed: true } | { committed: false; results: unknown[] }> {
+  ): Promise<Committed | { committed: false; results: unknown[] }> {
     const compare: Compare[] = [];
     const operations: Operation[] = [];
     for (const write of writes) {
@@ -65,8 +65,12 @@ export class EtcdStore implements Store {
       }
     }
     const puts = otherwisePut.map(({ key, value }) => ({ put: { key, value: Buffer.from(JSON.stringify(value)) } }));
-    const { succeeded, ranges } = await this.client.txnElseRange(compare, operations, reads.map(rangeOf), puts);
-    return succeeded ? { committed: true } : { committed: false, results: reads.map((r, i) => resultOf(r, ranges[i] ?? [])) };
+    const { succeeded, ranges, revision } = await this.client.txnElseRange(compare, operations, reads.map(rangeOf), puts);
+    if (!succeeded) return { committed: false, results: reads.map((r, i) => resultOf(r, ranges[i] ?? [])) };
+    // Every key a transaction puts takes the transaction's revision as its mod_revision.
+    const revisions: Record<string, string> = {};
+    for (const o of operations) if ('put' in o) revisions[o.put.key] = revision;
+    return { committed: true, revisions };
   }
 
   close(): void {

@@ -7,7 +7,7 @@
 // two writes harmless.
 import { API_VERSION } from '../store.ts';
 import type { KubeClient } from '../../k8s/client.ts';
-import type { Entry, Read, ReadResult, Store, Write } from '../store.ts';
+import type { Committed, Entry, Read, ReadResult, Store, Write } from '../store.ts';
 import { changesNothing, StoreError } from '../store.ts';
 import {
   GROUP,
@@ -113,6 +113,11 @@ export class KubeStore implements Store {
   }
 
   async commit(writes: readonly Write[]): Promise<boolean> {
+    return (await this.applyAll(writes)) !== undefined;
+  }
+
+  /** The writes one by one, the revisions they made; undefined (all undone) if a condition failed. */
+  private async applyAll(writes: readonly Write[]): Promise<Record<string, string> | undefined> {
     const done: Applied[] = [];
     try {
       for (const write of writes) {
@@ -120,11 +125,13 @@ export class KubeStore implements Store {
         const applied = await this.apply(write);
         if (applied === false) {
           await this.undo(done);
-          return false;
+          return undefined;
         }
         done.push({ write, revision: applied, before });
       }
-      return true;
+      const revisions: Record<string, string> = {};
+      for (const { write, revision } of done) if (('create' in write || 'update' in write) && revision) revisions[write.key] = revision;
+      return revisions;
     } catch (err) {
       await this.undo(done).catch(() => undefined);
       throw err;
@@ -135,8 +142,9 @@ export class KubeStore implements Store {
     writes: readonly Write[],
     reads: readonly Read[],
     otherwisePut: readonly { key: string; value: unknown }[] = [],
-  ): Promise<{ committed: true } | { committed: false; results: unknown[] }> {
-    if (await this.commit(writes)) return { committed: true };
+  ): Promise<Committed | { committed: false; results: unknown[] }> {
+    const revisions = await this.applyAll(writes);
+    if (revisions) return { committed: true, revisions };
     for (const { key, value } of otherwisePut) await this.put(key, value);
     return { committed: false, results: await this.read(reads) };
   }

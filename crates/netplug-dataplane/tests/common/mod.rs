@@ -81,6 +81,7 @@ pub fn spec(ns: &TestNs, addresses: Vec<IpAddr>) -> WorkloadSpec {
         routes: None,
         allow_ip_forwarding: false,
         container_mac: None,
+        host_routes: true,
     }
 }
 

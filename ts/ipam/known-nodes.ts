@@ -1,0 +1,123 @@
+// What a resident agent knows of its nodes' address state between commands: the pools, the node,
+// ClusterInformation, the node's affinities and blocks, as last read or written, and the handles
+// and workload endpoints its own commits wrote. An ADD with fresh knowledge skips its first reads and commits at once,
+// every fact it was decided on stated as a condition of the commit (revisions; pools and node
+// unchanged): a stale fact fails the commit, the knowledge is dropped, and the ADD reads afresh. A
+// DEL of a handle or endpoint it wrote skips its read the same way. Nothing is trusted that a commit does not
+// check, so the datastore stays the one truth; the knowledge only spares round trips.
+import type { Family } from '../net/cidr.ts';
+import type { Entry, Write } from '../store/store.ts';
+import { cidrOfKey, familyOf, keys, type Block, type Handle, type NodeResource, type PoolResource } from './model.ts';
+
+/** An ADD's facts beyond its own attachment's, as ReadAhead lays them out. */
+export interface NodeFacts {
+  pools: Entry<PoolResource>[];
+  node: Entry<NodeResource> | undefined;
+  clusterInfo: Entry<unknown> | undefined;
+  affinityKeys: Partial<Record<Family, string[]>>;
+  blocks: Record<string, Entry<Block> | null>;
+}
+
+/**
+ * How long facts are used without a read: a pool created meanwhile is seen by the next read
+ * (existing pools, the node and ClusterInformation are checked by every commit, whatever their age).
+ */
+export const FACTS_FRESH_MS = 5_000;
+/** Documents remembered at most (a node runs far fewer pods); the oldest go first. */
+const DOCUMENTS_KEPT = 4_000;
+
+export class KnownNodes {
+  private readonly facts = new Map<string, { at: number; facts: NodeFacts }>();
+  private readonly documents = new Map<string, Entry<unknown>>();
+  private readonly now: () => number;
+
+  constructor(now: () => number = Date.now) {
+    this.now = now;
+  }
+
+  /**
+   * The node's facts if read recently enough to decide an ADD on. Blocks are copies: a command
+   * plans on them in place, and a plan whose commit fails must leave nothing here.
+   */
+  fresh(node: string): NodeFacts | undefined {
+    const known = this.facts.get(node);
+    if (!known || this.now() - known.at > FACTS_FRESH_MS) return undefined;
+    return { ...known.facts, blocks: copies(known.facts.blocks) };
+  }
+
+  /** The node's blocks as last known (a hint to read with, whatever its age), by CIDR; copies. */
+  blocks(node: string): Record<string, Entry<Block> | null> {
+    return copies(this.facts.get(node)?.facts.blocks ?? {});
+  }
+
+  /** Facts just read. */
+  remember(node: string, facts: NodeFacts): void {
+    this.facts.set(node, { at: this.now(), facts: { ...facts, blocks: copies(facts.blocks) } });
+  }
+
+  /** Drops what is known of the node (a commit decided on it failed). */
+  forget(node: string): void {
+    this.facts.delete(node);
+  }
+
+  /**
+   * A commit on the node's blocks held: blocks and handles it wrote are known at their new
+   * revisions. A change of the node's affinities (a block claimed or released) drops the facts.
+   */
+  committed(node: string, writes: readonly Write[], revisions: Record<string, string>): void {
+    const known = this.facts.get(node);
+    for (const write of writes) {
+      if (write.key.startsWith(keys.handles) || write.key.startsWith(keys.workloadEndpoints)) this.written(write, revisions[write.key]);
+      if (!known) continue;
+      if (write.key.startsWith(keys.allAffinities)) {
+        this.affinityWritten(node, known.facts, write);
+        continue;
+      }
+      if (!(write.key.startsWith(keys.blocks(4)) || write.key.startsWith(keys.blocks(6)))) continue;
+      const cidr = cidrOfKey(write.key);
+      const revision = revisions[write.key];
+      if ('update' in write && revision)
+        known.facts.blocks[cidr] = { key: write.key, value: structuredClone(write.update as Block), revision };
+      else if ('create' in write && revision)
+        known.facts.blocks[cidr] = { key: write.key, value: structuredClone(write.create as Block), revision };
+      else if ('remove' in write) this.facts.delete(node);
+    }
+  }
+
+  /** A block claimed for the node is known among its affinities; anything else drops the facts. */
+  private affinityWritten(node: string, facts: NodeFacts, write: Write): void {
+    const cidr = cidrOfKey(write.key);
+    const family = familyOf(cidr);
+    const affinities = facts.affinityKeys[family];
+    if ('create' in write && affinities && write.key === keys.affinity(node, cidr)) {
+      if (!affinities.includes(write.key)) facts.affinityKeys[family] = [...affinities, write.key];
+    } else this.facts.delete(node);
+  }
+
+  /** The handle as this agent last wrote it, if it did. */
+  handle(key: string): Entry<Handle> | undefined {
+    return this.document<Handle>(key);
+  }
+
+  /** A handle or workload endpoint as this agent last wrote it, if it did (a copy). */
+  document<T>(key: string): Entry<T> | undefined {
+    const entry = this.documents.get(key);
+    return entry && (structuredClone(entry) as Entry<T>);
+  }
+
+  /** The document was removed (or is to be read again). */
+  drop(key: string): void {
+    this.documents.delete(key);
+  }
+
+  private written(write: Write, revision: string | undefined): void {
+    this.documents.delete(write.key);
+    const value = 'create' in write ? write.create : 'update' in write ? write.update : undefined;
+    if (value === undefined || !revision) return;
+    this.documents.set(write.key, { key: write.key, value: structuredClone(value), revision });
+    if (this.documents.size > DOCUMENTS_KEPT) this.documents.delete(this.documents.keys().next().value as string);
+  }
+}
+
+const copies = (blocks: Record<string, Entry<Block> | null>): Record<string, Entry<Block> | null> =>
+  Object.fromEntries(Object.entries(blocks).map(([cidr, entry]) => [cidr, entry && structuredClone(entry)]));
