@@ -42,11 +42,12 @@ async function agentLike(t: ExecutionContext) {
   const opened = await openStore(etcd.netconf);
   t.teardown(() => opened.close());
   const { store, counts } = counted(opened);
+  const known = new KnownNodes();
   const services: PluginServices = {
     via: 'netplug-node',
     store: () => Promise.resolve(store),
     ipamTurns: nodeTurns(),
-    knownNodes: new KnownNodes(),
+    knownNodes: () => known,
   };
   const netns = createNetns(t, 'known').path;
   const netconf = ipamNetconf(etcd, { node: NODE, name: 'known' });

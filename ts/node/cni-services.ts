@@ -30,13 +30,14 @@ export async function openAgentServices(settings: NodeSettings, env: NodeJS.Proc
   for (let i = 0; i < CNI_CONNECTIONS; i++) stores.push(await openNodeStore(settings, env));
   const pool = new StorePool(stores, wrap);
   const kubes = new KubeClients();
+  const known = new KnownNodes();
   return {
     services: {
       via: 'netplug-node',
       store: (conf) => (isAgentDatastore(conf, settings) ? Promise.resolve(pool.lend()) : undefined),
       kube: (kubeSettings) => kubes.client(kubeSettings),
       ipamTurns: nodeTurns(),
-      knownNodes: new KnownNodes(),
+      knownNodes: (conf) => (isAgentDatastore(conf, settings) ? known : undefined),
     },
     pool,
     close: () => {

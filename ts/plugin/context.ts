@@ -84,6 +84,7 @@ export function createContext(env: CniEnvironment, netconf: ParsedNetconf, log: 
     ...(writesEndpoint && usesDatastore ? { endpoint: `${workload.namespace}/${workload.endpointName}` } : {}),
     ...(workload.pod ? { namespace: workload.namespace, pod: workload.pod } : {}),
   };
+  const known = services?.knownNodes?.(conf);
   const ipam: Ipam = isNetplugIpam(conf.ipam)
     ? new NetplugIpam({
         env,
@@ -94,7 +95,7 @@ export function createContext(env: CniEnvironment, netconf: ParsedNetconf, log: 
         workload: attributes,
         ...(options.prefetched ? { prefetched: options.prefetched } : {}),
         ...(services?.ipamTurns ? { turns: services.ipamTurns } : {}),
-        ...(services?.knownNodes ? { known: services.knownNodes } : {}),
+        ...(known ? { known } : {}),
       })
     : new DelegatedIpam(env, netconf, log.child('ipam'), podCidrRewrite(netconf, workload, conf.kubernetes?.node_name ?? node, kube));
   return {
@@ -110,7 +111,7 @@ export function createContext(env: CniEnvironment, netconf: ParsedNetconf, log: 
     ...(podReads ? { podReads: podReads.result } : {}),
     store,
     kube,
-    ...(services?.knownNodes ? { known: services.knownNodes } : {}),
+    ...(known ? { known } : {}),
     warmUp: () => {
       if (usesDatastore)
         store().then(

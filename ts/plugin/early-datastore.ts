@@ -46,7 +46,7 @@ export function startDatastoreWork(
   if (!isNetplugIpam(conf.ipam)) return { store };
   const node = nodeName(conf.nodename);
   // An agent's DEL reads the handle and its node's blocks at once, while the host routes go.
-  const known = services?.knownNodes;
+  const known = services?.knownNodes?.(conf);
   if (command === 'DEL' && known)
     return { store, prefetched: handledPrefetch(prefetchRelease(store, handleId(conf.name, env.containerId), node, known)) };
   if (command !== 'ADD') return { store };

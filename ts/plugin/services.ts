@@ -25,8 +25,11 @@ export interface PluginServices {
   kube?(settings: KubernetesSettings): Promise<KubeClient> | undefined;
   /** Turns per node for the address manager's allocations and releases, instead of the host-wide lock file. */
   ipamTurns?: IpamTurns;
-  /** What the host knows of its nodes' address state between commands, to spare reads (ts/ipam/known-nodes.ts). */
-  knownNodes?: KnownNodes;
+  /**
+   * What the host knows of its nodes' address state between commands, to spare reads
+   * (ts/ipam/known-nodes.ts): for its own datastore only (a revision means nothing in another).
+   */
+  knownNodes?(conf: Netconf): KnownNodes | undefined;
   /**
    * Takes work the command's result need not wait for (a veth whose deletion the kernel is still
    * finishing, after its routes are gone and its addresses released): the host keeps running until
