@@ -5,7 +5,13 @@
 // allocation while the datastore is locked.
 import test, { type ExecutionContext } from 'ava';
 
+import { parseEnvironment } from '../../ts/cni/environment.ts';
+import { parseNetconf } from '../../ts/config/netconf.ts';
 import { KnownNodes } from '../../ts/ipam/known-nodes.ts';
+import { NetplugIpam } from '../../ts/ipam/netplug-ipam.ts';
+import { handleId } from '../../ts/ipam/model.ts';
+import { addReads, assumedAhead } from '../../ts/ipam/read-ahead.ts';
+import { Logger } from '../../ts/log/logger.ts';
 import { lockDatastore, unlockDatastore } from '../../ts/migrate/datastore-lock.ts';
 import { nodeTurns } from '../../ts/node/cni-services.ts';
 import { runMain } from '../../ts/plugin/main.ts';
@@ -62,10 +68,35 @@ async function agentLike(t: ExecutionContext) {
     return { exitCode: outcome.exitCode, result: outcome.stdout ? JSON.parse(outcome.stdout) : undefined };
   };
   const address = (outcome: { result?: { ips?: { address: string }[] } }) => outcome.result?.ips?.[0]?.address.split('/')[0] ?? '';
-  return { etcd, store: opened, counts, run, address };
+  /** netplug-ipam's ADD as the plugin's ADD calls it, on what the agent knows; the addresses it planned and got. */
+  const addPlanned = async (id: string) => {
+    const env = parseEnvironment('ADD', {
+      CNI_COMMAND: 'ADD',
+      CNI_CONTAINERID: id,
+      CNI_NETNS: netns,
+      CNI_IFNAME: 'eth0',
+      CNI_PATH: '/usr/lib/cni',
+    });
+    const parsed = parseNetconf(Buffer.from(JSON.stringify(netconf)));
+    const assumed = assumedAhead(known.fresh(NODE), [4], 0);
+    const ipam = new NetplugIpam({
+      env,
+      netconf: parsed,
+      log: new Logger('netplug-ipam', () => undefined, process.pid),
+      store: () => Promise.resolve(store),
+      node: NODE,
+      turns: services.ipamTurns,
+      known,
+      ...(assumed ? { prefetched: { reads: addReads(handleId('known', id), NODE, [4], []), results: Promise.resolve(assumed) } } : {}),
+    });
+    const planned: string[][] = [];
+    const result = await ipam.add([], {}, { planned: (addresses) => planned.push([...addresses]) });
+    return { assumed: assumed !== undefined, planned, got: (result.ips ?? []).map((ip) => ip.address.split('/')[0]) };
+  };
+  return { etcd, store: opened, counts, run, address, addPlanned };
 }
 
-test('an ADD on what the agent knows commits without reading; what another writer changed fails that commit, and it reads afresh', async (t) => {
+test('an ADD on what the agent knows commits without reading; what another writer changed fails that commit, whose answer it commits again on', async (t) => {
   const { etcd, counts, run, address } = await agentLike(t);
   ctlOk(t, etcd, 'pool', 'create', 'known-a', '--cidr', '10.71.0.0/16');
   const first = await run('ADD', containerId());
@@ -86,9 +117,11 @@ test('an ADD on what the agent knows commits without reading; what another write
   });
   t.is(oneShot.status, 0, oneShot.stdout);
   const taken = String(JSON.parse(oneShot.stdout).ips[0].address).split('/')[0];
+  const commitsBefore = counts.commits;
   const third = await run('ADD', containerId());
   t.is(third.exitCode, 0);
-  t.true(counts.reads > readsBefore, 'the stale block failed the commit, and the ADD read afresh');
+  t.is(counts.commits - commitsBefore, 2, 'the stale block failed the first commit; the second held');
+  t.is(counts.reads, readsBefore, 'the failed commit returned the block as it is: nothing else was read');
   const addresses = [address(first), address(second), address(third), taken];
   t.is(new Set(addresses).size, 4, `no address twice: ${addresses.join(', ')}`);
   t.is(totalAllocated(t, etcd), 4);
@@ -141,4 +174,21 @@ test('a DEL of an address the agent allocated releases it without reading, and a
   t.is((await run('DEL', c)).exitCode, 0);
   t.is(totalAllocated(t, etcd), 0, "c's address released after reading afresh");
   t.is((await run('DEL', b)).exitCode, 0, 'a DEL of what is gone is success');
+});
+
+test('an ADD whose known block went stale keeps the address it planned if it is still free (the interface set up with it stays)', async (t) => {
+  const { etcd, run, addPlanned } = await agentLike(t);
+  ctlOk(t, etcd, 'pool', 'create', 'known-keep', '--cidr', '10.75.0.0/16');
+  t.is((await run('ADD', containerId())).exitCode, 0);
+  // A one-shot's ADD and DEL in between: the block's revision moved on, its next address did not change hands.
+  const other = ipamNetconf(etcd, { node: NODE, name: 'known' });
+  const passing = { containerId: containerId(), netns: createNetns(t, 'known-pass').path, netconf: other, executable: NETPLUG_IPAM };
+  t.is(invoke({ command: 'ADD', ...passing }).status, 0);
+  t.is(invoke({ command: 'DEL', ...passing }).status, 0);
+
+  const { assumed, planned, got } = await addPlanned(containerId());
+  t.true(assumed, 'decided on what the agent knew');
+  t.true(planned.length >= 2, `the stale commit failed and was planned again: ${JSON.stringify(planned)}`);
+  t.deepEqual(got, planned[0], 'the address first planned, still free, is the one committed');
+  t.is(totalAllocated(t, etcd), 2);
 });

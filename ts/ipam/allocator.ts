@@ -134,6 +134,11 @@ export interface AllocateOptions {
    * the first attempt's commit, which, failing, throws StaleFactsError (the caller reads afresh).
    */
   assumptions?: readonly Write[];
+  /**
+   * Addresses to take if free, before the block's next: those an earlier attempt planned (the
+   * pod's interface may be set up with them already). Each retry prefers what the one before planned.
+   */
+  prefer?: readonly string[];
   /** Told each commit that held, with the revisions it made. */
   committed?: (writes: readonly Write[], revisions: Record<string, string>) => void;
 }
@@ -217,6 +222,7 @@ async function allocateInOneCommit(
   let state = options.known ?? {};
   let precondition = options.precondition;
   let assumptions = options.assumptions ?? [];
+  let prefer = options.prefer ?? [];
   let waiting = false;
   try {
     return await retryOnConflict(`allocating addresses for ${handle}`, async () => {
@@ -230,7 +236,7 @@ async function allocateInOneCommit(
         const same = 'ip' in r ? held.find((a) => a.address === r.ip) : held.find((a) => a.family === r.family);
         if (same) plan.allocations.push(same);
         else if ('ip' in r) await plan.exact(r.ip, r.pools);
-        else await plan.any(r.family, r.pools, first.affinityKeys?.[r.family]);
+        else await plan.any(r.family, r.pools, first.affinityKeys?.[r.family], prefer);
       }
       const pending = first.pending ?? [];
       // A request that cannot be served (a broken document) goes as if it were stale.
@@ -275,14 +281,18 @@ async function allocateInOneCommit(
       // First: without transactions, a failed condition then undoes nothing.
       if (precondition) writes.unshift(unchangedSinceRead(precondition));
       const assumed = assumptions.length > 0;
+      const assumedBefore = assumptions;
       writes.unshift(...assumptions);
       assumptions = [];
-      const refresh: Read[] = [
+      const base: Read[] = [
         ...firstReads(handle, node, families, companionKeys),
         ...plan.blocksRead.map((cidr) => ({ get: keys.block(cidr) })),
         { list: keys.pending(node) },
-        ...(precondition ? [{ get: precondition.key }] : []),
       ];
+      // A failed commit on known facts reads them too: if they still hold, only this attempt's own
+      // state was stale, and the next attempt goes on from what the failure returned.
+      const assumedReads = readsOf(assumedBefore);
+      const refresh: Read[] = [...base, ...(precondition ? [{ get: precondition.key }] : []), ...assumedReads];
       // Only a fresh allocation of any addresses can be served by someone else.
       const wait = store.transactional && !assumed && !waiting && !handleEntry && requests.every((r) => 'family' in r);
       const waitingRequest: PendingRequest = {
@@ -291,6 +301,7 @@ async function allocateInOneCommit(
         requests: requests.flatMap((r) => ('family' in r ? [{ family: r.family, pools: r.pools.map((p) => p.name) }] : [])),
         created: new Date().toISOString(),
       };
+      prefer = plan.allocations.map((a) => a.address);
       const committing = store.commitElseRead(writes, refresh, wait ? [{ key: pendingKey, value: waitingRequest }] : []);
       options.planned?.(plan.allocations);
       const outcome = await committing;
@@ -299,14 +310,15 @@ async function allocateInOneCommit(
         options.committed?.(writes, outcome.revisions);
         return plan.allocations;
       }
-      if (assumed) throw new StaleFactsError(`allocating addresses for ${handle}: what was known of node "${node}" changed`);
       waiting ||= wait;
-      const results = outcome.results.slice(0, refresh.length - (precondition ? 1 : 0));
+      const results = outcome.results.slice(0, base.length);
       if (precondition) {
-        const entry = outcome.results.at(-1) as Entry<unknown> | undefined;
+        const entry = outcome.results[base.length] as Entry<unknown> | undefined;
         precondition.check(entry);
         precondition = { ...precondition, entry };
       }
+      if (assumed && !stillHolds(assumedBefore, outcome.results.slice(refresh.length - assumedReads.length)))
+        throw new StaleFactsError(`allocating addresses for ${handle}: what was known of node "${node}" changed`);
       const blocks = results.slice(results.length - 1 - plan.blocksRead.length, results.length - 1) as (Entry<unknown> | undefined)[];
       const known = plan.blocksRead.map((cidr, i) => [cidr, checkedOrAbsent(checkedBlock, blocks[i]) ?? null]);
       state = {
@@ -322,6 +334,28 @@ async function allocateInOneCommit(
       if (left) await store.commit([{ key: pendingKey, remove: true, revision: left.revision }]).catch(() => undefined);
     }
   }
+}
+
+/** The reads that tell whether condition-only writes on pools and other single documents still hold. */
+function readsOf(conditions: readonly Write[]): Read[] {
+  const pools = conditions.some((c) => c.key.startsWith(keys.pools));
+  const others = conditions.filter((c) => !c.key.startsWith(keys.pools)).map((c) => ({ get: c.key }));
+  return [...(pools ? [{ list: keys.pools }] : []), ...others];
+}
+
+/** Whether every condition-only write in `conditions` holds in `results` (readsOf()'s). */
+function stillHolds(conditions: readonly Write[], results: readonly unknown[]): boolean {
+  const current = new Map<string, string>();
+  const pools = conditions.some((c) => c.key.startsWith(keys.pools));
+  const [first, ...rest] = results;
+  if (pools) for (const entry of first as Entry<unknown>[]) current.set(entry.key, entry.revision);
+  const singles = pools ? rest : results;
+  const others = conditions.filter((c) => !c.key.startsWith(keys.pools));
+  others.forEach((c, i) => {
+    const entry = singles[i] as Entry<unknown> | undefined;
+    if (entry) current.set(c.key, entry.revision);
+  });
+  return conditions.every((c) => ('unchanged' in c ? current.get(c.key) === c.unchanged : 'absent' in c ? !current.has(c.key) : true));
 }
 
 const unchangedSinceRead = ({ key, entry }: Precondition): Write => (entry ? { key, unchanged: entry.revision } : { key, absent: true });

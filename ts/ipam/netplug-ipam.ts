@@ -105,14 +105,22 @@ export class NetplugIpam implements Ipam {
         ? await prefetched.results
         : await readAhead(store, reads, families, known && { node, nodes: known });
     if (!ahead.assumed) return this.addFrom(store, ahead, companions, overrides, hooks);
+    let planned: readonly string[] = [];
+    const remember: AddHooks = {
+      planned: (addresses) => {
+        planned = addresses;
+        hooks.planned?.(addresses);
+      },
+    };
     try {
-      return await this.addFrom(store, ahead, companions, overrides, hooks);
+      return await this.addFrom(store, ahead, companions, overrides, remember);
     } catch (err) {
-      // Decided on what the agent knew, and that was stale (or refused it): read, and decide again.
+      // Decided on what the agent knew, and that was stale (or refused it): read, and decide again,
+      // keeping what was planned if it is still free (the interface may be set up with it).
       if (!(err instanceof StaleFactsError || err instanceof CniError || err instanceof IpamError)) throw err;
       known?.forget(node);
       const fresh = await readAhead(store, reads, families, known && { node, nodes: known });
-      return this.addFrom(store, fresh, companions, overrides, hooks);
+      return this.addFrom(store, fresh, companions, overrides, hooks, planned);
     }
   }
 
@@ -122,6 +130,7 @@ export class NetplugIpam implements Ipam {
     companions: readonly Companion[],
     overrides: AddressOverrides,
     hooks: AddHooks,
+    prefer: readonly string[] = [],
   ): Promise<Result> {
     const { env, node, log, known } = this.context;
     const request: Assignment = {
@@ -185,6 +194,7 @@ export class NetplugIpam implements Ipam {
         pools,
         precondition: unlocked,
         ...(assumptions.length > 0 ? { assumptions } : {}),
+        ...(prefer.length > 0 ? { prefer } : {}),
         ...(known
           ? { committed: (writes: readonly Write[], revisions: Record<string, string>) => known.committed(node, writes, revisions) }
           : {}),

@@ -50,8 +50,12 @@ export class Plan {
     return this.request.now ?? new Date();
   }
 
-  /** Any free address of the family: a block of this node, else a new block, else another node's. */
-  async any(family: Family, pools: readonly Pool[], affinityKeys?: string[]): Promise<void> {
+  /**
+   * Any free address of the family: a block of this node, else a new block, else another node's.
+   * One of `preferred`, if free in a block of this node: what an earlier attempt planned, and the
+   * pod's interface may already have been set up with.
+   */
+  async any(family: Family, pools: readonly Pool[], affinityKeys?: string[], preferred: readonly string[] = []): Promise<void> {
     const { store, node } = this.request;
     const inPools = (cidr: string) => pools.some((pool) => blockInPool(cidr, pool));
     const affine = (affinityKeys ?? (await store.listKeys(keys.affinities(node, family)))).map(cidrOfKey).filter(inPools);
@@ -66,6 +70,11 @@ export class Plan {
             )
           : []
     ) as (Entry<Block> | undefined)[];
+    for (const entry of entries) {
+      const ordinal = entry && preferredOrdinal(entry.value, preferred);
+      if (entry && ordinal !== undefined && assignOrdinal(entry.value, ordinal, this.attribute) && this.take(entry.value, ordinal, entry))
+        return;
+    }
     for (const [i, cidr] of affine.entries()) {
       // An affinity whose block a crash lost (only possible without transactions) gets its block again.
       const entry = entries[i];
@@ -224,4 +233,13 @@ function fnv1a(text: string): number {
   let hash = 0x811c9dc5;
   for (const byte of Buffer.from(text)) hash = Math.imul(hash ^ byte, 0x01000193) >>> 0;
   return hash;
+}
+
+/** The ordinal of the first of `preferred` that lies in the block and is free there. */
+function preferredOrdinal(block: Block, preferred: readonly string[]): number | undefined {
+  for (const ip of preferred) {
+    const ordinal = ordinalOf(block, ip);
+    if (ordinal !== undefined && block.allocations[ordinal] === null && block.unallocated.includes(ordinal)) return ordinal;
+  }
+  return undefined;
 }
