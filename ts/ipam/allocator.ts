@@ -291,7 +291,7 @@ async function allocateInOneCommit(
       ];
       // A failed commit on known facts reads them too: if they still hold, only this attempt's own
       // state was stale, and the next attempt goes on from what the failure returned.
-      const assumedReads = readsOf(assumedBefore);
+      const assumedReads: Read[] = assumedBefore.map((c) => ({ get: c.key }));
       const refresh: Read[] = [...base, ...(precondition ? [{ get: precondition.key }] : []), ...assumedReads];
       // Only a fresh allocation of any addresses can be served by someone else.
       const wait = store.transactional && !assumed && !waiting && !handleEntry && requests.every((r) => 'family' in r);
@@ -336,26 +336,11 @@ async function allocateInOneCommit(
   }
 }
 
-/** The reads that tell whether condition-only writes on pools and other single documents still hold. */
-function readsOf(conditions: readonly Write[]): Read[] {
-  const pools = conditions.some((c) => c.key.startsWith(keys.pools));
-  const others = conditions.filter((c) => !c.key.startsWith(keys.pools)).map((c) => ({ get: c.key }));
-  return [...(pools ? [{ list: keys.pools }] : []), ...others];
-}
-
-/** Whether every condition-only write in `conditions` holds in `results` (readsOf()'s). */
-function stillHolds(conditions: readonly Write[], results: readonly unknown[]): boolean {
-  const current = new Map<string, string>();
-  const pools = conditions.some((c) => c.key.startsWith(keys.pools));
-  const [first, ...rest] = results;
-  if (pools) for (const entry of first as Entry<unknown>[]) current.set(entry.key, entry.revision);
-  const singles = pools ? rest : results;
-  const others = conditions.filter((c) => !c.key.startsWith(keys.pools));
-  others.forEach((c, i) => {
-    const entry = singles[i] as Entry<unknown> | undefined;
-    if (entry) current.set(c.key, entry.revision);
+/** Whether each condition-only write holds, given its key's entry as read now (undefined: absent). */
+const stillHolds = (conditions: readonly Write[], entries: readonly unknown[]): boolean =>
+  conditions.every((c, i) => {
+    const entry = entries[i] as Entry<unknown> | undefined;
+    return 'unchanged' in c ? entry?.revision === c.unchanged : 'absent' in c ? entry === undefined : true;
   });
-  return conditions.every((c) => ('unchanged' in c ? current.get(c.key) === c.unchanged : 'absent' in c ? !current.has(c.key) : true));
-}
 
 const unchangedSinceRead = ({ key, entry }: Precondition): Write => (entry ? { key, unchanged: entry.revision } : { key, absent: true });

@@ -84,6 +84,11 @@ export class KnownNodes {
     }
   }
 
+  /** committed() for the node's commits, as allocate() and releaseWhere() take it. */
+  committer(node: string): (writes: readonly Write[], revisions: Record<string, string>) => void {
+    return (writes, revisions) => this.committed(node, writes, revisions);
+  }
+
   /** A block claimed for the node is known among its affinities; anything else drops the facts. */
   private affinityWritten(node: string, facts: NodeFacts, write: Write): void {
     const cidr = cidrOfKey(write.key);

@@ -20,14 +20,14 @@ import {
   type KnownState,
 } from './allocator.ts';
 import { whileUnlocked } from './cluster-info.ts';
-import { releaseWhere, type ReadForRelease } from './release.ts';
+import { releaseWhere } from './release.ts';
 import type { Family } from '../net/cidr.ts';
 import { IpamError, poolError } from './errors.ts';
 import { collectGarbage, validAttachments } from './gc.ts';
 import type { AddHooks, AddressOverrides, Ipam } from './ipam.ts';
 import type { KnownNodes, NodeFacts } from './known-nodes.ts';
 import { checkedNodeLabels, handleId, keys, type AllocationAttribute, type NodeResource, type PoolResource } from './model.ts';
-import { addReads, readAhead, readForRelease, type Prefetched, type ReadAhead } from './read-ahead.ts';
+import { addReads, knownRelease, readAhead, readForRelease, type Prefetched, type ReadAhead } from './read-ahead.ts';
 import { choosePools, familyName, listPools, nodeLabels, poolsOf } from './pools.ts';
 import { poolsWithRoom } from './room.ts';
 
@@ -195,9 +195,7 @@ export class NetplugIpam implements Ipam {
         precondition: unlocked,
         ...(assumptions.length > 0 ? { assumptions } : {}),
         ...(prefer.length > 0 ? { prefer } : {}),
-        ...(known
-          ? { committed: (writes: readonly Write[], revisions: Record<string, string>) => known.committed(node, writes, revisions) }
-          : {}),
+        ...(known ? { committed: known.committer(node) } : {}),
         ...(hooks.planned ? { planned: tellAddresses(hooks.planned) } : {}),
       }),
     ).catch((err: unknown) => {
@@ -225,10 +223,10 @@ export class NetplugIpam implements Ipam {
     if ((!store.transactional || this.context.turns) && interfaceGone) await Promise.allSettled([interfaceGone]);
     const first = ours && (await readForRelease(ours));
     const { known, node } = this.context;
-    const committed = known && ((writes: readonly Write[], revisions: Record<string, string>) => known.committed(node, writes, revisions));
+    const committed = known?.committer(node);
     // After another's turn, what was read is stale, but what the agent knows now is not (likely).
     const released = await this.inTurn(store, (waited) =>
-      releaseWhere(store, this.handle, mine, interfaceGone, waited ? known && knownForRelease(known, node, this.handle) : first, committed),
+      releaseWhere(store, this.handle, mine, interfaceGone, waited ? known && knownRelease(known, node, this.handle) : first, committed),
     );
     if (released.length > 0) this.context.log.info('addresses released', { handle: this.handle, interface: ifname, addresses: released });
   }
@@ -287,16 +285,6 @@ const tellAddresses =
   (planned: NonNullable<AddHooks['planned']>) =>
   (allocations: readonly Allocation[]): void =>
     planned(allocations.map((a) => a.address));
-
-/** A release's first reads as the agent knows them: the handle it wrote and the node's blocks it holds addresses in. */
-function knownForRelease(known: KnownNodes, node: string, handle: string): ReadForRelease | undefined {
-  const written = known.handle(keys.handle(handle));
-  if (!written) return undefined;
-  const blocks = known.blocks(node);
-  const cidrs = Object.keys(written.value.block);
-  if (!cidrs.every((cidr) => blocks[cidr])) return undefined;
-  return { handle: written, blocks: Object.fromEntries(cidrs.map((cidr) => [cidr, blocks[cidr] ?? undefined])) };
-}
 
 /** What the agent knows of the node's affinities and blocks, as allocate() takes it (blocks' revisions are its conditions). */
 function nodeState(facts: NodeFacts | undefined, families: readonly Family[]): KnownState {

@@ -71,9 +71,11 @@ export class Plan {
           : []
     ) as (Entry<Block> | undefined)[];
     for (const entry of entries) {
-      const ordinal = entry && preferredOrdinal(entry.value, preferred);
-      if (entry && ordinal !== undefined && assignOrdinal(entry.value, ordinal, this.attribute) && this.take(entry.value, ordinal, entry))
-        return;
+      if (!entry) continue;
+      for (const ip of preferred) {
+        const ordinal = ordinalOf(entry.value, ip);
+        if (ordinal !== undefined && assignOrdinal(entry.value, ordinal, this.attribute) && this.take(entry.value, ordinal, entry)) return;
+      }
     }
     for (const [i, cidr] of affine.entries()) {
       // An affinity whose block a crash lost (only possible without transactions) gets its block again.
@@ -233,13 +235,4 @@ function fnv1a(text: string): number {
   let hash = 0x811c9dc5;
   for (const byte of Buffer.from(text)) hash = Math.imul(hash ^ byte, 0x01000193) >>> 0;
   return hash;
-}
-
-/** The ordinal of the first of `preferred` that lies in the block and is free there. */
-function preferredOrdinal(block: Block, preferred: readonly string[]): number | undefined {
-  for (const ip of preferred) {
-    const ordinal = ordinalOf(block, ip);
-    if (ordinal !== undefined && block.allocations[ordinal] === null && block.unallocated.includes(ordinal)) return ordinal;
-  }
-  return undefined;
 }

@@ -90,15 +90,27 @@ export function assumedAhead(facts: NodeFacts | undefined, families: readonly Fa
  * knows its blocks (the release's conditions catch any change since).
  */
 export function prefetchRelease(store: Promise<Store>, handle: string, node: string, nodes: KnownNodes): Prefetched {
-  const blocks = nodes.blocks(node);
-  const written = nodes.handle(keys.handle(handle));
-  const cidrs = written ? Object.keys(written.value.block) : [];
-  if (written && cidrs.every((cidr) => blocks[cidr])) {
+  const known = knownRelease(nodes, node, handle);
+  if (known) {
+    const cidrs = Object.keys(known.blocks);
     const reads = [{ get: keys.handle(handle) }, ...blockReads(cidrs)];
-    return { reads, results: Promise.resolve({ results: [written, ...cidrs.map((cidr) => blocks[cidr])], blocks: {}, assumed: true }) };
+    return {
+      reads,
+      results: Promise.resolve({ results: [known.handle, ...cidrs.map((cidr) => known.blocks[cidr])], blocks: {}, assumed: true }),
+    };
   }
-  const reads = [{ get: keys.handle(handle) }, ...blockReads(Object.keys(blocks))];
+  const reads = [{ get: keys.handle(handle) }, ...blockReads(Object.keys(nodes.blocks(node)))];
   return { reads, results: store.then(async (s) => ({ results: await s.read(reads), blocks: {} })) };
+}
+
+/** A release's first reads as the agent knows them: the handle it wrote, and the node's blocks that handle holds addresses in. */
+export function knownRelease(nodes: KnownNodes, node: string, handle: string): ReadForRelease | undefined {
+  const written = nodes.handle(keys.handle(handle));
+  if (!written) return undefined;
+  const blocks = nodes.blocks(node);
+  const cidrs = Object.keys(written.value.block);
+  if (!cidrs.every((cidr) => blocks[cidr])) return undefined;
+  return { handle: written, blocks: Object.fromEntries(cidrs.map((cidr) => [cidr, blocks[cidr] ?? undefined])) };
 }
 
 /** prefetchRelease()'s results as releaseWhere() takes them. */

@@ -61,7 +61,7 @@ export async function cmdAdd(ctx: PluginContext, presence?: Promise<Presence>): 
       containerIfname: env.ifname,
       hostIfname,
       addresses: [...addresses],
-      containerMac: macFor([...addresses]),
+      containerMac: macFor(addresses),
       numQueues: conf.num_queues,
       allowIpForwarding: conf.container_settings.allow_ip_forwarding,
       ...(mtu !== undefined ? { mtu } : {}),

@@ -81,7 +81,8 @@ export async function deleteWorkloadEndpoint(
   const key = keys.workloadEndpoint(namespace, name);
   let known = written;
   return retryOnConflict(`removing workload endpoint ${namespace}/${name}`, async () => {
-    const current = known ?? (await store.get<WorkloadEndpoint>(key));
+    // Only the remove is tried on what the caller wrote: if that was another container's, read.
+    const current = known?.value.spec.containerID === containerId ? known : await store.get<WorkloadEndpoint>(key);
     known = undefined;
     if (!current) return 'absent';
     if (current.value.spec.containerID && current.value.spec.containerID !== containerId) return 'kept';

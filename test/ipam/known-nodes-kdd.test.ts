@@ -1,0 +1,69 @@
+// The agent's knowledge on the Kubernetes datastore (a real kube-apiserver with netplug's CRDs):
+// the core run in-process as netplug-node runs it, with a second writer (the core without the
+// agent's knowledge, as a one-shot runs) changing the node's block and the pools behind its back.
+// Each change is caught: no address twice, no disabled pool used.
+import test from 'ava';
+
+import { KnownNodes } from '../../ts/ipam/known-nodes.ts';
+import { checkedBlock, keys } from '../../ts/ipam/model.ts';
+import { poolResource } from '../../ts/ipam/pool-resource.ts';
+import { nodeTurns } from '../../ts/node/cni-services.ts';
+import { runMain } from '../../ts/plugin/main.ts';
+import type { PluginServices } from '../../ts/plugin/services.ts';
+import { openStore } from '../../ts/store/open.ts';
+import type { Store } from '../../ts/store/store.ts';
+import { containerId, createNetns } from '../helpers/kernel.ts';
+import { installCrds, startKube } from '../helpers/kube.ts';
+
+const NODE = 'node-known-kdd';
+
+test('on the Kubernetes datastore too, what the agent knows is checked by its commit: another writer and a disabled pool are caught', async (t) => {
+  const kube = await startKube(t);
+  await installCrds(kube);
+  await kube.core.createNode({ body: { metadata: { name: NODE } } });
+  const kubeconfig = kube.server.admin.kubeconfig;
+  const store = await openStore({ datastore_type: 'kubernetes', kubernetes: { kubeconfig } });
+  t.teardown(() => store.close());
+  const shared = new Proxy(store, { get: (target, p) => (p === 'close' ? () => undefined : Reflect.get(target, p, target)) }) as Store;
+  await store.commit([{ key: keys.pool('kdd-old'), create: poolResource('kdd-old', { cidr: '10.76.0.0/16' }, new Date()) }]);
+  const known = new KnownNodes();
+  const agent: PluginServices = {
+    via: 'netplug-node',
+    store: () => Promise.resolve(shared),
+    ipamTurns: nodeTurns(),
+    knownNodes: () => known,
+  };
+  const other: PluginServices = { via: 'one-shot', store: () => Promise.resolve(shared), ipamTurns: nodeTurns() };
+  const netns = createNetns(t, 'known-kdd').path;
+  const netconf = {
+    cniVersion: '1.1.0',
+    name: 'known-kdd',
+    type: 'netplug',
+    nodename: NODE,
+    datastore_type: 'kubernetes',
+    kubernetes: { kubeconfig },
+    ipam: { type: 'netplug-ipam' },
+  };
+  const add = async (services: PluginServices) => {
+    const env = { CNI_COMMAND: 'ADD', CNI_CONTAINERID: containerId(), CNI_NETNS: netns, CNI_IFNAME: 'eth0', CNI_PATH: '/usr/lib/cni' };
+    const io = { env, readStdin: () => Buffer.from(JSON.stringify(netconf)), stderr: () => undefined, pid: process.pid };
+    const outcome = await runMain(io, 'netplug-ipam', services);
+    t.is(outcome.exitCode, 0, outcome.stdout);
+    return String(JSON.parse(outcome.stdout).ips[0].address).split('/')[0] ?? '';
+  };
+  const allocated = async () =>
+    (await store.list(keys.blocks(4))).map(checkedBlock).reduce((n, b) => n + b.value.allocations.filter((a) => a !== null).length, 0);
+
+  const addresses = [await add(agent), await add(agent)];
+  t.truthy(known.fresh(NODE), 'the agent knows its node');
+  addresses.push(await add(other), await add(agent), await add(other), await add(agent));
+  t.is(new Set(addresses).size, 6, `no address twice: ${addresses.join(', ')}`);
+  t.is(await allocated(), 6);
+
+  // Behind the agent's back: a new pool, the old one disabled.
+  await store.commit([{ key: keys.pool('kdd-new'), create: poolResource('kdd-new', { cidr: '10.77.0.0/16' }, new Date()) }]);
+  const old = await store.get(keys.pool('kdd-old'));
+  const disabled = poolResource('kdd-old', { cidr: '10.76.0.0/16', disabled: true }, new Date());
+  t.true(await store.commit([{ key: keys.pool('kdd-old'), update: disabled, revision: old?.revision ?? '' }]));
+  t.regex(await add(agent), /^10\.77\./, 'the disabled pool was not used');
+});
