@@ -148,6 +148,8 @@ test.serial('IPIP Always: every node reaches every other through tunl0, via the 
   if (!ipipSupported()) {
     t.log('this kernel has no ipip driver: checking that the agent reports it (pings over IP-in-IP need a kernel with it, as CI has)');
     await until('n1 reports the missing driver on /readiness', () => IPIP_MISSING.test(readiness(node('n1'))), 90_000);
+    // The log arrives through a pipe the test reads between its polls, so it too is awaited.
+    await until('n1 logs the missing driver', () => IPIP_MISSING.test(node('n1').log()), 30_000);
     t.regex(node('n1').log(), IPIP_MISSING);
     await routesBecome(node('n1'), []);
     return;

@@ -3,8 +3,8 @@
 // networked with its address; every other one left nothing (no interface, no host veth, no address
 // held), since the agent rolls back each ADD its journal says did not finish before it serves
 // again; no address is held twice.
-import { existsSync, readdirSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 
 import test, { type ExecutionContext } from 'ava';
 
@@ -12,35 +12,54 @@ import { openStore } from '../../ts/store/open.ts';
 import type { Store } from '../../ts/store/store.ts';
 import { callAgent, type AgentReply } from '../helpers/agent-client.ts';
 import { spawnAgent } from '../helpers/agent-server.ts';
-import { hostVeth } from '../helpers/cni.ts';
+import { hostVeth, tempDir } from '../helpers/cni.ts';
 import { startEtcd } from '../helpers/etcd.ts';
 import { addressesOf, ipamNetconf } from '../helpers/ipam.ts';
 import { addresses, containerId, createNetns, link } from '../helpers/kernel.ts';
 import { DATASTORE_RULES, installCrds, PLUGIN_RULES, startKube } from '../helpers/kube.ts';
+import { until } from '../helpers/nodes.ts';
+import { startWireHold, type WireHold } from '../helpers/wire-hold.ts';
 import { NODE_AGENT_DATASTORE_RULES, NODE_AGENT_RULES } from './agent.ts';
 
 const PODS = 40;
+/** ADDs that finish before the kill; the others are in flight when it comes. */
+const FINISHED = 8;
 
-/** Kills the agent as the first of PODS concurrent ADDs gets its result, restarts it, and judges what is left. */
-async function crashAndRestart(t: ExecutionContext, env: Record<string, string>, netconf: Record<string, unknown>, store: Store) {
+/**
+ * Serves FINISHED ADDs, then holds the agent's datastore traffic (`wire`), starts the others, and
+ * kills the agent once one of them has set its interface up ahead of its held commit; restarts it
+ * on the same socket and journal, and judges what is left.
+ */
+async function crashAndRestart(
+  t: ExecutionContext,
+  env: Record<string, string>,
+  netconf: Record<string, unknown>,
+  store: Store,
+  wire: WireHold,
+) {
   const handles = () => store.listKeys(`/netplug/ipam/v2/handle/${netconf['name']}.`);
   const first = await spawnAgent(t, env);
   const pods = Array.from({ length: PODS }, () => ({ containerId: containerId(), netns: createNetns(t, 'crash') }));
-  let answered = 0;
-  let killed: Promise<void> | undefined;
-  const replies: AgentReply[] = await Promise.all(
-    pods.map(async (p) => {
-      const reply = await callAgent(first.socket, { command: 'ADD', containerId: p.containerId, netns: p.netns.path, netconf });
-      // The first result in: the others are being served, or waiting for their turn.
-      if (reply.exitCode === 0 && ++answered === 1) killed = first.kill();
-      return reply;
-    }),
+  const add = (p: (typeof pods)[number]) =>
+    callAgent(first.socket, { command: 'ADD', containerId: p.containerId, netns: p.netns.path, netconf });
+  const before = await Promise.all(pods.slice(0, FINISHED).map(add));
+  wire.hold();
+  const cutOff = pods.slice(FINISHED);
+  const during = Promise.all(cutOff.map(add));
+  const journal = join(dirname(first.socket), 'inflight');
+  await until(
+    'an ADD has its interface set up while its commit is held',
+    () => cutOff.some((p) => link(hostVeth(p.containerId)) !== undefined),
+    30_000,
   );
-  await killed;
+  t.not(readdirSync(journal).length, 0, 'the journal holds the ADDs in flight');
+  await first.kill();
+  wire.cut();
+  const replies: AgentReply[] = [...before, ...(await during)];
   const succeeded = pods.filter((_, i) => replies[i]?.exitCode === 0);
   const unfinished = pods.filter((_, i) => replies[i]?.exitCode !== 0);
   t.log(`${succeeded.length} ADDs finished before the kill, ${unfinished.length} did not`);
-  t.true(unfinished.length > 0, 'some ADDs were cut off');
+  t.deepEqual(succeeded, pods.slice(0, FINISHED), 'the ADDs before the hold finished, and only they');
   for (const [i, reply] of replies.entries()) if (reply.exitCode !== 0) t.is(reply.stdout, undefined, `ADD ${i} got no result`);
 
   const second = await spawnAgent(t, env, { dir: first.dir });
@@ -77,15 +96,17 @@ test('etcd: kill -9 with ADDs in flight; after the restart the finished ones are
   const node = 'node-crash';
   const store = await openStore({ etcd_endpoints: etcd.endpoints });
   t.teardown(() => store.close());
+  const wire = await startWireHold(t, { host: '127.0.0.1', port: etcd.port });
+  const relayed = `http://${wire.address}`;
   const env = {
     NODENAME: node,
     DATASTORE_TYPE: 'etcdv3',
-    ETCD_ENDPOINTS: etcd.endpoints,
+    ETCD_ENDPOINTS: relayed,
     KUBECONFIG: (await kube.identityWith('netplug-node-crash', NODE_AGENT_RULES)).kubeconfig,
     NETPLUG_IPV4POOL_CIDR: '10.225.0.0/16',
     NETPLUG_NETWORKING_BACKEND: 'none',
   };
-  await crashAndRestart(t, env, ipamNetconf(etcd, { node, name: 'crash' }), store);
+  await crashAndRestart(t, env, ipamNetconf(etcd, { node, name: 'crash', extra: { etcd_endpoints: relayed } }), store, wire);
 });
 
 test('Kubernetes datastore: kill -9 with ADDs in flight; after the restart the finished ones are networked, the others left nothing', async (t) => {
@@ -97,10 +118,18 @@ test('Kubernetes datastore: kill -9 with ADDs in flight; after the restart the f
   const store = await openStore({ datastore_type: 'kubernetes', kubernetes: { kubeconfig: kube.server.admin.kubeconfig } });
   t.teardown(() => store.close());
   const agentRules = [...NODE_AGENT_RULES, ...NODE_AGENT_DATASTORE_RULES, ...PLUGIN_RULES, ...DATASTORE_RULES];
+  const wire = await startWireHold(t, { host: '127.0.0.1', port: Number(new URL(kube.server.url).port) });
+  const dir = tempDir(t, 'relayed');
+  // The same identity, through the relay.
+  const relayed = (kubeconfig: string) => {
+    const copy = join(dir, basename(kubeconfig));
+    writeFileSync(copy, readFileSync(kubeconfig, 'utf8').replaceAll(kube.server.url, `https://${wire.address}`));
+    return copy;
+  };
   const env = {
     NODENAME: node,
     DATASTORE_TYPE: 'kubernetes',
-    KUBECONFIG: (await kube.identityWith('netplug-node-crash-kdd', agentRules)).kubeconfig,
+    KUBECONFIG: relayed((await kube.identityWith('netplug-node-crash-kdd', agentRules)).kubeconfig),
     NETPLUG_IPV4POOL_CIDR: '10.229.0.0/16',
     NETPLUG_NETWORKING_BACKEND: 'none',
   };
@@ -110,8 +139,8 @@ test('Kubernetes datastore: kill -9 with ADDs in flight; after the restart the f
     type: 'netplug',
     nodename: node,
     datastore_type: 'kubernetes',
-    kubernetes: { kubeconfig: (await kube.identityWith('netplug-cni-crash', [...PLUGIN_RULES, ...DATASTORE_RULES])).kubeconfig },
+    kubernetes: { kubeconfig: relayed((await kube.identityWith('netplug-cni-crash', [...PLUGIN_RULES, ...DATASTORE_RULES])).kubeconfig) },
     ipam: { type: 'netplug-ipam' },
   };
-  await crashAndRestart(t, env, netconf, store);
+  await crashAndRestart(t, env, netconf, store, wire);
 });
