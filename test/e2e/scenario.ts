@@ -219,6 +219,25 @@ export function installScenario(test: TestFn, datastore: Datastore): void {
         },
         120,
       );
+    } catch (err) {
+      // Say how the installer ended: its restarts and the run before the last, if any.
+      const status = await getJson(c, 'pod', '-n', 'kube-system', nodePod.metadata.name).catch((e: Error) => e.message);
+      t.log(`node pod status: ${JSON.stringify(typeof status === 'string' ? status : status.status?.containerStatuses)}`);
+      t.log(
+        `install-cni, previous run: ${await c
+          .kubectl('logs', '-n', 'kube-system', nodePod.metadata.name, '-c', 'install-cni', '--previous', '--tail=20')
+          .catch((e: Error) => e.message)}`,
+      );
+      const events = await getJson(
+        c,
+        'events',
+        '-n',
+        'kube-system',
+        '--field-selector',
+        `involvedObject.name=${nodePod.metadata.name}`,
+      ).catch(() => ({ items: [] }));
+      t.log(`node pod events: ${(events.items as any[]).map((e) => `${e.reason}: ${e.message}`).join('; ')}`);
+      throw err;
     } finally {
       t.log(
         `install-cni: ${await Promise.race([installerLog, new Promise((resolve) => setTimeout(() => resolve('(still running)'), 5000))])}`,

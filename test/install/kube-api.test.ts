@@ -284,6 +284,29 @@ test('SIGTERM after the installer lost its RBAC (403) uninstalls', async (t) => 
   t.false(existsSync(node.path('/etc/cni/net.d/10-netplug.conflist')));
 });
 
+test('restarted after its RBAC was deleted (403): the refused install waits for SIGTERM, then uninstalls what the last run installed', async (t) => {
+  const pod = await podNamespace(kube, t);
+  await createDaemonSet(apps, pod.namespace);
+  const node = makeNode(t, { netplug: 0o755 });
+  t.is(await install(node, { ...pod.env, NETPLUG_CONFIG_MAP: '' }), 0, node.log.join('\n'));
+  t.true(existsSync(node.path('/etc/cni/net.d/10-netplug.conflist')));
+  // The manifest's RBAC goes first: a container started again in that window is refused.
+  await kube.rbac.deleteNamespacedRoleBinding({ name: 'netplug-install', namespace: pod.namespace });
+  const stop = new AbortController();
+  const exit = install(node, { ...pod.env, NETPLUG_CONFIG_MAP: '', SLEEP: 'true' }, stop.signal);
+  t.teardown(() => stop.abort());
+  await eventually('the install to be refused', async () => node.log.some((line) => /ERROR install failed: HTTP 403/.test(line)));
+  t.true(existsSync(node.path('/etc/cni/net.d/10-netplug.conflist')), 'nothing removed before the SIGTERM');
+  stop.abort();
+  t.is(await exit, 0, node.log.join('\n'));
+  t.true(
+    node.log.some((line) => line.includes(`INFO DaemonSet ${pod.namespace}/netplug-node: HTTP 403`)),
+    node.log.join('\n'),
+  );
+  t.false(existsSync(node.path('/etc/cni/net.d/10-netplug.conflist')));
+  t.false(existsSync(node.path('/opt/cni/bin/netplug')));
+});
+
 test('with KUBECONFIG (outside a pod): that identity, the namespace from POD_NAMESPACE, the server and CA from the file', async (t) => {
   const pod = await podNamespace(kube, t);
   await setTemplate(pod.namespace, TEMPLATE('warning'), true);

@@ -3,8 +3,8 @@
 // uninstall if netplug is being removed from the cluster.
 import { installOnce } from './install-once.ts';
 import type { Log } from './log.ts';
-import { describeApiError, openKubeAccess } from './open-kube-access.ts';
-import { aborted } from './pause.ts';
+import { apiStatus, describeApiError, type KubeAccess, openKubeAccess } from './open-kube-access.ts';
+import { aborted, pause } from './pause.ts';
 import { placeholderValues } from './placeholder-values.ts';
 import { keepTokenFresh } from './refresh-token.ts';
 import { renderConflist } from './render-conflist.ts';
@@ -14,13 +14,18 @@ import { watchConfigMap } from './watch-config-map.ts';
 import { writeConflist } from './write-conflist.ts';
 
 export async function runInstaller(settings: InstallSettings, log: Log, signal: AbortSignal): Promise<number> {
-  let kube: ReturnType<typeof openKubeAccess>;
+  let kube: ReturnType<typeof openKubeAccess> | undefined;
   let outcome: Awaited<ReturnType<typeof installOnce>>;
   try {
     kube = openKubeAccess(settings);
     outcome = await installOnce(settings, kube, log);
   } catch (err) {
     log('ERROR', `install failed: ${describeApiError(err)}`);
+    const status = apiStatus(err);
+    // Refused by the API server: perhaps netplug is being removed (its RBAC goes before its
+    // DaemonSet). Exiting now would leave the node's files to a container that is never started
+    // again, so wait a while for the pod's SIGTERM and decide then, as a running installer does.
+    if (kube && settings.sleep && (status === 401 || status === 403)) return refusedInstall(settings, kube, log, signal);
     return 1;
   }
   if (!settings.sleep) return 0;
@@ -42,13 +47,27 @@ export async function runInstaller(settings: InstallSettings, log: Log, signal: 
   }
   await aborted(signal);
   await Promise.all(running);
-  if (kube && (await netplugIsBeingRemoved(kube, log))) {
-    try {
-      await uninstall(settings, log);
-    } catch (err) {
-      log('ERROR', `uninstall failed: ${(err as Error).message}`);
-      return 1;
-    }
+  return kube ? uninstallIfRemoved(settings, kube, log) : 0;
+}
+
+/** How long an installer refused by the API server waits for its pod's SIGTERM before it exits 1. */
+export const REFUSED_WAIT_MS = 30_000;
+
+async function refusedInstall(settings: InstallSettings, kube: KubeAccess, log: Log, signal: AbortSignal): Promise<number> {
+  if (await pause(REFUSED_WAIT_MS, signal)) return 1;
+  return (await netplugIsBeingRemoved(kube, log)) ? uninstallFromNode(settings, log) : 1;
+}
+
+async function uninstallIfRemoved(settings: InstallSettings, kube: KubeAccess, log: Log): Promise<number> {
+  return (await netplugIsBeingRemoved(kube, log)) ? uninstallFromNode(settings, log) : 0;
+}
+
+async function uninstallFromNode(settings: InstallSettings, log: Log): Promise<number> {
+  try {
+    await uninstall(settings, log);
+    return 0;
+  } catch (err) {
+    log('ERROR', `uninstall failed: ${(err as Error).message}`);
+    return 1;
   }
-  return 0;
 }
