@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { BUSYBOX_IMAGE, startCluster, type Cluster } from '../scripts/lib/cluster.ts';
 import { getJson } from '../test/helpers/cluster.ts';
 import { eventually, imageArchive, manifestFor, nodePaths, writeKubeadmConfig } from '../test/e2e/install.ts';
+import { describeCpu, trackCpu, type CpuSeconds } from './lib/cpu-usage.ts';
 import { medianOf, writeReport, type Series } from './lib/report.ts';
 
 const ROOT = new URL('../', import.meta.url).pathname;
@@ -61,8 +62,9 @@ async function installNetplug(c: Cluster, variant: 'etcd' | 'kdd'): Promise<void
   );
 }
 
-/** Seconds from `kubectl create deployment` to every replica Running with an address. */
-async function deploy(c: Cluster): Promise<number> {
+/** Seconds from `kubectl create deployment` to every replica Running with an address, and the CPU spent meanwhile. */
+async function deploy(c: Cluster): Promise<{ seconds: number; cpu: CpuSeconds }> {
+  const cpu = await trackCpu();
   const started = process.hrtime.bigint();
   await c.kubectl('create', 'deployment', 'bench', `--image=${BUSYBOX_IMAGE}`, `--replicas=${REPLICAS}`, '--', 'sleep', '3600');
   await c.kubectl(
@@ -82,15 +84,31 @@ async function deploy(c: Cluster): Promise<number> {
     },
     600,
   );
-  return Number(process.hrtime.bigint() - started) / 1e9;
+  return { seconds: Number(process.hrtime.bigint() - started) / 1e9, cpu: await cpu.stop() };
 }
 
-async function measure(variant: Variant): Promise<number> {
+/** The agent's own account of its ADDs (its /metrics): how many it served, and their mean and median bucket. */
+async function agentAdds(c: Cluster): Promise<string> {
+  const metrics = await c.inNode('curl', ['-s', '-m', '5', 'http://127.0.0.1:9099/metrics']).catch(() => '');
+  const value = (name: string, labels: string) =>
+    Number(new RegExp(`^${name}\\{${labels}\\} (\\S+)$`, 'm').exec(metrics)?.[1] ?? Number.NaN);
+  const labels = 'command="ADD",result="success"';
+  const count = value('netplug_cni_request_duration_seconds_count', labels);
+  const sum = value('netplug_cni_request_duration_seconds_sum', labels);
+  const buckets = [
+    ...metrics.matchAll(/^netplug_cni_request_duration_seconds_bucket\{le="([^"]+)",command="ADD",result="success"\} (\S+)$/gm),
+  ];
+  const median = buckets.find(([, , n]) => Number(n) >= count / 2)?.[1];
+  return `netplug-node served ${count} ADDs, mean ${((sum / count) * 1000).toFixed(1)} ms, median ≤ ${Number(median) * 1000} ms`;
+}
+
+async function measure(variant: Variant): Promise<{ seconds: number; cpu: CpuSeconds; agent?: string }> {
   current = await startCluster({ systemPlugins: variant === 'ptp' });
   try {
     if (variant === 'ptp') await installPtp(current);
     else await installNetplug(current, variant);
-    return await deploy(current);
+    const measured = await deploy(current);
+    return variant === 'ptp' ? measured : { ...measured, agent: await agentAdds(current) };
   } finally {
     await current.stop();
     current = undefined;
@@ -101,12 +119,18 @@ async function main(): Promise<void> {
   if (process.getuid?.() !== 0) throw new Error('run as root: the cluster runs a kubelet and containerd');
   process.once('SIGINT', () => void (current?.stop() ?? Promise.resolve()).finally(() => process.exit(130)));
   const seconds: Record<Variant, number[]> = { ptp: [], etcd: [], kdd: [] };
+  const cpu: Record<Variant, CpuSeconds[]> = { ptp: [], etcd: [], kdd: [] };
+  const served: Record<Variant, string[]> = { ptp: [], etcd: [], kdd: [] };
   for (let round = 0; round < ROUNDS; round++) {
     for (let k = 0; k < VARIANTS.length; k++) {
       const variant = VARIANTS[(round + k) % VARIANTS.length] as Variant;
-      const s = await measure(variant);
+      const { seconds: s, cpu: used, agent } = await measure(variant);
       seconds[variant].push(s);
-      console.error(`round ${round + 1}: ${LABELS[variant]}: ${REPLICAS} replicas Running in ${s.toFixed(1)} s`);
+      cpu[variant].push(used);
+      if (agent) served[variant].push(agent);
+      console.error(
+        `round ${round + 1}: ${LABELS[variant]}: ${REPLICAS} replicas Running in ${s.toFixed(1)} s; CPU: ${describeCpu(used)}${agent ? `; ${agent}` : ''}`,
+      );
     }
   }
   const group = `${REPLICAS}-replica Deployment to all Running`;
@@ -124,6 +148,10 @@ async function main(): Promise<void> {
       'One node: kubelet, containerd, kube-apiserver, kube-controller-manager, kube-scheduler and kube-proxy built from the Go module proxy (scripts/lib/cluster.ts), busybox imported locally.',
       `Timed from kubectl create deployment until ${REPLICAS} replicas are Running with a pod IP (polled each second). ${ROUNDS} round(s); each variant on a fresh cluster, the order rotated per round.`,
       'netplug installed from deploy/manifests (netplug-etcd.yaml, netplug.yaml) as the README says, fast path on (the default); ptp + host-local as one conflist on the Node pod CIDR.',
+      "CPU seconds spent meanwhile, by program, each round (/proc, children counted in the parent that waited for them: containerd includes the CNI plugins, containerd-shim the pods' processes):",
+      ...VARIANTS.flatMap((v) => cpu[v].map((used, round) => `${LABELS[v]}, round ${round + 1}: ${describeCpu(used)}`)),
+      'As netplug-node counted them (netplug_cni_request_duration_seconds on its /metrics):',
+      ...VARIANTS.flatMap((v) => served[v].map((text, round) => `${LABELS[v]}, round ${round + 1}: ${text}`)),
     ],
   });
   console.log(table);

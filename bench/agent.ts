@@ -38,6 +38,9 @@ const BURST = 100;
 const BURST_ROUNDS = 3;
 const SHIM_RUNS = 200;
 const NODE = 'bench-agent-node';
+// The one-shot variants allocate on a node of their own: on a real node only one manager allocates,
+// and a one-shot's writes in the agent's block would make every agent ADD commit on stale facts.
+const ONE_SHOT_NODE = 'bench-oneshot-node';
 
 type Variant = 'agent' | 'fallback' | 'oneshot' | 'ptp';
 const LABELS: Record<Variant, string> = {
@@ -68,7 +71,7 @@ function netconf(variant: Variant, endpoints: string): string {
     name: 'bench-netplug',
     type: 'netplug',
     etcd_endpoints: endpoints,
-    nodename: NODE,
+    nodename: variant === 'agent' ? NODE : ONE_SHOT_NODE,
     ipam: { type: 'netplug-ipam' },
   });
 }
@@ -287,7 +290,7 @@ async function main(): Promise<void> {
     series,
     ratios,
     notes: [
-      'A real etcd and a real kube-apiserver on loopback; netplug-node (dist/bin/netplug-node) runs on the host with its own etcd connection and serves the CNI socket; netplug-ipam on that etcd, pool 10.246.0.0/16.',
+      "A real etcd and a real kube-apiserver on loopback; netplug-node (dist/bin/netplug-node) runs on the host with its own etcd connection and serves the CNI socket; netplug-ipam on that etcd, pool 10.246.0.0/16. The one-shot variants allocate as another node, so that the agent is its node's only allocator, as on a real node.",
       `Per pod: ${CYCLES} ADD + DEL cycles per variant into one namespace (after ${WARMUP} warm-up cycles), IPv4, each command a fresh process timed from spawn to exit, the variants rotated pod by pod.`,
       `Burst: ${BURST} ADDs spawned at once into ${BURST} namespaces, timed until the last exits, then every pod checked for the address its ADD returned (distinct); then ${BURST} DELs at once, checked gone. ${BURST_ROUNDS} rounds per variant.`,
       `Shim: ${SHIM_RUNS} runs of VERSION against a stand-in agent that answers at once (bench/lib/instant-agent.ts), timed from spawn until its request frame has arrived, and to exit; /bin/true spawned the same way is the floor of any process.`,
