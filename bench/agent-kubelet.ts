@@ -62,19 +62,37 @@ async function installNetplug(c: Cluster, variant: 'etcd' | 'kdd'): Promise<void
   );
 }
 
-/** Seconds from `kubectl create deployment` to every replica Running with an address, and the CPU spent meanwhile. */
+/** The benchmark's Deployment: busybox sleeping, the image only from the node, 1 s to stop. */
+function deploymentFile(c: Cluster): string {
+  const labels = { app: 'bench' };
+  const deployment = {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'bench', labels },
+    spec: {
+      replicas: REPLICAS,
+      selector: { matchLabels: labels },
+      template: {
+        metadata: { labels },
+        spec: {
+          terminationGracePeriodSeconds: 1,
+          containers: [{ name: 'busybox', image: BUSYBOX_IMAGE, imagePullPolicy: 'Never', command: ['sleep', '3600'] }],
+        },
+      },
+    },
+  };
+  const file = join(c.dir, 'bench-deployment.json');
+  writeFileSync(file, JSON.stringify(deployment));
+  return file;
+}
+
+/** Seconds from `kubectl create` to every replica Running with an address, and the CPU spent meanwhile. */
 async function deploy(c: Cluster): Promise<{ seconds: number; cpu: CpuSeconds }> {
   const cpu = await trackCpu();
   const started = process.hrtime.bigint();
-  await c.kubectl('create', 'deployment', 'bench', `--image=${BUSYBOX_IMAGE}`, `--replicas=${REPLICAS}`, '--', 'sleep', '3600');
-  await c.kubectl(
-    'patch',
-    'deployment',
-    'bench',
-    '--type=json',
-    '-p',
-    '[{"op":"add","path":"/spec/template/spec/containers/0/imagePullPolicy","value":"Never"},{"op":"add","path":"/spec/template/spec/terminationGracePeriodSeconds","value":1}]',
-  );
+  // Created whole, as one object: `kubectl create deployment` then a patch of the template would
+  // roll out a second ReplicaSet, and every pod of the first would be added and deleted too.
+  await c.kubectl('create', '-f', deploymentFile(c));
   await eventually(
     `${REPLICAS} replicas Running`,
     async () => {
@@ -87,7 +105,7 @@ async function deploy(c: Cluster): Promise<{ seconds: number; cpu: CpuSeconds }>
   return { seconds: Number(process.hrtime.bigint() - started) / 1e9, cpu: await cpu.stop() };
 }
 
-/** The agent's own account of its ADDs (its /metrics): how many it served, and their mean and median bucket. */
+/** The agent's own account (its /metrics): the ADDs and DELs it served, and the ADDs' mean and median bucket. */
 async function agentAdds(c: Cluster): Promise<string> {
   const metrics = await c.inNode('curl', ['-s', '-m', '5', 'http://127.0.0.1:9099/metrics']).catch(() => '');
   const value = (name: string, labels: string) =>
@@ -99,7 +117,8 @@ async function agentAdds(c: Cluster): Promise<string> {
     ...metrics.matchAll(/^netplug_cni_request_duration_seconds_bucket\{le="([^"]+)",command="ADD",result="success"\} (\S+)$/gm),
   ];
   const median = buckets.find(([, , n]) => Number(n) >= count / 2)?.[1];
-  return `netplug-node served ${count} ADDs, mean ${((sum / count) * 1000).toFixed(1)} ms, median ≤ ${Number(median) * 1000} ms`;
+  const dels = value('netplug_cni_request_duration_seconds_count', 'command="DEL",result="success"');
+  return `netplug-node served ${count} ADDs and ${Number.isNaN(dels) ? 0 : dels} DELs; its ADDs took a mean ${((sum / count) * 1000).toFixed(1)} ms, median ≤ ${Number(median) * 1000} ms`;
 }
 
 async function measure(variant: Variant): Promise<{ seconds: number; cpu: CpuSeconds; agent?: string }> {
@@ -146,7 +165,7 @@ async function main(): Promise<void> {
     ],
     notes: [
       'One node: kubelet, containerd, kube-apiserver, kube-controller-manager, kube-scheduler and kube-proxy built from the Go module proxy (scripts/lib/cluster.ts), busybox imported locally.',
-      `Timed from kubectl create deployment until ${REPLICAS} replicas are Running with a pod IP (polled each second). ${ROUNDS} round(s); each variant on a fresh cluster, the order rotated per round.`,
+      `Timed from kubectl create of the Deployment (one object, the image never pulled) until ${REPLICAS} replicas are Running with a pod IP (polled each second). ${ROUNDS} round(s); each variant on a fresh cluster, the order rotated per round.`,
       'netplug installed from deploy/manifests (netplug-etcd.yaml, netplug.yaml) as the README says, fast path on (the default); ptp + host-local as one conflist on the Node pod CIDR.',
       "CPU seconds spent meanwhile, by program, each round (/proc, children counted in the parent that waited for them: containerd includes the CNI plugins, containerd-shim the pods' processes):",
       ...VARIANTS.flatMap((v) => cpu[v].map((used, round) => `${LABELS[v]}, round ${round + 1}: ${describeCpu(used)}`)),
