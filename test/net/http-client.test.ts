@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import test from 'ava';
 
 import { openKubeClient } from '../../ts/k8s/client.ts';
-import { HttpClient, HttpTlsError, HttpUnavailableError, TlsMaterialError, join } from '../../ts/net/http-client.ts';
+import { HttpClient, HttpTlsError, HttpUnavailableError, TlsMaterialError, join, urgently } from '../../ts/net/http-client.ts';
 import { proxyFor } from '../../ts/net/proxy.ts';
 import { tempDir } from '../helpers/cni.ts';
 import { startKube } from '../helpers/kube.ts';
@@ -37,6 +37,17 @@ test('204 without Content-Length, chunked and Content-Length answers share one k
     [empty, chunked, plain].map((r) => r.headers.get('x-connection')),
     ['1', '1', '1'],
   );
+});
+
+test('requests made urgently go ahead of those waiting, after the one in flight, in their own order', async (t) => {
+  const server = await serve(t, 'http11');
+  const http = new HttpClient({ endpoints: [server.url()] });
+  const answered: string[] = [];
+  const get = (path: string) => http.request({ method: 'GET', path }).then((r) => answered.push(r.body.toString().trim()));
+  const waiting = ['/a', '/b', '/c'].map(get);
+  const urgent = urgently(() => Promise.all([get('/u1'), get('/u2')]));
+  await Promise.all([...waiting, urgent]);
+  t.deepEqual(answered, ['GET /a', 'GET /u1', 'GET /u2', 'GET /b', 'GET /c']);
 });
 
 test('Connection: close is honoured and the next request opens a new connection', async (t) => {

@@ -4,6 +4,8 @@
 // Node's socket and stream stack nor spends its JavaScript thread on TLS on a pod's path.
 // Here: which endpoint to ask, in a rotating order like etcd's own client: a failure moves the
 // client to the next endpoint, and the next request starts there.
+import { AsyncLocalStorage } from 'node:async_hooks';
+
 import { addon, type Binding } from '../native/addon.ts';
 
 export interface TlsFiles {
@@ -63,6 +65,25 @@ export class TlsMaterialError extends Error {
   }
 }
 
+/** Set while work runs whose requests go ahead of those waiting (see urgently). */
+const urgentScope = new AsyncLocalStorage<true>();
+
+/**
+ * Runs `work` with every request it makes put ahead of those already waiting for their
+ * connection (after the one in flight and other urgent ones). For work that others wait on: a
+ * node's IPAM turn in netplug-node shares connections with dozens of commands' reads, and would
+ * otherwise queue behind them while every other ADD on the node waits for the turn.
+ */
+export function urgently<T>(work: () => Promise<T>): Promise<T> {
+  return urgentScope.run(true, work);
+}
+
+/** A request waiting for the connection. */
+interface Waiting {
+  urgent: boolean;
+  start(): void;
+}
+
 /** Failures after which another endpoint is asked: it may well answer. */
 const FAILOVER_KINDS = new Set(['connect', 'timeout']);
 
@@ -70,7 +91,8 @@ export class HttpClient {
   private readonly options: HttpClientOptions;
   private readonly agent: Binding.HttpAgent;
   private endpoint = 0;
-  private queue: Promise<unknown> = Promise.resolve();
+  private readonly waiting: Waiting[] = [];
+  private busy = false;
 
   /** Throws TlsMaterialError for unusable TLS material now, not on the first request. */
   constructor(options: HttpClientOptions) {
@@ -98,11 +120,29 @@ export class HttpClient {
     return this.options.endpoints[this.endpoint] as URL;
   }
 
-  /** One request at a time, so a kept-alive connection carries them in turn. */
+  /** One request at a time, so a kept-alive connection carries them in turn: in order, urgent ones first. */
   request(request: HttpRequest): Promise<HttpResponse> {
-    const next = this.queue.then(() => this.send(request));
-    this.queue = next.catch(() => undefined);
-    return next;
+    return new Promise<HttpResponse>((resolve, reject) => {
+      const start = () => {
+        void this.send(request)
+          .then(resolve, reject)
+          .finally(() => this.startNext());
+      };
+      if (!this.busy) {
+        this.busy = true;
+        start();
+        return;
+      }
+      const urgent = urgentScope.getStore() === true;
+      const at = urgent ? this.waiting.findIndex((w) => !w.urgent) : -1;
+      this.waiting.splice(at === -1 ? this.waiting.length : at, 0, { urgent, start });
+    });
+  }
+
+  private startNext(): void {
+    const next = this.waiting.shift();
+    if (next) next.start();
+    else this.busy = false;
   }
 
   /** Opens a connection to the current endpoint ahead of the first request (a cheap GET whose answer is dropped). */

@@ -9,6 +9,7 @@ import { KnownNodes } from '../ipam/known-nodes.ts';
 import type { IpamTurns } from '../ipam/netplug-ipam.ts';
 import { openKubeClient, type KubeClient } from '../k8s/client.ts';
 import type { KubernetesSettings } from '../k8s/kubeconfig.ts';
+import { urgently } from '../net/http-client.ts';
 import type { PluginServices } from '../plugin/services.ts';
 import type { Store } from '../store/store.ts';
 import { CNI_CONNECTIONS, StorePool } from './cni-store-pool.ts';
@@ -72,13 +73,15 @@ export function isAgentDatastore(
 
 /**
  * The address manager's turns per node: one allocation or release at a time, in arrival order.
- * `waited` tells the work that another went first, so what it read before is stale.
+ * `waited` tells the work that another went first, so what it read before is stale. A turn's
+ * datastore requests go ahead of other commands' on the shared connections: every ADD and DEL
+ * queued for the node waits on it.
  */
 export function nodeTurns(): IpamTurns {
   const tails = new Map<string, Promise<unknown>>();
   return <T>(node: string, work: (waited: boolean) => Promise<T>): Promise<T> => {
     const before = tails.get(node);
-    const turn = (before ?? Promise.resolve()).then(() => work(before !== undefined));
+    const turn = (before ?? Promise.resolve()).then(() => urgently(() => work(before !== undefined)));
     const tail = turn.then(
       () => undefined,
       () => undefined,
