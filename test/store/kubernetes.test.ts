@@ -11,6 +11,7 @@ import { installCrds, startKube } from '../helpers/kube.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
 
 let store: KubeStore;
+let kubeconfig: string;
 /** A handle-shaped document (the schema of ipamhandles refuses others), told apart by `n`. */
 const handle = (n: number) => ({ handleID: 'net.x', block: { '10.9.0.0/26': n }, deleted: false });
 const shared = sharedTeardowns(test);
@@ -18,7 +19,8 @@ const shared = sharedTeardowns(test);
 test.before(async () => {
   const kube = await startKube(shared);
   await installCrds(kube);
-  store = new KubeStore(await openKubeClient({ kubeconfig: kube.server.admin.kubeconfig }));
+  kubeconfig = kube.server.admin.kubeconfig;
+  store = new KubeStore(await openKubeClient({ kubeconfig }));
   shared.teardown(() => store.close());
 });
 
@@ -69,6 +71,65 @@ test.serial('create, update and delete only when the resourceVersion still holds
   t.deepEqual(await store.listKeys(keys.handles), [b]);
   t.true(await store.commit([{ key: b, remove: true, revision: (await store.get(b))?.revision ?? '' }]));
 });
+
+test.serial(
+  'with spare connections the writes before the last go out at once, one per connection, and all or nothing still holds',
+  async (t) => {
+    const spares = [await openKubeClient({ kubeconfig }), await openKubeClient({ kubeconfig })];
+    const main = await openKubeClient({ kubeconfig });
+    const fanned = new KubeStore(main, spares);
+    t.teardown(() => {
+      for (const client of [main, ...spares]) client.close();
+    });
+    const [a, b, c, d] = ['net.fa', 'net.fb', 'net.fc', 'net.fd'].map((h) => keys.handle(h)) as [string, string, string, string];
+    t.true(await store.commit([{ key: a, create: handle(1) }]));
+    const stale = (await store.get(a))?.revision ?? '';
+    t.true(await store.commit([{ key: a, update: handle(2), revision: stale }]));
+
+    const sent = () => [main, ...spares].map((client) => client.requests);
+    const before = sent();
+    t.false(
+      await fanned.commit([
+        { key: d, absent: true },
+        { key: b, create: handle(10) },
+        { key: c, create: handle(11) },
+        { key: a, update: handle(3), revision: stale },
+      ]),
+      'the last write fails',
+    );
+    t.true(
+      sent().every((n, i) => n > (before[i] as number)),
+      'every connection carried one of the writes before the last',
+    );
+    t.is(await store.get(b), undefined, 'what went at once is undone');
+    t.is(await store.get(c), undefined);
+
+    t.false(
+      await fanned.commit([
+        { key: b, create: handle(10) },
+        { key: a, update: handle(3), revision: stale },
+        { key: c, create: handle(11) },
+      ]),
+      'a write before the last fails',
+    );
+    t.is(await store.get(b), undefined, 'the others sent with it are undone');
+    t.is(await store.get(c), undefined, 'the last is never sent');
+    t.deepEqual((await store.get(a))?.value, handle(2));
+
+    t.true(
+      await fanned.commit([
+        { key: b, create: handle(10) },
+        { key: c, create: handle(11) },
+        { key: d, create: handle(12) },
+      ]),
+    );
+    t.deepEqual(
+      (await Promise.all([b, c, d].map((key) => store.get(key)))).map((e) => e?.value),
+      [handle(10), handle(11), handle(12)],
+    );
+    for (const key of [a, b, c, d]) t.true(await store.commit([{ key, remove: true, revision: (await store.get(key))?.revision ?? '' }]));
+  },
+);
 
 test('prefix reads return exactly the keys under the prefix', async (t) => {
   const writes = [

@@ -4,7 +4,8 @@
 // whole life. A connection opens its socket only on first use, so idle ones cost nothing.
 // On the Kubernetes datastore each command gets a store of its own over the lent client: a
 // KubeStore remembers what it read for undoing a failed commit, which is per command (and would
-// otherwise grow for as long as the agent runs).
+// otherwise grow for as long as the agent runs). The other connections are its spares: a commit's
+// writes before the last go out at once over them.
 import { KubeStore } from '../store/kubernetes/store.ts';
 import type { Read, Store, Write } from '../store/store.ts';
 
@@ -40,7 +41,14 @@ export class StorePool {
   lend(): Store {
     const member = this.members.reduce((best, m) => (m.lent < best.lent ? m : best));
     member.lent++;
-    const store = member.store instanceof KubeStore ? new KubeStore(member.store.client) : member.store;
+    // On the Kubernetes API the other connections carry the writes a commit sends at once (see KubeStore).
+    const store =
+      member.store instanceof KubeStore
+        ? new KubeStore(
+            member.store.client,
+            this.members.flatMap((m) => (m !== member && m.store instanceof KubeStore ? [m.store.client] : [])),
+          )
+        : member.store;
     return new LentStore(this.wrap(store), () => member.lent--);
   }
 
