@@ -58,23 +58,19 @@ function readTicks(): Map<number, { comm: string; ticks: number }> {
 /** Starts sampling every `intervalMs`; `stop()` returns the CPU seconds per process name over the span. */
 export async function trackCpu(intervalMs = 1_000): Promise<{ stop(): Promise<CpuSeconds> }> {
   const seen = new Map<number, Seen>();
-  const sample = async (initial: boolean) => {
+  const sample = (initial: boolean) => {
     for (const [pid, { comm, ticks }] of readTicks()) {
       const known = seen.get(pid);
       if (known) known.last = ticks;
       else seen.set(pid, { comm, first: initial ? ticks : 0, last: ticks });
     }
   };
-  await sample(true);
-  let sampling = Promise.resolve();
-  const timer = setInterval(() => {
-    sampling = sampling.then(() => sample(false));
-  }, intervalMs);
+  sample(true);
+  const timer = setInterval(() => sample(false), intervalMs);
   return {
     async stop() {
       clearInterval(timer);
-      await sampling;
-      await sample(false);
+      sample(false);
       const seconds: CpuSeconds = {};
       for (const { comm, first, last } of seen.values()) seconds[comm] = (seconds[comm] ?? 0) + (last - first) / TICKS_PER_SECOND;
       return seconds;

@@ -278,7 +278,8 @@ async function allocateInOneCommit(
         ...plan.writes.filter(isBlock),
       ];
       if (writes.length === 0) return plan.allocations;
-      // First: without transactions, a failed condition then undoes nothing.
+      // First: without transactions, a failed condition then undoes nothing (or, sent at once with
+      // the writes before the block over netplug-node's spare connections, only this ADD's own).
       if (precondition) writes.unshift(unchangedSinceRead(precondition));
       const assumed = assumptions.length > 0;
       const assumedBefore = assumptions;

@@ -127,39 +127,27 @@ export class KubeStore implements Store {
     return (await this.applyAll(writes)) !== undefined;
   }
 
-  /** The writes one by one, the revisions they made; undefined (all undone) if a condition failed. */
+  /** The writes wave by wave (see waves), the revisions they made; undefined (all undone) if a condition failed. */
   private async applyAll(writes: readonly Write[]): Promise<Record<string, string> | undefined> {
     const done: Applied[] = [];
-    let next = 0;
+    const clients = [this.client, ...this.spare];
     try {
-      const atOnce = this.spare.length > 0 ? writes.slice(0, -1) : [];
-      if (atOnce.length > 1 && new Set(atOnce.map((w) => w.key)).size === atOnce.length) {
-        const clients = [this.client, ...this.spare];
+      for (const wave of this.waves(writes)) {
         const outcomes = await Promise.allSettled(
-          atOnce.map(async (write, i) => {
+          wave.map(async (write, i) => {
             const before = this.known.get(write.key);
-            const applied = await this.apply(write, clients[i % clients.length] as KubeClient);
+            const applied = await this.apply(write, clients[i % clients.length]);
             if (applied !== false) done.push({ write, revision: applied, before });
             return applied;
           }),
         );
-        // Every write settled first: what held is undone whatever failed.
+        // Every write of the wave settled first: what held is undone whatever failed.
         const thrown = outcomes.find((o) => o.status === 'rejected');
         if (thrown) throw thrown.reason;
         if (outcomes.some((o) => o.status === 'fulfilled' && o.value === false)) {
           await this.undo(done);
           return undefined;
         }
-        next = atOnce.length;
-      }
-      for (const write of writes.slice(next)) {
-        const before = this.known.get(write.key);
-        const applied = await this.apply(write);
-        if (applied === false) {
-          await this.undo(done);
-          return undefined;
-        }
-        done.push({ write, revision: applied, before });
       }
       const revisions: Record<string, string> = {};
       for (const { write, revision } of done) if (('create' in write || 'update' in write) && revision) revisions[write.key] = revision;
@@ -168,6 +156,16 @@ export class KubeStore implements Store {
       await this.undo(done).catch(() => undefined);
       throw err;
     }
+  }
+
+  /**
+   * The writes in the order they go: one at a time; with spare connections, those before the last
+   * at once (each on a connection of its own, when their keys differ), then the last.
+   */
+  private waves(writes: readonly Write[]): (readonly Write[])[] {
+    const before = writes.slice(0, -1);
+    const atOnce = this.spare.length > 0 && before.length > 1 && new Set(before.map((w) => w.key)).size === before.length;
+    return atOnce ? [before, writes.slice(-1)] : writes.map((write) => [write]);
   }
 
   async commitElseRead(
