@@ -12,11 +12,24 @@ import { StorePool } from '../../ts/node/cni-store-pool.ts';
 import { serveCni } from '../../ts/node/serve-cni.ts';
 import type { NodeSettings } from '../../ts/node/settings.ts';
 import { Logger } from '../../ts/log/logger.ts';
+import { HttpClient } from '../../ts/net/http-client.ts';
 import type { Store } from '../../ts/store/store.ts';
 import { callAgent, waitServing } from '../helpers/agent-client.ts';
 import { tempDir } from '../helpers/cni.ts';
+import { serve } from '../net/servers.ts';
 
 const settings = (datastoreType: 'etcdv3' | 'kubernetes', etcd: NodeSettings['etcd'] = {}) => ({ datastoreType, etcd }) as NodeSettings;
+
+test("a turn's requests go ahead of other commands' waiting on the same connection", async (t) => {
+  const server = await serve(t, 'http11');
+  const http = new HttpClient({ endpoints: [server.url()] });
+  const answered: string[] = [];
+  const get = (path: string) => http.request({ method: 'GET', path }).then((r) => answered.push(r.body.toString().trim()));
+  const reads = ['/read-1', '/read-2', '/read-3'].map(get);
+  const turn = nodeTurns()('node-a', () => get('/turn'));
+  await Promise.all([...reads, turn]);
+  t.deepEqual(answered, ['GET /read-1', 'GET /turn', 'GET /read-2', 'GET /read-3']);
+});
 
 test("the agent's own datastore: the same type and, on etcd, the same endpoints in any order", (t) => {
   const etcd = settings('etcdv3', { etcd_endpoints: 'https://10.0.0.1:2379,https://10.0.0.2:2379' });
