@@ -10,7 +10,7 @@ import { HttpClient, HttpTlsError, HttpUnavailableError, TlsMaterialError, join,
 import { proxyFor } from '../../ts/net/proxy.ts';
 import { tempDir } from '../helpers/cni.ts';
 import { startKube } from '../helpers/kube.ts';
-import { makeCerts, serve, startProxy } from './servers.ts';
+import { answerOrder, makeCerts, serve, startProxy } from './servers.ts';
 
 const HTTP_CLIENT = new URL('../../ts/net/http-client.ts', import.meta.url).pathname;
 
@@ -42,8 +42,7 @@ test('204 without Content-Length, chunked and Content-Length answers share one k
 test('requests made urgently go ahead of those waiting, after the one in flight, in their own order', async (t) => {
   const server = await serve(t, 'http11');
   const http = new HttpClient({ endpoints: [server.url()] });
-  const answered: string[] = [];
-  const get = (path: string) => http.request({ method: 'GET', path }).then((r) => answered.push(r.body.toString().trim()));
+  const { get, answered } = answerOrder(http);
   const waiting = ['/a', '/b', '/c'].map(get);
   const urgent = urgently(() => Promise.all([get('/u1'), get('/u2')]));
   await Promise.all([...waiting, urgent]);

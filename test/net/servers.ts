@@ -8,6 +8,8 @@ import { createInterface } from 'node:readline';
 
 import type { ExecutionContext } from 'ava';
 
+import type { HttpClient } from '../../ts/net/http-client.ts';
+
 import { freePort } from '../helpers/etcd.ts';
 import { makeTestCa } from '../../scripts/lib/test-ca.ts';
 
@@ -97,4 +99,13 @@ function accepts(port: number): Promise<boolean> {
     });
     socket.once('error', () => resolve(false));
   });
+}
+
+/** GETs through `http` that record each answer's body when it arrives: the order a connection served them. */
+export function answerOrder(http: HttpClient): { get(path: string): Promise<number>; answered: string[] } {
+  const answered: string[] = [];
+  return {
+    get: (path) => http.request({ method: 'GET', path }).then((r) => answered.push(r.body.toString().trim())),
+    answered,
+  };
 }

@@ -16,15 +16,14 @@ import { HttpClient } from '../../ts/net/http-client.ts';
 import type { Store } from '../../ts/store/store.ts';
 import { callAgent, waitServing } from '../helpers/agent-client.ts';
 import { tempDir } from '../helpers/cni.ts';
-import { serve } from '../net/servers.ts';
+import { answerOrder, serve } from '../net/servers.ts';
 
 const settings = (datastoreType: 'etcdv3' | 'kubernetes', etcd: NodeSettings['etcd'] = {}) => ({ datastoreType, etcd }) as NodeSettings;
 
 test("a turn's requests go ahead of other commands' waiting on the same connection", async (t) => {
   const server = await serve(t, 'http11');
   const http = new HttpClient({ endpoints: [server.url()] });
-  const answered: string[] = [];
-  const get = (path: string) => http.request({ method: 'GET', path }).then((r) => answered.push(r.body.toString().trim()));
+  const { get, answered } = answerOrder(http);
   const reads = ['/read-1', '/read-2', '/read-3'].map(get);
   const turn = nodeTurns()('node-a', () => get('/turn'));
   await Promise.all([...reads, turn]);
