@@ -21,6 +21,8 @@ import { arch } from 'node:os';
 
 import { build } from 'esbuild';
 
+import { etcd3Protos } from './lib/etcd3-protos.ts';
+
 const root = new URL('../', import.meta.url).pathname;
 const out = (path: string) => `${root}dist/${path}`;
 const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
@@ -49,7 +51,7 @@ await build({
 });
 await build({ ...bundleOptions, entryPoints: [`${root}ts/cli/sea-main.ts`], outfile: out('build/sea-main.cjs') });
 // The long-running programs (node agent, installer, controllers) and their libraries, apart.
-await build({ ...bundleOptions, entryPoints: [`${root}ts/cli/agents.ts`], outfile: out('build/agents.cjs') });
+await build({ ...bundleOptions, entryPoints: [`${root}ts/cli/agents.ts`], outfile: out('build/agents.cjs'), plugins: [etcd3Protos()] });
 writeFileSync(out('build/agents.wrapped.cjs'), wrap(readFileSync(out('build/agents.cjs'), 'utf8')));
 
 // The bundle as a function of CommonJS's module variables, the one string both the training and

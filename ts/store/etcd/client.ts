@@ -54,13 +54,47 @@ function rangeBody(key: string, options: Omit<RangeRequest, 'key'>) {
   };
 }
 
-export class EtcdClient {
-  readonly connection: GatewayConnection;
+/**
+ * etcd's key-value API as the Store uses it: the JSON gateway's client here, or gRPC's
+ * (grpc.ts, for the resident programs).
+ */
+export interface KvClient {
+  /** Where etcd is, for messages: `http://10.0.0.1:2379`. */
+  readonly origin: string;
   /** Requests sent, for the benchmarks' count of datastore round trips. */
+  readonly requests: number;
+  range(key: string, options?: { prefix?: boolean; keysOnly?: boolean }): Promise<KeyValue[]>;
+  /** Several ranges in one request (a transaction without conditions), read at one revision. */
+  ranges(requests: readonly RangeRequest[]): Promise<KeyValue[][]>;
+  /** Applies `success` if every comparison holds, else the ranges `failure` (after `failurePuts`); says which happened. */
+  txnElseRange(
+    compare: readonly Compare[],
+    success: readonly Operation[],
+    failure: readonly RangeRequest[],
+    failurePuts?: readonly Operation[],
+  ): Promise<{ succeeded: boolean; ranges: KeyValue[][]; revision: string }>;
+  warmUp(): void;
+  close(): void;
+}
+
+export class EtcdClient implements KvClient {
+  readonly connection: GatewayConnection;
   requests = 0;
 
   constructor(connection: GatewayConnection) {
     this.connection = connection;
+  }
+
+  get origin(): string {
+    return this.connection.current.origin;
+  }
+
+  warmUp(): void {
+    this.connection.warmUp();
+  }
+
+  close(): void {
+    this.connection.close();
   }
 
   async range(key: string, options: { prefix?: boolean; keysOnly?: boolean } = {}): Promise<KeyValue[]> {
@@ -68,7 +102,6 @@ export class EtcdClient {
     return (answer.kvs ?? []).map(decode);
   }
 
-  /** Several ranges in one request (a transaction without conditions), read at one revision. */
   async ranges(requests: readonly RangeRequest[]): Promise<KeyValue[][]> {
     const answer = (await this.call('/v3/kv/txn', { success: requests.map((r) => ({ request_range: rangeBody(r.key, r) })) })) as {
       responses?: { response_range?: { kvs?: RawKeyValue[] } }[];
@@ -81,7 +114,6 @@ export class EtcdClient {
     return (await this.txnElseRange(compare, success, [])).succeeded;
   }
 
-  /** txn(), and when a comparison fails, the ranges `failure` instead. */
   async txnElseRange(
     compare: readonly Compare[],
     success: readonly Operation[],

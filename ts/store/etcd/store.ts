@@ -3,16 +3,16 @@
 // with no operation.
 import type { Committed, Entry, Read, ReadResult, Store, Write } from '../store.ts';
 import { StoreDocumentError } from '../store.ts';
-import type { Compare, EtcdClient, KeyValue, Operation, RangeRequest } from './client.ts';
+import type { Compare, KeyValue, KvClient, Operation, RangeRequest } from './client.ts';
 
 export class EtcdStore implements Store {
-  readonly client: EtcdClient;
+  readonly client: KvClient;
   readonly description: string;
   readonly transactional = true;
 
-  constructor(client: EtcdClient) {
+  constructor(client: KvClient) {
     this.client = client;
-    this.description = `etcd at ${client.connection.current.origin}`;
+    this.description = `etcd at ${client.origin}`;
   }
 
   async get<T>(key: string): Promise<Entry<T> | undefined> {
@@ -34,7 +34,7 @@ export class EtcdStore implements Store {
   }
 
   warmUp(): void {
-    this.client.connection.warmUp();
+    this.client.warmUp();
   }
 
   async commit(writes: readonly Write[]): Promise<boolean> {
@@ -74,7 +74,7 @@ export class EtcdStore implements Store {
   }
 
   close(): void {
-    this.client.connection.close();
+    this.client.close();
   }
 }
 
