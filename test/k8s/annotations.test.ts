@@ -4,7 +4,7 @@
 // nothing allocated when one is broken.
 import test, { type ExecutionContext } from 'ava';
 
-import { invoke } from '../helpers/cni.ts';
+import { invoke, tempDir } from '../helpers/cni.ts';
 import { startEtcd, type EtcdServer } from '../helpers/etcd.ts';
 import { addressesOf, ctlOk, etcdValue, ipamNetconf, totalAllocated } from '../helpers/ipam.ts';
 import { containerId, createNetns, link } from '../helpers/kernel.ts';
@@ -188,7 +188,7 @@ test.serial('every broken rule is an error naming the annotation and value, with
 });
 
 test('host-local cannot honour a specific address or pool: a clear error', async (t) => {
-  const hostLocal = { ...netconf(), ipam: { type: 'host-local', subnet: '10.130.0.0/24', dataDir: '/tmp/netplug-anno-hl' } };
+  const hostLocal = { ...netconf(), ipam: { type: 'host-local', subnet: '10.130.0.0/24', dataDir: tempDir(t, 'anno-hl') } };
   const pools = await addPod(t, { annotations: { 'cni.projectnet.org/ipv4pools': '["blue"]' }, conf: hostLocal });
   t.is(pools.add.json.code, 7);
   t.regex(pools.add.json.msg, /choosing pools needs ipam\.type "netplug-ipam", not "host-local"/);
