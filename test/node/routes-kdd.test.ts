@@ -54,7 +54,13 @@ test.before(async () => {
     nodes: names.map((name) => ({ name, subnet: name === 'n4' ? 2 : 1 })),
     ports: [port],
     datastoreNetconf: { datastore_type: 'kubernetes', kubernetes: { kubeconfig: kube.server.admin.kubeconfig } },
-    agentEnv: { DATASTORE_TYPE: 'kubernetes', KUBECONFIG: agent.kubeconfig, NO_DEFAULT_POOLS: 'true' },
+    // An hour's refresh: every change the agents make comes from the Kubernetes API's watch.
+    agentEnv: {
+      DATASTORE_TYPE: 'kubernetes',
+      KUBECONFIG: agent.kubeconfig,
+      NO_DEFAULT_POOLS: 'true',
+      NETPLUG_ROUTE_REFRESH_INTERVAL: '3600',
+    },
   });
   for (const node of topology.nodes) node.startAgent();
   pods = topology.nodes.map((node) => topology.addPod(node));

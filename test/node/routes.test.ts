@@ -6,7 +6,9 @@
 // CrossSubnet); pods on every node ping pods on every other node. natOutgoing: a pod reaching an
 // address outside the pools is seen there with its node's address. A block released loses its
 // route, a node removed from the datastore loses its routes everywhere; a stale netplug route is
-// removed and a deleted one put back; routes stay while an agent restarts.
+// removed and a deleted one put back; routes stay while an agent restarts. The agents' refresh is
+// an hour: every change they make comes from etcd's watch; only the kernel's repair waits for a
+// refresh (made short for it).
 import { spawn } from 'node:child_process';
 
 import test from 'ava';
@@ -57,6 +59,7 @@ test.before(async () => {
       ETCD_ENDPOINTS: etcd.endpoints,
       KUBECONFIG: kube.server.admin.kubeconfig,
       NO_DEFAULT_POOLS: 'true',
+      NETPLUG_ROUTE_REFRESH_INTERVAL: '3600',
     },
   });
   for (const node of topology.nodes) node.startAgent();
@@ -91,7 +94,7 @@ async function everyPodReachesEveryOther(t: { log(...v: unknown[]): void }, amon
         `a pod on ${from.node.name} pings ${to.address} on ${to.node.name}`,
         () => topology.exec(from.netns, ['ping', '-c', '1', '-W', '1', to.address]).status === 0,
       ).catch((err: Error) => {
-        t.log(from.node.name, netplugRoutes(from.node.netns), from.node.log().slice(-3000));
+        for (const end of [from.node, to.node]) t.log(end.name, netplugRoutes(end.netns), end.log().slice(-3000));
         throw err;
       });
       pairs++;
@@ -192,7 +195,9 @@ test.serial('VXLAN Always: every node reaches every other over vxlan.netplug; IP
     'n1 routes all three other blocks over VXLAN',
     () => netplugRoutes(node('n1').netns).filter((r) => r.includes('dev vxlan.netplug onlink')).length === 3,
     90_000,
-  );
+  ).catch((err: Error) => {
+    throw new Error(`${err.message}; routes ${JSON.stringify(netplugRoutes(node('n1').netns))}; log: ${node('n1').log().slice(-3000)}`);
+  });
   t.is(await everyPodReachesEveryOther(t, pods), 12);
   const fdb = topology.exec(node('n1').netns, ['bridge', 'fdb', 'show', 'dev', 'vxlan.netplug']).stdout;
   for (const name of ['n2', 'n3', 'n4']) t.regex(fdb, new RegExp(`dst ${node(name).address.replaceAll('.', '\\.')} .*permanent`));
@@ -289,6 +294,9 @@ test.serial(
   async (t) => {
     await setPool({ ipipMode: 'Never', vxlanMode: 'CrossSubnet', natOutgoing: false });
     const n1 = node('n1');
+    // A hand-made change is no datastore change: a refresh puts it right.
+    await n1.stopAgent();
+    n1.startAgent({ NETPLUG_ROUTE_REFRESH_INTERVAL: '2' });
     const n2Block = `${blockOf(podOn('n2'))} via ${node('n2').address} dev eth0`;
     await until('n1 routes n2 directly', () => netplugRoutes(n1.netns).includes(n2Block), 90_000);
     topology.exec(n1.netns, ['ip', 'route', 'add', '10.244.250.0/26', 'via', node('n3').address, 'proto', '80']);

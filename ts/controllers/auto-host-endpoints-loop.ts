@@ -10,7 +10,7 @@ import { readConfiguration } from './auto-host-endpoints-resources.ts';
 import { reconcileAutoHostEndpoints, type AutoHostEndpointsState } from './auto-host-endpoints.ts';
 import type { ControllerLog } from './log.ts';
 import { runLoop, type Loop } from './run-loop.ts';
-import type { WatchedObjects } from './watch-objects.ts';
+import type { WatchedObjects } from '../k8s/watch-objects.ts';
 
 const PERIOD_MS = 60_000;
 const CONFIG_POLL_MS = 2_000;

@@ -22,7 +22,7 @@ import { runLoop, type Loop } from './run-loop.ts';
 import { answersWithin, serveHealth } from './serve-health.ts';
 import { controllersSettings, type ControllersSettings } from './settings.ts';
 import { syncNodeLabels } from './sync-node-labels.ts';
-import { exists, watchObjects, type WatchedObjects } from './watch-objects.ts';
+import { exists, watchObjects, type WatchedObjects } from '../k8s/watch-objects.ts';
 
 export interface ControllersOptions {
   /** Where log lines go (default: stderr). */

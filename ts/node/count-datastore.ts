@@ -31,5 +31,7 @@ export function countingStore(store: Store, metrics: Pick<AgentMetrics, 'countDa
     commit: (writes: readonly Write[]) => counted('commit', () => store.commit(writes)),
     commitElseRead: (writes, reads, otherwisePut) => counted('commitElseRead', () => store.commitElseRead(writes, reads, otherwisePut)),
     close: () => store.close(),
+    // Following is a watch, not requests: not counted.
+    ...(store.follow ? { follow: store.follow.bind(store) } : {}),
   };
 }

@@ -11,6 +11,7 @@ import type * as k8s from '@kubernetes/client-node';
 
 import { CLUSTER_INFO_KEY, ensureClusterInfo } from '../ipam/cluster-info.ts';
 import { Logger } from '../log/logger.ts';
+import { followKubernetes } from '../store/kubernetes/follow.ts';
 import type { Store } from '../store/store.ts';
 import { NETPLUG_VERSION } from '../version.ts';
 import { defaultPool, ensureDefaultPool, FALLBACK_POOL_CIDR } from './ensure-default-pool.ts';
@@ -24,6 +25,7 @@ import { openAgentServices, type AgentServices } from './cni-services.ts';
 import { serveCni, type CniServer } from './serve-cni.ts';
 import { AgentMetrics } from './metrics.ts';
 import { OBSERVE_POOLS_INTERVAL_MS, observePools } from './observe-pools.ts';
+import { followCluster } from './routes/cluster-feed.ts';
 import { RouteSync } from './routes/sync-routes.ts';
 import { serveHealth } from './serve-health.ts';
 import { NodeSettingsError, nodeSettings, type NodeSettings } from './settings.ts';
@@ -86,6 +88,10 @@ export async function runNodeMain(_argv: readonly string[], env: NodeJS.ProcessE
   }
 
   // Routes to other nodes' pods (ts/node/routes/), from the end of start-up; not ready until programmed.
+  // The cluster they depend on is followed by the datastore's watch (etcd's, or the Kubernetes API's).
+  const routesLog = log.child('routes');
+  const follow = settings.datastoreType === 'kubernetes' ? followKubernetes(kube, routesLog) : store.follow?.bind(store);
+  const feed = settings.routes && follow ? followCluster(follow) : undefined;
   const routes = settings.routes
     ? new RouteSync({
         datastore: settings.datastoreType,
@@ -93,8 +99,9 @@ export async function runNodeMain(_argv: readonly string[], env: NodeJS.ProcessE
         kube,
         nodeName: settings.nodeName,
         addressSetting: settings.nodeAddress,
-        log: log.child('routes'),
+        log: routesLog,
         metrics,
+        ...(feed ? { feed, refreshMs: settings.routeRefreshMs } : {}),
       })
     : undefined;
   if (routes) health.notReady.push(() => routes.notReady());
@@ -187,6 +194,7 @@ export async function runNodeMain(_argv: readonly string[], env: NodeJS.ProcessE
   await cni?.server.stop();
   cni?.services.close();
   await closeServers();
+  feed?.stop();
   store.close();
   log.info('stopped');
   return 0;

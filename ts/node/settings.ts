@@ -33,6 +33,11 @@ export interface NodeSettings {
   nodeAddress: AddressSetting;
   /** NETPLUG_NETWORKING_BACKEND: `routes` (default) programs routes to other nodes' blocks; `none` leaves routing to others. */
   routes: boolean;
+  /**
+   * NETPLUG_ROUTE_REFRESH_INTERVAL (seconds, default 30): routes follow the datastore's changes as
+   * they come; this often a pass also runs without one, putting back what was changed by hand.
+   */
+  routeRefreshMs: number;
 }
 
 export class NodeSettingsError extends Error {
@@ -103,10 +108,18 @@ export function nodeSettings(env: NodeJS.ProcessEnv): NodeSettings {
     agentSocket,
     nodeAddress,
     routes: backend === 'routes',
+    routeRefreshMs: seconds(value('NETPLUG_ROUTE_REFRESH_INTERVAL') ?? '30', 'NETPLUG_ROUTE_REFRESH_INTERVAL') * 1000,
   };
 }
 
 /** `127.0.0.1:9099`, `[::1]:9099` or `:9099` (every address). */
+function seconds(text: string, name: string): number {
+  const parsed = Number(text);
+  if (!/^\d+(\.\d+)?$/.test(text) || !(parsed >= 1 && parsed <= 86_400))
+    throw new NodeSettingsError(`${name} "${text.slice(0, 100)}" must be a number of seconds from 1 to 86400`);
+  return parsed;
+}
+
 function hostPort(text: string, name = 'NETPLUG_HEALTH_ADDR'): { host: string; port: number } {
   const match = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(text);
   const port = Number(match?.[3]);

@@ -25,6 +25,8 @@ function clusterRules(component: string, datastore: RenderOptions['datastore']):
               { apiGroups: [CRD_GROUP], resources: ['clusterinformations'], verbs: ['get', 'create', 'update'] },
               // Its addresses for other nodes' routes, as annotations on its Node (ts/node/routes/publish-addresses.ts).
               { apiGroups: [''], resources: ['nodes'], verbs: ['patch'] },
+              // The pools and blocks its routes follow (ts/node/routes/cluster-feed.ts); listing them is the plugin's right.
+              { apiGroups: [CRD_GROUP], resources: ['ippools', 'ipamblocks'], verbs: ['watch'] },
             ]
           : []),
       ];

@@ -70,6 +70,25 @@ export interface Store {
     otherwisePut?: readonly { key: string; value: unknown }[],
   ): Promise<Committed | { committed: false; results: unknown[] }>;
   close(): void;
+  /**
+   * Follows the entries under `prefix` until stopped: a resident program's view kept by the
+   * datastore's watch instead of reads. Only where the datastore and its client can (etcd over gRPC).
+   */
+  follow?(prefix: string, events: FollowEvents): Following;
+}
+
+/** What follow() reports, in the datastore's order. */
+export interface FollowEvents {
+  /** Every entry under the prefix: first, and again whenever changes may have been missed. */
+  listed(entries: Entry<unknown>[]): void;
+  changed(entry: Entry<unknown>): void;
+  removed(key: string): void;
+  /** Following broke (the datastore unreachable, history compacted): it lists again shortly. */
+  failed(err: Error): void;
+}
+
+export interface Following {
+  stop(): void;
 }
 
 /** A commit that held: the new revision of every key it created or updated. */

@@ -18,12 +18,16 @@ export interface ClusterState {
 
 const TUNNEL_HANDLE = /^(ipip|vxlan)-tunnel-addr-/;
 
+/** Where routes are computed from: nodes, IPv4 blocks, pools (read together, or followed: cluster-feed.ts). */
+export const CLUSTER_PREFIXES = [keys.nodes, keys.blocks(4), keys.pools] as const;
+
 export async function readCluster(store: Store): Promise<ClusterState> {
-  const [nodeEntries, blockEntries, poolEntries] = (await store.read([
-    { list: keys.nodes },
-    { list: keys.blocks(4) },
-    { list: keys.pools },
-  ])) as [Entry<unknown>[], Entry<unknown>[], Entry<unknown>[]];
+  const [nodeEntries, blockEntries, poolEntries] = (await store.read(CLUSTER_PREFIXES.map((list) => ({ list })))) as Entry<unknown>[][];
+  return clusterStateOf(nodeEntries ?? [], blockEntries ?? [], poolEntries ?? []);
+}
+
+/** The state the entries under CLUSTER_PREFIXES make, each list in key order. */
+export function clusterStateOf(nodeEntries: Entry<unknown>[], blockEntries: Entry<unknown>[], poolEntries: Entry<unknown>[]): ClusterState {
   const broken: string[] = [];
   const checked = <T>(check: () => T): T | undefined => {
     try {

@@ -1,9 +1,11 @@
-// netplug-node's routes to other nodes' pods: every pass reads the datastore whole (nodes, blocks,
-// pools), computes what this node's kernel should hold (desired-routes.ts) and makes it so
-// (ts/dataplane/routes.ts, level-triggered: routes of protocol 80 not wanted are removed), then
-// the natOutgoing chain. Passes run every few seconds: the datastore offers no watch to this
-// agent, and a pass that recomputes everything also repairs what someone changed by hand. The
-// node's own address and tunnel addresses are published on the way, so other nodes can route here.
+// netplug-node's routes to other nodes' pods: every pass takes the cluster (nodes, blocks, pools)
+// as the datastore's watch keeps it (cluster-feed.ts), computes what this node's kernel should
+// hold (desired-routes.ts) and makes it so (ts/dataplane/routes.ts, level-triggered: routes of
+// protocol 80 not wanted are removed), then the natOutgoing chain. A pass runs when a change
+// alters what routes depend on, and every refresh interval, which also repairs what someone
+// changed by hand. Without a feed in step (none, or its watch broken) a pass reads the datastore
+// whole, every few seconds. The node's own address and tunnel addresses are published on the
+// way, so other nodes can route here.
 import { readFileSync } from 'node:fs';
 
 import * as k8s from '@kubernetes/client-node';
@@ -25,6 +27,7 @@ import { countsOf, desiredState, uses, type DesiredState, type LocalNode } from 
 import { natOutgoingRules, syncNatOutgoing } from './nat-outgoing.ts';
 import { formatNodeAddress, nodeAddress, type AddressSetting, type NodeAddress } from './node-address.ts';
 import { publishAddresses, type Datastore } from './publish-addresses.ts';
+import { digestOf, type ClusterFeed } from './cluster-feed.ts';
 import { readCluster } from './read-cluster.ts';
 import { ensureTunnelAddress, tunnelHandle, tunnelPools, vxlanMacOf } from './tunnel-addresses.ts';
 
@@ -36,6 +39,10 @@ export const VXLAN_PORT = 4789;
 const IPIP_OVERHEAD = 20;
 const VXLAN_OVERHEAD = 50;
 export const SYNC_INTERVAL_MS = 3_000;
+/** With a feed: the pass that repairs the kernel when nothing changed (the reference's Felix refreshes every 90 s). */
+export const REFRESH_INTERVAL_MS = 30_000;
+/** Changes this close together make one pass (a burst of pods changes a block per pod). */
+const COALESCE_MS = 200;
 
 export interface RouteMetrics {
   setRoutes(kind: 'direct' | 'ipip' | 'vxlan' | 'masquerade', count: number): void;
@@ -51,6 +58,9 @@ export interface RouteSyncOptions {
   log: Logger;
   metrics?: RouteMetrics;
   intervalMs?: number;
+  /** The cluster as the datastore's watch keeps it: passes on its changes, and every `refreshMs`. */
+  feed?: ClusterFeed;
+  refreshMs?: number;
 }
 
 export class RouteSync {
@@ -65,6 +75,9 @@ export class RouteSync {
    */
   #devices = new Set<string>();
   #last = '';
+  /** What the last pass computed from (digestOf), when it came from the feed, and the feed's version then. */
+  #digest: string | undefined;
+  #seen = 0;
 
   constructor(options: RouteSyncOptions) {
     this.#options = options;
@@ -90,7 +103,30 @@ export class RouteSync {
         else this.#options.log.info('routes to other nodes are programmed');
       }
       this.#problem = problem;
-      await sleep(interval, signal);
+      const feed = this.#options.feed;
+      // A failed pass is tried again soon, changes or not.
+      if (feed && !problem)
+        await this.#untilDue(feed, signal).catch(async (err: unknown) => {
+          this.#options.log.warning(`routes: following the datastore's changes failed (${messageOf(err)}); reading it again shortly`);
+          await sleep(interval, signal);
+        });
+      else await sleep(interval, signal);
+    }
+  }
+
+  /** Until a change alters what routes depend on (one heard during the last pass included), or the refresh is due. */
+  async #untilDue(feed: ClusterFeed, signal: AbortSignal): Promise<void> {
+    const due = AbortSignal.any([signal, AbortSignal.timeout(this.#options.refreshMs ?? REFRESH_INTERVAL_MS)]);
+    const refresh = new Promise<void>((resolve) => due.addEventListener('abort', () => resolve(), { once: true }));
+    while (!due.aborted) {
+      await Promise.race([refresh, feed.next(this.#seen)]);
+      if (due.aborted) return;
+      await sleep(COALESCE_MS, signal);
+      this.#seen = feed.version();
+      const cluster = feed.current();
+      // Out of step: read the datastore, as without a feed, until it is in step again.
+      if (!cluster) return void (await sleep(this.#options.intervalMs ?? SYNC_INTERVAL_MS, signal));
+      if (digestOf(cluster) !== this.#digest) return;
     }
   }
 
@@ -98,7 +134,10 @@ export class RouteSync {
   async pass(): Promise<DesiredState> {
     const { store, nodeName, log } = this.#options;
     const address = await this.#localAddress();
-    const cluster = await readCluster(store);
+    this.#seen = this.#options.feed?.version() ?? 0;
+    const followed = this.#options.feed?.current();
+    const cluster = followed ?? (await readCluster(store));
+    this.#digest = followed && digestOf(followed);
     const labels = cluster.nodes.find((node) => node.name === nodeName)?.labels ?? {};
     const ipipPools = tunnelPools('ipip', cluster.pools, labels);
     const vxlanPools = tunnelPools('vxlan', cluster.pools, labels);

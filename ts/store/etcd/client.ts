@@ -75,6 +75,15 @@ export interface KvClient {
   ): Promise<{ succeeded: boolean; ranges: KeyValue[][]; revision: string }>;
   warmUp(): void;
   close(): void;
+  /** Where the client can: the keys under `prefix` listed, then each change (see Store.follow). */
+  watchPrefix?(prefix: string, events: PrefixEvents): { stop(): void };
+}
+
+export interface PrefixEvents {
+  listed(kvs: KeyValue[]): void;
+  put(kv: KeyValue): void;
+  deleted(key: string): void;
+  failed(err: Error): void;
 }
 
 export class EtcdClient implements KvClient {

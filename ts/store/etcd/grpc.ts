@@ -7,11 +7,11 @@
 // Every endpoint is used, as with the gateway: a request that cannot reach one member (refused,
 // timed out, unavailable) is sent to another, up to three tries. A transaction sent again is safe:
 // every write netplug makes is a compare-and-swap (see http.ts).
-import { Etcd3, GRPCDeadlineExceededError, isRecoverableError, type IOptions } from 'etcd3';
+import { Etcd3, GRPCDeadlineExceededError, isRecoverableError, type IOptions, type Watcher } from 'etcd3';
 import type { IKeyValue, IRangeRequest, IRequestOp } from 'etcd3';
 
 import { StoreError, StoreUnavailableError, type Store } from '../store.ts';
-import { prefixEnd, type Compare, type KeyValue, type KvClient, type Operation, type RangeRequest } from './client.ts';
+import { prefixEnd, type Compare, type KeyValue, type KvClient, type Operation, type PrefixEvents, type RangeRequest } from './client.ts';
 import type { GatewayOptions } from './http.ts';
 import { gatewayOptions, type EtcdSettings } from './options.ts';
 import { EtcdStore } from './store.ts';
@@ -19,9 +19,16 @@ import { EtcdStore } from './store.ts';
 /** The deadline of each request, as the gateway's (http.ts). */
 const REQUEST_TIMEOUT_MS = 10_000;
 const DIAL_TIMEOUT_MS = 2_000;
+/** After a failed watch, the next list and watch: soon, then less often while it keeps failing. */
+const FIRST_RETRY_MS = 500;
+const LAST_RETRY_MS = 30_000;
 
-/** A policy that runs the call as it is: no circuit breaker holding a member back after it recovers. */
-const direct = { execute: <T>(fn: (context: unknown) => PromiseLike<T> | T) => Promise.resolve(fn({})) };
+/**
+ * A policy that runs the call as it is: no circuit breaker holding a member back after it
+ * recovers. Async, so that what the call throws is a rejection (etcd3 reports failures by throwing
+ * into its policy and catching the promise).
+ */
+const direct = { execute: async <T>(fn: (context: unknown) => PromiseLike<T> | T) => fn({}) };
 
 export class GrpcKvClient implements KvClient {
   readonly origin: string;
@@ -87,6 +94,53 @@ export class GrpcKvClient implements KvClient {
       succeeded: answer.succeeded,
       revision: answer.header.revision,
       ranges: answer.succeeded ? [] : failure.map((_, i) => (answer.responses[first + i]?.response_range?.kvs ?? []).map(keyValue)),
+    };
+  }
+
+  /**
+   * The keys under `prefix` at one revision, then every change after it from etcd's watch. etcd3
+   * resumes a watch after a lost connection where it stopped; a watch etcd cancels (its history
+   * compacted) is listed again, as is any failure to list or watch, with a growing delay.
+   */
+  watchPrefix(prefix: string, events: PrefixEvents): { stop(): void } {
+    let stopped = false;
+    let watcher: Watcher | undefined;
+    let retry: NodeJS.Timeout | undefined;
+    let delay = FIRST_RETRY_MS;
+    const fail = (err: Error) => {
+      if (stopped) return;
+      void watcher?.cancel().catch(() => undefined);
+      watcher = undefined;
+      events.failed(this.storeError(err));
+      retry = setTimeout(() => void start(), delay);
+      delay = Math.min(delay * 2, LAST_RETRY_MS);
+    };
+    const start = async () => {
+      try {
+        const listed = await this.call(() => this.etcd.kv.range(rangeRequest({ key: prefix, prefix: true })));
+        const after = (BigInt(listed.header.revision) + 1n).toString();
+        const created = await this.etcd.watch().prefix(prefix).startRevision(after).create();
+        if (stopped) return void created.cancel().catch(() => undefined);
+        // In one turn of the event loop: the list before any change the watch delivers.
+        watcher = created;
+        events.listed(listed.kvs.map(keyValue));
+        created.on('put', (kv: IKeyValue) => events.put(keyValue(kv)));
+        created.on('delete', (kv: IKeyValue) => events.deleted(kv.key.toString('utf8')));
+        created.on('error', (err: Error) => fail(err));
+        delay = FIRST_RETRY_MS;
+      } catch (err) {
+        fail(err as Error);
+      }
+    };
+    void start();
+    return {
+      stop: () => {
+        if (stopped) return;
+        stopped = true;
+        clearTimeout(retry);
+        void watcher?.cancel().catch(() => undefined);
+        watcher = undefined;
+      },
     };
   }
 

@@ -1,7 +1,7 @@
 // The Store on etcd: a commit is one transaction, its conditions compare revisions (or, for a
 // create or an absent key, that the key has no version yet); a condition-only write is a compare
 // with no operation.
-import type { Committed, Entry, Read, ReadResult, Store, Write } from '../store.ts';
+import type { Committed, Entry, FollowEvents, Following, Read, ReadResult, Store, Write } from '../store.ts';
 import { StoreDocumentError } from '../store.ts';
 import type { Compare, KeyValue, KvClient, Operation, RangeRequest } from './client.ts';
 
@@ -10,9 +10,35 @@ export class EtcdStore implements Store {
   readonly description: string;
   readonly transactional = true;
 
+  readonly follow?: (prefix: string, events: FollowEvents) => Following;
+
   constructor(client: KvClient) {
     this.client = client;
     this.description = `etcd at ${client.origin}`;
+    const watch = client.watchPrefix?.bind(client);
+    // A document that is not JSON fails the list or change it comes in, as it fails a read.
+    if (watch)
+      this.follow = (prefix, events) =>
+        watch(prefix, {
+          listed: (kvs) => {
+            let entries: Entry<unknown>[];
+            try {
+              entries = kvs.map((kv) => entry(kv));
+            } catch (err) {
+              return events.failed(err as Error);
+            }
+            events.listed(entries);
+          },
+          put: (kv) => {
+            try {
+              events.changed(entry(kv));
+            } catch (err) {
+              events.failed(err as Error);
+            }
+          },
+          deleted: (key) => events.removed(key),
+          failed: (err) => events.failed(err),
+        });
   }
 
   async get<T>(key: string): Promise<Entry<T> | undefined> {

@@ -32,7 +32,7 @@ interface ObjectMeta {
   annotations?: Record<string, string>;
 }
 
-interface KubeObject {
+export interface KubeObject {
   metadata: ObjectMeta;
   spec?: unknown;
   status?: unknown;
@@ -329,6 +329,18 @@ function resource(kind: Kind, name: string, labels: Record<string, string>, key:
     metadata: { name, labels, annotations: { [KEY_ANNOTATION]: key }, ...(resourceVersion ? { resourceVersion } : {}) },
     spec: value,
   };
+}
+
+/**
+ * The entry an object watched outside this store holds (store/kubernetes/follow.ts): a Node's, or
+ * one of `kind` whose key is under `prefix`; undefined for others.
+ */
+export function entryOfObject(prefix: string, object: KubeObject): Entry<unknown> | undefined {
+  if (prefix === NODES_PREFIX) return nodeEntry(object);
+  const kind = kindOfKey(prefix)?.kind;
+  const key = kind && keyOf(kind, object);
+  if (!key?.startsWith(prefix)) return undefined;
+  return { key, value: documentOf(key, object), revision: object.metadata.resourceVersion ?? '' };
 }
 
 function nodeEntry(node: KubeObject): Entry<unknown> {

@@ -2,9 +2,16 @@
 // informer stops on an error (the API unreachable, a watch refused): it is started again here with
 // a growing delay. `synced` says the cache holds a complete list: a controller acts on what is
 // absent from it only then, and still confirms with a fresh GET before it does.
+// Used by the long-running programs only (netplug-kube-controllers, netplug-node's routes): the
+// plugin's own Kubernetes client (client.ts) loads none of @kubernetes/client-node.
 import * as k8s from '@kubernetes/client-node';
 
-import { reason, type ControllerLog } from './log.ts';
+export interface WatchLog {
+  info(message: string): void;
+  warning(message: string): void;
+}
+
+const reason = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 export interface WatchedObjects<T extends k8s.KubernetesObject> {
   get(name: string, namespace?: string): T | undefined;
@@ -22,10 +29,11 @@ export function watchObjects<T extends k8s.KubernetesObject>(
   what: string,
   path: string,
   list: () => Promise<k8s.KubernetesListObject<T>>,
-  on: { synced?: () => void; event?: (verb: 'add' | 'update' | 'delete', object: T) => void },
-  log: ControllerLog,
+  on: { synced?: () => void; event?: (verb: 'add' | 'update' | 'delete', object: T) => void; failed?: (err: Error) => void },
+  log: WatchLog,
+  labelSelector?: string,
 ): WatchedObjects<T> {
-  const informer = k8s.makeInformer(config, path, list);
+  const informer = k8s.makeInformer(config, path, list, labelSelector);
   let synced = false;
   let stopped = false;
   let failed = false;
@@ -49,6 +57,7 @@ export function watchObjects<T extends k8s.KubernetesObject>(
     if (stopped || failed) return;
     failed = true;
     synced = false;
+    on.failed?.(err instanceof Error ? err : new Error(String(err)));
     log.warning(`watching ${what} failed (${reason(err)}); trying again in ${delay / 1000} s`);
     retry = setTimeout(start, delay);
     delay = Math.min(delay * 2, LAST_RETRY_MS);

@@ -1,0 +1,109 @@
+// Store.follow, what netplug-node's routes are kept by (ts/node/routes/cluster-feed.ts), against a
+// real etcd (gRPC watch) and a real kube-apiserver (client-node informers): the entries under a
+// prefix listed, then each change and removal, exactly as the store's own reads give them; nothing
+// outside the prefix; nothing after stop().
+import * as k8s from '@kubernetes/client-node';
+import test from 'ava';
+
+import { newBlock } from '../../ts/ipam/block.ts';
+import { keys } from '../../ts/ipam/model.ts';
+import { openKubeClient } from '../../ts/k8s/client.ts';
+import { openGrpcStore } from '../../ts/store/etcd/grpc.ts';
+import { followKubernetes } from '../../ts/store/kubernetes/follow.ts';
+import { KubeStore } from '../../ts/store/kubernetes/store.ts';
+import type { Entry, FollowEvents, Store } from '../../ts/store/store.ts';
+import { startEtcd } from '../helpers/etcd.ts';
+import { installCrds, startKube } from '../helpers/kube.ts';
+import { until } from '../helpers/nodes.ts';
+
+/** What a follower has heard: the entries as it keeps them, and how often it was told to list. */
+function recorder() {
+  const entries = new Map<string, Entry<unknown>>();
+  const heard = { lists: 0, failures: 0, entries };
+  const events: FollowEvents = {
+    listed(listed) {
+      heard.lists++;
+      entries.clear();
+      for (const entry of listed) entries.set(entry.key, entry);
+    },
+    changed: (entry) => entries.set(entry.key, entry),
+    removed: (key) => entries.delete(key),
+    failed: () => heard.failures++,
+  };
+  return { heard, events };
+}
+
+/** The follower holds exactly what the store lists under `prefix`, revisions included. */
+async function inStepWith(store: Store, prefix: string, entries: Map<string, Entry<unknown>>, what: string): Promise<void> {
+  const text = (list: Entry<unknown>[]) => JSON.stringify(list.sort((a, b) => a.key.localeCompare(b.key)));
+  await until(what, async () => text([...entries.values()]) === text(await store.list(prefix)), 30_000);
+}
+
+test('etcd over gRPC: listed, then every change and removal under the prefix, none after stop', async (t) => {
+  const etcd = await startEtcd(t);
+  const store = await openGrpcStore(etcd.netconf);
+  t.teardown(() => store.close());
+  const prefix = '/netplug/test/followed/';
+  await store.commit([
+    { key: `${prefix}a`, create: { n: 1 } },
+    { key: `${prefix}b`, create: { n: 2 } },
+  ]);
+  const { heard, events } = recorder();
+  const follow = store.follow;
+  if (!follow) throw new Error('the gRPC store cannot follow');
+  const following = follow.call(store, prefix, events);
+  t.teardown(() => following.stop());
+  await until('the first list', () => heard.lists === 1);
+  t.deepEqual([...heard.entries.keys()].sort(), [`${prefix}a`, `${prefix}b`]);
+
+  const a = await store.get(`${prefix}a`);
+  const b = await store.get(`${prefix}b`);
+  await store.commit([
+    { key: `${prefix}a`, update: { n: 10 }, revision: a?.revision ?? '' },
+    { key: `${prefix}b`, remove: true, revision: b?.revision ?? '' },
+    { key: `${prefix}c`, create: { n: 3 } },
+    { key: '/netplug/test/other', create: { n: 4 } },
+  ]);
+  await inStepWith(store, prefix, heard.entries, 'a changed, b removed, c created');
+  t.false(heard.entries.has('/netplug/test/other'));
+
+  following.stop();
+  await store.commit([{ key: `${prefix}d`, create: { n: 5 } }]);
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  t.false(heard.entries.has(`${prefix}d`), 'nothing after stop()');
+  t.is(heard.failures, 0);
+});
+
+test('Kubernetes datastore through informers: IPv4 blocks listed, then each change and removal, as the store reads them', async (t) => {
+  const kube = await startKube(t);
+  await installCrds(kube);
+  const store = new KubeStore(await openKubeClient({ kubeconfig: kube.server.admin.kubeconfig }));
+  t.teardown(() => store.close());
+  const prefix = keys.blocks(4);
+  const now = new Date();
+  await store.commit([
+    { key: keys.block('10.9.0.0/26'), create: newBlock('10.9.0.0/26', 'host:n1', now) },
+    { key: keys.block('fd00:9::/122'), create: newBlock('fd00:9::/122', 'host:n1', now) },
+  ]);
+  const { heard, events } = recorder();
+  const logged: string[] = [];
+  const log = { info: (m: string) => logged.push(m), warning: (m: string) => logged.push(m) };
+  const config = new k8s.KubeConfig();
+  config.loadFromFile(kube.server.admin.kubeconfig);
+  const following = followKubernetes(config, log)(prefix, events);
+  t.teardown(() => following.stop());
+  await until('the first list', () => heard.lists === 1);
+  await inStepWith(store, prefix, heard.entries, 'the IPv4 block listed, not the IPv6 one');
+  t.deepEqual([...heard.entries.keys()], [keys.block('10.9.0.0/26')]);
+
+  const first = await store.get(keys.block('10.9.0.0/26'));
+  await store.commit([
+    { key: keys.block('10.9.0.0/26'), update: newBlock('10.9.0.0/26', 'host:n2', now), revision: first?.revision ?? '' },
+    { key: keys.block('10.9.1.0/26'), create: newBlock('10.9.1.0/26', 'host:n3', now) },
+  ]);
+  await inStepWith(store, prefix, heard.entries, 'the affinity changed, a block created');
+  const second = await store.get(keys.block('10.9.1.0/26'));
+  await store.commit([{ key: keys.block('10.9.1.0/26'), remove: true, revision: second?.revision ?? '' }]);
+  await inStepWith(store, prefix, heard.entries, 'the block removed');
+  t.is(heard.failures, 0, logged.join('; '));
+});
