@@ -106,6 +106,18 @@ for (const [via, storeFor] of Object.entries(clients) as [keyof typeof clients, 
     await t.throwsAsync(noBundle.get('/netplug/test/tls'), { message: /certificate/ });
   });
 
+  test(`${via}: a list of more than 4 MiB (a large cluster's blocks) is read whole`, async (t) => {
+    const etcd = await startEtcd(t);
+    const store = await storeFor(etcd.netconf);
+    t.teardown(() => store.close());
+    // One write per document: etcd takes requests of up to 1.5 MiB.
+    const document = { padding: 'x'.repeat(1024 * 1024) };
+    for (let i = 0; i < 5; i++) t.true(await store.commit([{ key: `/netplug/test/big/${i}`, create: document }]));
+    const listed = await store.list<typeof document>('/netplug/test/big/');
+    t.is(listed.length, 5);
+    t.true(listed.every((entry) => entry.value.padding.length === 1024 * 1024));
+  });
+
   test(`${via}: many writers on one key converge through compare-and-swap`, async (t) => {
     const etcd = await startEtcd(t);
     const stores = await Promise.all(Array.from({ length: 8 }, () => storeFor(etcd.netconf)));

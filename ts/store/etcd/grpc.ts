@@ -45,6 +45,9 @@ export class GrpcKvClient implements KvClient {
     const settings: IOptions = {
       hosts: options.endpoints.map((url) => url.origin),
       dialTimeout: DIAL_TIMEOUT_MS,
+      // grpc-js refuses answers over 4 MiB by default; a list of a large cluster's blocks is more
+      // (a /26 block with its attributes is some 13 kB), and the gateway's client sets no limit.
+      grpcOptions: { 'grpc.max_receive_message_length': -1 },
       defaultCallOptions: () => ({ deadline: Date.now() + REQUEST_TIMEOUT_MS }),
       faultHandling: { host: () => direct as never },
       ...(tls
