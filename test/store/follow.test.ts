@@ -74,6 +74,25 @@ test('etcd over gRPC: listed, then every change and removal under the prefix, no
   t.is(heard.failures, 0);
 });
 
+test('etcd over gRPC: a follower across an etcd restart is told, and is in step with what changed after', async (t) => {
+  const etcd = await startEtcd(t);
+  const store = await openGrpcStore(etcd.netconf);
+  t.teardown(() => store.close());
+  const prefix = '/netplug/test/restarted/';
+  await store.commit([{ key: `${prefix}a`, create: { n: 1 } }]);
+  const { heard, events } = recorder();
+  const following = store.follow?.(prefix, events);
+  t.teardown(() => following?.stop());
+  await until('the first list', () => heard.lists === 1);
+  await etcd.stop();
+  await until('the follower is told the watch broke', () => heard.failures > 0);
+  await etcd.start();
+  await until('listed again', () => heard.lists > 1);
+  await store.commit([{ key: `${prefix}b`, create: { n: 2 } }]);
+  await inStepWith(store, prefix, heard.entries, 'b, created after the restart, is followed');
+  t.deepEqual([...heard.entries.keys()].sort(), [`${prefix}a`, `${prefix}b`]);
+});
+
 test('Kubernetes datastore through informers: IPv4 blocks listed, then each change and removal, as the store reads them', async (t) => {
   const kube = await startKube(t);
   await installCrds(kube);

@@ -101,9 +101,9 @@ export class GrpcKvClient implements KvClient {
   }
 
   /**
-   * The keys under `prefix` at one revision, then every change after it from etcd's watch. etcd3
-   * resumes a watch after a lost connection where it stopped; a watch etcd cancels (its history
-   * compacted) is listed again, as is any failure to list or watch, with a growing delay.
+   * The keys under `prefix` at one revision, then every change after it from etcd's watch. A lost
+   * connection, a watch etcd cancels (its history compacted) and any failure to list or watch are
+   * reported, and the prefix listed and watched again, with a growing delay.
    */
   watchPrefix(prefix: string, events: PrefixEvents): { stop(): void } {
     let stopped = false;
@@ -130,6 +130,8 @@ export class GrpcKvClient implements KvClient {
         created.on('put', (kv: IKeyValue) => events.put(keyValue(kv)));
         created.on('delete', (kv: IKeyValue) => events.deleted(kv.key.toString('utf8')));
         created.on('error', (err: Error) => fail(err));
+        // etcd3 would resume by itself; listed afresh instead, the follower knows it was out of step meanwhile.
+        created.on('disconnected', (err: Error) => fail(err));
         delay = FIRST_RETRY_MS;
       } catch (err) {
         fail(err as Error);
