@@ -47,7 +47,10 @@ export class GrpcKvClient implements KvClient {
       dialTimeout: DIAL_TIMEOUT_MS,
       // grpc-js refuses answers over 4 MiB by default; a list of a large cluster's blocks is more
       // (a /26 block with its attributes is some 13 kB), and the gateway's client sets no limit.
-      grpcOptions: { 'grpc.max_receive_message_length': -1 },
+      // Pings every 30 s while a call is open (a watch always is): a connection the network dropped
+      // silently is found within 40 s, not after TCP's retransmissions (many minutes), and the
+      // follower lists again. etcd refuses pings more often than every 5 s.
+      grpcOptions: { 'grpc.max_receive_message_length': -1, 'grpc.keepalive_time_ms': 30_000, 'grpc.keepalive_timeout_ms': 10_000 },
       defaultCallOptions: () => ({ deadline: Date.now() + REQUEST_TIMEOUT_MS }),
       faultHandling: { host: () => direct as never },
       ...(tls
