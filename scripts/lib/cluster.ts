@@ -107,6 +107,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
   const logs = join(dir, 'logs');
   const daemons: Daemon[] = [];
   let relay: Server | undefined;
+  let stopping: Promise<void> | undefined;
   const stop = async () => {
     relay?.close();
     relay = undefined;
@@ -232,10 +233,16 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       inNode,
       importImage: (archive) => importInto(node.containerdSocket, archive),
       timings,
-      stop: async () => {
-        await drainWorkloads(cluster.kubectl);
-        await stop();
-      },
+      // Once, however often called (a SIGINT handler and a finally may both call it), and the node
+      // removed even when draining its workloads fails.
+      stop: () =>
+        (stopping ??= (async () => {
+          try {
+            await drainWorkloads(cluster.kubectl);
+          } finally {
+            await stop();
+          }
+        })()),
     };
 
     // The kubelet and kube-proxy wait for the API server by themselves; starting them now
