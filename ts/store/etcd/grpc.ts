@@ -130,11 +130,14 @@ export class GrpcKvClient implements KvClient {
         // In one turn of the event loop: the list before any change the watch delivers.
         watcher = created;
         events.listed(listed.kvs.map(keyValue));
-        created.on('put', (kv: IKeyValue) => events.put(keyValue(kv)));
-        created.on('delete', (kv: IKeyValue) => events.deleted(kv.key.toString('utf8')));
-        created.on('error', (err: Error) => fail(err));
+        // Only the current watcher speaks: one given up (an error, then its disconnect) stays silent,
+        // or a second retry would start a second watch.
+        const mine = () => watcher === created;
+        created.on('put', (kv: IKeyValue) => mine() && events.put(keyValue(kv)));
+        created.on('delete', (kv: IKeyValue) => mine() && events.deleted(kv.key.toString('utf8')));
+        created.on('error', (err: Error) => mine() && fail(err));
         // etcd3 would resume by itself; listed afresh instead, the follower knows it was out of step meanwhile.
-        created.on('disconnected', (err: Error) => fail(err));
+        created.on('disconnected', (err: Error) => mine() && fail(err));
         delay = FIRST_RETRY_MS;
       } catch (err) {
         fail(err as Error);
