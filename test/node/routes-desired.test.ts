@@ -175,6 +175,15 @@ test('IP: autodetect (the default) or an IPv4 address with its prefix length; an
   t.false(nodeSettings({ NODENAME: 'n1', NETPLUG_NETWORKING_BACKEND: 'none' }).routes);
 });
 
+test('NETPLUG_ROUTE_REFRESH_INTERVAL: seconds, 30 by default; anything else is refused naming it', (t) => {
+  t.is(nodeSettings({ NODENAME: 'n1' }).routeRefreshMs, 30_000);
+  t.is(nodeSettings({ NODENAME: 'n1', NETPLUG_ROUTE_REFRESH_INTERVAL: '2.5' }).routeRefreshMs, 2_500);
+  for (const bad of ['0', '-5', '90s', '86401', 'soon'])
+    t.throws(() => nodeSettings({ NODENAME: 'n1', NETPLUG_ROUTE_REFRESH_INTERVAL: bad }), {
+      message: `NETPLUG_ROUTE_REFRESH_INTERVAL "${bad}" must be a number of seconds from 1 to 86400`,
+    });
+});
+
 test("IP autodetect: the Kubernetes Node's InternalIP on its interface, else the first non-virtual interface's global address", (t) => {
   const info = (address: string, cidr: string) => ({ address, cidr, family: 'IPv4' as const, internal: false, netmask: '', mac: '' });
   const interfaces = {

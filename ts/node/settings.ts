@@ -112,7 +112,7 @@ export function nodeSettings(env: NodeJS.ProcessEnv): NodeSettings {
   };
 }
 
-/** `127.0.0.1:9099`, `[::1]:9099` or `:9099` (every address). */
+/** A whole or decimal number of seconds within a day. */
 function seconds(text: string, name: string): number {
   const parsed = Number(text);
   if (!/^\d+(\.\d+)?$/.test(text) || !(parsed >= 1 && parsed <= 86_400))
@@ -120,6 +120,7 @@ function seconds(text: string, name: string): number {
   return parsed;
 }
 
+/** `127.0.0.1:9099`, `[::1]:9099` or `:9099` (every address). */
 function hostPort(text: string, name = 'NETPLUG_HEALTH_ADDR'): { host: string; port: number } {
   const match = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(text);
   const port = Number(match?.[3]);
