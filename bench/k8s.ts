@@ -19,7 +19,7 @@ import { dirname, join } from 'node:path';
 
 import * as k8s from '@kubernetes/client-node';
 
-import { IPAM_LOCK_FILE } from '../ts/ipam/netplug-ipam.ts';
+import { IPAM_LOCK_FILE } from '../ts/ipam/turns.ts';
 import { statusFileName } from '../ts/plugin/policy-wait.ts';
 import { launchKubeApiserver, type KubeServer } from '../scripts/lib/kube-server.ts';
 import { installCrds } from '../scripts/lib/netplug-crds.ts';

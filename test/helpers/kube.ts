@@ -10,7 +10,7 @@ import * as k8s from '@kubernetes/client-node';
 
 import { launchKubeApiserver, type Identity, type KubeServer } from '../../scripts/lib/kube-server.ts';
 import { installCrds as installNetplugCrds } from '../../scripts/lib/netplug-crds.ts';
-import { IPAM_LOCK_FILE } from '../../ts/ipam/netplug-ipam.ts';
+import { IPAM_LOCK_FILE } from '../../ts/ipam/turns.ts';
 import { ROOT, tempDir } from './cni.ts';
 
 export interface Kube {

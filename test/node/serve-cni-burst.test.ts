@@ -4,9 +4,11 @@
 // compare-and-swap keeps an address from being handed out twice.
 import test, { type ExecutionContext } from 'ava';
 
+import { keys } from '../../ts/ipam/model.ts';
 import { openStore } from '../../ts/store/open.ts';
+import type { Store } from '../../ts/store/store.ts';
 import { callAgent, type AgentReply } from '../helpers/agent-client.ts';
-import { ONE_SHOT, spawnAgent } from '../helpers/agent-server.ts';
+import { ONE_SHOT, spawnAgent, type AgentProcess } from '../helpers/agent-server.ts';
 import { hostVeth } from '../helpers/cni.ts';
 import { startEtcd } from '../helpers/etcd.ts';
 import { addressesOf, invokeAsync, ipamNetconf } from '../helpers/ipam.ts';
@@ -16,7 +18,15 @@ import { NODE_AGENT_DATASTORE_RULES, NODE_AGENT_RULES } from './agent.ts';
 
 const BURST = 100;
 
-async function burst(t: ExecutionContext, socket: string, netconf: Record<string, unknown>, handles: () => Promise<string[]>) {
+/** The agent's count of ADDs another ADD's commit allocated for (a group commit). */
+async function servedTogether(agent: AgentProcess): Promise<number> {
+  const text = await (await fetch(`${agent.health}/metrics`, { signal: AbortSignal.timeout(5_000) })).text();
+  return Number(/^netplug_ipam_adds_served_together_total (\S+)$/m.exec(text)?.[1] ?? 0);
+}
+
+async function burst(t: ExecutionContext, agent: AgentProcess, netconf: Record<string, unknown>, store: Store, prefix: string) {
+  const { socket } = agent;
+  const handles = () => store.listKeys(`/netplug/ipam/v2/handle/${prefix}.`);
   const pods = Array.from({ length: BURST + 1 }, () => ({ containerId: containerId(), netns: createNetns(t, 'burst'), netconf }));
   const oneShotPod = pods[BURST] as (typeof pods)[number];
   const agentPods = pods.slice(0, BURST);
@@ -35,6 +45,10 @@ async function burst(t: ExecutionContext, socket: string, netconf: Record<string
   t.is(new Set(assigned).size, BURST + 1, 'an address of its own each');
   for (const [i, p] of pods.entries()) t.true(addresses('eth0', p.netns).includes(`${assigned[i]}/32`), `pod ${i} networked`);
   t.is((await handles()).length, BURST + 1);
+  t.is((await store.listKeys(keys.workloadEndpoints)).length, BURST + 1, 'a workload endpoint each');
+  const together = await servedTogether(agent);
+  t.log(`ADDs served by another's commit (a group commit): ${together}`);
+  t.true(together > 0, 'waiting ADDs were served together');
 
   const deleted = Date.now();
   const [dels, oneShotDel] = await Promise.all([
@@ -65,7 +79,7 @@ test('etcd: 100 concurrent ADDs and DELs on one node through the agent, a one-sh
   });
   const store = await openStore({ etcd_endpoints: etcd.endpoints });
   t.teardown(() => store.close());
-  await burst(t, agent.socket, ipamNetconf(etcd, { node, name: 'burst' }), () => store.listKeys('/netplug/ipam/v2/handle/burst.'));
+  await burst(t, agent, ipamNetconf(etcd, { node, name: 'burst' }), store, 'burst');
 });
 
 test('Kubernetes datastore: 100 concurrent ADDs and DELs on one node through the agent, a one-shot beside them', async (t) => {
@@ -101,5 +115,5 @@ test('Kubernetes datastore: 100 concurrent ADDs and DELs on one node through the
     kubernetes: { kubeconfig: pluginKubeconfig },
     ipam: { type: 'netplug-ipam' },
   };
-  await burst(t, agent.socket, netconf, () => store.listKeys('/netplug/ipam/v2/handle/burstkdd.'));
+  await burst(t, agent, netconf, store, 'burstkdd');
 });

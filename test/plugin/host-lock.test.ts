@@ -7,7 +7,7 @@ import { dirname, join } from 'node:path';
 
 import test, { type ExecutionContext } from 'ava';
 
-import { IPAM_LOCK_FILE } from '../../ts/ipam/netplug-ipam.ts';
+import { IPAM_LOCK_FILE } from '../../ts/ipam/turns.ts';
 import { invoke, ROOT, tempDir } from '../helpers/cni.ts';
 import { NETPLUG_IPAM, NETPLUGCTL } from '../helpers/ipam.ts';
 import { containerId } from '../helpers/kernel.ts';

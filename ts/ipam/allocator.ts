@@ -28,6 +28,7 @@ import { releaseWhere } from './release.ts';
 
 import type { AddressRequest, Allocation, Assignment, Companion } from './assignment.ts';
 import { Plan, SERVE_AT_MOST, sameInterface } from './plan.ts';
+import type { WaitingAdds } from './waiting-adds.ts';
 
 export type { AddressRequest, Allocation, Assignment, Companion } from './assignment.ts';
 export { sameInterface } from './plan.ts';
@@ -44,6 +45,8 @@ export interface KnownState {
   blocks?: Record<string, Entry<Block> | null>;
   /** The node's pending requests. */
   pending?: Entry<PendingRequest>[];
+  /** The addresses the handle holds for this interface: known when another ADD's commit has just allocated them. */
+  held?: Allocation[];
 }
 
 /** The reads that give `allocate` its KnownState, for a caller that batches them with its own. */
@@ -141,6 +144,8 @@ export interface AllocateOptions {
   prefer?: readonly string[];
   /** Told each commit that held, with the revisions it made. */
   committed?: (writes: readonly Write[], revisions: Record<string, string>) => void;
+  /** ADDs of the node queued in a resident agent's memory, which each commit serves too (a group commit). */
+  waiting?: WaitingAdds;
 }
 
 /** An allocation decided on known facts failed its commit: something changed; read, and decide again. */
@@ -224,13 +229,15 @@ async function allocateInOneCommit(
   let assumptions = options.assumptions ?? [];
   let prefer = options.prefer ?? [];
   let waiting = false;
+  let serveWaiting = true;
   try {
     return await retryOnConflict(`allocating addresses for ${handle}`, async () => {
       const first = state;
       state = {};
       const handleEntry =
         first.handle !== undefined ? (first.handle ?? undefined) : checkedOrAbsent(checkedHandle, await store.get(keys.handle(handle)));
-      const held = handleEntry ? (await addressesOf(store, handle, handleEntry)).filter((a) => sameInterface(a.ifname, request)) : [];
+      const held =
+        first.held ?? (handleEntry ? (await addressesOf(store, handle, handleEntry)).filter((a) => sameInterface(a.ifname, request)) : []);
       const plan = new Plan(request, first.blocks);
       for (const r of requests) {
         const same = 'ip' in r ? held.find((a) => a.address === r.ip) : held.find((a) => a.family === r.family);
@@ -241,13 +248,18 @@ async function allocateInOneCommit(
       const pending = first.pending ?? [];
       // A request that cannot be served (a broken document) goes as if it were stale.
       const fresh = (p: Entry<PendingRequest>) => isPendingRequest(p.value) && Date.now() - Date.parse(p.value.created) < PENDING_FRESH_MS;
-      // Serving others needs the commit to be one transaction: applied one write at a time, a
-      // commit that serves others has more writes to fail and undo part-way.
+      // Serving other processes' requests needs the commit to be one transaction: applied one write
+      // at a time, a commit that serves others has more writes to fail and undo part-way, and
+      // another process may be committing on the node meanwhile. A resident agent's own waiting
+      // ADDs are served on either datastore: its turn makes it the node's one allocator, so its
+      // commit rarely loses the block, and losing it undoes the served handles like its own.
       if (store.transactional)
         plan.serve(
           pending.filter((p) => p.key !== pendingKey && fresh(p)),
           options.pools ?? [],
         );
+      const servedWaiting =
+        serveWaiting && options.waiting ? plan.serveWaiting(options.waiting.waiting(node, SERVE_AT_MOST), options.pools ?? []) : [];
       // Requests of ADDs that died waiting go with this commit.
       const stale = pending.filter((p) => p.key !== pendingKey && !fresh(p)).slice(0, SERVE_AT_MOST);
       const own = pending.find((p) => p.key === pendingKey);
@@ -309,9 +321,23 @@ async function allocateInOneCommit(
       if (outcome.committed) {
         waiting = false;
         options.committed?.(writes, outcome.revisions);
+        options.waiting?.served(
+          node,
+          writes.flatMap((w) => (w.key.startsWith(keys.handles) && 'create' in w ? [w.key.slice(keys.handles.length)] : [])),
+          servedWaiting.map(({ add, handle: write, allocations }) => ({
+            add,
+            served: { handle: { key: write.key, value: write.create, revision: outcome.revisions[write.key] ?? '' }, allocations },
+          })),
+        );
         return plan.allocations;
       }
       waiting ||= wait;
+      // A waiting ADD served may be what failed it (its handle exists after all): serve none
+      // again, and those tried allocate in their own turns, where a bad one fails only itself.
+      if (servedWaiting.length > 0) {
+        serveWaiting = false;
+        for (const { add } of servedWaiting) options.waiting?.withdraw(add);
+      }
       const results = outcome.results.slice(0, base.length);
       if (precondition) {
         const entry = outcome.results[base.length] as Entry<unknown> | undefined;

@@ -29,6 +29,8 @@ const DOCUMENTS_KEPT = 4_000;
 export class KnownNodes {
   private readonly facts = new Map<string, { at: number; facts: NodeFacts }>();
   private readonly documents = new Map<string, Entry<unknown>>();
+  /** Commits on each node's blocks so far: facts read before the count moved may be stale. */
+  private readonly commitCounts = new Map<string, number>();
   private readonly now: () => number;
 
   constructor(now: () => number = Date.now) {
@@ -50,8 +52,12 @@ export class KnownNodes {
     return copies(this.facts.get(node)?.facts.blocks ?? {});
   }
 
-  /** Facts just read. */
-  remember(node: string, facts: NodeFacts): void {
+  /**
+   * Facts just read, unless this agent committed on the node since the read began (`commitsAtRead`
+   * is what commits() said then): they would undo what that commit taught, such as a block it claimed.
+   */
+  remember(node: string, facts: NodeFacts, commitsAtRead = this.commits(node)): void {
+    if (this.commits(node) !== commitsAtRead) return;
     this.facts.set(node, { at: this.now(), facts: { ...facts, blocks: copies(facts.blocks) } });
   }
 
@@ -65,6 +71,7 @@ export class KnownNodes {
    * revisions. A change of the node's affinities (a block claimed or released) drops the facts.
    */
   committed(node: string, writes: readonly Write[], revisions: Record<string, string>): void {
+    if (writes.some(isBlockWrite)) this.commitCounts.set(node, this.commits(node) + 1);
     const known = this.facts.get(node);
     for (const write of writes) {
       if (write.key.startsWith(keys.handles) || write.key.startsWith(keys.workloadEndpoints)) this.written(write, revisions[write.key]);
@@ -73,7 +80,7 @@ export class KnownNodes {
         this.affinityWritten(node, known.facts, write);
         continue;
       }
-      if (!(write.key.startsWith(keys.blocks(4)) || write.key.startsWith(keys.blocks(6)))) continue;
+      if (!isBlockWrite(write)) continue;
       const cidr = cidrOfKey(write.key);
       const revision = revisions[write.key];
       if ('update' in write && revision)
@@ -82,6 +89,11 @@ export class KnownNodes {
         known.facts.blocks[cidr] = { key: write.key, value: structuredClone(write.create as Block), revision };
       else if ('remove' in write) this.facts.delete(node);
     }
+  }
+
+  /** How many commits on the node's blocks this agent has made: what was read before the count moved may be stale. */
+  commits(node: string): number {
+    return this.commitCounts.get(node) ?? 0;
   }
 
   /** committed() for the node's commits, as allocate() and releaseWhere() take it. */
@@ -123,6 +135,8 @@ export class KnownNodes {
     if (this.documents.size > DOCUMENTS_KEPT) this.documents.delete(this.documents.keys().next().value as string);
   }
 }
+
+const isBlockWrite = (write: Write) => write.key.startsWith(keys.blocks(4)) || write.key.startsWith(keys.blocks(6));
 
 const copies = (blocks: Record<string, Entry<Block> | null>): Record<string, Entry<Block> | null> =>
   Object.fromEntries(Object.entries(blocks).map(([cidr, entry]) => [cidr, entry && structuredClone(entry)]));

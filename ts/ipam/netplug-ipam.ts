@@ -26,10 +26,22 @@ import { IpamError, poolError } from './errors.ts';
 import { collectGarbage, validAttachments } from './gc.ts';
 import type { AddHooks, AddressOverrides, Ipam } from './ipam.ts';
 import type { KnownNodes, NodeFacts } from './known-nodes.ts';
-import { checkedNodeLabels, handleId, keys, type AllocationAttribute, type NodeResource, type PoolResource } from './model.ts';
+import {
+  checkedNodeLabels,
+  handleId,
+  keys,
+  type AllocationAttribute,
+  type NodeResource,
+  type PendingRequest,
+  type PoolResource,
+} from './model.ts';
 import { addReads, knownRelease, readAhead, readForRelease, type Prefetched, type ReadAhead } from './read-ahead.ts';
-import { choosePools, familyName, listPools, nodeLabels, poolsOf } from './pools.ts';
+import { choosePools, familyName, listPools, nodeLabels, poolsOf, type Pool } from './pools.ts';
 import { poolsWithRoom } from './room.ts';
+import { inTurnUnlessServed, underHostLock, type IpamTurns } from './turns.ts';
+import type { Served, WaitingAdds } from './waiting-adds.ts';
+
+export type { IpamTurns } from './turns.ts';
 
 export interface NetplugIpamContext {
   env: CniEnvironment;
@@ -51,13 +63,9 @@ export interface NetplugIpamContext {
   turns?: IpamTurns;
   /** A resident agent's knowledge of its nodes, to spare reads (see known-nodes.ts). */
   known?: KnownNodes;
+  /** A resident agent's ADDs waiting for their node's turn, which the ADD in the turn serves too (see waiting-adds.ts). */
+  waiting?: WaitingAdds;
 }
-
-/**
- * Runs `work` in `node`'s turn; `waited` says whether another allocation went first (so what was
- * read before is stale).
- */
-export type IpamTurns = <T>(node: string, work: (waited: boolean) => Promise<T>) => Promise<T>;
 
 /** The families netplug-ipam assigns: IPv4 unless `assign_ipv4` is "false", IPv6 if `assign_ipv6` is "true". */
 export function requestedFamilies(config: { assign_ipv4?: unknown; assign_ipv6?: unknown }): Family[] {
@@ -126,7 +134,7 @@ export class NetplugIpam implements Ipam {
 
   private async addFrom(
     store: Store,
-    { results, blocks, assumed }: ReadAhead,
+    { results, blocks, assumed, commits }: ReadAhead,
     companions: readonly Companion[],
     overrides: AddressOverrides,
     hooks: AddHooks,
@@ -179,26 +187,53 @@ export class NetplugIpam implements Ipam {
     const assumptions: Write[] = assumed
       ? [...poolEntries.map((pool) => ({ key: pool.key, unchanged: pool.revision })), ...(store.transactional ? nodeAssumption : [])]
       : [];
-    const allocations = await this.inTurn(store, (waited) =>
-      // What was read before another process's allocation is stale: read it again under the lock.
-      // In an agent's turn only the node's blocks and affinities are: what belongs to this
-      // attachment alone (its handle, its endpoint) changes with no other allocation, and a
-      // write on it that lost a race fails its condition and is read again all the same.
-      allocate(request, requests, {
-        companions,
-        ...(!waited
-          ? { known: knownFrom(first, families, companionKeys, blocks) }
-          : this.context.turns
-            ? { known: { ...nodeState(known?.fresh(node), families), ...ownState(knownFrom(first, families, companionKeys)) } }
-            : {}),
-        pools,
-        precondition: unlocked,
-        ...(assumptions.length > 0 ? { assumptions } : {}),
-        ...(prefer.length > 0 ? { prefer } : {}),
-        ...(known ? { committed: known.committer(node) } : {}),
-        ...(hooks.planned ? { planned: tellAddresses(hooks.planned) } : {}),
-      }),
-    ).catch((err: unknown) => {
+    const knownOwn = knownFrom(first, families, companionKeys);
+    // Queued for the turn, another ADD's commit may allocate for this one (a group commit): only a
+    // fresh allocation of any addresses, as the datastore's pending requests are.
+    const waiting =
+      this.context.waiting &&
+      this.context.turns &&
+      knownOwn.handle === null &&
+      !known?.handle(keys.handle(this.handle)) &&
+      prefer.length === 0 &&
+      requests.every((r) => 'family' in r)
+        ? { adds: this.context.waiting, add: this.context.waiting.wait(node, pendingRequest(request, requests)) }
+        : undefined;
+    const turnOrServed = inTurnUnlessServed(
+      waiting,
+      (work) => this.inTurn(store, work),
+      (waited) => {
+        // What was read before another process's allocation is stale: read it again under the lock.
+        // In an agent's turn only the node's blocks and affinities are: what belongs to this
+        // attachment alone (its handle, its endpoint) changes with no other allocation, and a
+        // write on it that lost a race fails its condition and is read again all the same. Stale
+        // too, in an agent, is what was read before any of its commits on the node since, even
+        // one whose turn had ended when this one's began (else a new block could be claimed for
+        // want of knowing the one just claimed).
+        const stale = waited || (known !== undefined && commits !== undefined && known.commits(node) !== commits);
+        return allocate(request, requests, {
+          companions,
+          ...(!stale
+            ? { known: knownFrom(first, families, companionKeys, blocks) }
+            : this.context.turns
+              ? { known: { ...nodeState(known?.fresh(node), families), ...ownState(knownFrom(first, families, companionKeys)) } }
+              : {}),
+          pools,
+          precondition: unlocked,
+          ...(assumptions.length > 0 ? { assumptions } : {}),
+          ...(prefer.length > 0 ? { prefer } : {}),
+          ...(known ? { committed: known.committer(node) } : {}),
+          ...(hooks.planned ? { planned: tellAddresses(hooks.planned) } : {}),
+          ...(this.context.waiting ? { waiting: this.context.waiting } : {}),
+        });
+      },
+    );
+    const allocating = turnOrServed.then((outcome) =>
+      'served' in outcome
+        ? this.completeServed(request, requests, outcome.served, { companions, pools, known: knownOwn, hooks })
+        : outcome.done,
+    );
+    const allocations = await allocating.catch((err: unknown) => {
       // Addresses from the pod's annotation: say so, as the error may be about one of them.
       if (overrides.ips && err instanceof IpamError)
         throw new IpamError(err.code, `annotation "cni.projectnet.org/ipAddrs": ${err.message}`);
@@ -209,6 +244,32 @@ export class NetplugIpam implements Ipam {
       cniVersion: this.context.netconf.conf.cniVersion,
       ips: allocations.map((a) => ({ address: `${a.address}/${a.block.split('/')[1]}` })),
     };
+  }
+
+  /**
+   * An ADD another's commit allocated for: it writes its own endpoint, outside the node's turn (no
+   * block changes), else gives its addresses back in a turn, as a failed ADD leaves nothing.
+   */
+  private async completeServed(
+    request: Assignment,
+    requests: readonly AddressRequest[],
+    served: Served,
+    { companions, pools, known, hooks }: { companions: readonly Companion[]; pools: readonly Pool[]; known: KnownState; hooks: AddHooks },
+  ): Promise<Allocation[]> {
+    hooks.planned?.(served.allocations.map((a) => a.address));
+    const { store, handle, node } = request;
+    try {
+      return await allocate(request, requests, {
+        companions,
+        known: { ...known, handle: served.handle, held: served.allocations },
+        pools,
+        ...(this.context.known ? { committed: this.context.known.committer(node) } : {}),
+      });
+    } catch (err) {
+      const mine = (attribute: AllocationAttribute) => sameInterface(attribute.secondary['ifname'], request);
+      await this.inTurn(store, () => releaseWhere(store, handle, mine)).catch(() => undefined);
+      throw err;
+    }
   }
 
   /** Releases this interface's addresses (a container's handle may hold another interface's too). */
@@ -281,6 +342,14 @@ export class NetplugIpam implements Ipam {
   }
 }
 
+/** An ADD's request as a waiting ADD states it, for another's commit to serve. */
+const pendingRequest = (request: Assignment, requests: readonly AddressRequest[]): PendingRequest => ({
+  handle: request.handle,
+  attributes: request.attributes,
+  requests: requests.flatMap((r) => ('family' in r ? [{ family: r.family, pools: r.pools.map((p) => p.name) }] : [])),
+  created: new Date().toISOString(),
+});
+
 const tellAddresses =
   (planned: NonNullable<AddHooks['planned']>) =>
   (allocations: readonly Allocation[]): void =>
@@ -297,25 +366,3 @@ const ownState = ({ handle, companions }: KnownState): KnownState => ({
   ...(handle !== undefined ? { handle } : {}),
   ...(companions ? { companions } : {}),
 });
-
-/** Where plugin processes on a node take turns with a datastore that has no transactions. */
-export const IPAM_LOCK_FILE = '/var/run/netplug/ipam.lock';
-/** How long to wait for the lock before going on without it (it only spares conflicts). */
-const IPAM_LOCK_PATIENCE_MS = 10_000;
-
-/**
- * `work` under the host-wide IPAM lock when the datastore has no transactions (Kubernetes): there
- * a burst of pods on one node would race for the node's block one write at a time, each loser
- * undoing its writes and reading again, which grows with the square of the burst. etcd needs no
- * lock: a loser's request is served by the next winner's transaction.
- */
-async function underHostLock<T>(store: Store, work: (waited: boolean) => Promise<T>): Promise<T> {
-  if (store.transactional) return work(false);
-  const { lockHost } = await import('../host/lock.ts');
-  const lock = await lockHost(IPAM_LOCK_FILE, IPAM_LOCK_PATIENCE_MS);
-  try {
-    return await work(lock?.waited ?? true);
-  } finally {
-    lock?.release();
-  }
-}

@@ -21,9 +21,16 @@ import {
 import { blockInPool, familyName, type Pool } from './pools.ts';
 
 import type { Allocation, Assignment } from './assignment.ts';
+import type { WaitingAdd } from './waiting-adds.ts';
 
 /** How many waiting ADDs one commit serves at most (etcd allows 128 operations per transaction). */
 export const SERVE_AT_MOST = 32;
+
+/** A waiting ADD's handle as a commit creates it, and the addresses it holds. */
+interface ServedHandle {
+  handle: { key: string; create: Handle };
+  allocations: Allocation[];
+}
 
 /** The allocations of one attempt and the writes that make them. */
 export class Plan {
@@ -137,28 +144,50 @@ export class Plan {
 
   /**
    * Allocates for waiting ADDs of this node too, from the blocks this attempt already takes
-   * addresses from: each is served entirely or not at all, and at most SERVE_AT_MOST of them.
+   * addresses from: each is served entirely or not at all, and at most SERVE_AT_MOST of them
+   * (counting those serve() and serveWaiting() took before).
    */
   serve(pending: readonly Entry<PendingRequest>[], pools: readonly Pool[]): void {
-    for (const entry of pending.slice(0, SERVE_AT_MOST)) {
-      const { handle, attributes, requests } = entry.value;
-      const room = new Map([...this.touched.values()].map((block) => [block, block.unallocated.length]));
-      const picks: Block[] = [];
-      for (const r of requests ?? []) {
-        // A pool disabled since the request was made serves it no more.
-        const inPools = (cidr: string) => pools.some((p) => !p.spec.disabled && r.pools.includes(p.name) && blockInPool(cidr, p));
-        const block = [...room.keys()].find((b) => familyOf(b.cidr) === r.family && inPools(b.cidr) && (room.get(b) ?? 0) > 0);
-        if (!block) break;
-        room.set(block, (room.get(block) ?? 0) - 1);
-        picks.push(block);
-      }
-      if (picks.length === 0 || picks.length !== (requests ?? []).length) continue;
-      const attribute: AllocationAttribute = { handle_id: handle, secondary: attributes };
-      for (const block of picks) assignNext(block, attribute);
-      const counts = Object.fromEntries(picks.map((block) => [block.cidr, ordinalsOf(block, handle).length]));
-      this.servedHandles.push({ key: keys.handle(handle), create: { handleID: handle, block: counts, deleted: false } satisfies Handle });
-      this.writes.push({ key: entry.key, remove: true, revision: entry.revision });
+    for (const entry of pending) {
+      if (this.servedHandles.length >= SERVE_AT_MOST) return;
+      if (this.serveOne(entry.value, pools)) this.writes.push({ key: entry.key, remove: true, revision: entry.revision });
     }
+  }
+
+  /** serve() for ADDs queued in a resident agent's memory (waiting-adds.ts): what each is given, to tell it once the commit holds. */
+  serveWaiting(adds: readonly WaitingAdd[], pools: readonly Pool[]): ({ add: WaitingAdd } & ServedHandle)[] {
+    const served = [];
+    for (const add of adds) {
+      if (this.servedHandles.length >= SERVE_AT_MOST) break;
+      const given = this.serveOne(add.request, pools);
+      if (given) served.push({ add, ...given });
+    }
+    return served;
+  }
+
+  private serveOne({ handle, attributes, requests }: PendingRequest, pools: readonly Pool[]): ServedHandle | undefined {
+    // The same container's ADD twice (a runtime's retry): one commit creates its handle once.
+    if (handle === this.request.handle || this.servedHandles.some((w) => w.key === keys.handle(handle))) return undefined;
+    const room = new Map([...this.touched.values()].map((block) => [block, block.unallocated.length]));
+    const picks: Block[] = [];
+    for (const r of requests ?? []) {
+      // A pool disabled since the request was made serves it no more.
+      const inPools = (cidr: string) => pools.some((p) => !p.spec.disabled && r.pools.includes(p.name) && blockInPool(cidr, p));
+      const block = [...room.keys()].find((b) => familyOf(b.cidr) === r.family && inPools(b.cidr) && (room.get(b) ?? 0) > 0);
+      if (!block) break;
+      room.set(block, (room.get(block) ?? 0) - 1);
+      picks.push(block);
+    }
+    if (picks.length === 0 || picks.length !== (requests ?? []).length) return undefined;
+    const attribute: AllocationAttribute = { handle_id: handle, secondary: attributes };
+    const allocations = picks.map((block) => {
+      const ordinal = assignNext(block, attribute) as number;
+      return { address: addressOf(block, ordinal), family: familyOf(block.cidr), block: block.cidr };
+    });
+    const counts = Object.fromEntries(picks.map((block) => [block.cidr, ordinalsOf(block, handle).length]));
+    const write = { key: keys.handle(handle), create: { handleID: handle, block: counts, deleted: false } satisfies Handle };
+    this.servedHandles.push(write);
+    return { handle: write, allocations };
   }
 
   private samePod(holder: AllocationAttribute): boolean {

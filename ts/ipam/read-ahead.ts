@@ -22,6 +22,8 @@ export interface ReadAhead {
    * to be absent. The commit must state the facts as conditions (see NetplugIpam.add).
    */
   assumed?: boolean;
+  /** In a resident agent: its commits on the node when these were read (KnownNodes.commits). */
+  commits?: number;
 }
 
 /**
@@ -46,6 +48,7 @@ export async function readAhead(
   known?: { node: string; nodes: KnownNodes },
 ): Promise<ReadAhead> {
   const hinted = known ? Object.keys(known.nodes.blocks(known.node)) : [];
+  const commits = known?.nodes.commits(known.node);
   const all = await store.read([...reads, ...blockReads(hinted)]);
   const results = all.slice(0, reads.length);
   const cidrs = affineCidrs(results.slice(2), families);
@@ -53,14 +56,18 @@ export async function readAhead(
   const missing = cidrs.filter((cidr) => !(cidr in found));
   const more = missing.length > 0 ? blocksFrom(missing, await store.read(blockReads(missing))) : {};
   const blocks = Object.fromEntries(cidrs.map((cidr) => [cidr, found[cidr] ?? more[cidr] ?? null]));
-  known?.nodes.remember(known.node, {
-    pools: results[0] as Entry<PoolResource>[],
-    node: results[1] as Entry<NodeResource> | undefined,
-    clusterInfo: results.at(-1) as Entry<unknown> | undefined,
-    affinityKeys: Object.fromEntries(families.map((family, i) => [family, results[3 + i] as string[]])),
-    blocks,
-  });
-  return { results, blocks };
+  known?.nodes.remember(
+    known.node,
+    {
+      pools: results[0] as Entry<PoolResource>[],
+      node: results[1] as Entry<NodeResource> | undefined,
+      clusterInfo: results.at(-1) as Entry<unknown> | undefined,
+      affinityKeys: Object.fromEntries(families.map((family, i) => [family, results[3 + i] as string[]])),
+      blocks,
+    },
+    commits,
+  );
+  return { results, blocks, ...(commits !== undefined ? { commits } : {}) };
 }
 
 /**
@@ -68,7 +75,12 @@ export async function readAhead(
  * node's facts, fresh, and this attachment's handle and `companions` taken to be absent (a new
  * container's are; a commit creating them fails otherwise).
  */
-export function assumedAhead(facts: NodeFacts | undefined, families: readonly Family[], companions: number): ReadAhead | undefined {
+export function assumedAhead(
+  facts: NodeFacts | undefined,
+  families: readonly Family[],
+  companions: number,
+  commits?: number,
+): ReadAhead | undefined {
   if (!facts || families.some((family) => !facts.affinityKeys[family])) return undefined;
   const affinities = families.map((family) => facts.affinityKeys[family] as string[]);
   const results = [
@@ -81,7 +93,12 @@ export function assumedAhead(facts: NodeFacts | undefined, families: readonly Fa
   ];
   const cidrs = affineCidrs(results.slice(2), families);
   if (cidrs.some((cidr) => !(cidr in facts.blocks))) return undefined;
-  return { results, blocks: Object.fromEntries(cidrs.map((cidr) => [cidr, facts.blocks[cidr] ?? null])), assumed: true };
+  return {
+    results,
+    blocks: Object.fromEntries(cidrs.map((cidr) => [cidr, facts.blocks[cidr] ?? null])),
+    assumed: true,
+    ...(commits !== undefined ? { commits } : {}),
+  };
 }
 
 /**

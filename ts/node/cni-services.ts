@@ -6,7 +6,8 @@ import { statSync } from 'node:fs';
 
 import type { Netconf } from '../config/netconf.ts';
 import { KnownNodes } from '../ipam/known-nodes.ts';
-import type { IpamTurns } from '../ipam/netplug-ipam.ts';
+import type { IpamTurns } from '../ipam/turns.ts';
+import { WaitingAdds } from '../ipam/waiting-adds.ts';
 import { openKubeClient, type KubeClient } from '../k8s/client.ts';
 import type { KubernetesSettings } from '../k8s/kubeconfig.ts';
 import { urgently } from '../net/http-client.ts';
@@ -26,12 +27,24 @@ export interface AgentServices {
   close(): void;
 }
 
-export async function openAgentServices(settings: NodeSettings, env: NodeJS.ProcessEnv, wrap = (s: Store) => s): Promise<AgentServices> {
+export interface AgentServiceOptions {
+  /** Applied to each datastore connection a command is lent (metrics). */
+  wrapStore?: (store: Store) => Store;
+  /** Told how many waiting ADDs each group commit served besides its own (metrics). */
+  servedTogether?: (count: number) => void;
+}
+
+export async function openAgentServices(
+  settings: NodeSettings,
+  env: NodeJS.ProcessEnv,
+  { wrapStore = (s) => s, servedTogether }: AgentServiceOptions = {},
+): Promise<AgentServices> {
   const stores: Store[] = [];
   for (let i = 0; i < CNI_CONNECTIONS; i++) stores.push(await openNodeStore(settings, env));
-  const pool = new StorePool(stores, wrap);
+  const pool = new StorePool(stores, wrapStore);
   const kubes = new KubeClients();
   const known = new KnownNodes();
+  const waiting = new WaitingAdds(servedTogether);
   return {
     services: {
       via: 'netplug-node',
@@ -39,6 +52,7 @@ export async function openAgentServices(settings: NodeSettings, env: NodeJS.Proc
       kube: (kubeSettings) => kubes.client(kubeSettings),
       ipamTurns: nodeTurns(),
       knownNodes: (conf) => (isAgentDatastore(conf, settings) ? known : undefined),
+      waitingAdds: (conf) => (isAgentDatastore(conf, settings) ? waiting : undefined),
     },
     pool,
     close: () => {

@@ -110,7 +110,10 @@ export async function runNodeMain(_argv: readonly string[], env: NodeJS.ProcessE
   let cni: { server: CniServer; services: AgentServices } | undefined;
   if (settings.fastPath) {
     try {
-      const services = await openAgentServices(settings, env, (s) => countingStore(s, metrics));
+      const services = await openAgentServices(settings, env, {
+        wrapStore: (s) => countingStore(s, metrics),
+        servedTogether: (count) => metrics.countServedTogether(count),
+      });
       const server = await serveCni({
         socketPath: settings.agentSocket,
         services: services.services,

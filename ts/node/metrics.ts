@@ -1,6 +1,6 @@
 // netplug-node's Prometheus metrics: CNI request latency by command and result, datastore request
-// and error counts by operation, IPAM usage per pool, programmed routes per kind, and the process's
-// own metrics (CPU, memory, event loop, GC). One registry per agent, never prom-client's global
+// and error counts by operation, IPAM usage per pool, ADDs served by a group commit, programmed
+// routes per kind, and the process's own metrics (CPU, memory, event loop, GC). One registry per agent, never prom-client's global
 // one: two agents in one process (tests) keep separate counts.
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
@@ -52,6 +52,11 @@ export class AgentMetrics {
     labelNames: ['kind'] as const,
     registers: [this.registry],
   });
+  readonly #servedTogether = new Counter({
+    name: 'netplug_ipam_adds_served_together_total',
+    help: "ADDs whose addresses netplug-node committed in another ADD's commit, with that ADD's own (a group commit, for ADDs waiting for their node's turn).",
+    registers: [this.registry],
+  });
   /** The pools whose usage is set, so that deleted ones can be dropped. */
   readonly #pools = new Set<string>();
 
@@ -68,6 +73,11 @@ export class AgentMetrics {
     // Created at zero with its first request, so a rate of errors is defined before the first error.
     if (failed) this.#datastoreErrors.inc({ operation });
     else this.#datastoreErrors.inc({ operation }, 0);
+  }
+
+  /** A commit that held allocated for `count` waiting ADDs besides its own. */
+  countServedTogether(count: number): void {
+    this.#servedTogether.inc(count);
   }
 
   setPoolUsage(pool: string, allocated: number, free: number): void {

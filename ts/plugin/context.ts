@@ -85,6 +85,7 @@ export function createContext(env: CniEnvironment, netconf: ParsedNetconf, log: 
     ...(workload.pod ? { namespace: workload.namespace, pod: workload.pod } : {}),
   };
   const known = services?.knownNodes?.(conf);
+  const waiting = services?.waitingAdds?.(conf);
   const ipam: Ipam = isNetplugIpam(conf.ipam)
     ? new NetplugIpam({
         env,
@@ -96,6 +97,7 @@ export function createContext(env: CniEnvironment, netconf: ParsedNetconf, log: 
         ...(options.prefetched ? { prefetched: options.prefetched } : {}),
         ...(services?.ipamTurns ? { turns: services.ipamTurns } : {}),
         ...(known ? { known } : {}),
+        ...(waiting ? { waiting } : {}),
       })
     : new DelegatedIpam(env, netconf, log.child('ipam'), podCidrRewrite(netconf, workload, conf.kubernetes?.node_name ?? node, kube));
   return {

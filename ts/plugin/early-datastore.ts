@@ -54,7 +54,7 @@ export function startDatastoreWork(
   const companions = program === 'netplug' ? [endpointKey(workloadOf(env, node))] : [];
   const reads = addReads(handleId(conf.name, env.containerId), node, families, companions);
   // What the agent knows already is not read again: the commit checks it.
-  const assumed = assumedAhead(known?.fresh(node), families, companions.length);
+  const assumed = known && assumedAhead(known.fresh(node), families, companions.length, known.commits(node));
   if (assumed) return { store, prefetched: { reads, results: Promise.resolve(assumed) } };
   return {
     store,

@@ -4,12 +4,13 @@
 // more for them.
 import type { Netconf } from '../config/netconf.ts';
 import type { KnownNodes } from '../ipam/known-nodes.ts';
-import type { IpamTurns } from '../ipam/netplug-ipam.ts';
+import type { IpamTurns } from '../ipam/turns.ts';
+import type { WaitingAdds } from '../ipam/waiting-adds.ts';
 import type { KubeClient } from '../k8s/client.ts';
 import type { KubernetesSettings } from '../k8s/kubeconfig.ts';
 import type { Store } from '../store/store.ts';
 
-export type { IpamTurns } from '../ipam/netplug-ipam.ts';
+export type { IpamTurns } from '../ipam/turns.ts';
 
 /** Which program served a command, as every plugin log line says (`via=...`). */
 export type Via = 'netplug-node' | 'one-shot';
@@ -30,6 +31,8 @@ export interface PluginServices {
    * (ts/ipam/known-nodes.ts): for its own datastore only (a revision means nothing in another).
    */
   knownNodes?(conf: Netconf): KnownNodes | undefined;
+  /** ADDs waiting for their node's turn, for a group commit (ts/ipam/waiting-adds.ts): for its own datastore only, as knownNodes. */
+  waitingAdds?(conf: Netconf): WaitingAdds | undefined;
   /**
    * Takes work the command's result need not wait for (a veth whose deletion the kernel is still
    * finishing, after its routes are gone and its addresses released): the host keeps running until

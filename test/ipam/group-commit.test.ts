@@ -1,0 +1,173 @@
+// The group commit (ts/ipam/waiting-adds.ts): ADDs queued for their node's turn in a resident agent
+// are allocated for by the ADD holding the turn, in its own commit. The core runs in-process as
+// netplug-node runs it, on a real etcd and a real kube-apiserver: a burst costs fewer commits of the
+// block than ADDs, every address is distinct and recorded in its own handle, and an ADD served so
+// that then fails gives its addresses back.
+import test, { type ExecutionContext } from 'ava';
+
+import { KnownNodes } from '../../ts/ipam/known-nodes.ts';
+import { checkedBlock, keys } from '../../ts/ipam/model.ts';
+import { poolResource } from '../../ts/ipam/pool-resource.ts';
+import { WaitingAdds } from '../../ts/ipam/waiting-adds.ts';
+import { nodeTurns } from '../../ts/node/cni-services.ts';
+import { runMain } from '../../ts/plugin/main.ts';
+import type { PluginServices } from '../../ts/plugin/services.ts';
+import { openGrpcStore } from '../../ts/store/etcd/grpc.ts';
+import { openStore } from '../../ts/store/open.ts';
+import type { Store, Write } from '../../ts/store/store.ts';
+import { startEtcd } from '../helpers/etcd.ts';
+import { ipamNetconf } from '../helpers/ipam.ts';
+import { containerId, createNetns } from '../helpers/kernel.ts';
+import { installCrds, startKube } from '../helpers/kube.ts';
+
+const BURST = 30;
+
+const isBlockWrite = (w: Write) => w.key.startsWith(keys.blocks(4)) || w.key.startsWith(keys.blocks(6));
+
+/**
+ * The agent's services over `store`: counting the commits that write a block, and refusing, as an
+ * unreachable datastore would, any commit that writes a key `refuse` accepts.
+ */
+function agentServices(store: Store, refuse: (key: string) => boolean = () => false) {
+  const counts = { blockCommits: 0, servedTogether: 0, refusedWithBlock: 0, refusedAlone: 0 };
+  const shared = new Proxy(store, {
+    get(target, property) {
+      const value = Reflect.get(target, property, target);
+      if (property === 'close') return () => undefined;
+      if (property !== 'commit' && property !== 'commitElseRead') return typeof value === 'function' ? value.bind(target) : value;
+      return (writes: readonly Write[], ...rest: unknown[]) => {
+        if (writes.some((w) => refuse(w.key))) {
+          counts[writes.some(isBlockWrite) ? 'refusedWithBlock' : 'refusedAlone']++;
+          return Promise.reject(new Error('refused for the test'));
+        }
+        if (writes.some(isBlockWrite)) counts.blockCommits++;
+        return value.apply(target, [writes, ...rest]);
+      };
+    },
+  }) as Store;
+  const known = new KnownNodes();
+  const waiting = new WaitingAdds((n) => {
+    counts.servedTogether += n;
+  });
+  const services: PluginServices = {
+    via: 'netplug-node',
+    store: () => Promise.resolve(shared),
+    ipamTurns: nodeTurns(),
+    knownNodes: () => known,
+    waitingAdds: () => waiting,
+  };
+  return { services, counts };
+}
+
+async function run(
+  services: PluginServices,
+  program: 'netplug' | 'netplug-ipam',
+  netconf: object,
+  command: string,
+  id: string,
+  netns: string,
+) {
+  const env = { CNI_COMMAND: command, CNI_CONTAINERID: id, CNI_NETNS: netns, CNI_IFNAME: 'eth0', CNI_PATH: '/usr/lib/cni' };
+  const io = { env, readStdin: () => Buffer.from(JSON.stringify(netconf)), stderr: () => undefined, pid: process.pid };
+  return runMain(io, program, services);
+}
+
+const allocated = async (store: Store) =>
+  (await store.list(keys.blocks(4))).map(checkedBlock).reduce((n, b) => n + b.value.allocations.filter((a) => a !== null).length, 0);
+
+const createPool = (store: Store, name: string, cidr: string) =>
+  store.commit([{ key: keys.pool(name), create: poolResource(name, { cidr }, new Date()) }]);
+
+/** BURST ADDs at once on one node, one of them repeated, then their DELs. */
+async function burst(t: ExecutionContext, store: Store, netconf: { name: string }) {
+  const { services, counts } = agentServices(store);
+  const netns = createNetns(t, 'group').path;
+  const ids = Array.from({ length: BURST }, () => containerId());
+  // One container's ADD three times at once (a runtime's retries): one address, one handle.
+  const repeated = ids[3] as string;
+  const adds = await Promise.all([...ids, repeated, repeated].map((id) => run(services, 'netplug-ipam', netconf, 'ADD', id, netns)));
+  t.deepEqual(
+    adds.filter((a) => a.exitCode !== 0).map((a) => a.stdout),
+    [],
+    'every ADD succeeded',
+  );
+  const addresses = adds.map((a) => String(JSON.parse(a.stdout).ips[0].address));
+  t.is(new Set(addresses).size, BURST, 'an address each');
+  t.deepEqual(addresses.slice(BURST), [addresses[3], addresses[3]], 'a repeated ADD gets the same address');
+  t.is(await allocated(store), BURST);
+  // Facts read before a commit claimed the node's block do not make a later ADD claim another.
+  t.is((await store.listKeys(keys.blocks(4))).length, 1, 'one block for the node, as the burst fits in it');
+  t.is((await store.listKeys(`${keys.handles}${netconf.name}.`)).length, BURST, 'a handle each');
+  t.log(`${BURST} ADDs: ${counts.blockCommits} commits of the block, ${counts.servedTogether} ADDs served by another's`);
+  t.true(counts.servedTogether > 0, 'waiting ADDs were served by the commit in the turn');
+  t.true(counts.blockCommits < BURST, `fewer commits of the block (${counts.blockCommits}) than ADDs`);
+
+  const dels = await Promise.all(ids.map((id) => run(services, 'netplug-ipam', netconf, 'DEL', id, netns)));
+  t.deepEqual(
+    dels.filter((d) => d.exitCode !== 0).map((d) => d.stdout),
+    [],
+  );
+  t.is(await allocated(store), 0, 'every address released');
+  t.deepEqual(await store.listKeys(`${keys.handles}${netconf.name}.`), []);
+}
+
+test('etcd: a burst of ADDs on one node is committed in groups, an address and a handle each', async (t) => {
+  const etcd = await startEtcd(t);
+  // Over gRPC, as netplug-node talks to etcd: one connection carries many requests at once.
+  const store = await openGrpcStore(etcd.netconf);
+  t.teardown(() => store.close());
+  await createPool(store, 'group', '10.79.0.0/16');
+  await burst(t, store, ipamNetconf(etcd, { node: 'node-group', name: 'group' }));
+});
+
+test('Kubernetes datastore: a burst of ADDs on one node is committed in groups, an address and a handle each', async (t) => {
+  const kube = await startKube(t);
+  await installCrds(kube);
+  await kube.core.createNode({ body: { metadata: { name: 'node-group-kdd' } } });
+  const kubeconfig = kube.server.admin.kubeconfig;
+  const store = await openStore({ datastore_type: 'kubernetes', kubernetes: { kubeconfig } });
+  t.teardown(() => store.close());
+  await createPool(store, 'group-kdd', '10.78.0.0/16');
+  const netconf = {
+    cniVersion: '1.1.0',
+    name: 'groupkdd',
+    type: 'netplug',
+    nodename: 'node-group-kdd',
+    datastore_type: 'kubernetes',
+    kubernetes: { kubeconfig },
+    ipam: { type: 'netplug-ipam' },
+  };
+  await burst(t, store, netconf);
+});
+
+test('etcd: an ADD whose endpoint cannot be written fails and holds no address, whether served by another or in its own turn; the others are networked', async (t) => {
+  const etcd = await startEtcd(t);
+  const store = await openGrpcStore(etcd.netconf);
+  t.teardown(() => store.close());
+  await createPool(store, 'groupfail', '10.80.0.0/16');
+  const netconf = ipamNetconf(etcd, { node: 'node-group-fail', name: 'groupfail' });
+  const pods = Array.from({ length: 8 }, () => ({ id: containerId(), netns: createNetns(t, 'gfail').path }));
+  const failing = pods.slice(2, 5).map((p) => p.id);
+  const { services, counts } = agentServices(
+    store,
+    (key) => key.startsWith(keys.workloadEndpoints) && failing.some((id) => key.includes(id)),
+  );
+  const adds = await Promise.all(pods.map((p) => run(services, 'netplug', netconf, 'ADD', p.id, p.netns)));
+  t.log(`refused: ${counts.refusedAlone} served ADDs' own commits, ${counts.refusedWithBlock} commits in the turn`);
+  t.true(counts.refusedAlone > 0, "a served ADD's own commit was among those refused");
+  for (const [i, p] of pods.entries()) {
+    const handle = await store.get(keys.handle(`${netconf.name}.${p.id}`));
+    if (failing.includes(p.id)) {
+      t.not(adds[i]?.exitCode, 0, `pod ${i} failed`);
+      t.regex(adds[i]?.stdout ?? '', /refused for the test/);
+      t.is(handle, undefined, `pod ${i} holds no address`);
+    } else {
+      t.is(adds[i]?.exitCode, 0, adds[i]?.stdout);
+      t.truthy(handle, `pod ${i} holds its address`);
+    }
+  }
+  t.is(await allocated(store), pods.length - failing.length, 'only the networked pods hold addresses');
+  t.is((await store.listKeys(keys.workloadEndpoints)).length, pods.length - failing.length, 'an endpoint for each networked pod');
+  await Promise.all(pods.map((p) => run(services, 'netplug', netconf, 'DEL', p.id, p.netns)));
+  t.is(await allocated(store), 0);
+});
