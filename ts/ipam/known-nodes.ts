@@ -31,6 +31,8 @@ export class KnownNodes {
   private readonly documents = new Map<string, Entry<unknown>>();
   /** Commits on each node's blocks so far: facts read before the count moved may be stale. */
   private readonly commitCounts = new Map<string, number>();
+  /** Per node: the commit count when each block was last written, and when an affinity last changed. */
+  private readonly writtenAt = new Map<string, { blocks: Map<string, number>; affinities: number }>();
   private readonly now: () => number;
 
   constructor(now: () => number = Date.now) {
@@ -53,12 +55,24 @@ export class KnownNodes {
   }
 
   /**
-   * Facts just read, unless this agent committed on the node since the read began (`commitsAtRead`
-   * is what commits() said then): they would undo what that commit taught, such as a block it claimed.
+   * Facts just read. `commitsAtRead` is what commits() said when the read began: what this agent's
+   * commits since then wrote is newer than the read, and is kept (the blocks at their new
+   * revisions, the affinities with a block just claimed). A read from before a change of the
+   * affinities is dropped when nothing newer is known: it would have the next ADD claim a block
+   * for want of knowing the one just claimed.
    */
   remember(node: string, facts: NodeFacts, commitsAtRead = this.commits(node)): void {
-    if (this.commits(node) !== commitsAtRead) return;
-    this.facts.set(node, { at: this.now(), facts: { ...facts, blocks: copies(facts.blocks) } });
+    const known = this.facts.get(node)?.facts;
+    const written = this.writtenAt.get(node);
+    const since = (count: number | undefined) => count !== undefined && count > commitsAtRead;
+    const affinitiesChanged = since(written?.affinities);
+    if (affinitiesChanged && !known) return;
+    const blocks = { ...facts.blocks };
+    if (known)
+      for (const [cidr, count] of written?.blocks ?? [])
+        if (since(count) && known.blocks[cidr] !== undefined) blocks[cidr] = known.blocks[cidr] ?? null;
+    const affinityKeys = affinitiesChanged && known ? known.affinityKeys : facts.affinityKeys;
+    this.facts.set(node, { at: this.now(), facts: { ...facts, affinityKeys, blocks: copies(blocks) } });
   }
 
   /** Drops what is known of the node (a commit decided on it failed). */
@@ -72,6 +86,7 @@ export class KnownNodes {
    */
   committed(node: string, writes: readonly Write[], revisions: Record<string, string>): void {
     if (writes.some(isBlockWrite)) this.commitCounts.set(node, this.commits(node) + 1);
+    this.noteWritten(node, writes);
     const known = this.facts.get(node);
     for (const write of writes) {
       if (write.key.startsWith(keys.handles) || write.key.startsWith(keys.workloadEndpoints)) this.written(write, revisions[write.key]);
@@ -89,6 +104,17 @@ export class KnownNodes {
         known.facts.blocks[cidr] = { key: write.key, value: structuredClone(write.create as Block), revision };
       else if ('remove' in write) this.facts.delete(node);
     }
+  }
+
+  /** Records at which commit count the blocks and affinities `writes` touch were written. */
+  private noteWritten(node: string, writes: readonly Write[]): void {
+    const count = this.commits(node);
+    const written = this.writtenAt.get(node) ?? { blocks: new Map<string, number>(), affinities: 0 };
+    for (const write of writes) {
+      if (isBlockWrite(write)) written.blocks.set(cidrOfKey(write.key), count);
+      else if (write.key.startsWith(keys.allAffinities)) written.affinities = count;
+    }
+    this.writtenAt.set(node, written);
   }
 
   /** How many commits on the node's blocks this agent has made: what was read before the count moved may be stale. */
