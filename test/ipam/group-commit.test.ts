@@ -17,7 +17,8 @@ import { openStore } from '../../ts/store/open.ts';
 import type { Store, Write } from '../../ts/store/store.ts';
 import { startEtcd } from '../helpers/etcd.ts';
 import { ipamNetconf } from '../helpers/ipam.ts';
-import { containerId, createNetns } from '../helpers/kernel.ts';
+import { hostVeth } from '../helpers/cni.ts';
+import { containerId, createNetns, link } from '../helpers/kernel.ts';
 import { installCrds, startKube } from '../helpers/kube.ts';
 
 const BURST = 30;
@@ -146,13 +147,13 @@ test('etcd: an ADD whose endpoint cannot be written fails and holds no address, 
   t.teardown(() => store.close());
   await createPool(store, 'groupfail', '10.80.0.0/16');
   const netconf = ipamNetconf(etcd, { node: 'node-group-fail', name: 'groupfail' });
-  const pods = Array.from({ length: 8 }, () => ({ id: containerId(), netns: createNetns(t, 'gfail').path }));
+  const pods = Array.from({ length: 8 }, () => ({ id: containerId(), netns: createNetns(t, 'gfail') }));
   const failing = pods.slice(2, 5).map((p) => p.id);
   const { services, counts } = agentServices(
     store,
     (key) => key.startsWith(keys.workloadEndpoints) && failing.some((id) => key.includes(id)),
   );
-  const adds = await Promise.all(pods.map((p) => run(services, 'netplug', netconf, 'ADD', p.id, p.netns)));
+  const adds = await Promise.all(pods.map((p) => run(services, 'netplug', netconf, 'ADD', p.id, p.netns.path)));
   t.log(`refused: ${counts.refusedAlone} served ADDs' own commits, ${counts.refusedWithBlock} commits in the turn`);
   t.true(counts.refusedAlone > 0, "a served ADD's own commit was among those refused");
   for (const [i, p] of pods.entries()) {
@@ -161,13 +162,16 @@ test('etcd: an ADD whose endpoint cannot be written fails and holds no address, 
       t.not(adds[i]?.exitCode, 0, `pod ${i} failed`);
       t.regex(adds[i]?.stdout ?? '', /refused for the test/);
       t.is(handle, undefined, `pod ${i} holds no address`);
+      t.is(link('eth0', p.netns), undefined, `pod ${i} has no interface left`);
+      t.is(link(hostVeth(p.id)), undefined, `pod ${i}'s host veth is gone`);
     } else {
       t.is(adds[i]?.exitCode, 0, adds[i]?.stdout);
       t.truthy(handle, `pod ${i} holds its address`);
+      t.truthy(link('eth0', p.netns), `pod ${i} is networked`);
     }
   }
   t.is(await allocated(store), pods.length - failing.length, 'only the networked pods hold addresses');
   t.is((await store.listKeys(keys.workloadEndpoints)).length, pods.length - failing.length, 'an endpoint for each networked pod');
-  await Promise.all(pods.map((p) => run(services, 'netplug', netconf, 'DEL', p.id, p.netns)));
+  await Promise.all(pods.map((p) => run(services, 'netplug', netconf, 'DEL', p.id, p.netns.path)));
   t.is(await allocated(store), 0);
 });
