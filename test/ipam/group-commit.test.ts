@@ -6,7 +6,7 @@
 import test, { type ExecutionContext } from 'ava';
 
 import { KnownNodes } from '../../ts/ipam/known-nodes.ts';
-import { checkedBlock, keys } from '../../ts/ipam/model.ts';
+import { checkedBlock, isBlockKey, keys } from '../../ts/ipam/model.ts';
 import { poolResource } from '../../ts/ipam/pool-resource.ts';
 import { WaitingAdds } from '../../ts/ipam/waiting-adds.ts';
 import { nodeTurns } from '../../ts/node/cni-services.ts';
@@ -23,7 +23,7 @@ import { installCrds, startKube } from '../helpers/kube.ts';
 
 const BURST = 30;
 
-const isBlockWrite = (w: Write) => w.key.startsWith(keys.blocks(4)) || w.key.startsWith(keys.blocks(6));
+const isBlockWrite = (w: Write) => isBlockKey(w.key);
 
 /**
  * The agent's services over `store`: counting the commits that write a block, and refusing, as an

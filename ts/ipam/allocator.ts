@@ -17,6 +17,7 @@ import {
   checkedOrAbsent,
   cidrOfKey,
   familyOf,
+  isBlockKey,
   isPendingRequest,
   keys,
   type Block,
@@ -280,7 +281,7 @@ async function allocateInOneCommit(
       // block is the write most likely to lose a race. Losing it then undoes only writes nobody
       // else touches (this handle, this pod's endpoint), and a crash before it leaves a handle
       // without addresses, which DEL and GC clean, never an address without a handle.
-      const isBlock = (w: Write) => w.key.startsWith(keys.blocks(4)) || w.key.startsWith(keys.blocks(6));
+      const isBlock = (w: Write) => isBlockKey(w.key);
       const writes: Write[] = [
         ...plan.handleWrites(handleEntry),
         ...plan.writes.filter((w) => !isBlock(w)),

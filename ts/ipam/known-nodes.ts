@@ -7,7 +7,7 @@
 // check, so the datastore stays the one truth; the knowledge only spares round trips.
 import type { Family } from '../net/cidr.ts';
 import type { Entry, Write } from '../store/store.ts';
-import { cidrOfKey, familyOf, keys, type Block, type Handle, type NodeResource, type PoolResource } from './model.ts';
+import { cidrOfKey, familyOf, isBlockKey, keys, type Block, type Handle, type NodeResource, type PoolResource } from './model.ts';
 
 /** An ADD's facts beyond its own attachment's, as ReadAhead lays them out. */
 export interface NodeFacts {
@@ -29,10 +29,11 @@ const DOCUMENTS_KEPT = 4_000;
 export class KnownNodes {
   private readonly facts = new Map<string, { at: number; facts: NodeFacts }>();
   private readonly documents = new Map<string, Entry<unknown>>();
-  /** Commits on each node's blocks so far: facts read before the count moved may be stale. */
-  private readonly commitCounts = new Map<string, number>();
-  /** Per node: the commit count when each block was last written, and when an affinity last changed. */
-  private readonly writtenAt = new Map<string, { blocks: Map<string, number>; affinities: number }>();
+  /**
+   * Per node: this agent's commits on its blocks so far (facts read before the count moved may be
+   * stale), and the count at which each block was last written and an affinity last changed.
+   */
+  private readonly commitsOn = new Map<string, { count: number; blocks: Map<string, number>; affinities: number }>();
   private readonly now: () => number;
 
   constructor(now: () => number = Date.now) {
@@ -63,7 +64,7 @@ export class KnownNodes {
    */
   remember(node: string, facts: NodeFacts, commitsAtRead = this.commits(node)): void {
     const known = this.facts.get(node)?.facts;
-    const written = this.writtenAt.get(node);
+    const written = this.commitsOn.get(node);
     const since = (count: number | undefined) => count !== undefined && count > commitsAtRead;
     const affinitiesChanged = since(written?.affinities);
     if (affinitiesChanged && !known) return;
@@ -85,8 +86,7 @@ export class KnownNodes {
    * revisions. A change of the node's affinities (a block claimed or released) drops the facts.
    */
   committed(node: string, writes: readonly Write[], revisions: Record<string, string>): void {
-    if (writes.some(isBlockWrite)) this.commitCounts.set(node, this.commits(node) + 1);
-    this.noteWritten(node, writes);
+    this.countCommit(node, writes);
     const known = this.facts.get(node);
     for (const write of writes) {
       if (write.key.startsWith(keys.handles) || write.key.startsWith(keys.workloadEndpoints)) this.written(write, revisions[write.key]);
@@ -95,7 +95,7 @@ export class KnownNodes {
         this.affinityWritten(node, known.facts, write);
         continue;
       }
-      if (!isBlockWrite(write)) continue;
+      if (!isBlockKey(write.key)) continue;
       const cidr = cidrOfKey(write.key);
       const revision = revisions[write.key];
       if ('update' in write && revision)
@@ -106,20 +106,21 @@ export class KnownNodes {
     }
   }
 
-  /** Records at which commit count the blocks and affinities `writes` touch were written. */
-  private noteWritten(node: string, writes: readonly Write[]): void {
-    const count = this.commits(node);
-    const written = this.writtenAt.get(node) ?? { blocks: new Map<string, number>(), affinities: 0 };
+  /** Counts a commit that wrote a block, and records at that count the blocks and affinities it wrote. */
+  private countCommit(node: string, writes: readonly Write[]): void {
+    if (!writes.some((write) => isBlockKey(write.key))) return;
+    const commits = this.commitsOn.get(node) ?? { count: 0, blocks: new Map<string, number>(), affinities: 0 };
+    commits.count++;
     for (const write of writes) {
-      if (isBlockWrite(write)) written.blocks.set(cidrOfKey(write.key), count);
-      else if (write.key.startsWith(keys.allAffinities)) written.affinities = count;
+      if (isBlockKey(write.key)) commits.blocks.set(cidrOfKey(write.key), commits.count);
+      else if (write.key.startsWith(keys.allAffinities)) commits.affinities = commits.count;
     }
-    this.writtenAt.set(node, written);
+    this.commitsOn.set(node, commits);
   }
 
   /** How many commits on the node's blocks this agent has made: what was read before the count moved may be stale. */
   commits(node: string): number {
-    return this.commitCounts.get(node) ?? 0;
+    return this.commitsOn.get(node)?.count ?? 0;
   }
 
   /** committed() for the node's commits, as allocate() and releaseWhere() take it. */
@@ -161,8 +162,6 @@ export class KnownNodes {
     if (this.documents.size > DOCUMENTS_KEPT) this.documents.delete(this.documents.keys().next().value as string);
   }
 }
-
-const isBlockWrite = (write: Write) => write.key.startsWith(keys.blocks(4)) || write.key.startsWith(keys.blocks(6));
 
 const copies = (blocks: Record<string, Entry<Block> | null>): Record<string, Entry<Block> | null> =>
   Object.fromEntries(Object.entries(blocks).map(([cidr, entry]) => [cidr, entry && structuredClone(entry)]));

@@ -111,6 +111,9 @@ export const keys = {
   handle: (id: string) => `${IPAM}/handle/${id}`,
 };
 
+/** Whether `key` is a block's (either family). */
+export const isBlockKey = (key: string): boolean => key.startsWith(keys.blocks(4)) || key.startsWith(keys.blocks(6));
+
 /** The block CIDR at the end of a block or affinity key; a key that names none is a broken document. */
 export function cidrOfKey(key: string): string {
   const last = key.slice(key.lastIndexOf('/') + 1);

@@ -258,16 +258,17 @@ export class NetplugIpam implements Ipam {
   ): Promise<Allocation[]> {
     hooks.planned?.(served.allocations.map((a) => a.address));
     const { store, handle, node } = request;
+    const committed = this.context.known?.committer(node);
     try {
       return await allocate(request, requests, {
         companions,
         known: { ...known, handle: served.handle, held: served.allocations },
         pools,
-        ...(this.context.known ? { committed: this.context.known.committer(node) } : {}),
+        ...(committed ? { committed } : {}),
       });
     } catch (err) {
       const mine = (attribute: AllocationAttribute) => sameInterface(attribute.secondary['ifname'], request);
-      await this.inTurn(store, () => releaseWhere(store, handle, mine)).catch(() => undefined);
+      await this.inTurn(store, () => releaseWhere(store, handle, mine, undefined, undefined, committed)).catch(() => undefined);
       throw err;
     }
   }
