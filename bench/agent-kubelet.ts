@@ -105,7 +105,7 @@ async function deploy(c: Cluster): Promise<{ seconds: number; cpu: CpuSeconds }>
   return { seconds: Number(process.hrtime.bigint() - started) / 1e9, cpu: await cpu.stop() };
 }
 
-/** The agent's own account (its /metrics): the ADDs and DELs it served, and the ADDs' mean and median bucket. */
+/** The agent's own account (its /metrics): the ADDs and DELs it served, the ADDs' mean and median bucket, and where their pods came from. */
 async function agentAdds(c: Cluster): Promise<string> {
   const metrics = await c.inNode('curl', ['-s', '-m', '5', 'http://127.0.0.1:9099/metrics']).catch(() => '');
   const value = (name: string, labels: string) =>
@@ -118,7 +118,11 @@ async function agentAdds(c: Cluster): Promise<string> {
   ];
   const median = buckets.find(([, , n]) => Number(n) >= count / 2)?.[1];
   const dels = value('netplug_cni_request_duration_seconds_count', 'command="DEL",result="success"');
-  return `netplug-node served ${count} ADDs and ${Number.isNaN(dels) ? 0 : dels} DELs; its ADDs took a mean ${((sum / count) * 1000).toFixed(1)} ms, median ≤ ${Number(median) * 1000} ms`;
+  const reads = (from: string) => {
+    const n = value('netplug_pod_reads_total', `from="${from}"`);
+    return Number.isNaN(n) ? 0 : n;
+  };
+  return `netplug-node served ${count} ADDs and ${Number.isNaN(dels) ? 0 : dels} DELs; its ADDs took a mean ${((sum / count) * 1000).toFixed(1)} ms, median ≤ ${Number(median) * 1000} ms; pods from its watch ${reads('watch')}, read from the API ${reads('api')}`;
 }
 
 async function measure(variant: Variant): Promise<{ seconds: number; cpu: CpuSeconds; agent?: string }> {
@@ -169,7 +173,7 @@ async function main(): Promise<void> {
       'netplug installed from deploy/manifests (netplug-etcd.yaml, netplug.yaml) as the README says, fast path on (the default); ptp + host-local as one conflist on the Node pod CIDR.',
       "CPU seconds spent meanwhile, by program, each round (/proc, children counted in the parent that waited for them: containerd includes the CNI plugins, containerd-shim the pods' processes):",
       ...VARIANTS.flatMap((v) => cpu[v].map((used, round) => `${LABELS[v]}, round ${round + 1}: ${describeCpu(used)}`)),
-      'As netplug-node counted them (netplug_cni_request_duration_seconds on its /metrics):',
+      'As netplug-node counted them (netplug_cni_request_duration_seconds and netplug_pod_reads_total on its /metrics):',
       ...VARIANTS.flatMap((v) => served[v].map((text, round) => `${LABELS[v]}, round ${round + 1}: ${text}`)),
     ],
   });

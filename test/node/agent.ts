@@ -11,9 +11,11 @@ import { runNodeMain } from '../../ts/node/main.ts';
 import { tempDir } from '../helpers/cni.ts';
 import { freePort } from '../helpers/etcd.ts';
 
-/** On every datastore: the Node it follows (etcd) and kubeadm's record of the pod CIDR. */
+/** On every datastore: the Node it follows (etcd), its pods, and kubeadm's record of the pod CIDR. */
 export const NODE_AGENT_RULES: k8s.V1PolicyRule[] = [
   { apiGroups: [''], resources: ['nodes'], verbs: ['list', 'watch'] },
+  // Its node's pods and the namespaces, for the ADDs it serves (ts/node/watch-pods.ts).
+  { apiGroups: [''], resources: ['pods', 'namespaces'], verbs: ['list', 'watch'] },
   { apiGroups: [''], resources: ['configmaps'], resourceNames: ['kubeadm-config'], verbs: ['get'] },
 ];
 

@@ -36,7 +36,7 @@ interface Metadata {
   generateName?: string;
 }
 
-interface Pod {
+export interface Pod {
   metadata?: Metadata;
   spec?: { serviceAccountName?: string; containers?: { ports?: { name?: string; protocol?: string; containerPort?: number }[] }[] };
 }
@@ -49,6 +49,11 @@ export async function readPod(client: KubeClient, namespace: string, name: strin
     'get on pods in all namespaces (policy.type k8s)',
   );
   if (!pod) throw new KubeError(404, `pod ${namespace}/${name} does not exist in the Kubernetes API at ${client.server}`);
+  return podInfoOf(namespace, name, pod);
+}
+
+/** What the plugin uses of a pod, read by a GET or kept by netplug-node's watch. */
+export function podInfoOf(namespace: string, name: string, pod: Pod): PodInfo {
   const metadata = pod.metadata ?? {};
   const ports = (pod.spec?.containers ?? []).flatMap((c) =>
     (c.ports ?? [])
@@ -73,6 +78,10 @@ export async function readNamespace(client: KubeClient, name: string): Promise<N
     'get on namespaces (for their pool annotations)',
   );
   if (!namespace) throw new KubeError(404, `namespace ${name} does not exist in the Kubernetes API at ${client.server}`);
+  return namespaceInfoOf(name, namespace);
+}
+
+export function namespaceInfoOf(name: string, namespace: { metadata?: Metadata }): NamespaceInfo {
   return { name, labels: namespace.metadata?.labels ?? {}, annotations: namespace.metadata?.annotations ?? {} };
 }
 

@@ -2,7 +2,7 @@
 // informer stops on an error (the API unreachable, a watch refused): it is started again here with
 // a growing delay. `synced` says the cache holds a complete list: a controller acts on what is
 // absent from it only then, and still confirms with a fresh GET before it does.
-// Used by the long-running programs only (netplug-kube-controllers, netplug-node's routes): the
+// Used by the long-running programs only (netplug-kube-controllers, netplug-node's routes and pods): the
 // plugin's own Kubernetes client (client.ts) loads none of @kubernetes/client-node.
 import * as k8s from '@kubernetes/client-node';
 
@@ -11,7 +11,17 @@ export interface WatchLog {
   warning(message: string): void;
 }
 
-const reason = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+/** An API answer's status and message (the client's own message holds the whole body and headers, over lines). */
+export function describeApiError(err: unknown): string {
+  if (!(err instanceof k8s.ApiException)) return err instanceof Error ? err.message : String(err);
+  try {
+    const status = JSON.parse(String(err.body)) as { message?: unknown };
+    if (typeof status.message === 'string') return `${err.code} ${status.message}`;
+  } catch {
+    // not a Status: the code says enough
+  }
+  return `HTTP ${err.code}`;
+}
 
 export interface WatchedObjects<T extends k8s.KubernetesObject> {
   get(name: string, namespace?: string): T | undefined;
@@ -32,8 +42,10 @@ export function watchObjects<T extends k8s.KubernetesObject>(
   on: { synced?: () => void; event?: (verb: 'add' | 'update' | 'delete', object: T) => void; failed?: (err: Error) => void },
   log: WatchLog,
   labelSelector?: string,
+  fieldSelector?: string,
 ): WatchedObjects<T> {
-  const informer = k8s.makeInformer(config, path, list, labelSelector);
+  // makeInformer's own ListWatch, which takes a field selector too (the pods of one node).
+  const informer = new k8s.ListWatch(path, new k8s.Watch(config), list, false, labelSelector, fieldSelector);
   let synced = false;
   let stopped = false;
   let failed = false;
@@ -58,7 +70,7 @@ export function watchObjects<T extends k8s.KubernetesObject>(
     failed = true;
     synced = false;
     on.failed?.(err instanceof Error ? err : new Error(String(err)));
-    log.warning(`watching ${what} failed (${reason(err)}); trying again in ${delay / 1000} s`);
+    log.warning(`watching ${what} failed (${describeApiError(err)}); trying again in ${delay / 1000} s`);
     retry = setTimeout(start, delay);
     delay = Math.min(delay * 2, LAST_RETRY_MS);
   };

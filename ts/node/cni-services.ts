@@ -1,7 +1,7 @@
 // What netplug-node lends the plugin's core when it serves a CNI command (PluginServices): its own
 // open datastore connections, when the netconf names the agent's own datastore, so a command needs
-// no datastore credentials on the host; warm clients for the pod reads; and IPAM turns per node in
-// memory instead of the host-wide file lock.
+// no datastore credentials on the host; the pods its watch holds, and warm clients for the pods it
+// does not; and IPAM turns per node in memory instead of the host-wide file lock.
 import { statSync } from 'node:fs';
 
 import type { Netconf } from '../config/netconf.ts';
@@ -32,12 +32,14 @@ export interface AgentServiceOptions {
   wrapStore?: (store: Store) => Store;
   /** Told how many waiting ADDs each group commit served besides its own (metrics). */
   servedTogether?: (count: number) => void;
+  /** The pods of this node as the agent's watch holds them (ts/node/watch-pods.ts). */
+  watchedPod?: PluginServices['watchedPod'];
 }
 
 export async function openAgentServices(
   settings: NodeSettings,
   env: NodeJS.ProcessEnv,
-  { wrapStore = (s) => s, servedTogether }: AgentServiceOptions = {},
+  { wrapStore = (s) => s, servedTogether, watchedPod }: AgentServiceOptions = {},
 ): Promise<AgentServices> {
   const stores: Store[] = [];
   for (let i = 0; i < CNI_CONNECTIONS; i++) stores.push(await openNodeStore(settings, env));
@@ -50,6 +52,7 @@ export async function openAgentServices(
       via: 'netplug-node',
       store: (conf) => (isAgentDatastore(conf, settings) ? Promise.resolve(pool.lend()) : undefined),
       kube: (kubeSettings) => kubes.client(kubeSettings),
+      ...(watchedPod ? { watchedPod } : {}),
       ipamTurns: nodeTurns(),
       knownNodes: (conf) => (isAgentDatastore(conf, settings) ? known : undefined),
       waitingAdds: (conf) => (isAgentDatastore(conf, settings) ? waiting : undefined),

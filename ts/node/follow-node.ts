@@ -5,6 +5,7 @@
 // seen by the watch is not handed on: the Node's next version is).
 import * as k8s from '@kubernetes/client-node';
 
+import { describeApiError } from '../k8s/watch-objects.ts';
 import type { Logger } from '../log/logger.ts';
 
 export interface NodeFollower<T> {
@@ -72,25 +73,13 @@ export async function followNode<T>(
       if (ended && !signal.aborted)
         log.warning(`watching the Kubernetes Node "${name}" ended: ${(ended as Error).message ?? String(ended)}`);
     } catch (err) {
-      const message = describeError(err);
+      const message = describeApiError(err);
       log.warning(`following the Kubernetes Node "${name}": ${message}`);
       follower.onError?.(message);
     }
     await sleep(RETRY_MS, signal);
   }
   await queue;
-}
-
-/** An API answer's status and message (the client's own message holds the whole body and headers). */
-function describeError(err: unknown): string {
-  if (!(err instanceof k8s.ApiException)) return (err as Error).message;
-  try {
-    const status = JSON.parse(String(err.body)) as { message?: unknown };
-    if (typeof status.message === 'string') return `${err.code} ${status.message}`;
-  } catch {
-    // not a Status: the code says enough
-  }
-  return `HTTP ${err.code}`;
 }
 
 export function sleep(ms: number, signal: AbortSignal): Promise<void> {

@@ -18,6 +18,7 @@ import { defaultPool, ensureDefaultPool, FALLBACK_POOL_CIDR } from './ensure-def
 import { followNode, labelsOf, sleep } from './follow-node.ts';
 import { PodCidrRecord } from './follow-pod-cidrs.ts';
 import { kubeConfigOf, openNodeStore } from './open-datastore.ts';
+import { watchPods } from './watch-pods.ts';
 import { readNodeLabels } from './read-node-labels.ts';
 import { registerNode } from './register-node.ts';
 import { countingStore } from './count-datastore.ts';
@@ -108,11 +109,19 @@ export async function runNodeMain(_argv: readonly string[], env: NodeJS.ProcessE
 
   // The CNI fast path: a failure to serve leaves runtimes the one-shot plugin, so the agent goes on.
   let cni: { server: CniServer; services: AgentServices } | undefined;
+  const pods = settings.fastPath ? watchPods(kube, settings.nodeName, log.child('pods')) : undefined;
+  if (pods) metrics.countWatchedPodsWith(() => pods.count());
+  const watchedPod = (namespace: string, name: string, uid: string) => {
+    const found = pods?.read(namespace, name, uid);
+    metrics.countPodRead(found ? 'watch' : 'api');
+    return found;
+  };
   if (settings.fastPath) {
     try {
       const services = await openAgentServices(settings, env, {
         wrapStore: (s) => countingStore(s, metrics),
         servedTogether: (count) => metrics.countServedTogether(count),
+        watchedPod,
       });
       const server = await serveCni({
         socketPath: settings.agentSocket,
@@ -196,6 +205,7 @@ export async function runNodeMain(_argv: readonly string[], env: NodeJS.ProcessE
   await Promise.all(tasks);
   await cni?.server.stop();
   cni?.services.close();
+  await pods?.stop();
   await closeServers();
   feed?.stop();
   store.close();

@@ -1,6 +1,6 @@
 // netplug-node's Prometheus metrics: CNI request latency by command and result, datastore request
-// and error counts by operation, IPAM usage per pool, ADDs served by a group commit, programmed
-// routes per kind, and the process's own metrics (CPU, memory, event loop, GC). One registry per agent, never prom-client's global
+// and error counts by operation, IPAM usage per pool, ADDs served by a group commit, pods read from
+// its watch or the API, programmed routes per kind, and the process's own metrics (CPU, memory, event loop, GC). One registry per agent, never prom-client's global
 // one: two agents in one process (tests) keep separate counts.
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
@@ -57,6 +57,19 @@ export class AgentMetrics {
     help: "ADDs whose addresses netplug-node committed in another ADD's commit, with that ADD's own (a group commit, for ADDs waiting for their node's turn).",
     registers: [this.registry],
   });
+  readonly #podReads = new Counter({
+    name: 'netplug_pod_reads_total',
+    help: "Pods of the ADDs netplug-node served (with the pod's uid), by where the pod and its namespace came from: its watch of this node's pods (watch), or GETs from the API server (api: the watch did not hold the pod yet, or was out of step).",
+    labelNames: ['from'] as const,
+    registers: [this.registry],
+  });
+  #watchedPodCount: () => number = () => 0;
+  readonly #watchedPods: Gauge = new Gauge({
+    name: 'netplug_watched_pods',
+    help: "Pods of this node that netplug-node's watch holds (0 while the watch is out of step with the API).",
+    registers: [this.registry],
+    collect: () => this.#watchedPods.set(this.#watchedPodCount()),
+  });
   /** The pools whose usage is set, so that deleted ones can be dropped. */
   readonly #pools = new Set<string>();
 
@@ -78,6 +91,15 @@ export class AgentMetrics {
   /** A commit that held allocated for `count` waiting ADDs besides its own. */
   countServedTogether(count: number): void {
     this.#servedTogether.inc(count);
+  }
+
+  countPodRead(from: 'watch' | 'api'): void {
+    this.#podReads.inc({ from });
+  }
+
+  /** Asked at each scrape: how many pods the watch holds now. */
+  countWatchedPodsWith(count: () => number): void {
+    this.#watchedPodCount = count;
   }
 
   setPoolUsage(pool: string, allocated: number, free: number): void {

@@ -13,7 +13,7 @@ import { NetplugIpam } from '../ipam/netplug-ipam.ts';
 import type { KnownNodes } from '../ipam/known-nodes.ts';
 import type { Prefetched } from '../ipam/read-ahead.ts';
 import { openKubeClient, type KubeClient } from '../k8s/client.ts';
-import { nodePodCidrs, type NamespaceInfo, type PodInfo } from '../k8s/objects.ts';
+import { nodePodCidrs } from '../k8s/objects.ts';
 import { usesPodCidr, withAnyCidrs, withPodCidrs } from '../k8s/pod-cidr.ts';
 import type { Logger } from '../log/logger.ts';
 import { openStore } from '../store/open.ts';
@@ -39,8 +39,8 @@ export interface PluginContext {
   workload: Workload;
   /** Whether the pod's and namespace's labels and annotations are read (`policy.type` k8s, in Kubernetes mode). */
   readsPod: boolean;
-  /** The pod and its namespace, read early for this very pod. */
-  podReads?: Promise<[PodInfo, NamespaceInfo]>;
+  /** The pod and its namespace, read early for this very pod (or found in netplug-node's watch). */
+  podReads?: PodReads;
   store(): Promise<Store>;
   /** The Kubernetes API, as `kubernetes.kubeconfig` or `kubernetes.k8s_api_root` reach it. */
   kube(): Promise<KubeClient>;
@@ -110,7 +110,7 @@ export function createContext(env: CniEnvironment, netconf: ParsedNetconf, log: 
     usesDatastore,
     workload,
     readsPod: workload.orchestrator === 'k8s' && conf.policy?.type === 'k8s',
-    ...(podReads ? { podReads: podReads.result } : {}),
+    ...(podReads ? { podReads } : {}),
     store,
     kube,
     ...(known ? { known } : {}),

@@ -15,11 +15,12 @@ export async function podFacts(ctx: PluginContext): Promise<PodFacts> {
   const { workload, conf } = ctx;
   if (!ctx.readsPod || !workload.pod) return { plan: {} };
   // Read early (while the netconf was validated) for this pod, else now.
-  const [pod, namespace] = await (ctx.podReads ??
+  const [pod, namespace] = await (ctx.podReads?.result ??
     ctx
       .kube()
       .then((kube) => Promise.all([readPod(kube, workload.namespace, workload.pod as string), readNamespace(kube, workload.namespace)])));
   const plan = addressPlan({ pod, namespaceAnnotations: namespace.annotations, ipamType: conf.ipam.type, features: conf.feature_control });
-  ctx.log.debug('pod read from Kubernetes', { pod: `${pod.namespace}/${pod.name}`, labels: pod.labels, plan });
+  const from = ctx.podReads?.watched ? 'netplug-node watch' : 'API';
+  ctx.log.debug('pod read from Kubernetes', { pod: `${pod.namespace}/${pod.name}`, from, labels: pod.labels, plan });
   return { pod, plan };
 }

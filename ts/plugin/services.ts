@@ -8,6 +8,7 @@ import type { IpamTurns } from '../ipam/turns.ts';
 import type { WaitingAdds } from '../ipam/waiting-adds.ts';
 import type { KubeClient } from '../k8s/client.ts';
 import type { KubernetesSettings } from '../k8s/kubeconfig.ts';
+import type { NamespaceInfo, PodInfo } from '../k8s/objects.ts';
 import type { Store } from '../store/store.ts';
 
 export type { IpamTurns } from '../ipam/turns.ts';
@@ -24,6 +25,12 @@ export interface PluginServices {
   store?(conf: Netconf): Promise<Store> | undefined;
   /** Likewise a shared client for the Kubernetes API these settings reach (the pod's reads). */
   kube?(settings: KubernetesSettings): Promise<KubeClient> | undefined;
+  /**
+   * The pod and its namespace as the host's watch holds them (ts/node/watch-pods.ts), if it holds
+   * the pod of this uid and is in step with the API; else undefined, and the command reads them. A
+   * uid names one pod of one cluster, so a pod found is the one the runtime is adding.
+   */
+  watchedPod?(namespace: string, name: string, uid: string): [PodInfo, NamespaceInfo] | undefined;
   /** Turns per node for the address manager's allocations and releases, instead of the host-wide lock file. */
   ipamTurns?: IpamTurns;
   /**

@@ -18,6 +18,9 @@ function clusterRules(component: string, datastore: RenderOptions['datastore']):
         // Its own Node (by field selector; on etcd its labels go to the datastore's Node), and every
         // other node's addresses for the routes to their pods.
         { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
+        // The pods of its node (by field selector) and the namespaces, watched so that the ADDs it
+        // serves need not read them (ts/node/watch-pods.ts).
+        { apiGroups: [''], resources: ['pods', 'namespaces'], verbs: ['list', 'watch'] },
         ...(kdd
           ? [
               // The default pool on first start; ClusterInformation at every start.
