@@ -95,3 +95,10 @@ export const socketExists = (agent: AgentProcess) => existsSync(agent.socket);
 
 /** The one-shot plugin: beside the shim once the shim is installed (netplug-oneshot), else the SEA as `netplug`. */
 export const ONE_SHOT = existsSync(join(DIST_CNI, 'netplug-oneshot')) ? join(DIST_CNI, 'netplug-oneshot') : join(DIST_CNI, 'netplug');
+
+/** One sample of the agent's /metrics, by its name and labels as written (`name{label="value"}`); 0 when absent. */
+export async function agentMetric(agent: AgentProcess, sample: string): Promise<number> {
+  const text = await (await fetch(`${agent.health}/metrics`, { signal: AbortSignal.timeout(5_000) })).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${sample} `));
+  return line ? Number(line.slice(sample.length + 1)) : 0;
+}

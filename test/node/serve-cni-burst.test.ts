@@ -8,7 +8,7 @@ import { keys } from '../../ts/ipam/model.ts';
 import { openStore } from '../../ts/store/open.ts';
 import type { Store } from '../../ts/store/store.ts';
 import { callAgent, type AgentReply } from '../helpers/agent-client.ts';
-import { ONE_SHOT, spawnAgent, type AgentProcess } from '../helpers/agent-server.ts';
+import { agentMetric, ONE_SHOT, spawnAgent, type AgentProcess } from '../helpers/agent-server.ts';
 import { hostVeth } from '../helpers/cni.ts';
 import { startEtcd } from '../helpers/etcd.ts';
 import { addressesOf, invokeAsync, ipamNetconf } from '../helpers/ipam.ts';
@@ -17,12 +17,6 @@ import { DATASTORE_RULES, installCrds, PLUGIN_RULES, removeIpamLockFileAfter, st
 import { NODE_AGENT_DATASTORE_RULES, NODE_AGENT_RULES } from './agent.ts';
 
 const BURST = 100;
-
-/** The agent's count of ADDs another ADD's commit allocated for (a group commit). */
-async function servedTogether(agent: AgentProcess): Promise<number> {
-  const text = await (await fetch(`${agent.health}/metrics`, { signal: AbortSignal.timeout(5_000) })).text();
-  return Number(/^netplug_ipam_adds_served_together_total (\S+)$/m.exec(text)?.[1] ?? 0);
-}
 
 async function burst(t: ExecutionContext, agent: AgentProcess, netconf: Record<string, unknown>, store: Store, prefix: string) {
   const { socket } = agent;
@@ -46,7 +40,7 @@ async function burst(t: ExecutionContext, agent: AgentProcess, netconf: Record<s
   for (const [i, p] of pods.entries()) t.true(addresses('eth0', p.netns).includes(`${assigned[i]}/32`), `pod ${i} networked`);
   t.is((await handles()).length, BURST + 1);
   t.is((await store.listKeys(keys.workloadEndpoints)).length, BURST + 1, 'a workload endpoint each');
-  const together = await servedTogether(agent);
+  const together = await agentMetric(agent, 'netplug_ipam_adds_served_together_total');
   t.log(`ADDs served by another's commit (a group commit): ${together}`);
   t.true(together > 0, 'waiting ADDs were served together');
 

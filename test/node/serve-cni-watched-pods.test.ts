@@ -7,7 +7,7 @@ import test, { type ExecutionContext } from 'ava';
 import type * as k8s from '@kubernetes/client-node';
 
 import { callAgent } from '../helpers/agent-client.ts';
-import { spawnAgent, type AgentProcess } from '../helpers/agent-server.ts';
+import { agentMetric, spawnAgent, type AgentProcess } from '../helpers/agent-server.ts';
 import { addressesOf } from '../helpers/ipam.ts';
 import { containerId, createNetns } from '../helpers/kernel.ts';
 import { DATASTORE_RULES, installCrds, PLUGIN_RULES, removeIpamLockFileAfter, startKube, type Kube } from '../helpers/kube.ts';
@@ -61,12 +61,6 @@ async function deletePod(name: string): Promise<void> {
   await kube.core.deleteNamespacedPod({ namespace: NAMESPACE, name, gracePeriodSeconds: 0 });
 }
 
-const metric = async (agent: AgentProcess, name: string): Promise<number> => {
-  const text = await (await fetch(`${agent.health}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
-  return line ? Number(line.split(' ')[1]) : 0;
-};
-
 /** ADD then DEL of `pod` (with its uid, as containerd and CRI-O pass it): the address, and where the pod was read from. */
 async function addAndDelete(t: ExecutionContext, agent: AgentProcess, pod: string, uid: string) {
   const netns = createNetns(t, 'watched');
@@ -99,11 +93,11 @@ test.serial(
   async (t) => {
     const agent = await agentWith(t, 'netplug-node-watched', NODE_AGENT_RULES);
     const uid = await createBoundPod('web', NODE, '10.224.0.77');
-    await eventually('the watch holds the pod', async () => (await metric(agent, 'netplug_watched_pods')) === 1);
+    await eventually('the watch holds the pod', async () => (await agentMetric(agent, 'netplug_watched_pods')) === 1);
 
     const watched = await addAndDelete(t, agent, 'web', uid);
     t.deepEqual(watched, { address: '10.224.0.77', from: 'netplug-node watch' }, 'its annotation applied, from the watch');
-    t.is(await metric(agent, 'netplug_pod_reads_total{from="watch"}'), 1);
+    t.is(await agentMetric(agent, 'netplug_pod_reads_total{from="watch"}'), 1);
 
     // Deleted and created again under its name (a StatefulSet's pod): the runtime's ADD names the new
     // uid. Held already or not, the new pod's annotation is the one that applies.
@@ -116,7 +110,7 @@ test.serial(
     // A pod bound to another node is not in this node's watch.
     const otherUid = await createBoundPod('elsewhere', OTHER_NODE, '10.224.0.79');
     t.deepEqual(await addAndDelete(t, agent, 'elsewhere', otherUid), { address: '10.224.0.79', from: 'API' });
-    t.true((await metric(agent, 'netplug_pod_reads_total{from="api"}')) >= 1);
+    t.true((await agentMetric(agent, 'netplug_pod_reads_total{from="api"}')) >= 1);
     await Promise.all([deletePod('web'), deletePod('elsewhere')]);
   },
 );
@@ -129,7 +123,7 @@ test.serial('an agent that may not watch pods (RBAC from before) reads them, and
   await eventually('the agent says its watch was refused, on one line', () => refused.test(agent.output()));
 
   t.deepEqual(await addAndDelete(t, agent, 'api-read', uid), { address: '10.224.0.80', from: 'API' });
-  t.is(await metric(agent, 'netplug_pod_reads_total{from="api"}'), 1);
-  t.is(await metric(agent, 'netplug_watched_pods'), 0);
+  t.is(await agentMetric(agent, 'netplug_pod_reads_total{from="api"}'), 1);
+  t.is(await agentMetric(agent, 'netplug_watched_pods'), 0);
   await deletePod('api-read');
 });

@@ -1,7 +1,8 @@
 // netplug-node's Prometheus metrics: CNI request latency by command and result, datastore request
 // and error counts by operation, IPAM usage per pool, ADDs served by a group commit, pods read from
-// its watch or the API, programmed routes per kind, and the process's own metrics (CPU, memory, event loop, GC). One registry per agent, never prom-client's global
-// one: two agents in one process (tests) keep separate counts.
+// its watch or the API, programmed routes per kind, and the process's own metrics (CPU, memory,
+// event loop, GC). One registry per agent, never prom-client's global one: two agents in one
+// process (tests) keep separate counts.
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
 export type CniResult = 'success' | 'error';

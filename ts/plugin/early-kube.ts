@@ -10,7 +10,8 @@ import { handled } from './handled.ts';
 import type { PluginServices } from './services.ts';
 
 export interface PodReads {
-  kube: Promise<KubeClient>;
+  /** The client the reads went through; none when the pod came from netplug-node's watch. */
+  kube?: Promise<KubeClient>;
   result: Promise<[PodInfo, NamespaceInfo]>;
   /** Whether they came from netplug-node's watch rather than from GETs. */
   watched: boolean;
@@ -21,13 +22,14 @@ export function startKubeWork(env: CniEnvironment, conf: Netconf, services?: Plu
   const { podNamespace, podName, podUid } = env.args;
   const settings = conf.kubernetes;
   if (!podNamespace || !podName || conf.policy?.type !== 'k8s' || !(settings?.kubeconfig || settings?.k8s_api_root)) return undefined;
+  const watched = podUid ? services?.watchedPod?.(podNamespace, podName, podUid) : undefined;
+  // Nothing to read: no client either (a command that needs one later gets it from the context).
+  if (watched) return { result: Promise.resolve(watched), watched: true };
   const kube = handled(services?.kube?.(settings) ?? openKubeClient(settings));
   kube.then(
     (k) => k.warmUp(),
     () => undefined,
   );
-  const watched = podUid ? services?.watchedPod?.(podNamespace, podName, podUid) : undefined;
-  if (watched) return { kube, result: Promise.resolve(watched), watched: true };
   const result = handled(kube.then((k) => Promise.all([readPod(k, podNamespace, podName), readNamespace(k, podNamespace)])));
   return { kube, result, watched: false };
 }

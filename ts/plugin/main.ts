@@ -142,7 +142,7 @@ export async function runMain(io: MainIo, program: Program = 'netplug', services
         (store) => store.close(),
         () => undefined,
       );
-      early.podReads?.kube.then(
+      early.podReads?.kube?.then(
         (kube) => kube.close(),
         () => undefined,
       );
