@@ -1,12 +1,14 @@
 // npm run bench:agent: the fast path (the netplug shim forwarding to netplug-node) measured in one
 // run against Debian's ptp + host-local, and the one-shot plugin against itself as it was.
-//   per pod:   ADD and DEL of one pod, each a fresh process as a runtime runs it: netplug through
+//   per pod:   ADD and DEL of one pod, each a fresh process as a runtime runs it (spawned natively,
+//              bench/lib/native-exec.ts, not by Node's dearer spawn): netplug through
 //              the agent, netplug with no agent (the shim runs the one-shot), the one-shot run
 //              directly (the path before the shim), ptp + host-local; variants rotated pod by pod;
 //   burst:     100 ADDs started at once on one node, timed until every pod is networked, then 100
 //              DELs; through the agent, against the same bursts of ptp + host-local;
 //   shim:      the shim's own cost, from spawn until its request has reached an agent that answers
-//              at once, against spawning /bin/true; and its size;
+//              at once, against spawning /bin/true, both spawned natively by the stand-in agent
+//              (crates/netplug-shim/examples/launch-timer.rs); and its size;
 //   kubelet:   see bench/agent-kubelet.ts (a 100-replica Deployment under the real kubelet).
 // The agent is the built netplug-node, on a real etcd, with a real kube-apiserver for its Node.
 // Writes bench/results/agent.{md,json,svg}; prints the headline ratios last.
@@ -20,9 +22,9 @@ import * as k8s from '@kubernetes/client-node';
 
 import { launchEtcd, freePort, type EtcdServer } from '../scripts/lib/etcd-server.ts';
 import { launchKubeApiserver, type KubeServer } from '../scripts/lib/kube-server.ts';
-import { instantAgent } from './lib/instant-agent.ts';
+import { buildNativeHelpers, LAUNCH_TIMER, startNativeExec, type NativeExec } from './lib/native-exec.ts';
 import { medianOf, writeReport, type Series } from './lib/report.ts';
-import { addDelSamples, runPlugin, runPluginAsync, runtimeEnv, type Run } from './lib/run-plugin.ts';
+import { addDelSamples, runtimeEnv, type Run } from './lib/run-plugin.ts';
 import { elapsedMs, summarize } from './lib/stats.ts';
 
 const ROOT = new URL('../', import.meta.url).pathname;
@@ -57,6 +59,7 @@ const namespaces: string[] = [];
 let etcd: EtcdServer | undefined;
 let kube: KubeServer | undefined;
 let agent: ReturnType<typeof spawn> | undefined;
+let native: NativeExec | undefined;
 
 function netconf(variant: Variant, endpoints: string): string {
   if (variant === 'ptp')
@@ -87,11 +90,16 @@ function cniEnv(variant: Variant, command: string, container: string, netns: str
   });
 }
 
-const runSync = (variant: Variant, command: string, container: string, netns: string, conf: string): Run =>
-  runPlugin(LABELS[variant], executable(variant), cniEnv(variant, command, container, netns), conf);
-
+/** One command to its exit; resolves whatever the exit status. */
 const runAsync = (variant: Variant, command: string, container: string, netns: string, conf: string): Promise<Run> =>
-  runPluginAsync(executable(variant), cniEnv(variant, command, container, netns), conf);
+  (native as NativeExec).run(executable(variant), cniEnv(variant, command, container, netns), conf);
+
+/** One command to its exit; throws, naming the variant and the plugin's output, unless it exits 0. */
+async function runOk(variant: Variant, command: string, container: string, netns: string, conf: string): Promise<Run> {
+  const run = await (native as NativeExec).run(executable(variant), cniEnv(variant, command, container, netns), conf);
+  if (run.status !== 0) throw new Error(`${LABELS[variant]} ${command} failed: ${run.stdout}${run.stderr}`);
+  return run;
+}
 
 function addNamespace(name: string): string {
   execFileSync('ip', ['netns', 'add', name]);
@@ -142,17 +150,18 @@ async function perPod(endpoints: string) {
   const netns = addNamespace(`npbench-agent-${process.pid}`);
   const samples = addDelSamples(VARIANTS);
   let pod = 0;
-  const cycle = (variant: Variant): [number, number] => {
+  const cycle = async (variant: Variant): Promise<[number, number]> => {
     const container = `bench-${variant}-${pod++}`;
     const conf = netconf(variant, endpoints);
-    return [runSync(variant, 'ADD', container, netns, conf).ms, runSync(variant, 'DEL', container, netns, conf).ms];
+    const add = await runOk(variant, 'ADD', container, netns, conf);
+    return [add.ms, (await runOk(variant, 'DEL', container, netns, conf)).ms];
   };
-  for (let i = 0; i < WARMUP; i++) for (const variant of VARIANTS) cycle(variant);
+  for (let i = 0; i < WARMUP; i++) for (const variant of VARIANTS) await cycle(variant);
   for (let i = 0; i < CYCLES; i++) {
     // Rotate the order so that no variant always follows another's veth deletion.
     const order = VARIANTS.map((_, k) => VARIANTS[(i + k) % VARIANTS.length] as Variant);
     for (const variant of order) {
-      const [add, del] = cycle(variant);
+      const [add, del] = await cycle(variant);
       samples[variant].add.push(add);
       samples[variant].del.push(del);
     }
@@ -195,32 +204,15 @@ async function burst(endpoints: string) {
   return samples;
 }
 
-/** The shim's own cost: spawn until an instantly answering agent has its request, and to exit. */
-async function shimCost() {
-  const server = await instantAgent(join(scratch, 'instant.sock'));
-  const forwarded: number[] = [];
-  const total: number[] = [];
-  const floor: number[] = [];
-  try {
-    const env = { CNI_COMMAND: 'VERSION', NETPLUG_AGENT_SOCKET: server.path, PATH: '/usr/bin:/bin' };
-    for (let i = 0; i < SHIM_RUNS + 10; i++) {
-      const start = process.hrtime.bigint();
-      const received = server.nextRequest();
-      const child = spawn(SHIM, [], { env, stdio: ['ignore', 'ignore', 'ignore'] });
-      const at = await received;
-      await new Promise((resolve) => child.on('close', resolve));
-      const end = process.hrtime.bigint();
-      const t0 = process.hrtime.bigint();
-      await new Promise((resolve) => spawn('/bin/true', [], { stdio: 'ignore' }).on('close', resolve));
-      if (i < 10) continue;
-      forwarded.push(Number(at - start) / 1e6);
-      total.push(Number(end - start) / 1e6);
-      floor.push(elapsedMs(t0));
-    }
-  } finally {
-    await server.close();
-  }
-  return { forwarded, total, floor, bytes: statSync(SHIM).size };
+/**
+ * The shim's own cost: spawn until an instantly answering agent has its request, and to exit,
+ * against /bin/true; launch-timer spawns both as a runtime does and plays the agent itself.
+ */
+function shimCost() {
+  const out = execFileSync(LAUNCH_TIMER, [SHIM, join(scratch, 'instant.sock'), String(SHIM_RUNS)], { encoding: 'utf8' });
+  const { forwarded_ns, total_ns, floor_ns } = JSON.parse(out) as Record<'forwarded_ns' | 'total_ns' | 'floor_ns', number[]>;
+  const ms = (values: number[]) => values.map((ns) => ns / 1e6);
+  return { forwarded: ms(forwarded_ns), total: ms(total_ns), floor: ms(floor_ns), bytes: statSync(SHIM).size };
 }
 
 async function cleanup(): Promise<void> {
@@ -228,6 +220,7 @@ async function cleanup(): Promise<void> {
     agent.kill('SIGTERM');
     await new Promise((resolve) => agent?.once('exit', resolve));
   }
+  await native?.close();
   for (const netns of namespaces) spawnSync('ip', ['netns', 'del', netns]);
   await kube?.stop();
   await etcd?.stop();
@@ -238,6 +231,8 @@ async function main(): Promise<void> {
   if (process.getuid?.() !== 0) throw new Error('run as root: ADD creates interfaces in namespaces');
   for (const file of [SHIM, ONE_SHOT, NETPLUG_NODE]) if (!existsSync(file)) throw new Error(`${file} is missing: run npm run build`);
   process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
+  buildNativeHelpers();
+  native = startNativeExec();
   etcd = await launchEtcd(join(scratch, 'etcd'));
   kube = await launchKubeApiserver(join(scratch, 'kube'));
   const admin = new k8s.KubeConfig();
@@ -246,7 +241,7 @@ async function main(): Promise<void> {
   execFileSync(NETPLUGCTL, ['pool', 'create', 'bench', '--cidr', '10.246.0.0/16'], { env: { ETCD_ENDPOINTS: etcd.endpoints } });
   await startAgent(etcd.endpoints, kube.admin.kubeconfig);
 
-  const shim = await shimCost();
+  const shim = shimCost();
   const samples = await perPod(etcd.endpoints);
   const bursts = await burst(etcd.endpoints);
 
@@ -292,8 +287,9 @@ async function main(): Promise<void> {
     notes: [
       "A real etcd and a real kube-apiserver on loopback; netplug-node (dist/bin/netplug-node) runs on the host with its own etcd connection and serves the CNI socket; netplug-ipam on that etcd, pool 10.246.0.0/16. The one-shot variants allocate as another node, so that the agent is its node's only allocator, as on a real node.",
       `Per pod: ${CYCLES} ADD + DEL cycles per variant into one namespace (after ${WARMUP} warm-up cycles), IPv4, each command a fresh process timed from spawn to exit, the variants rotated pod by pod.`,
+      "Every command is spawned as a container runtime spawns it (Go's os/exec in containerd; here Rust's posix_spawn, crates/netplug-shim/examples/exec-server.rs) and timed natively. Until stop 21 the commands were spawned by Node, whose spawn costs ~3 ms more per process on this VM and added that to every variant.",
       `Burst: ${BURST} ADDs spawned at once into ${BURST} namespaces, timed until the last exits, then every pod checked for the address its ADD returned (distinct); then ${BURST} DELs at once, checked gone. ${BURST_ROUNDS} rounds per variant.`,
-      `Shim: ${SHIM_RUNS} runs of VERSION against a stand-in agent that answers at once (bench/lib/instant-agent.ts), timed from spawn until its request frame has arrived, and to exit; /bin/true spawned the same way is the floor of any process.`,
+      `Shim: ${SHIM_RUNS} runs of VERSION against a stand-in agent that answers at once (crates/netplug-shim/examples/launch-timer.rs, which also spawns the shim as a runtime does), timed from spawn until its request frames have arrived, and to exit; /bin/true spawned the same way is the floor of any process.`,
       'The one-shot no slower than before: the shim with no agent (it runs netplug-oneshot in its place) against netplug-oneshot run directly.',
     ],
   });
