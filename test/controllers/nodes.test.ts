@@ -4,7 +4,8 @@
 // follow the Kubernetes Nodes'.
 import test, { type ExecutionContext } from 'ava';
 
-import { checkedBlocks, hostAffinity, keys } from '../../ts/ipam/model.ts';
+import { hostAffinity, keys } from '../../ts/ipam/model.ts';
+import { checkedBlocks } from '../../ts/ipam/checked-documents.ts';
 import { openKubeClient } from '../../ts/k8s/client.ts';
 import { openStore } from '../../ts/store/open.ts';
 import { KubeStore } from '../../ts/store/kubernetes/store.ts';

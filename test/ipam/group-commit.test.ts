@@ -6,7 +6,8 @@
 import test, { type ExecutionContext } from 'ava';
 
 import { KnownNodes } from '../../ts/ipam/known-nodes.ts';
-import { checkedBlock, isBlockKey, keys } from '../../ts/ipam/model.ts';
+import { isBlockKey, keys } from '../../ts/ipam/model.ts';
+import { checkedBlock } from '../../ts/ipam/checked-documents.ts';
 import { poolResource } from '../../ts/ipam/pool-resource.ts';
 import { WaitingAdds } from '../../ts/ipam/waiting-adds.ts';
 import { nodeTurns } from '../../ts/node/cni-services.ts';

@@ -5,7 +5,8 @@
 import test from 'ava';
 
 import { KnownNodes } from '../../ts/ipam/known-nodes.ts';
-import { checkedBlock, keys } from '../../ts/ipam/model.ts';
+import { keys } from '../../ts/ipam/model.ts';
+import { checkedBlock } from '../../ts/ipam/checked-documents.ts';
 import { poolResource } from '../../ts/ipam/pool-resource.ts';
 import { nodeTurns } from '../../ts/node/cni-services.ts';
 import { runMain } from '../../ts/plugin/main.ts';

@@ -16,7 +16,8 @@ import {
 import { formatIp, formatPrefix, parseIp, parsePrefix, within } from '../../ts/net/cidr.ts';
 import { poolChanges } from '../../ts/ctl/pool-update.ts';
 import { IpamError } from '../../ts/ipam/errors.ts';
-import { checkedBlock, checkedHandle, checkedPool, cidrOfKey, isPendingRequest, keys } from '../../ts/ipam/model.ts';
+import { cidrOfKey, keys } from '../../ts/ipam/model.ts';
+import { checkedBlock, checkedHandle, checkedPool, isPendingRequest } from '../../ts/ipam/checked-documents.ts';
 import { parseSelector, SelectorError } from '../../ts/ipam/selector.ts';
 
 test('addresses round-trip in canonical form', (t) => {

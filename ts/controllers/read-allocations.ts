@@ -1,6 +1,7 @@
 // Every allocated address in the datastore, with what its allocation records (handle, node, pod).
 import { addressOf, attributeAt } from '../ipam/block.ts';
-import { checkedBlocks, type Block } from '../ipam/model.ts';
+import type { Block } from '../ipam/model.ts';
+import { checkedBlocks } from '../ipam/checked-documents.ts';
 import { keys } from '../ipam/model.ts';
 import type { Entry, Store } from '../store/store.ts';
 

@@ -1,7 +1,8 @@
 // netplugctl pool create|list|get|delete (update: pool-update.ts).
 import { allocatedCount } from '../ipam/block.ts';
 import { parsePrefix } from '../net/cidr.ts';
-import { checkedBlock, checkedPool, keys, type PoolResource } from '../ipam/model.ts';
+import { keys, type PoolResource } from '../ipam/model.ts';
+import { checkedBlock, checkedPool } from '../ipam/checked-documents.ts';
 import { IpamError } from '../ipam/errors.ts';
 import { PoolOptionError, poolResource as validPoolResource, type PoolOptions } from '../ipam/pool-resource.ts';
 import { blockInPool, listPools, poolOf, type Pool } from '../ipam/pools.ts';

@@ -6,24 +6,12 @@
 // blocks with their affinities, and the caller's own documents (the workload endpoint) commit
 // together or not at all. The handle comes first in the commit, so that a datastore applying the
 // writes one by one (etcd applies them atomically anyway) never has an address without its handle.
-import type { Entry, Read, Store, Write } from '../store/store.ts';
+import type { Entry, Read, Write } from '../store/store.ts';
 import { retryOnConflict } from '../store/store.ts';
-import { addressOf, attributeAt, ordinalsOf } from './block.ts';
-import type { Family } from '../net/cidr.ts';
 import { poolError } from './errors.ts';
-import {
-  checkedBlock,
-  checkedHandle,
-  checkedOrAbsent,
-  cidrOfKey,
-  familyOf,
-  isBlockKey,
-  isPendingRequest,
-  keys,
-  type Block,
-  type Handle,
-  type PendingRequest,
-} from './model.ts';
+import { addressesOf, firstReads, knownFrom, type KnownState } from './known-state.ts';
+import { isBlockKey, keys, type PendingRequest } from './model.ts';
+import { checkedBlock, checkedHandle, checkedOrAbsent, isPendingRequest } from './checked-documents.ts';
 import { familyName, type Pool } from './pools.ts';
 import { releaseWhere } from './release.ts';
 
@@ -33,91 +21,6 @@ import type { WaitingAdds } from './waiting-adds.ts';
 
 export type { AddressRequest, Allocation, Assignment, Companion } from './assignment.ts';
 export { sameInterface } from './plan.ts';
-
-/** What the caller already read, to spare the first attempt those round trips. */
-export interface KnownState {
-  /** The handle's entry; null when it is known not to exist. */
-  handle?: Entry<Handle> | null;
-  /** The keys of the node's affinities, per family. */
-  affinityKeys?: Partial<Record<Family, string[]>>;
-  /** The companions' entries (null: known absent), by key. */
-  companions?: Record<string, Entry<unknown> | null>;
-  /** Blocks by CIDR (null: known absent): those the node's affinities name. */
-  blocks?: Record<string, Entry<Block> | null>;
-  /** The node's pending requests. */
-  pending?: Entry<PendingRequest>[];
-  /** The addresses the handle holds for this interface: known when another ADD's commit has just allocated them. */
-  held?: Allocation[];
-}
-
-/** The reads that give `allocate` its KnownState, for a caller that batches them with its own. */
-export function firstReads(handle: string, node: string, families: readonly Family[], companionKeys: readonly string[]): Read[] {
-  return [
-    { get: keys.handle(handle) },
-    ...families.map((family) => ({ keys: keys.affinities(node, family) })),
-    ...companionKeys.map((key) => ({ get: key })),
-  ];
-}
-
-export function knownFrom(
-  results: readonly unknown[],
-  families: readonly Family[],
-  companionKeys: readonly string[],
-  blocks?: KnownState['blocks'],
-): KnownState {
-  const [handle, ...rest] = results;
-  return {
-    handle: checkedOrAbsent(checkedHandle, handle as Entry<unknown> | undefined) ?? null,
-    affinityKeys: Object.fromEntries(families.map((family, i) => [family, rest[i] as string[]])),
-    companions: Object.fromEntries(companionKeys.map((key, i) => [key, (rest[families.length + i] as Entry<unknown> | undefined) ?? null])),
-    ...(blocks ? { blocks } : {}),
-  };
-}
-
-/** The blocks the affinity keys among `results` (as firstReads() lays them out) name, in one read. */
-export async function affineBlocks(
-  store: Store,
-  results: readonly unknown[],
-  families: readonly Family[],
-): Promise<Record<string, Entry<Block> | null>> {
-  const cidrs = affineCidrs(results, families);
-  const entries = cidrs.length > 0 ? await store.read(blockReads(cidrs)) : [];
-  return blocksFrom(cidrs, entries);
-}
-
-/** The CIDRs of the blocks the affinity keys among `results` (as firstReads() lays them out) name. */
-export function affineCidrs(results: readonly unknown[], families: readonly Family[]): string[] {
-  return (results.slice(1, 1 + families.length) as string[][]).flat().map(cidrOfKey);
-}
-
-/** The reads of the blocks `cidrs`. */
-export const blockReads = (cidrs: readonly string[]): Read[] => cidrs.map((cidr) => ({ get: keys.block(cidr) }));
-
-/** The blocks `cidrs` by CIDR (null: absent) from the results of blockReads(cidrs). */
-export function blocksFrom(cidrs: readonly string[], entries: readonly unknown[]): Record<string, Entry<Block> | null> {
-  return Object.fromEntries(
-    cidrs.map((cidr, i) => [cidr, checkedOrAbsent(checkedBlock, entries[i] as Entry<unknown> | undefined) ?? null]),
-  );
-}
-
-/** The addresses `handle` holds, in the order of its blocks. */
-export async function addressesOf(store: Store, handle: string, handleEntry?: Entry<Handle>): Promise<Allocation[]> {
-  const entry = handleEntry ?? checkedOrAbsent(checkedHandle, await store.get(keys.handle(handle)));
-  if (!entry) return [];
-  const cidrs = Object.keys(entry.value.block);
-  const blocks = (cidrs.length > 0 ? await store.read(cidrs.map((cidr) => ({ get: keys.block(cidr) }))) : []) as (
-    | Entry<unknown>
-    | undefined
-  )[];
-  return blocks.flatMap((blockEntry) => {
-    const block = checkedOrAbsent(checkedBlock, blockEntry)?.value;
-    if (!block) return [];
-    return ordinalsOf(block, handle).map((ordinal) => {
-      const ifname = attributeAt(block, ordinal)?.secondary['ifname'];
-      return { address: addressOf(block, ordinal), family: familyOf(block.cidr), block: block.cidr, ...(ifname ? { ifname } : {}) };
-    });
-  });
-}
 
 export interface AllocateOptions {
   /** Documents committed with the allocation (the workload endpoint). */

@@ -7,7 +7,8 @@
 import { CniError, ErrorCode } from '../cni/errors.ts';
 import type { Entry, Store } from '../store/store.ts';
 import { attributeAt } from './block.ts';
-import { checkedBlocks, keys } from './model.ts';
+import { keys } from './model.ts';
+import { checkedBlocks } from './checked-documents.ts';
 import { releaseWhere } from './release.ts';
 
 export interface Attachment {

@@ -1,10 +1,10 @@
 // What address management stores, and where. The layout follows the reference's (keys and field
-// names), under /netplug/ instead of /calico/: tools that know one can read the other.
+// names), under /netplug/ instead of /calico/: tools that know one can read the other. How a
+// document read back is checked is in checked-documents.ts.
 import { describeValue } from '../cni/errors.ts';
-import { API_VERSION, type Entry } from '../store/store.ts';
-import { formatPrefix, parseIp, parsePrefix, widthOf, type Family, type Prefix } from '../net/cidr.ts';
+import { API_VERSION } from '../store/store.ts';
+import { formatPrefix, parsePrefix, type Family, type Prefix } from '../net/cidr.ts';
 import { badDocument } from './errors.ts';
-import { parseSelector, SelectorError } from './selector.ts';
 
 export { API_VERSION };
 const RESOURCES = '/netplug/resources/v3/projectnet.org';
@@ -119,7 +119,8 @@ export function cidrOfKey(key: string): string {
   const last = key.slice(key.lastIndexOf('/') + 1);
   const dash = last.lastIndexOf('-');
   const cidr = `${last.slice(0, dash)}/${last.slice(dash + 1)}`;
-  if (dash < 0 || !parsePrefix(cidr, true)) throw broken(key, 'its key', `must end in a block CIDR (10.0.0.0-26), got ${echo(last)}`);
+  if (dash < 0 || !parsePrefix(cidr, true))
+    throw brokenDocument(key, 'its key', `must end in a block CIDR (10.0.0.0-26), got ${describeValue(last, 64)}`);
   return cidr;
 }
 
@@ -140,23 +141,6 @@ export const handleId = (network: string, containerId: string): string => `${net
 
 export const hostAffinity = (node: string): string => `host:${node}`;
 
-// Documents as read back. Anyone with access to the datastore can write a document netplug cannot
-// use (by hand, with another tool, an older schema): each is checked where it is read, and a bad
-// one is reported by kind, name, key and field (error 7, not "try again": it stays broken until an
-// administrator repairs or removes it), never as a crash deep in the allocator. Fields the
-// reference leaves out when at their defaults get those defaults.
-
-/** The smallest block (the most addresses) a pool may have, per family; and the largest a block array may be. */
-export const MIN_BLOCK_SIZE: Record<Family, number> = { 4: 20, 6: 116 };
-
-type Json = Record<string, unknown>;
-const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
-const isCount = (value: unknown): value is number => Number.isInteger(value) && (value as number) >= 0;
-
-/** A text for a message, cut short: a document may hold megabytes. */
-const cut = (text: string, most = 160) => (text.length > most ? `${text.slice(0, most)}…` : text);
-const echo = (value: unknown): string => describeValue(value, 64);
-
 /** What a key holds, for messages: `IPAMBlock "10.0.0.0-26"`. */
 export function documentName(key: string): string {
   const last = key.slice(key.lastIndexOf('/') + 1);
@@ -169,174 +153,7 @@ export function documentName(key: string): string {
   return `document "${last}"`;
 }
 
-function broken(key: string, field: string, problem: string) {
+/** A document netplug cannot use: error 7 naming it, its key, the field and what is wrong. */
+export function brokenDocument(key: string, field: string, problem: string) {
   return badDocument(`the datastore's ${documentName(key)} (key ${key}) is broken: ${field} ${problem}; repair or remove it`);
 }
-
-const wanted = (key: string, field: string, what: string, got: unknown) =>
-  broken(key, `field "${field}"`, `must be ${what}, got ${echo(got)}`);
-
-function optional<T>(key: string, spec: Json, field: string, what: string, ok: (v: unknown) => boolean, fallback: T): T {
-  const value = spec[field];
-  if (value === undefined || value === null) return fallback;
-  if (!ok(value)) throw wanted(key, `spec.${field}`, what, value);
-  return value as T;
-}
-
-/** A pool as netplug uses it, with the reference's defaults for fields left out. */
-export function checkedPool(entry: Entry<unknown>): Entry<PoolResource> {
-  const { key, value } = entry;
-  if (!isObject(value)) throw wanted(key, '.', 'an object', value);
-  const { metadata, spec } = value;
-  if (!isObject(metadata) || typeof metadata['name'] !== 'string' || metadata['name'] === '')
-    throw wanted(key, 'metadata.name', 'a name', isObject(metadata) ? metadata['name'] : metadata);
-  if (!isObject(spec)) throw wanted(key, 'spec', 'an object', spec);
-  const prefix = typeof spec['cidr'] === 'string' ? parsePrefix(spec['cidr']) : undefined;
-  if (!prefix) throw wanted(key, 'spec.cidr', 'a CIDR', spec['cidr']);
-  const [least, most] = [Math.max(MIN_BLOCK_SIZE[prefix.family], prefix.length), widthOf(prefix.family)];
-  const blockSize = spec['blockSize'];
-  if (!Number.isInteger(blockSize) || (blockSize as number) < least || (blockSize as number) > most)
-    throw wanted(key, 'spec.blockSize', `a whole number from ${least} to ${most} (for ${spec['cidr']})`, blockSize);
-  const nodeSelector = optional(key, spec, 'nodeSelector', 'a selector', (v) => typeof v === 'string', 'all()');
-  try {
-    parseSelector(nodeSelector);
-  } catch (err) {
-    if (err instanceof SelectorError) throw broken(key, 'field "spec.nodeSelector"', `is not a selector: ${cut(err.message)}`);
-    throw err;
-  }
-  const mode = (v: unknown) => ENCAPSULATION_MODES.includes(v as EncapsulationMode);
-  const modes = `one of ${ENCAPSULATION_MODES.join(', ')}`;
-  const flag = (v: unknown) => typeof v === 'boolean';
-  const checked: PoolSpec = {
-    ...(spec as unknown as PoolSpec),
-    nodeSelector,
-    ipipMode: optional(key, spec, 'ipipMode', modes, mode, 'Never'),
-    vxlanMode: optional(key, spec, 'vxlanMode', modes, mode, 'Never'),
-    natOutgoing: optional(key, spec, 'natOutgoing', 'true or false', flag, false),
-    disabled: optional(key, spec, 'disabled', 'true or false', flag, false),
-  };
-  return { ...entry, value: { ...(value as unknown as PoolResource), spec: checked } };
-}
-
-/** A block whose arrays agree with its CIDR, so that ordinals and attribute indices stay in range. */
-export function checkedBlock(entry: Entry<unknown>): Entry<Block> {
-  const { key, value } = entry;
-  if (!isObject(value)) throw wanted(key, '.', 'an object', value);
-  const prefix = typeof value['cidr'] === 'string' ? parsePrefix(value['cidr'], true) : undefined;
-  if (!prefix) throw wanted(key, 'cidr', 'a block CIDR', value['cidr']);
-  if (canonical(cidrOfKey(key)) !== formatPrefix(prefix))
-    throw wanted(key, 'cidr', `the CIDR its key names, ${cidrOfKey(key)}`, value['cidr']);
-  const bits = widthOf(prefix.family) - prefix.length;
-  if (bits > widthOf(prefix.family) - MIN_BLOCK_SIZE[prefix.family])
-    throw wanted(key, 'cidr', 'a block of at most 4096 addresses', value['cidr']);
-  const count = 2 ** bits;
-  const { affinity, allocations, unallocated, attributes } = value;
-  if (affinity !== undefined && affinity !== null && typeof affinity !== 'string')
-    throw wanted(key, 'affinity', 'host:<node> or null', affinity);
-  if (!Array.isArray(attributes)) throw wanted(key, 'attributes', 'a list', attributes);
-  attributes.forEach((a, i) => {
-    if (!isObject(a) || typeof a['handle_id'] !== 'string')
-      throw wanted(key, `attributes[${i}].handle_id`, 'a handle', isObject(a) ? a['handle_id'] : a);
-    if (!isObject(a['secondary']) || !Object.values(a['secondary']).every((v) => typeof v === 'string'))
-      throw wanted(key, `attributes[${i}].secondary`, 'an object of strings', a['secondary']);
-  });
-  if (!Array.isArray(allocations) || allocations.length !== count)
-    throw wanted(key, 'allocations', `a list of ${count} entries (one per address of ${value['cidr']})`, allocations);
-  allocations.forEach((a, i) => {
-    if (a !== null && !(isCount(a) && a < attributes.length))
-      throw wanted(key, `allocations[${i}]`, `null or an index into attributes (0 to ${attributes.length - 1})`, a);
-  });
-  if (!Array.isArray(unallocated)) throw wanted(key, 'unallocated', 'a list', unallocated);
-  unallocated.forEach((u, i) => {
-    if (!(isCount(u) && u < count)) throw wanted(key, `unallocated[${i}]`, `an ordinal from 0 to ${count - 1}`, u);
-  });
-  const sequenceNumber = value['sequenceNumber'] ?? 0;
-  if (!isCount(sequenceNumber)) throw wanted(key, 'sequenceNumber', 'a whole number', sequenceNumber);
-  return {
-    ...entry,
-    value: { ...(value as unknown as Block), affinity: affinity ?? null, sequenceNumber, deleted: value['deleted'] === true },
-  };
-}
-
-export function checkedHandle(entry: Entry<unknown>): Entry<Handle> {
-  const { key, value } = entry;
-  if (!isObject(value)) throw wanted(key, '.', 'an object', value);
-  const { block } = value;
-  if (!isObject(block)) throw wanted(key, 'block', 'an object of block CIDR to address count', block);
-  for (const [cidr, count] of Object.entries(block)) {
-    if (!parsePrefix(cidr, true)) throw broken(key, `field "block"`, `must have block CIDRs as keys, got ${echo(cidr)}`);
-    if (!isCount(count)) throw wanted(key, `block["${cidr}"]`, 'a count of addresses', count);
-  }
-  return {
-    ...entry,
-    value: { ...(value as unknown as Handle), block: block as Record<string, number>, deleted: value['deleted'] === true },
-  };
-}
-
-/** A node's labels (what pool selectors match), from its datastore document. */
-export function checkedNodeLabels(entry: Entry<unknown>): Record<string, string> {
-  const { key, value } = entry;
-  if (!isObject(value)) throw wanted(key, '.', 'an object', value);
-  const metadata = value['metadata'];
-  if (metadata === undefined || metadata === null) return {};
-  if (!isObject(metadata)) throw wanted(key, 'metadata', 'an object', metadata);
-  const labels = metadata['labels'];
-  if (labels === undefined || labels === null) return {};
-  if (!isObject(labels) || !Object.values(labels).every((v) => typeof v === 'string'))
-    throw wanted(key, 'metadata.labels', 'an object of strings', labels);
-  return labels as Record<string, string>;
-}
-
-const MAC = /^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/i;
-
-/** A node's addresses (spec), each field checked: a broken one is an error naming it. */
-export function checkedNodeSpec(entry: Entry<unknown>): NodeSpec {
-  const { key, value } = entry;
-  if (!isObject(value)) throw wanted(key, '.', 'an object', value);
-  const spec = value['spec'];
-  if (spec === undefined || spec === null) return {};
-  if (!isObject(spec)) throw wanted(key, 'spec', 'an object', spec);
-  const bgp = spec['bgp'];
-  if (bgp !== undefined && bgp !== null && !isObject(bgp)) throw wanted(key, 'spec.bgp', 'an object', bgp);
-  const field = (from: Json | undefined, path: string, name: string, what: string, ok: (text: string) => boolean) => {
-    const given = from?.[name];
-    if (given === undefined || given === null || given === '') return undefined;
-    if (typeof given !== 'string' || !ok(given)) throw wanted(key, path, what, given);
-    return given;
-  };
-  const v4 = (text: string) => parseIp(text)?.family === 4;
-  const ipv4Address = field(bgp ?? undefined, 'spec.bgp.ipv4Address', 'ipv4Address', 'an IPv4 address with its prefix length', (text) => {
-    const slash = text.indexOf('/');
-    return slash > 0 && v4(text.slice(0, slash)) && parsePrefix(text)?.family === 4;
-  });
-  const ipip = field(bgp ?? undefined, 'spec.bgp.ipv4IPIPTunnelAddr', 'ipv4IPIPTunnelAddr', 'an IPv4 address', v4);
-  const vxlan = field(spec, 'spec.ipv4VXLANTunnelAddr', 'ipv4VXLANTunnelAddr', 'an IPv4 address', v4);
-  const mac = field(spec, 'spec.vxlanTunnelMACAddr', 'vxlanTunnelMACAddr', 'a MAC address', (text) => MAC.test(text));
-  return {
-    ...(ipv4Address || ipip ? { bgp: { ...(ipv4Address ? { ipv4Address } : {}), ...(ipip ? { ipv4IPIPTunnelAddr: ipip } : {}) } } : {}),
-    ...(vxlan ? { ipv4VXLANTunnelAddr: vxlan } : {}),
-    ...(mac ? { vxlanTunnelMACAddr: mac.toLowerCase() } : {}),
-  };
-}
-
-/** Whether a pending request can be served; one that cannot is dropped as if it had gone stale. */
-export function isPendingRequest(value: unknown): value is PendingRequest {
-  return (
-    isObject(value) &&
-    typeof value['handle'] === 'string' &&
-    isObject(value['attributes']) &&
-    typeof value['created'] === 'string' &&
-    Array.isArray(value['requests']) &&
-    value['requests'].every(
-      (r) =>
-        isObject(r) &&
-        (r['family'] === 4 || r['family'] === 6) &&
-        Array.isArray(r['pools']) &&
-        r['pools'].every((p) => typeof p === 'string'),
-    )
-  );
-}
-
-export const checkedBlocks = (entries: readonly Entry<unknown>[]): Entry<Block>[] => entries.map(checkedBlock);
-export const checkedOrAbsent = <T>(check: (e: Entry<unknown>) => Entry<T>, entry: Entry<unknown> | undefined): Entry<T> | undefined =>
-  entry && check(entry);

@@ -8,38 +8,30 @@ import type { ParsedNetconf } from '../config/netconf.ts';
 import type { Logger } from '../log/logger.ts';
 import type { Entry, Read, Store, Write } from '../store/store.ts';
 import {
-  addressesOf,
   allocate,
-  knownFrom,
   sameInterface,
   StaleFactsError,
   type AddressRequest,
   type Allocation,
   type Assignment,
   type Companion,
-  type KnownState,
 } from './allocator.ts';
 import { whileUnlocked } from './cluster-info.ts';
 import { releaseWhere } from './release.ts';
 import type { Family } from '../net/cidr.ts';
-import { IpamError, poolError } from './errors.ts';
+import { IpamError } from './errors.ts';
 import { collectGarbage, validAttachments } from './gc.ts';
 import type { AddHooks, AddressOverrides, Ipam } from './ipam.ts';
-import type { KnownNodes, NodeFacts } from './known-nodes.ts';
-import {
-  checkedNodeLabels,
-  handleId,
-  keys,
-  type AllocationAttribute,
-  type NodeResource,
-  type PendingRequest,
-  type PoolResource,
-} from './model.ts';
+import type { KnownNodes } from './known-nodes.ts';
+import { handleId, keys, type AllocationAttribute, type NodeResource, type PoolResource } from './model.ts';
+import { checkedNodeLabels } from './checked-documents.ts';
+import { addressRequests, requestedFamilies } from './address-requests.ts';
+import { requireUsablePools } from './pool-status.ts';
+import { addressesOf, knownFrom, nodeState, ownState, type KnownState } from './known-state.ts';
 import { addReads, knownRelease, readAhead, readForRelease, type Prefetched, type ReadAhead } from './read-ahead.ts';
-import { choosePools, familyName, listPools, nodeLabels, poolsOf, type Pool } from './pools.ts';
-import { poolsWithRoom } from './room.ts';
+import { poolsOf, type Pool } from './pools.ts';
 import { inTurnUnlessServed, underHostLock, type IpamTurns } from './turns.ts';
-import type { Served, WaitingAdds } from './waiting-adds.ts';
+import { pendingRequest, type Served, type WaitingAdds } from './waiting-adds.ts';
 
 export type { IpamTurns } from './turns.ts';
 
@@ -65,11 +57,6 @@ export interface NetplugIpamContext {
   known?: KnownNodes;
   /** A resident agent's ADDs waiting for their node's turn, which the ADD in the turn serves too (see waiting-adds.ts). */
   waiting?: WaitingAdds;
-}
-
-/** The families netplug-ipam assigns: IPv4 unless `assign_ipv4` is "false", IPv6 if `assign_ipv6` is "true". */
-export function requestedFamilies(config: { assign_ipv4?: unknown; assign_ipv6?: unknown }): Family[] {
-  return [...(config.assign_ipv4 !== 'false' ? [4 as const] : []), ...(config.assign_ipv6 === 'true' ? [6 as const] : [])];
 }
 
 const sameReads = (a: readonly Read[], b: readonly Read[]) => JSON.stringify(a) === JSON.stringify(b);
@@ -158,26 +145,14 @@ export class NetplugIpam implements Ipam {
     const unlocked = whileUnlocked(results.at(-1) as Entry<unknown> | undefined);
     unlocked.check(unlocked.entry);
     const pools = poolsOf(poolEntries);
-    let requests: AddressRequest[];
-    if (overrides.ips) {
-      requests = overrides.ips.map((ip) => ({ ip, pools }));
-    } else if (env.args.ip) {
-      requests = [{ ip: env.args.ip, pools }];
-    } else {
-      if (families.length === 0)
-        throw poolError('netconf fields "ipam.assign_ipv4" and "ipam.assign_ipv6" are both "false": there is no address to assign');
-      const labels = nodeEntry ? checkedNodeLabels(nodeEntry) : {};
-      // Pools an annotation names win over the netconf's, which win over node selectors.
-      const requested = (family: Family) => {
-        const annotated = overrides.pools?.[family];
-        if (annotated) return { names: annotated, field: `annotation "cni.projectnet.org/ipv${family}pools"` };
-        return { names: family === 4 ? this.config.ipv4_pools : this.config.ipv6_pools, field: `netconf field "ipam.ipv${family}_pools"` };
-      };
-      requests = families.map((family) => {
-        const { names, field } = requested(family);
-        return { family, pools: choosePools(pools, family, names, labels, field) };
-      });
-    }
+    const requests = addressRequests({
+      overrides,
+      argIp: env.args.ip,
+      families,
+      config: this.config,
+      pools,
+      labels: nodeEntry ? checkedNodeLabels(nodeEntry) : {},
+    });
     // Facts not read but known: each stated as a condition of the commit. Not the node on the
     // Kubernetes datastore: there it is the Node object, which the kubelet rewrites every few
     // seconds, and each condition costs a read; its labels are as fresh as the facts (FACTS_FRESH_MS).
@@ -324,46 +299,11 @@ export class NetplugIpam implements Ipam {
   }
 
   async status(): Promise<void> {
-    const { node } = this.context;
-    const store = await this.context.store();
-    const pools = await listPools(store);
-    const labels = await nodeLabels(store, node);
-    for (const family of this.families) {
-      const requested = family === 4 ? this.config.ipv4_pools : this.config.ipv6_pools;
-      const usable = choosePools(pools, family, requested, labels, `netconf field "ipam.ipv${family}_pools"`);
-      if (usable.length === 0)
-        throw new CniError(ErrorCode.PluginNotAvailable, `no enabled ${familyName(family)} pool selects node "${node}"`);
-      if ((await poolsWithRoom(store, usable)).length === 0) {
-        throw new CniError(
-          ErrorCode.PluginNotAvailable,
-          `every usable ${familyName(family)} pool is exhausted: ${usable.map((p) => `${p.name} (${p.spec.cidr})`).join(', ')}`,
-        );
-      }
-    }
+    await requireUsablePools(await this.context.store(), this.context.node, this.families, this.config);
   }
 }
-
-/** An ADD's request as a waiting ADD states it, for another's commit to serve. */
-const pendingRequest = (request: Assignment, requests: readonly AddressRequest[]): PendingRequest => ({
-  handle: request.handle,
-  attributes: request.attributes,
-  requests: requests.flatMap((r) => ('family' in r ? [{ family: r.family, pools: r.pools.map((p) => p.name) }] : [])),
-  created: new Date().toISOString(),
-});
 
 const tellAddresses =
   (planned: NonNullable<AddHooks['planned']>) =>
   (allocations: readonly Allocation[]): void =>
     planned(allocations.map((a) => a.address));
-
-/** What the agent knows of the node's affinities and blocks, as allocate() takes it (blocks' revisions are its conditions). */
-function nodeState(facts: NodeFacts | undefined, families: readonly Family[]): KnownState {
-  if (!facts || families.some((family) => !facts.affinityKeys[family])) return {};
-  return { affinityKeys: facts.affinityKeys, blocks: facts.blocks };
-}
-
-/** The part of an ADD's first reads that only this attachment's own commands change. */
-const ownState = ({ handle, companions }: KnownState): KnownState => ({
-  ...(handle !== undefined ? { handle } : {}),
-  ...(companions ? { companions } : {}),
-});

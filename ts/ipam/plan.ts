@@ -5,9 +5,6 @@ import { addressOf, assignNext, assignOrdinal, attributeAt, newBlock, ordinalOf,
 import { contains, formatPrefix, mask, parseIp, widthOf, type Family } from '../net/cidr.ts';
 import { exhausted, inUse, poolError } from './errors.ts';
 import {
-  checkedBlock,
-  checkedHandle,
-  checkedOrAbsent,
   cidrOfKey,
   familyOf,
   hostAffinity,
@@ -18,6 +15,7 @@ import {
   type Handle,
   type PendingRequest,
 } from './model.ts';
+import { checkedBlock, checkedHandle, checkedOrAbsent } from './checked-documents.ts';
 import { blockInPool, familyName, type Pool } from './pools.ts';
 
 import type { Allocation, Assignment } from './assignment.ts';

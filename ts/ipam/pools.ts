@@ -3,7 +3,8 @@
 import type { Entry, Store } from '../store/store.ts';
 import { formatPrefix, parsePrefix, within, type Family, type Prefix } from '../net/cidr.ts';
 import { poolError } from './errors.ts';
-import { checkedPool, keys, type NodeResource, type PoolResource, type PoolSpec } from './model.ts';
+import { keys, type NodeResource, type PoolResource, type PoolSpec } from './model.ts';
+import { checkedPool } from './checked-documents.ts';
 import { parseSelector, type Labels } from './selector.ts';
 
 export interface Pool {

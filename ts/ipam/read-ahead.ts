@@ -2,7 +2,7 @@
 // loads) and, in a resident agent, spared where it already knows the answers (known-nodes.ts).
 import type { Family } from '../net/cidr.ts';
 import type { Entry, Read, Store } from '../store/store.ts';
-import { affineCidrs, blockReads, blocksFrom, firstReads } from './allocator.ts';
+import { affineCidrs, blockReads, blocksFrom, firstReads } from './known-state.ts';
 import { CLUSTER_INFO_KEY } from './cluster-info.ts';
 import type { KnownNodes, NodeFacts } from './known-nodes.ts';
 import type { ReadForRelease } from './release.ts';

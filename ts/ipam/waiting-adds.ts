@@ -5,7 +5,7 @@
 // that separate plugin processes leave in the datastore (allocator.ts), and is served the same way
 // (Plan.serve). The turn, not this queue, keeps two commits of one node apart.
 import type { Entry } from '../store/store.ts';
-import type { Allocation } from './assignment.ts';
+import type { AddressRequest, Allocation, Assignment } from './assignment.ts';
 import type { Handle, PendingRequest } from './model.ts';
 
 /** What another ADD's commit allocated for a waiting one: its handle as written, and its addresses. */
@@ -90,3 +90,11 @@ export class WaitingAdds {
     if (served.length > 0) this.#onServed(served.length);
   }
 }
+
+/** An ADD's request as a waiting ADD states it, for another's commit to serve. */
+export const pendingRequest = (request: Assignment, requests: readonly AddressRequest[]): PendingRequest => ({
+  handle: request.handle,
+  attributes: request.attributes,
+  requests: requests.flatMap((r) => ('family' in r ? [{ family: r.family, pools: r.pools.map((p) => p.name) }] : [])),
+  created: new Date().toISOString(),
+});

@@ -3,7 +3,8 @@
 // size less those), from one read of the pools and the blocks, never the handles or endpoints,
 // and only every OBSERVE_POOLS_INTERVAL_MS: cheap enough for every node to report.
 import { allocatedCount } from '../ipam/block.ts';
-import { checkedBlock, keys } from '../ipam/model.ts';
+import { keys } from '../ipam/model.ts';
+import { checkedBlock } from '../ipam/checked-documents.ts';
 import { blockInPool, listPools } from '../ipam/pools.ts';
 import { size } from '../net/cidr.ts';
 import type { Store } from '../store/store.ts';

@@ -6,7 +6,7 @@ import { isNetplugIpam } from '../config/ipam.ts';
 import type { ParsedNetconf } from '../config/netconf.ts';
 import { nodeName } from '../config/nodename.ts';
 import { handleId } from '../ipam/model.ts';
-import { requestedFamilies } from '../ipam/netplug-ipam.ts';
+import { requestedFamilies } from '../ipam/address-requests.ts';
 import { addReads, assumedAhead, prefetchRelease, readAhead, type Prefetched } from '../ipam/read-ahead.ts';
 import { openStore } from '../store/open.ts';
 import type { Store } from '../store/store.ts';

@@ -5,7 +5,8 @@
 // holds while that address's pool still qualifies, and gives it back when none does.
 import { createHash } from 'node:crypto';
 
-import { addressesOf, allocate } from '../../ipam/allocator.ts';
+import { allocate } from '../../ipam/allocator.ts';
+import { addressesOf } from '../../ipam/known-state.ts';
 import { releaseHandle } from '../../ipam/release.ts';
 import { blockInPool, type Pool } from '../../ipam/pools.ts';
 import { parseSelector, type Labels } from '../../ipam/selector.ts';

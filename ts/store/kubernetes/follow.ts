@@ -7,7 +7,7 @@ import * as k8s from '@kubernetes/client-node';
 import { watchObjects, type WatchedObjects, type WatchLog } from '../../k8s/watch-objects.ts';
 import type { FollowEvents, Following } from '../store.ts';
 import { GROUP, kindsOfPrefix, NODES_PREFIX, VERSION } from './resources.ts';
-import { entryOfObject, type KubeObject } from './store.ts';
+import { entryOfObject, type KubeObject } from './documents.ts';
 
 export function followKubernetes(config: k8s.KubeConfig, log: WatchLog): (prefix: string, events: FollowEvents) => Following {
   const core = config.makeApiClient(k8s.CoreV1Api);
