@@ -6,6 +6,8 @@ import test, { type ExecutionContext } from 'ava';
 import { AgentMetrics } from '../../ts/node/metrics.ts';
 import { countingStore } from '../../ts/node/count-datastore.ts';
 import { observePools } from '../../ts/node/observe-pools.ts';
+import { followCluster, USAGE_PREFIXES } from '../../ts/node/routes/cluster-feed.ts';
+import { openGrpcStore } from '../../ts/store/etcd/grpc.ts';
 import { serveHealth } from '../../ts/node/serve-health.ts';
 import { openStore } from '../../ts/store/open.ts';
 import type { Store } from '../../ts/store/store.ts';
@@ -69,9 +71,10 @@ test('the agent serves /metrics on its health server and its metrics address; da
     t.regex(health.text, new RegExp(`^# TYPE ${name} `, 'm'));
   for (const name of ['netplug_cni_request_duration_seconds', 'netplug_ipam_allocations', 'netplug_routes'])
     t.regex(health.text, new RegExp(`^# HELP ${name} `, 'm'));
-  // Start-up read ClusterInformation and the pools, and wrote them; none of it failed.
+  // Start-up read ClusterInformation and the pools, and wrote them; none of it failed. (Pool usage
+  // is counted from the agent's watch: test 'pool usage from the watch…' below.)
   const requests = samples(health.text, 'netplug_datastore_requests_total');
-  for (const operation of ['get', 'list', 'commit']) t.true((requests.get(`{operation="${operation}"}`) ?? 0) > 0, operation);
+  for (const operation of ['get', 'listKeys', 'commit']) t.true((requests.get(`{operation="${operation}"}`) ?? 0) > 0, operation);
   t.true([...samples(health.text, 'netplug_datastore_request_errors_total').values()].every((n) => n === 0));
 
   // The default pool it made, observed once start-up is done: empty, 2^16 free.
@@ -156,6 +159,53 @@ test('pool usage follows real allocations, and a deleted pool is dropped; a lost
   await t.throwsAsync(store.get('/netplug/metrics-test'));
   t.is(samples(await metrics.text(), 'netplug_datastore_request_errors_total').get('{operation="get"}'), 1);
   await etcd.start();
+});
+
+test('pool usage from the watch of blocks and pools, both families: real allocations counted with no datastore request; read while the watch is not in step', async (t) => {
+  const etcd = await startEtcd(t);
+  ctlOk(t, etcd, 'pool', 'create', 'four', '--cidr', '10.213.0.0/24', '--block-size', '28');
+  ctlOk(t, etcd, 'pool', 'create', 'six', '--cidr', 'fd00:213::/112', '--block-size', '122');
+  const metrics = new AgentMetrics();
+  const grpc = await openGrpcStore(etcd.netconf);
+  t.teardown(() => grpc.close());
+  const store = countingStore(grpc, metrics);
+  const follow = store.follow;
+  if (!follow) throw new Error('the gRPC store cannot follow');
+  const feed = followCluster(follow, USAGE_PREFIXES);
+  t.teardown(() => feed.stop());
+  const netconf = ipamNetconf(etcd, { node: 'node-m3', ipam: { assign_ipv6: 'true', ipv4_pools: ['four'], ipv6_pools: ['six'] } });
+  const add = () => {
+    const outcome = invoke({
+      executable: NETPLUG_IPAM,
+      command: 'ADD',
+      containerId: containerId(),
+      netns: '/run/netns/netplug-ipam-only',
+      netconf,
+    });
+    t.is(outcome.status, 0, `${outcome.stdout}${outcome.stderr}`);
+  };
+  const requests = async () => [...samples(await metrics.text(), 'netplug_datastore_requests_total').values()].reduce((a, b) => a + b, 0);
+  const allocations = async () => Object.fromEntries(samples(await metrics.text(), 'netplug_ipam_allocations'));
+
+  add();
+  add();
+  // The watch lists, then hears the allocations a moment after they commit; until it is in step
+  // the agent reads (as it does here, before the first list).
+  await eventually('both allocations of each family counted from the watch, with no request to etcd', async () => {
+    const before = await requests();
+    await observePools(store, metrics, feed);
+    const now = await allocations();
+    return (await requests()) === before && now['{pool="four"}'] === 2 && now['{pool="six"}'] === 2;
+  });
+  t.deepEqual(await allocations(), { '{pool="four"}': 2, '{pool="six"}': 2 });
+  t.is(Object.fromEntries(samples(await metrics.text(), 'netplug_ipam_free_addresses'))['{pool="four"}'], 254);
+  const before = await requests();
+
+  // A watch that is not in step (here: one never started) leaves the agent to read.
+  const unstarted = followCluster(() => ({ stop: () => undefined }), USAGE_PREFIXES);
+  await observePools(store, metrics, unstarted);
+  t.deepEqual(await allocations(), { '{pool="four"}': 2, '{pool="six"}': 2 });
+  t.true((await requests()) > before, 'read from etcd');
 });
 
 test('readiness names every reason not to be ready, in order; CNI latency by command and result', async (t) => {

@@ -7,16 +7,16 @@ import test from 'ava';
 import { assignOrdinal, newBlock } from '../../ts/ipam/block.ts';
 import { API_VERSION, keys } from '../../ts/ipam/model.ts';
 import { poolResource } from '../../ts/ipam/pool-resource.ts';
-import { digestOf, followCluster } from '../../ts/node/routes/cluster-feed.ts';
+import { digestOf, followCluster, USAGE_PREFIXES } from '../../ts/node/routes/cluster-feed.ts';
 import type { Entry, FollowEvents } from '../../ts/store/store.ts';
 
-function driven() {
+function driven(prefixes?: readonly string[]) {
   const followed = new Map<string, FollowEvents>();
   let stopped = 0;
   const feed = followCluster((prefix, events) => {
     followed.set(prefix, events);
     return { stop: () => stopped++ };
-  });
+  }, prefixes);
   const at = (prefix: string) => followed.get(prefix) as FollowEvents;
   return { feed, at, stopped: () => stopped };
 }
@@ -34,7 +34,7 @@ test('in step once nodes, blocks and pools are listed; changes and removals appl
   const { feed, at, stopped } = driven();
   const block = newBlock('10.244.1.0/26', 'host:b', new Date(0));
   at(keys.nodes).listed([node('b', '10.0.0.2/24')]);
-  at(keys.blocks(4)).listed([entry(keys.block(block.cidr), block)]);
+  at(keys.allBlocks).listed([entry(keys.block(block.cidr), block)]);
   t.is(feed.current(), undefined, 'the pools are not listed yet');
   const before = feed.version();
   const heard = feed.next(before);
@@ -63,9 +63,9 @@ test('in step once nodes, blocks and pools are listed; changes and removals appl
     ['b'],
   );
 
-  at(keys.blocks(4)).failed(new Error('watch broke'));
+  at(keys.allBlocks).failed(new Error('watch broke'));
   t.is(feed.current(), undefined, 'out of step until the blocks are listed again');
-  at(keys.blocks(4)).listed([]);
+  at(keys.allBlocks).listed([]);
   t.deepEqual(feed.current()?.blocks, []);
   feed.stop();
   t.is(stopped(), 3);
@@ -75,22 +75,48 @@ test('the digest follows what routes depend on: an affinity or a borrowed addres
   const { feed, at } = driven();
   const block = newBlock('10.244.1.0/26', 'host:b', new Date(0));
   at(keys.nodes).listed([node('b', '10.0.0.2/24')]);
-  at(keys.blocks(4)).listed([entry(keys.block(block.cidr), structuredClone(block))]);
+  at(keys.allBlocks).listed([entry(keys.block(block.cidr), structuredClone(block))]);
   at(keys.pools).listed([pool]);
   const first = digestOf(feed.current() as NonNullable<ReturnType<typeof feed.current>>);
   const digest = () => digestOf(feed.current() as NonNullable<ReturnType<typeof feed.current>>);
 
   const allocated = structuredClone(block);
   assignOrdinal(allocated, 3, { handle_id: 'net.pod', secondary: { node: 'b' } });
-  at(keys.blocks(4)).changed(entry(keys.block(block.cidr), allocated, '2'));
+  at(keys.allBlocks).changed(entry(keys.block(block.cidr), allocated, '2'));
   t.is(digest(), first, "a pod on the block's own node changes no route");
 
   const borrowed = structuredClone(allocated);
   assignOrdinal(borrowed, 4, { handle_id: 'net.other', secondary: { node: 'c' } });
-  at(keys.blocks(4)).changed(entry(keys.block(block.cidr), borrowed, '3'));
+  at(keys.allBlocks).changed(entry(keys.block(block.cidr), borrowed, '3'));
   t.not(digest(), first, 'an address borrowed by another node is routed to it');
 
   const moved = newBlock('10.244.1.0/26', 'host:c', new Date(0));
-  at(keys.blocks(4)).changed(entry(keys.block(block.cidr), moved, '4'));
+  at(keys.allBlocks).changed(entry(keys.block(block.cidr), moved, '4'));
   t.not(digest(), first, 'a block claimed by another node');
+});
+
+test('every block is followed, IPv6 ones for pool usage alone: routes lead to IPv4 blocks; entries() per prefix; a feed without nodes has no routes', (t) => {
+  const { feed, at } = driven();
+  const v4 = newBlock('10.244.1.0/26', 'host:b', new Date(0));
+  const v6 = newBlock('fd00:244::/122', 'host:b', new Date(0));
+  at(keys.nodes).listed([node('b', '10.0.0.2/24')]);
+  at(keys.allBlocks).listed([entry(keys.block(v6.cidr), v6), entry(keys.block(v4.cidr), v4)]);
+  t.is(feed.entries(keys.pools), undefined, 'not listed yet');
+  at(keys.pools).listed([pool]);
+  t.deepEqual(
+    feed.current()?.blocks.map((b) => b.cidr),
+    ['10.244.1.0/26'],
+  );
+  t.deepEqual(
+    feed.entries(keys.allBlocks)?.map((e) => e.key),
+    [keys.block(v4.cidr), keys.block(v6.cidr)].sort(),
+  );
+  t.is(feed.entries(keys.blocks(4)), undefined, 'not a followed prefix');
+
+  const usage = driven(USAGE_PREFIXES);
+  t.is(usage.at(keys.nodes) as FollowEvents | undefined, undefined, 'nodes are not followed');
+  usage.at(keys.allBlocks).listed([entry(keys.block(v6.cidr), v6)]);
+  usage.at(keys.pools).listed([pool]);
+  t.is(usage.feed.current(), undefined, 'no routes without nodes');
+  t.is(usage.feed.entries(keys.allBlocks)?.length, 1);
 });

@@ -93,7 +93,7 @@ test('etcd over gRPC: a follower across an etcd restart is told, and is in step 
   t.deepEqual([...heard.entries.keys()].sort(), [`${prefix}a`, `${prefix}b`]);
 });
 
-test('Kubernetes datastore through informers: IPv4 blocks listed, then each change and removal, as the store reads them', async (t) => {
+test('Kubernetes datastore through informers: IPv4 blocks listed, then each change and removal, as the store reads them; every block under keys.allBlocks', async (t) => {
   const kube = await startKube(t);
   await installCrds(kube);
   const store = new KubeStore(await openKubeClient({ kubeconfig: kube.server.admin.kubeconfig }));
@@ -114,6 +114,12 @@ test('Kubernetes datastore through informers: IPv4 blocks listed, then each chan
   await until('the first list', () => heard.lists === 1);
   await inStepWith(store, prefix, heard.entries, 'the IPv4 block listed, not the IPv6 one');
   t.deepEqual([...heard.entries.keys()], [keys.block('10.9.0.0/26')]);
+  // Every block, of both families (what netplug-node follows for routes and pool usage).
+  const every = recorder();
+  const followingEvery = followKubernetes(config, log)(keys.allBlocks, every.events);
+  t.teardown(() => followingEvery.stop());
+  await until('every block listed', () => every.heard.lists === 1);
+  t.deepEqual([...every.heard.entries.keys()].sort(), [keys.block('10.9.0.0/26'), keys.block('fd00:9::/122')].sort());
 
   const first = await store.get(keys.block('10.9.0.0/26'));
   await store.commit([
@@ -124,5 +130,6 @@ test('Kubernetes datastore through informers: IPv4 blocks listed, then each chan
   const second = await store.get(keys.block('10.9.1.0/26'));
   await store.commit([{ key: keys.block('10.9.1.0/26'), remove: true, revision: second?.revision ?? '' }]);
   await inStepWith(store, prefix, heard.entries, 'the block removed');
-  t.is(heard.failures, 0, logged.join('; '));
+  await inStepWith(store, keys.allBlocks, every.heard.entries, 'every block, after the changes');
+  t.is(heard.failures + every.heard.failures, 0, logged.join('; '));
 });

@@ -99,6 +99,8 @@ export const keys = {
   node: (name: string) => `${RESOURCES}/nodes/${name}`,
   workloadEndpoints: `${RESOURCES}/workloadendpoints/`,
   workloadEndpoint: (namespace: string, name: string) => `${RESOURCES}/workloadendpoints/${namespace}/${name}`,
+  /** Every block, of both families. */
+  allBlocks: `${IPAM}/assignment/`,
   blocks: (family: Family) => `${IPAM}/assignment/ipv${family}/block/`,
   block: (cidr: string) => `${IPAM}/assignment/ipv${familyOf(cidr)}/block/${cidr.replace('/', '-')}`,
   /** Every node's affinities. */

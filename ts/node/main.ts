@@ -26,7 +26,7 @@ import { openAgentServices, type AgentServices } from './cni-services.ts';
 import { serveCni, type CniServer } from './serve-cni.ts';
 import { AgentMetrics } from './metrics.ts';
 import { OBSERVE_POOLS_INTERVAL_MS, observePools } from './observe-pools.ts';
-import { followCluster } from './routes/cluster-feed.ts';
+import { followCluster, ROUTE_PREFIXES, USAGE_PREFIXES } from './routes/cluster-feed.ts';
 import { RouteSync } from './routes/sync-routes.ts';
 import { serveHealth } from './serve-health.ts';
 import { NodeSettingsError, nodeSettings, type NodeSettings } from './settings.ts';
@@ -89,10 +89,12 @@ export async function runNodeMain(_argv: readonly string[], env: NodeJS.ProcessE
   }
 
   // Routes to other nodes' pods (ts/node/routes/), from the end of start-up; not ready until programmed.
-  // The cluster they depend on is followed by the datastore's watch (etcd's, or the Kubernetes API's).
+  // The cluster they depend on is followed by the datastore's watch (etcd's, or the Kubernetes API's),
+  // and so are the blocks and pools that pool usage is counted from, routes or not.
   const routesLog = log.child('routes');
-  const follow = settings.datastoreType === 'kubernetes' ? followKubernetes(kube, routesLog) : store.follow?.bind(store);
-  const feed = settings.routes && follow ? followCluster(follow) : undefined;
+  const watchLog = settings.routes ? routesLog : log.child('pools');
+  const follow = settings.datastoreType === 'kubernetes' ? followKubernetes(kube, watchLog) : store.follow?.bind(store);
+  const feed = follow ? followCluster(follow, settings.routes ? ROUTE_PREFIXES : USAGE_PREFIXES) : undefined;
   const routes = settings.routes
     ? new RouteSync({
         datastore: settings.datastoreType,
@@ -175,7 +177,7 @@ export async function runNodeMain(_argv: readonly string[], env: NodeJS.ProcessE
         OBSERVE_POOLS_INTERVAL_MS,
         async () => {
           // Metrics only: a datastore that does not answer is reported by the readiness check.
-          await observePools(store, metrics).catch((err: Error) => log.debug(`pool usage: ${err.message}`));
+          await observePools(store, metrics, feed).catch((err: Error) => log.debug(`pool usage: ${err.message}`));
         },
         signal,
       ),

@@ -1,14 +1,18 @@
 // IPAM usage per pool for netplug_ipam_allocations and netplug_ipam_free_addresses: the figures
 // `netplugctl ipam show` gives (allocated = addresses held in the pool's blocks, free = the pool's
-// size less those), from one read of the pools and the blocks, never the handles or endpoints,
-// and only every OBSERVE_POOLS_INTERVAL_MS: cheap enough for every node to report.
+// size less those), from the pools and the blocks, never the handles or endpoints, every
+// OBSERVE_POOLS_INTERVAL_MS. Counted from the agent's watch of blocks and pools (cluster-feed.ts)
+// when it is in step, so that no agent reads every block of the cluster on a timer (on N nodes, N
+// full reads each interval); read from the datastore only while the watch is not in step, or where
+// the datastore has none.
 import { allocatedCount } from '../ipam/block.ts';
 import { keys } from '../ipam/model.ts';
 import { checkedBlock } from '../ipam/checked-documents.ts';
-import { blockInPool, listPools } from '../ipam/pools.ts';
+import { blockInPool, poolsOf } from '../ipam/pools.ts';
 import { size } from '../net/cidr.ts';
-import type { Store } from '../store/store.ts';
+import type { Entry, Store } from '../store/store.ts';
 import type { AgentMetrics } from './metrics.ts';
+import type { ClusterFeed } from './routes/cluster-feed.ts';
 
 export const OBSERVE_POOLS_INTERVAL_MS = 30_000;
 
@@ -18,10 +22,18 @@ export interface PoolUsage {
   free: number;
 }
 
-/** Each pool's usage, by pool name. */
-export async function readPoolUsage(store: Store): Promise<PoolUsage[]> {
-  const [pools, v4, v6] = await Promise.all([listPools(store), store.list(keys.blocks(4)), store.list(keys.blocks(6))]);
-  const blocks = [...v4, ...v6].map((entry) => checkedBlock(entry).value);
+/** Each pool's usage, by pool name, from the followed blocks and pools if in step, else read from the store. */
+export async function poolUsage(store: Store, feed?: Pick<ClusterFeed, 'entries'>): Promise<PoolUsage[]> {
+  const [pools, blocks] = [feed?.entries(keys.pools), feed?.entries(keys.allBlocks)];
+  if (pools && blocks) return poolUsageOf(pools, blocks);
+  const [read, readBlocks] = await Promise.all([store.list(keys.pools), store.list(keys.allBlocks)]);
+  return poolUsageOf(read, readBlocks);
+}
+
+/** Each pool's usage, by pool name, from the entries under keys.pools and keys.allBlocks. */
+export function poolUsageOf(poolEntries: readonly Entry<unknown>[], blockEntries: readonly Entry<unknown>[]): PoolUsage[] {
+  const pools = poolsOf(poolEntries);
+  const blocks = blockEntries.map((entry) => checkedBlock(entry).value);
   const allocatedIn = new Map<string, number>();
   for (const block of blocks) {
     // A block counts for the first pool (by name) it lies in, as in `netplugctl ipam show`.
@@ -36,8 +48,12 @@ export async function readPoolUsage(store: Store): Promise<PoolUsage[]> {
 }
 
 /** Sets the pools' usage in `metrics` now; drops pools that are gone. */
-export async function observePools(store: Store, metrics: Pick<AgentMetrics, 'setPoolUsage' | 'keepOnlyPools'>): Promise<void> {
-  const usage = await readPoolUsage(store);
+export async function observePools(
+  store: Store,
+  metrics: Pick<AgentMetrics, 'setPoolUsage' | 'keepOnlyPools'>,
+  feed?: Pick<ClusterFeed, 'entries'>,
+): Promise<void> {
+  const usage = await poolUsage(store, feed);
   for (const { pool, allocated, free } of usage) metrics.setPoolUsage(pool, allocated, free);
   metrics.keepOnlyPools(usage.map((u) => u.pool));
 }

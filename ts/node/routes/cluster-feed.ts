@@ -1,15 +1,25 @@
-// What routes are computed from (nodes, IPv4 blocks, pools), kept by the datastore's watch: each
-// agent reads the datastore whole once, then receives changes, instead of reading it whole every
-// few seconds (on a cluster of N nodes, N full reads every pass interval). A pass then runs when a
-// change alters what routes depend on, and on a slower timer that repairs the kernel.
+// What routes are computed from (nodes, blocks, pools), kept by the datastore's watch: each agent
+// reads the datastore whole once, then receives changes, instead of reading it whole every few
+// seconds (on a cluster of N nodes, N full reads every pass interval). A pass then runs when a
+// change alters what routes depend on, and on a slower timer that repairs the kernel. The pools'
+// usage on /metrics is counted from the same blocks and pools (observe-pools.ts); an agent that
+// programs no routes follows those two alone.
+import { keys } from '../../ipam/model.ts';
 import type { Entry, FollowEvents, Following } from '../../store/store.ts';
-import { CLUSTER_PREFIXES, clusterStateOf, type ClusterState } from './read-cluster.ts';
+import { clusterStateOf, type ClusterState } from './read-cluster.ts';
+
+/** What an agent that programs routes follows: nodes, every block (IPv6 ones count for pool usage), pools. */
+export const ROUTE_PREFIXES: readonly string[] = [keys.nodes, keys.allBlocks, keys.pools];
+/** What an agent that programs no routes follows, for pool usage. */
+export const USAGE_PREFIXES: readonly string[] = [keys.allBlocks, keys.pools];
 
 export type Follow = (prefix: string, events: FollowEvents) => Following;
 
 export interface ClusterFeed {
-  /** The cluster as followed; undefined while any prefix is not (yet, or no longer) in step: then read it. */
+  /** The cluster as followed; undefined while any prefix is not (yet, or no longer) in step, or nodes are not followed: then read it. */
   current(): ClusterState | undefined;
+  /** The entries under one followed prefix, in key order; undefined while it is not in step (or not followed). */
+  entries(prefix: string): Entry<unknown>[] | undefined;
   /** Counts what the feed has heard (changes, lists, failures). */
   version(): number;
   /** Resolves once the feed has heard something after `version` (at once if it has). */
@@ -17,8 +27,8 @@ export interface ClusterFeed {
   stop(): void;
 }
 
-export function followCluster(follow: Follow): ClusterFeed {
-  const prefixes = CLUSTER_PREFIXES.map(() => ({ inStep: false, entries: new Map<string, Entry<unknown>>() }));
+export function followCluster(follow: Follow, followed: readonly string[] = ROUTE_PREFIXES): ClusterFeed {
+  const prefixes = followed.map(() => ({ inStep: false, entries: new Map<string, Entry<unknown>>() }));
   let version = 0;
   let wake = () => {};
   let heard = new Promise<void>((resolve) => (wake = resolve));
@@ -28,7 +38,7 @@ export function followCluster(follow: Follow): ClusterFeed {
     heard = new Promise<void>((resolve) => (wake = resolve));
     woken();
   };
-  const followings = CLUSTER_PREFIXES.map((prefix, i) => {
+  const followings = followed.map((prefix, i) => {
     const state = prefixes[i] as (typeof prefixes)[number];
     return follow(prefix, {
       listed(entries) {
@@ -52,12 +62,24 @@ export function followCluster(follow: Follow): ClusterFeed {
   });
   const sorted = (entries: Map<string, Entry<unknown>>) =>
     [...entries.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  const entries = (prefix: string) => {
+    const state = prefixes[followed.indexOf(prefix)];
+    return state?.inStep ? sorted(state.entries) : undefined;
+  };
   return {
     current: () => {
       if (!prefixes.every((p) => p.inStep)) return undefined;
-      const [nodes, blocks, pools] = prefixes.map((p) => sorted(p.entries)) as [Entry<unknown>[], Entry<unknown>[], Entry<unknown>[]];
-      return clusterStateOf(nodes, blocks, pools);
+      const [nodes, blocks, pools] = [entries(keys.nodes), entries(keys.allBlocks), entries(keys.pools)];
+      if (!nodes || !blocks || !pools) return undefined;
+      // Routes lead to IPv4 blocks alone.
+      const v4 = keys.blocks(4);
+      return clusterStateOf(
+        nodes,
+        blocks.filter((block) => block.key.startsWith(v4)),
+        pools,
+      );
     },
+    entries,
     version: () => version,
     next: (after) => (version > after ? Promise.resolve() : heard),
     stop: () => {

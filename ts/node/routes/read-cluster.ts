@@ -19,7 +19,7 @@ export interface ClusterState {
 
 const TUNNEL_HANDLE = /^(ipip|vxlan)-tunnel-addr-/;
 
-/** Where routes are computed from: nodes, IPv4 blocks, pools (read together, or followed: cluster-feed.ts). */
+/** Where routes are computed from: nodes, IPv4 blocks, pools (read together here; followed: cluster-feed.ts). */
 export const CLUSTER_PREFIXES = [keys.nodes, keys.blocks(4), keys.pools] as const;
 
 export async function readCluster(store: Store): Promise<ClusterState> {
