@@ -42,7 +42,7 @@ export async function openAgentServices(
   { wrapStore = (s) => s, servedTogether, watchedPod }: AgentServiceOptions = {},
 ): Promise<AgentServices> {
   const stores: Store[] = [];
-  for (let i = 0; i < CNI_CONNECTIONS; i++) stores.push(await openNodeStore(settings, env));
+  for (let i = 0; i < CNI_CONNECTIONS[settings.datastoreType]; i++) stores.push(await openNodeStore(settings, env));
   const pool = new StorePool(stores, wrapStore);
   const kubes = new KubeClients();
   const known = new KnownNodes();
