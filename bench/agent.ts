@@ -91,12 +91,12 @@ function cniEnv(variant: Variant, command: string, container: string, netns: str
 }
 
 /** One command to its exit; resolves whatever the exit status. */
-const runAsync = (variant: Variant, command: string, container: string, netns: string, conf: string): Promise<Run> =>
+const runAsync = (variant: Variant, command: string, container: string, netns: string, conf: string): ReturnType<NativeExec['run']> =>
   (native as NativeExec).run(executable(variant), cniEnv(variant, command, container, netns), conf);
 
 /** One command to its exit; throws, naming the variant and the plugin's output, unless it exits 0. */
 async function runOk(variant: Variant, command: string, container: string, netns: string, conf: string): Promise<Run> {
-  const run = await (native as NativeExec).run(executable(variant), cniEnv(variant, command, container, netns), conf);
+  const run = await runAsync(variant, command, container, netns, conf);
   if (run.status !== 0) throw new Error(`${LABELS[variant]} ${command} failed: ${run.stdout}${run.stderr}`);
   return run;
 }

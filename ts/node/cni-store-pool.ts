@@ -1,7 +1,8 @@
 // The agent's datastore connections for the CNI commands it serves. On the Kubernetes API one
 // connection carries one request at a time (ts/net/http-client.ts), so a burst of pods on one node
 // would queue behind a single connection: the agent keeps a few and lends each command the least
-// busy one for its whole life; on etcd one gRPC connection carries them all. A connection opens its socket only on first use, so idle ones cost nothing.
+// busy one for its whole life; on etcd one gRPC connection carries them all. A connection opens
+// its socket only on first use, so idle ones cost nothing.
 // On the Kubernetes datastore each command gets a store of its own over the lent client: a
 // KubeStore remembers what it read for undoing a failed commit, which is per command (and would
 // otherwise grow for as long as the agent runs). The other connections are its spares: a commit's

@@ -68,7 +68,6 @@ export function followCluster(follow: Follow, followed: readonly string[] = ROUT
   };
   return {
     current: () => {
-      if (!prefixes.every((p) => p.inStep)) return undefined;
       const [nodes, blocks, pools] = [entries(keys.nodes), entries(keys.allBlocks), entries(keys.pools)];
       if (!nodes || !blocks || !pools) return undefined;
       // Routes lead to IPv4 blocks alone.
