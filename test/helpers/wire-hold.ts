@@ -9,10 +9,15 @@ import type { ExecutionContext } from 'ava';
 export interface WireHold {
   /** `127.0.0.1:<port>`: where clients connect instead of the server. */
   address: string;
-  /** From now on, what clients send is kept here, not forwarded. */
-  hold(): void;
+  /**
+   * From now on, what clients send is kept here, not forwarded; with 'both ways', what the server
+   * sends too (a network that silently lost the host: nothing arrives, nothing closes).
+   */
+  hold(direction?: 'to server' | 'both ways'): void;
   /** Drops every connection and what it held; new connections are relayed again. */
   cut(): void;
+  /** Relays again, closing nothing: what was held is lost, as a network that came back loses it. */
+  release(): void;
 }
 
 interface Relayed {
@@ -22,6 +27,7 @@ interface Relayed {
 
 export async function startWireHold(t: Pick<ExecutionContext, 'teardown'>, target: { host: string; port: number }): Promise<WireHold> {
   let held = false;
+  let heldBothWays = false;
   const live = new Set<Relayed>();
   const relay = createServer((client) => {
     const server = connect(target.port, target.host);
@@ -37,7 +43,9 @@ export async function startWireHold(t: Pick<ExecutionContext, 'teardown'>, targe
       // held: dropped here; `cut` ends the connection, so the client never gets a reply to it
     });
     client.on('end', () => (held ? drop() : server.end()));
-    server.on('data', (chunk) => client.write(chunk));
+    server.on('data', (chunk) => {
+      if (!heldBothWays) client.write(chunk);
+    });
     server.on('end', () => client.end());
     client.on('error', drop).on('close', drop);
     server.on('error', drop).on('close', drop);
@@ -53,8 +61,9 @@ export async function startWireHold(t: Pick<ExecutionContext, 'teardown'>, targe
   const { port } = relay.address() as { port: number };
   return {
     address: `127.0.0.1:${port}`,
-    hold: () => {
+    hold: (direction = 'to server') => {
       held = true;
+      heldBothWays = direction === 'both ways';
     },
     cut: () => {
       for (const link of live) {
@@ -63,6 +72,11 @@ export async function startWireHold(t: Pick<ExecutionContext, 'teardown'>, targe
       }
       live.clear();
       held = false;
+      heldBothWays = false;
+    },
+    release: () => {
+      held = false;
+      heldBothWays = false;
     },
   };
 }

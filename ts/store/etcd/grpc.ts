@@ -51,7 +51,9 @@ export class GrpcKvClient implements KvClient {
       // silently is found within 40 s, not after TCP's retransmissions (many minutes), and the
       // follower lists again. etcd refuses pings more often than every 5 s.
       grpcOptions: { 'grpc.max_receive_message_length': -1, 'grpc.keepalive_time_ms': 30_000, 'grpc.keepalive_timeout_ms': 10_000 },
-      defaultCallOptions: () => ({ deadline: Date.now() + REQUEST_TIMEOUT_MS }),
+      // A request's deadline, not a watch's: a watch stream is open for as long as the agent runs,
+      // and with a deadline it failed every 10 s and the follower listed everything again.
+      defaultCallOptions: (context) => (context.isStream ? {} : { deadline: Date.now() + REQUEST_TIMEOUT_MS }),
       faultHandling: { host: () => direct as never },
       ...(tls
         ? {
