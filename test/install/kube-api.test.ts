@@ -144,6 +144,12 @@ test('running: the token is refreshed, a ConfigMap edit rewrites the conflist, a
     node.log.some((line) => / ERROR the CNI network config template from ConfigMap .* is not valid JSON/.test(line)),
   );
   t.is(conflist(node).plugins[0].log_level, 'debug', 'the conflist was kept');
+
+  // Quiet for longer than client-node's watch hears nothing before ending it (30 s): watched again
+  // from where it was, without a warning, and an edit after that is still followed.
+  await new Promise((resolve) => setTimeout(resolve, 35_000));
+  await setTemplate(pod.namespace, TEMPLATE('warning'));
+  await eventually('the conflist to follow an edit after the quiet spell', () => conflist(node).plugins[0].log_level === 'warning');
   t.false(
     node.log.some((line) => line.includes('WARNING watching')),
     'the installer identity may list and watch its ConfigMap by name',

@@ -51,6 +51,22 @@ const etcdEnv = (etcd: EtcdServer, node: string, extra: Record<string, string> =
   ...extra,
 });
 
+/** What this process writes to stderr while `work` runs (the agents here log there), passed on as well. */
+async function stderrDuring(work: () => Promise<unknown>): Promise<string> {
+  let text = '';
+  const write = process.stderr.write;
+  process.stderr.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
+    text += String(chunk);
+    return write.call(process.stderr, chunk, ...rest);
+  }) as typeof process.stderr.write;
+  try {
+    await work();
+  } finally {
+    process.stderr.write = write;
+  }
+  return text;
+}
+
 test('a fresh cluster: files, ClusterInformation, the default pool from kubeadm, the node and its labels; readiness follows etcd', async (t) => {
   const etcd = await startEtcd(t);
   await kube.core.createNode({ body: { metadata: { name: 'node-e1', labels: { zone: 'a' } } } });
@@ -96,6 +112,14 @@ test('a fresh cluster: files, ClusterInformation, the default pool from kubeadm,
     const labels = nodes()[0]?.labels ?? {};
     return labels['zone'] === 'b' && labels['rack'] === '7' && Object.keys(labels).length === 2;
   });
+
+  // Quiet for longer than client-node's watch hears nothing before ending it (30 s): the Node is
+  // watched again from where it was, without a warning, and a change after that still arrives.
+  const logged = await stderrDuring(() => new Promise((resolve) => setTimeout(resolve, 35_000)));
+  t.false(/watching the Kubernetes Node "node-e1" ended/.test(logged), logged);
+  const quiet = await kube.core.readNode({ name: 'node-e1' });
+  await kube.core.replaceNode({ name: 'node-e1', body: { ...quiet, metadata: { ...quiet.metadata, labels: { zone: 'c' } } } });
+  await eventually('the etcd Node has the labels changed after the quiet spell', () => nodes()[0]?.labels['zone'] === 'c');
 
   // etcd gone: not ready (alive still); etcd back: ready again.
   await etcd.stop();

@@ -1,11 +1,14 @@
 // Follows the ConfigMap NETPLUG_CONFIG_MAP (its key NETPLUG_CONFIG_MAP_KEY) while the installer runs: every change of its template
 // rewrites the conflist (a bad template is logged and the current conflist kept). One list + watch
-// by name (fieldSelector metadata.name, so RBAC can name the one ConfigMap); after an error or the
-// end of a watch, list again after 5 s, which also catches changes missed in between.
+// by name (fieldSelector metadata.name, so RBAC can name the one ConfigMap). A watch that heard
+// nothing for a while (client-node ends it after 30 s) or that the API server closed is watched
+// again from the last resourceVersion seen; after an error, list again after 5 s, which also
+// catches changes missed in between.
 import * as k8s from '@kubernetes/client-node';
 
 import { templateFromConfigMap } from './choose-template.ts';
 import type { Log } from './log.ts';
+import { isQuietEnd } from '../k8s/watch-objects.ts';
 import { describeApiError, type KubeAccess } from './open-kube-access.ts';
 import { pause } from './pause.ts';
 import type { Template } from './render-conflist.ts';
@@ -37,10 +40,17 @@ export async function watchConfigMap(
       const list = await kube.core.listNamespacedConfigMap({ namespace: kube.namespace, fieldSelector });
       const [configMap] = list.items;
       if (configMap) apply(configMap);
-      await watchOnce(kube, fieldSelector, list.metadata?.resourceVersion, signal, (phase, object) => {
-        if (phase === 'ADDED' || phase === 'MODIFIED') apply(object);
-        else if (phase === 'DELETED') log('WARNING', `${where} was deleted: keeping the current conflist`);
-      });
+      let resourceVersion = list.metadata?.resourceVersion;
+      for (;;) {
+        const started = Date.now();
+        await watchOnce(kube, fieldSelector, resourceVersion, signal, (phase, object) => {
+          resourceVersion = object.metadata?.resourceVersion ?? resourceVersion;
+          if (phase === 'ADDED' || phase === 'MODIFIED') apply(object);
+          else if (phase === 'DELETED') log('WARNING', `${where} was deleted: keeping the current conflist`);
+        });
+        // Watched for a while: again at once. One ended as it began goes the slow way, or it would spin.
+        if (signal.aborted || Date.now() - started < RETRY_MS) break;
+      }
     } catch (err) {
       if (!signal.aborted) log('WARNING', `watching ${where}: ${describeApiError(err)}`);
     }
@@ -48,7 +58,10 @@ export async function watchConfigMap(
   } while (await pause(RETRY_MS, signal));
 }
 
-/** One watch from `resourceVersion` until the server ends it, it fails, or `signal` aborts. */
+/**
+ * One watch from `resourceVersion` until the server ends it, it hears nothing for a while, it
+ * fails (rejects), or `signal` aborts. Bookmarks come to `onEvent` too, for their resourceVersion.
+ */
 async function watchOnce(
   kube: KubeAccess,
   fieldSelector: string,
@@ -59,14 +72,14 @@ async function watchOnce(
   if (signal.aborted) return;
   let finish: (err?: unknown) => void = () => {};
   const done = new Promise<void>((resolve, reject) => {
-    finish = (err) => (err && !signal.aborted ? reject(err) : resolve());
+    finish = (err) => (err && !signal.aborted && !isQuietEnd(err) ? reject(err) : resolve());
   });
   const controller = await new k8s.Watch(kube.config).watch(
     `/api/v1/namespaces/${kube.namespace}/configmaps`,
     { fieldSelector, resourceVersion, allowWatchBookmarks: true },
     (phase, object) => {
       if (phase === 'ERROR') finish(new Error(`the watch ended: ${(object as { message?: string })?.message ?? 'an error event'}`));
-      else if (phase !== 'BOOKMARK') onEvent(phase, object as k8s.V1ConfigMap);
+      else onEvent(phase, object as k8s.V1ConfigMap);
     },
     (err) => finish(err),
   );

@@ -12,6 +12,13 @@ export interface WatchLog {
 }
 
 /** An API answer's status and message (the client's own message holds the whole body and headers, over lines). */
+/**
+ * Whether a watch ended because client-node's Watch heard nothing for 30 s (its inactivity timer,
+ * a TimeoutError). On a quiet object that is no failure: the watch starts again from the last
+ * resourceVersion seen, without a warning or a new list (client-node's own ListWatch does so too).
+ */
+export const isQuietEnd = (err: unknown): boolean => err instanceof Error && err.name === 'TimeoutError';
+
 export function describeApiError(err: unknown): string {
   if (!(err instanceof k8s.ApiException)) return err instanceof Error ? err.message : String(err);
   try {

@@ -1,11 +1,12 @@
 // Follows one Kubernetes Node (its labels, its pod CIDRs: what `select` picks): list it, then
-// watch it from that resourceVersion; when the watch ends (the API server closes watches after a
-// while, or the connection dropped), read again and watch again. Each new value seen is handed on
+// watch it from that resourceVersion. A watch that heard nothing for a while (client-node ends it
+// after 30 s) or that the API server closed is watched again from the last resourceVersion seen;
+// after an error, or when that version is too old, the Node is read again. Each new value seen is handed on
 // in order, one at a time; `select` gets undefined when a read finds no such Node (a deletion
 // seen by the watch is not handed on: the Node's next version is).
 import * as k8s from '@kubernetes/client-node';
 
-import { describeApiError } from '../k8s/watch-objects.ts';
+import { describeApiError, isQuietEnd } from '../k8s/watch-objects.ts';
 import type { Logger } from '../log/logger.ts';
 
 export interface NodeFollower<T> {
@@ -46,18 +47,27 @@ export async function followNode<T>(
       }),
     );
   };
+  // Where the next watch starts; undefined: read the Node first.
+  let resourceVersion: string | undefined;
   while (!signal.aborted) {
     try {
-      // A list narrowed to the one name (not a get): a Node that does not exist yet is no error, and the watch starts from the list's revision.
-      const list = await core.listNode({ fieldSelector: `metadata.name=${name}` });
-      hand(list.items[0]);
+      if (resourceVersion === undefined) {
+        // A list narrowed to the one name (not a get): a Node that does not exist yet is no error, and the watch starts from the list's revision.
+        const list = await core.listNode({ fieldSelector: `metadata.name=${name}` });
+        hand(list.items[0]);
+        resourceVersion = list.metadata?.resourceVersion ?? '';
+      }
       let stop = () => {};
+      const started = Date.now();
       const ended = await new Promise<unknown>((resolve) => {
         watch
           .watch(
             '/api/v1/nodes',
-            { fieldSelector: `metadata.name=${name}`, resourceVersion: list.metadata?.resourceVersion, allowWatchBookmarks: true },
+            { fieldSelector: `metadata.name=${name}`, resourceVersion, allowWatchBookmarks: true },
             (phase, object: k8s.V1Node) => {
+              // An ERROR event (the version is too old: 410 Gone) ends the watch; read afresh then.
+              if (phase === 'ERROR') resourceVersion = undefined;
+              else resourceVersion = object.metadata?.resourceVersion ?? resourceVersion;
               if (phase === 'ADDED' || phase === 'MODIFIED') hand(object);
             },
             resolve,
@@ -70,9 +80,15 @@ export async function followNode<T>(
       });
       // The listener goes with its watch, so that rewatching for days adds none.
       signal.removeEventListener('abort', stop);
-      if (ended && !signal.aborted)
+      if (!ended || isQuietEnd(ended)) {
+        // Watched for a while: again at once. One ended as it began waits, or it would spin.
+        if (resourceVersion !== undefined && Date.now() - started >= RETRY_MS) continue;
+      } else if (!signal.aborted) {
         log.warning(`watching the Kubernetes Node "${name}" ended: ${(ended as Error).message ?? String(ended)}`);
+        resourceVersion = undefined;
+      }
     } catch (err) {
+      resourceVersion = undefined;
       const message = describeApiError(err);
       log.warning(`following the Kubernetes Node "${name}": ${message}`);
       follower.onError?.(message);
