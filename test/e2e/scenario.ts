@@ -99,6 +99,26 @@ export function installScenario(test: TestFn, datastore: Datastore): void {
     t.regex(await c.inNode('ping', ['-c', '1', '-W', '5', first.status.podIP]), / 0% packet loss/);
   });
 
+  test.serial('quiet for 65 s with 20 pods: the node agent, the installer and the controllers log no warning or error', async (t) => {
+    // Longer than the 30 s after which client-node ends a watch that heard nothing, and than the
+    // agent's route and health intervals: what a component does when nothing happens shows here.
+    const since = new Date().toISOString();
+    await new Promise((resolve) => setTimeout(resolve, 65_000));
+    const [node] = await podsOf('k8s-app=netplug-node');
+    const [controllers] = await podsOf('k8s-app=netplug-kube-controllers');
+    const logs: [string, string][] = [
+      [node.metadata.name, 'netplug-node'],
+      [node.metadata.name, 'install-cni'],
+      [controllers.metadata.name, 'netplug-kube-controllers'],
+    ];
+    for (const [pod, container] of logs) {
+      const text = await cluster().kubectl('logs', '-n', 'kube-system', pod, '-c', container, `--since-time=${since}`);
+      // The agents' lines say [WARNING] or [ERROR]; the installer's, `<time> WARNING <message>`.
+      const bad = text.split('\n').filter((line) => /\[(WARNING|ERROR)\]|^\S+ (WARNING|ERROR) /.test(line));
+      t.deepEqual(bad, [], `${container}: ${bad.join('\n')}`);
+    }
+  });
+
   test.serial('a hostPort pod answers on the node address through the chained portmap', async (t) => {
     const c = cluster();
     await c.kubectl(
