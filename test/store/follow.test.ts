@@ -1,7 +1,8 @@
 // Store.follow, what netplug-node's routes are kept by (ts/node/routes/cluster-feed.ts), against a
 // real etcd (gRPC watch) and a real kube-apiserver (client-node informers): the entries under a
 // prefix listed, then each change and removal, exactly as the store's own reads give them; nothing
-// outside the prefix; nothing after stop().
+// outside the prefix; nothing after stop(); on etcd, a watch that outlives the request deadline, and
+// a connection dropped silently found by keepalive (behind a relay that swallows traffic).
 import * as k8s from '@kubernetes/client-node';
 import test from 'ava';
 
@@ -15,6 +16,7 @@ import type { Entry, FollowEvents, Store } from '../../ts/store/store.ts';
 import { startEtcd } from '../helpers/etcd.ts';
 import { installCrds, startKube } from '../helpers/kube.ts';
 import { until } from '../helpers/nodes.ts';
+import { startWireHold } from '../helpers/wire-hold.ts';
 
 /** What a follower has heard: the entries as it keeps them, and how often it was told to list. */
 function recorder() {
@@ -36,7 +38,7 @@ function recorder() {
 /** The follower holds exactly what the store lists under `prefix`, revisions included. */
 async function inStepWith(store: Store, prefix: string, entries: Map<string, Entry<unknown>>, what: string): Promise<void> {
   const text = (list: Entry<unknown>[]) => JSON.stringify(list.sort((a, b) => a.key.localeCompare(b.key)));
-  await until(what, async () => text([...entries.values()]) === text(await store.list(prefix)), 30_000);
+  await until(what, async () => text([...entries.values()]) === text(await store.list(prefix)), 60_000);
 }
 
 test('etcd over gRPC: listed, then every change and removal under the prefix, none after stop', async (t) => {
@@ -91,6 +93,40 @@ test('etcd over gRPC: a follower across an etcd restart is told, and is in step 
   await store.commit([{ key: `${prefix}b`, create: { n: 2 } }]);
   await inStepWith(store, prefix, heard.entries, 'b, created after the restart, is followed');
   t.deepEqual([...heard.entries.keys()].sort(), [`${prefix}a`, `${prefix}b`]);
+});
+
+test('etcd over gRPC: a watch outlives the request deadline; a connection dropped silently is found by keepalive, and the follower lists again once the network is back', async (t) => {
+  // A watch stream has no request deadline (it had one, and failed every 10 s). A connection the
+  // network drops without a word (no FIN, no RST: a host gone, a firewall that forgot the flow)
+  // is found by pings that go unanswered (every 30 s while a call is open, 10 s to answer);
+  // without them TCP would notice only on a write's retransmissions, and routes would follow
+  // nothing for many minutes.
+  const etcd = await startEtcd(t);
+  const direct = await openGrpcStore(etcd.netconf);
+  t.teardown(() => direct.close());
+  const wire = await startWireHold(t, { host: '127.0.0.1', port: etcd.port });
+  const relayed = await openGrpcStore({ ...etcd.netconf, etcd_endpoints: `http://${wire.address}` });
+  t.teardown(() => relayed.close());
+  const prefix = '/netplug/test/keepalive/';
+  await direct.commit([{ key: `${prefix}a`, create: { n: 1 } }]);
+  const { heard, events } = recorder();
+  const following = relayed.follow?.(prefix, events);
+  t.teardown(() => following?.stop());
+  await until('the first list', () => heard.lists === 1);
+  await new Promise((resolve) => setTimeout(resolve, 12_000));
+  t.is(heard.failures, 0, 'a healthy watch lives past the 10 s request deadline');
+
+  // From here nothing arrives either way, and nothing closes: only unanswered pings can tell.
+  wire.hold('both ways');
+  await direct.commit([{ key: `${prefix}b`, create: { n: 2 } }]);
+  await until('the follower is told its connection is dead', () => heard.failures > 0, 60_000);
+  t.false(heard.entries.has(`${prefix}b`), 'the change made meanwhile never arrived over the dead connection');
+
+  wire.release();
+  await direct.commit([{ key: `${prefix}c`, create: { n: 3 } }]);
+  await inStepWith(direct, prefix, heard.entries, 'in step once the network is back');
+  t.true(heard.lists >= 2, 'listed again after the failure');
+  t.deepEqual([...heard.entries.keys()].sort(), [`${prefix}a`, `${prefix}b`, `${prefix}c`]);
 });
 
 test('Kubernetes datastore through informers: IPv4 blocks listed, then each change and removal, as the store reads them; every block under keys.allBlocks', async (t) => {
