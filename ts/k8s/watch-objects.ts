@@ -11,7 +11,6 @@ export interface WatchLog {
   warning(message: string): void;
 }
 
-/** An API answer's status and message (the client's own message holds the whole body and headers, over lines). */
 /**
  * Whether a watch ended because client-node's Watch heard nothing for 30 s (its inactivity timer,
  * a TimeoutError). On a quiet object that is no failure: the watch starts again from the last
@@ -19,6 +18,7 @@ export interface WatchLog {
  */
 export const isQuietEnd = (err: unknown): boolean => err instanceof Error && err.name === 'TimeoutError';
 
+/** An API answer's status and message (the client's own message holds the whole body and headers, over lines). */
 export function describeApiError(err: unknown): string {
   if (!(err instanceof k8s.ApiException)) return err instanceof Error ? err.message : String(err);
   try {

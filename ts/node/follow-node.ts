@@ -1,9 +1,9 @@
 // Follows one Kubernetes Node (its labels, its pod CIDRs: what `select` picks): list it, then
 // watch it from that resourceVersion. A watch that heard nothing for a while (client-node ends it
 // after 30 s) or that the API server closed is watched again from the last resourceVersion seen;
-// after an error, or when that version is too old, the Node is read again. Each new value seen is handed on
-// in order, one at a time; `select` gets undefined when a read finds no such Node (a deletion
-// seen by the watch is not handed on: the Node's next version is).
+// after an error, or when that version is too old, the Node is read again. Each new value seen is
+// handed on in order, one at a time; `select` gets undefined when a read finds no such Node (a
+// deletion seen by the watch is not handed on: the Node's next version is).
 import * as k8s from '@kubernetes/client-node';
 
 import { describeApiError, isQuietEnd } from '../k8s/watch-objects.ts';
