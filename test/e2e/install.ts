@@ -120,3 +120,26 @@ export async function eventually<T>(what: string, check: () => Promise<T | undef
     await new Promise((resolve) => setTimeout(resolve, 1000));
   }
 }
+
+/**
+ * The WARNING and ERROR lines each container logged over a quiet spell of `seconds` from now, by
+ * `namespace/pod container`. Longer than the 30 s after which client-node ends a watch that heard
+ * nothing, and than the agent's route and health intervals: what a component does when nothing
+ * happens shows here. The agents' lines say [WARNING] or [ERROR]; the installer's and the
+ * operator's, `<time> WARNING <message>`.
+ */
+export async function complaintsOverQuietSpell(
+  cluster: Cluster,
+  containers: { namespace: string; pod: string; container: string }[],
+  seconds = 65,
+): Promise<string[]> {
+  const since = new Date().toISOString();
+  await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+  const complaints: string[] = [];
+  for (const { namespace, pod, container } of containers) {
+    const text = await cluster.kubectl('logs', '-n', namespace, pod, '-c', container, `--since-time=${since}`);
+    for (const line of text.split('\n'))
+      if (/\[(WARNING|ERROR)\]|^\S+ (WARNING|ERROR) /.test(line)) complaints.push(`${namespace}/${pod} ${container}: ${line}`);
+  }
+  return complaints;
+}

@@ -10,7 +10,7 @@ import test from 'ava';
 
 import { BUSYBOX_IMAGE, clusterPerFile, getJson } from '../helpers/cluster.ts';
 import { NETPLUG_VERSION } from '../../ts/version.ts';
-import { eventually, imageArchive, NETPLUGCTL, nodePaths, type NodePaths } from './install.ts';
+import { complaintsOverQuietSpell, eventually, imageArchive, NETPLUGCTL, nodePaths, type NodePaths } from './install.ts';
 import { customResourcesFor, operatorManifestFor, runPods, statusCondition, waitAvailable } from './operator-install.ts';
 
 const run = promisify(execFile);
@@ -52,6 +52,20 @@ test.serial('apply operator-crds.yaml, netplug-operator.yaml and custom-resource
   t.is(new Set(addresses).size, 20);
   for (const address of addresses) t.true(address.startsWith('192.168.'), `${address} from default-ipv4-ippool 192.168.0.0/16`);
   await c.kubectl('delete', 'deployment', 'web', '--wait=true');
+});
+
+test.serial('quiet for 65 s: the operator, the node agent, the installer and the controllers log no warning or error', async (t) => {
+  const c = cluster();
+  const pod = async (namespace: string, app: string) =>
+    (await getJson(c, 'pods', '-n', namespace, '-l', `k8s-app=${app}`)).items[0].metadata.name;
+  const node = await pod('netplug-system', 'netplug-node');
+  const complaints = await complaintsOverQuietSpell(c, [
+    { namespace: 'netplug-operator', pod: await pod('netplug-operator', 'netplug-operator'), container: 'netplug-operator' },
+    { namespace: 'netplug-system', pod: node, container: 'netplug-node' },
+    { namespace: 'netplug-system', pod: node, container: 'install-cni' },
+    { namespace: 'netplug-system', pod: await pod('netplug-system', 'netplug-kube-controllers'), container: 'netplug-kube-controllers' },
+  ]);
+  t.deepEqual(complaints, []);
 });
 
 test.serial('linuxPolicySetupTimeoutSeconds: 10 reaches the conflist on the node, and the plugin waits that long', async (t) => {

@@ -10,7 +10,7 @@ import type { TestFn } from 'ava';
 
 import { BUSYBOX_IMAGE, CLUSTER_CIDR, clusterPerFile, getJson } from '../helpers/cluster.ts';
 import { NETPLUG_VERSION } from '../../ts/version.ts';
-import { eventually, imageArchive, manifestFor, NETPLUGCTL, nodePaths, writeKubeadmConfig } from './install.ts';
+import { complaintsOverQuietSpell, eventually, imageArchive, manifestFor, NETPLUGCTL, nodePaths, writeKubeadmConfig } from './install.ts';
 
 const run = promisify(execFile);
 const ROOT = new URL('../../', import.meta.url).pathname;
@@ -100,23 +100,14 @@ export function installScenario(test: TestFn, datastore: Datastore): void {
   });
 
   test.serial('quiet for 65 s with 20 pods: the node agent, the installer and the controllers log no warning or error', async (t) => {
-    // Longer than the 30 s after which client-node ends a watch that heard nothing, and than the
-    // agent's route and health intervals: what a component does when nothing happens shows here.
-    const since = new Date().toISOString();
-    await new Promise((resolve) => setTimeout(resolve, 65_000));
     const [node] = await podsOf('k8s-app=netplug-node');
     const [controllers] = await podsOf('k8s-app=netplug-kube-controllers');
-    const logs: [string, string][] = [
-      [node.metadata.name, 'netplug-node'],
-      [node.metadata.name, 'install-cni'],
-      [controllers.metadata.name, 'netplug-kube-controllers'],
-    ];
-    for (const [pod, container] of logs) {
-      const text = await cluster().kubectl('logs', '-n', 'kube-system', pod, '-c', container, `--since-time=${since}`);
-      // The agents' lines say [WARNING] or [ERROR]; the installer's, `<time> WARNING <message>`.
-      const bad = text.split('\n').filter((line) => /\[(WARNING|ERROR)\]|^\S+ (WARNING|ERROR) /.test(line));
-      t.deepEqual(bad, [], `${container}: ${bad.join('\n')}`);
-    }
+    const complaints = await complaintsOverQuietSpell(cluster(), [
+      { namespace: 'kube-system', pod: node.metadata.name, container: 'netplug-node' },
+      { namespace: 'kube-system', pod: node.metadata.name, container: 'install-cni' },
+      { namespace: 'kube-system', pod: controllers.metadata.name, container: 'netplug-kube-controllers' },
+    ]);
+    t.deepEqual(complaints, []);
   });
 
   test.serial('a hostPort pod answers on the node address through the chained portmap', async (t) => {
