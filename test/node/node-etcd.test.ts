@@ -116,7 +116,7 @@ test('a fresh cluster: files, ClusterInformation, the default pool from kubeadm,
   // Quiet for longer than client-node's watch hears nothing before ending it (30 s): the Node is
   // watched again from where it was, without a warning, and a change after that still arrives.
   const logged = await stderrDuring(() => new Promise((resolve) => setTimeout(resolve, 35_000)));
-  t.false(/watching the Kubernetes Node "node-e1" ended/.test(logged), logged);
+  t.false(/\[WARNING\].*Kubernetes Node "node-e1"/.test(logged), logged);
   const quiet = await kube.core.readNode({ name: 'node-e1' });
   await kube.core.replaceNode({ name: 'node-e1', body: { ...quiet, metadata: { ...quiet.metadata, labels: { zone: 'c' } } } });
   await eventually('the etcd Node has the labels changed after the quiet spell', () => nodes()[0]?.labels['zone'] === 'c');

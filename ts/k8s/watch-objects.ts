@@ -2,21 +2,15 @@
 // informer stops on an error (the API unreachable, a watch refused): it is started again here with
 // a growing delay. `synced` says the cache holds a complete list: a controller acts on what is
 // absent from it only then, and still confirms with a fresh GET before it does.
-// Used by the long-running programs only (netplug-kube-controllers, netplug-node's routes and pods): the
-// plugin's own Kubernetes client (client.ts) loads none of @kubernetes/client-node.
+// Used by the long-running programs only (netplug-kube-controllers, netplug-node's routes, pods
+// and Node, netplug-install's ConfigMap, netplug-operator): the plugin's own Kubernetes client
+// (client.ts) loads none of @kubernetes/client-node.
 import * as k8s from '@kubernetes/client-node';
 
 export interface WatchLog {
   info(message: string): void;
   warning(message: string): void;
 }
-
-/**
- * Whether a watch ended because client-node's Watch heard nothing for 30 s (its inactivity timer,
- * a TimeoutError). On a quiet object that is no failure: the watch starts again from the last
- * resourceVersion seen, without a warning or a new list (client-node's own ListWatch does so too).
- */
-export const isQuietEnd = (err: unknown): boolean => err instanceof Error && err.name === 'TimeoutError';
 
 /** An API answer's status and message (the client's own message holds the whole body and headers, over lines). */
 export function describeApiError(err: unknown): string {
