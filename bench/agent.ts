@@ -22,9 +22,9 @@ import * as k8s from '@kubernetes/client-node';
 
 import { launchEtcd, freePort, type EtcdServer } from '../scripts/lib/etcd-server.ts';
 import { launchKubeApiserver, type KubeServer } from '../scripts/lib/kube-server.ts';
-import { buildNativeHelpers, LAUNCH_TIMER, startNativeExec, type NativeExec } from './lib/native-exec.ts';
+import { buildNativeHelpers, LAUNCH_TIMER } from './lib/native-exec.ts';
 import { medianOf, writeReport, type Series } from './lib/report.ts';
-import { addDelSamples, runtimeEnv, type Run } from './lib/run-plugin.ts';
+import { addDelSamples, runChecked, runtimeEnv, runToExit, stopNativeRuns, type Run } from './lib/run-plugin.ts';
 import { elapsedMs, summarize } from './lib/stats.ts';
 
 const ROOT = new URL('../', import.meta.url).pathname;
@@ -59,7 +59,6 @@ const namespaces: string[] = [];
 let etcd: EtcdServer | undefined;
 let kube: KubeServer | undefined;
 let agent: ReturnType<typeof spawn> | undefined;
-let native: NativeExec | undefined;
 
 function netconf(variant: Variant, endpoints: string): string {
   if (variant === 'ptp')
@@ -91,15 +90,12 @@ function cniEnv(variant: Variant, command: string, container: string, netns: str
 }
 
 /** One command to its exit; resolves whatever the exit status. */
-const runAsync = (variant: Variant, command: string, container: string, netns: string, conf: string): ReturnType<NativeExec['run']> =>
-  (native as NativeExec).run(executable(variant), cniEnv(variant, command, container, netns), conf);
+const runAsync = (variant: Variant, command: string, container: string, netns: string, conf: string): Promise<Run> =>
+  runToExit(executable(variant), cniEnv(variant, command, container, netns), conf);
 
 /** One command to its exit; throws, naming the variant and the plugin's output, unless it exits 0. */
-async function runOk(variant: Variant, command: string, container: string, netns: string, conf: string): Promise<Run> {
-  const run = await runAsync(variant, command, container, netns, conf);
-  if (run.status !== 0) throw new Error(`${LABELS[variant]} ${command} failed: ${run.stdout}${run.stderr}`);
-  return run;
-}
+const runOk = (variant: Variant, command: string, container: string, netns: string, conf: string): Promise<Run> =>
+  runChecked(LABELS[variant], executable(variant), cniEnv(variant, command, container, netns), conf);
 
 function addNamespace(name: string): string {
   execFileSync('ip', ['netns', 'add', name]);
@@ -220,7 +216,7 @@ async function cleanup(): Promise<void> {
     agent.kill('SIGTERM');
     await new Promise((resolve) => agent?.once('exit', resolve));
   }
-  await native?.close();
+  await stopNativeRuns();
   for (const netns of namespaces) spawnSync('ip', ['netns', 'del', netns]);
   await kube?.stop();
   await etcd?.stop();
@@ -232,7 +228,6 @@ async function main(): Promise<void> {
   for (const file of [SHIM, ONE_SHOT, NETPLUG_NODE]) if (!existsSync(file)) throw new Error(`${file} is missing: run npm run build`);
   process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
   buildNativeHelpers();
-  native = startNativeExec();
   etcd = await launchEtcd(join(scratch, 'etcd'));
   kube = await launchKubeApiserver(join(scratch, 'kube'));
   const admin = new k8s.KubeConfig();

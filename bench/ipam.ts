@@ -22,7 +22,7 @@ import { GatewayConnection } from '../ts/store/etcd/http.ts';
 import { EtcdStore } from '../ts/store/etcd/store.ts';
 import { launchEtcd, type EtcdServer } from '../scripts/lib/etcd-server.ts';
 import { medianOf, writeReport, type Series } from './lib/report.ts';
-import { runPlugin, runPluginAsync, runtimeEnv, type Run } from './lib/run-plugin.ts';
+import { runChecked, runtimeEnv, runToExit, stopNativeRuns, type Run } from './lib/run-plugin.ts';
 import { elapsedMs } from './lib/stats.ts';
 
 const ROOT = new URL('../', import.meta.url).pathname;
@@ -66,11 +66,11 @@ function netconf(plugin: Plugin, endpoints: string): string {
 
 const cniEnv = (command: string, container: string, netns: string) => runtimeEnv(command, container, netns, CNI_PATH);
 
-const runSync = (plugin: Plugin, command: string, container: string, netns: string, conf: string): Run =>
-  runPlugin(plugin, plugin === 'netplug' ? NETPLUG : PTP, cniEnv(command, container, netns), conf);
+const runOk = (plugin: Plugin, command: string, container: string, netns: string, conf: string): Promise<Run> =>
+  runChecked(plugin, plugin === 'netplug' ? NETPLUG : PTP, cniEnv(command, container, netns), conf);
 
 const runAsync = (plugin: Plugin, command: string, container: string, netns: string, conf: string): Promise<Run> =>
-  runPluginAsync(plugin === 'netplug' ? NETPLUG : PTP, cniEnv(command, container, netns), conf);
+  runToExit(plugin === 'netplug' ? NETPLUG : PTP, cniEnv(command, container, netns), conf);
 
 function addNamespace(name: string): string {
   execFileSync('ip', ['netns', 'add', name]);
@@ -99,22 +99,23 @@ async function sequential(endpoints: string, port: number) {
   const confs = { netplug: netconf('netplug', endpoints), ptp: netconf('ptp', endpoints) };
   const samples = { netplug: { add: [] as number[], del: [] as number[] }, ptp: { add: [] as number[], del: [] as number[] } };
   let pod = 0;
-  const cycle = (plugin: Plugin): [number, number] => {
+  const cycle = async (plugin: Plugin): Promise<[number, number]> => {
     const container = `bench-${plugin}-${pod++}`;
-    return [runSync(plugin, 'ADD', container, netns, confs[plugin]).ms, runSync(plugin, 'DEL', container, netns, confs[plugin]).ms];
+    const add = await runOk(plugin, 'ADD', container, netns, confs[plugin]);
+    return [add.ms, (await runOk(plugin, 'DEL', container, netns, confs[plugin])).ms];
   };
-  for (let i = 0; i < WARMUP; i++) for (const plugin of ['netplug', 'ptp'] as const) cycle(plugin);
+  for (let i = 0; i < WARMUP; i++) for (const plugin of ['netplug', 'ptp'] as const) await cycle(plugin);
   // Round trips: etcd's counters around ADDs and DELs of netplug alone.
   const before = await etcdRequests(port);
   const container = 'bench-round-trips';
-  runSync('netplug', 'ADD', container, netns, confs.netplug);
+  await runOk('netplug', 'ADD', container, netns, confs.netplug);
   const afterAdd = await etcdRequests(port);
-  runSync('netplug', 'DEL', container, netns, confs.netplug);
+  await runOk('netplug', 'DEL', container, netns, confs.netplug);
   const afterDel = await etcdRequests(port);
   for (let i = 0; i < CYCLES; i++) {
     // Alternate which goes first, so that neither always follows the other's veth deletion.
     for (const plugin of i % 2 === 0 ? (['netplug', 'ptp'] as const) : (['ptp', 'netplug'] as const)) {
-      const [add, del] = cycle(plugin);
+      const [add, del] = await cycle(plugin);
       samples[plugin].add.push(add);
       samples[plugin].del.push(del);
     }
@@ -192,6 +193,7 @@ async function simulatedNodes(endpoints: string) {
 }
 
 async function cleanup(): Promise<void> {
+  await stopNativeRuns();
   for (const name of namespaces.splice(0)) spawnSync('ip', ['netns', 'del', name]);
   await etcd?.stop();
   rmSync(scratch, { recursive: true, force: true });
@@ -280,7 +282,7 @@ async function main(): Promise<void> {
       { label: 'etcd requests per allocation, 100 simulated nodes (first round, blocks being claimed)', value: sim.requestsPerAllocation },
     ],
     notes: [
-      'Each ADD and DEL is a fresh process started with spawnSync and timed from spawn to exit, stdin included, with the CNI environment a runtime gives.',
+      "Each ADD and DEL is a fresh process with the CNI environment a runtime gives, spawned as a container runtime spawns it (Go's os/exec in containerd; here Rust's posix_spawn, crates/netplug-shim/examples/exec-server.rs) and timed natively from spawn to exit, stdin included. Until stop 23 they were spawned by Node, whose spawn costs ~3 ms more per process on this VM and added that to both variants.",
       `Sequential: ${CYCLES} pods per variant into one namespace, IPv4, interleaved pod by pod (which goes first alternates). ptp runs host-local as a second process for ADD and DEL; netplug runs netplug-ipam in-process against etcd (Debian's etcd-server on loopback, one member).`,
       'netplug writes a workload endpoint per pod besides the allocation; ptp does no datastore work at all.',
       `Burst: ${BURST} namespaces; ${BURST} ADD processes spawned at once, timed until the last exits; ${BURST_ROUNDS} rounds per variant; every address checked distinct; the pods are deleted between rounds (not timed).`,

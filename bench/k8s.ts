@@ -10,7 +10,7 @@
 //   burst:     30 address assignments at once on one node through the netplug-ipam executable,
 //              on etcd and on the Kubernetes datastore, against the same burst of host-local.
 // Writes bench/results/k8s.{md,json,svg}.
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { request } from 'node:https';
@@ -25,7 +25,7 @@ import { launchKubeApiserver, type KubeServer } from '../scripts/lib/kube-server
 import { installCrds } from '../scripts/lib/netplug-crds.ts';
 import { launchEtcd, type EtcdServer } from '../scripts/lib/etcd-server.ts';
 import { medianOf, writeReport, type Series } from './lib/report.ts';
-import { addDelSamples, runPlugin, runPluginAsync, runtimeEnv } from './lib/run-plugin.ts';
+import { addDelSamples, runChecked, runtimeEnv, stopNativeRuns } from './lib/run-plugin.ts';
 import { elapsedMs } from './lib/stats.ts';
 
 const ROOT = new URL('../', import.meta.url).pathname;
@@ -85,15 +85,9 @@ function cniEnv(command: string, container: string, pod: string): Record<string,
   });
 }
 
-const run = (variant: Variant, command: string, container: string, pod: string, conf: string): number =>
-  runPlugin(variant, variant === 'ptp' ? PTP : NETPLUG, cniEnv(command, container, pod), conf).ms;
-
-/** An ADD in a child process, so this process can serve the gate or write the status file meanwhile. */
-async function runAsync(command: string, container: string, pod: string, conf: string): Promise<number> {
-  const { status, stdout, ms } = await runPluginAsync(NETPLUG, cniEnv(command, container, pod), conf);
-  if (status !== 0) throw new Error(`netplug ${command} failed: ${stdout}`);
-  return ms;
-}
+/** One command to its exit, timed; this process serves the gate or writes the status file meanwhile. */
+const run = async (variant: Variant, command: string, container: string, pod: string, conf: string): Promise<number> =>
+  (await runChecked(variant, variant === 'ptp' ? PTP : NETPLUG, cniEnv(command, container, pod), conf)).ms;
 
 /** The API server's count of requests it has handled (apiserver_request_total, every verb and resource). */
 function apiRequests(server: KubeServer): Promise<number> {
@@ -160,14 +154,12 @@ async function perPod(server: KubeServer, kubeconfig: string) {
   const confs = Object.fromEntries(variants.map((v) => [v, netconf(v, kubeconfig)])) as Record<Variant, string>;
   const samples = addDelSamples(variants);
   let n = 0;
-  const cycle = (variant: Variant): [number, number] => {
+  const cycle = async (variant: Variant): Promise<[number, number]> => {
     const container = `bench-${variant}-${n++}`;
-    return [
-      run(variant, 'ADD', container, `pod-${variant}`, confs[variant]),
-      run(variant, 'DEL', container, `pod-${variant}`, confs[variant]),
-    ];
+    const add = await run(variant, 'ADD', container, `pod-${variant}`, confs[variant]);
+    return [add, await run(variant, 'DEL', container, `pod-${variant}`, confs[variant])];
   };
-  for (let i = 0; i < WARMUP; i++) for (const v of variants) cycle(v);
+  for (let i = 0; i < WARMUP; i++) for (const v of variants) await cycle(v);
   // Requests: the API server's counter around 10 ADDs and 10 DELs of each netplug variant.
   const requests: Record<string, { add: number; del: number }> = {};
   for (const variant of ['etcd', 'kdd'] as const) {
@@ -176,9 +168,9 @@ async function perPod(server: KubeServer, kubeconfig: string) {
     for (let i = 0; i < 10; i++) {
       const container = `bench-requests-${variant}-${i}`;
       const before = await apiRequests(server);
-      run(variant, 'ADD', container, `pod-${variant}`, confs[variant]);
+      await run(variant, 'ADD', container, `pod-${variant}`, confs[variant]);
       const afterAdd = await apiRequests(server);
-      run(variant, 'DEL', container, `pod-${variant}`, confs[variant]);
+      await run(variant, 'DEL', container, `pod-${variant}`, confs[variant]);
       const afterDel = await apiRequests(server);
       // Reading /metrics is not itself counted (a non-resource request).
       add += afterAdd - before;
@@ -189,7 +181,7 @@ async function perPod(server: KubeServer, kubeconfig: string) {
   for (let i = 0; i < CYCLES; i++) {
     // Rotate which goes first, so that none always follows another's veth deletion.
     for (const v of [...variants.slice(i % 3), ...variants.slice(0, i % 3)]) {
-      const [add, del] = cycle(v);
+      const [add, del] = await cycle(v);
       samples[v].add.push(add);
       samples[v].del.push(del);
     }
@@ -217,8 +209,8 @@ async function readinessGate(kubeconfig: string) {
       ] as const) {
         const container = `bench-gate-${kind}-${i}`;
         readyAt = Date.now() + 1000;
-        samples[kind].push(await runAsync('ADD', container, 'pod-gate', conf));
-        run('etcd', 'DEL', container, 'pod-gate', conf);
+        samples[kind].push(await run('etcd', 'ADD', container, 'pod-gate', conf));
+        await run('etcd', 'DEL', container, 'pod-gate', conf);
       }
     }
   } finally {
@@ -237,13 +229,13 @@ async function policyWait(kubeconfig: string) {
   for (let i = 0; i < WAIT_ROUNDS; i++) {
     const container = `bench-policy-${i}`;
     const writer = setTimeout(() => writeFileSync(file, '{}'), 300);
-    samples.written.push(await runAsync('ADD', container, 'pod-policy', waiting));
+    samples.written.push(await run('etcd', 'ADD', container, 'pod-policy', waiting));
     clearTimeout(writer);
-    run('etcd', 'DEL', container, 'pod-policy', waiting);
+    await run('etcd', 'DEL', container, 'pod-policy', waiting);
     rmSync(file, { force: true });
     if (i < 3) {
-      samples.never.push(await runAsync('ADD', `${container}-never`, 'pod-policy', timingOut));
-      run('etcd', 'DEL', `${container}-never`, 'pod-policy', timingOut);
+      samples.never.push(await run('etcd', 'ADD', `${container}-never`, 'pod-policy', timingOut));
+      await run('etcd', 'DEL', `${container}-never`, 'pod-policy', timingOut);
     }
   }
   return samples;
@@ -277,21 +269,12 @@ async function burst(kubeconfig: string) {
     },
   };
   const one = (variant: Variant, command: string, container: string) =>
-    new Promise<void>((resolve, reject) => {
-      const env = {
-        CNI_COMMAND: command,
-        CNI_CONTAINERID: container,
-        CNI_NETNS: `/run/netns/${netns}`,
-        CNI_IFNAME: 'eth0',
-        CNI_PATH,
-        PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
-      };
-      const child = spawn(variant === 'ptp' ? HOST_LOCAL : NETPLUG_IPAM, [], { env, stdio: ['pipe', 'pipe', 'ignore'] });
-      let stdout = '';
-      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
-      child.on('close', (status) => (status === 0 ? resolve() : reject(new Error(`${variant} IPAM ${command} failed: ${stdout}`))));
-      child.stdin.end(JSON.stringify(confs[variant]));
-    });
+    runChecked(
+      `${variant} IPAM`,
+      variant === 'ptp' ? HOST_LOCAL : NETPLUG_IPAM,
+      runtimeEnv(command, container, netns as string, CNI_PATH),
+      JSON.stringify(confs[variant]),
+    );
   const samples: Record<Variant, number[]> = { etcd: [], kdd: [], ptp: [] };
   for (let round = 0; round < BURST_ROUNDS; round++) {
     for (const variant of ['etcd', 'kdd', 'ptp'] as const) {
@@ -309,6 +292,7 @@ const lockExisted = existsSync(IPAM_LOCK_FILE);
 const lockDirExisted = existsSync(dirname(IPAM_LOCK_FILE));
 
 async function cleanup(): Promise<void> {
+  await stopNativeRuns();
   if (netns) spawnSync('ip', ['netns', 'del', netns]);
   if (!lockExisted) rmSync(IPAM_LOCK_FILE, { force: true });
   if (!lockDirExisted) rmSync(dirname(IPAM_LOCK_FILE), { recursive: true, force: true });
@@ -402,7 +386,7 @@ async function main(): Promise<void> {
     ],
     notes: [
       'A real kube-apiserver (built from the Go module proxy, scripts/kube-apiserver.sh) with its own etcd on loopback; the plugin runs as an identity bound to the shipped ClusterRoles (deploy/rbac/netplug-cni.yaml); the CRDs from deploy/crds/.',
-      `Per pod: ${CYCLES} ADD + DEL cycles per variant into one namespace, IPv4, each a fresh process timed from spawn to exit, the variants rotated pod by pod. The netplug variants read the pod and its namespace (policy.type k8s) and write a workload endpoint; ptp reads no API and writes no endpoint.`,
+      `Per pod: ${CYCLES} ADD + DEL cycles per variant into one namespace, IPv4, each a fresh process spawned as a container runtime spawns it (Rust's posix_spawn, crates/netplug-shim/examples/exec-server.rs; until stop 23 Node's spawn, ~3 ms dearer per process) and timed natively from spawn to exit, the variants rotated pod by pod. The netplug variants read the pod and its namespace (policy.type k8s) and write a workload endpoint; ptp reads no API and writes no endpoint.`,
       "API requests: the growth of the API server's apiserver_request_total across one ADD and one DEL (10 of each, averaged); the API server's own background requests may add a fraction. The etcd variant's datastore round trips go to etcd and are not counted here (see ipam.md).",
       `Readiness gate: a local HTTP server answering 503 until 1 s after the ADD is spawned, then 200; the first probe is immediate, then every 200 ms. ${WAIT_ROUNDS} rounds, against the same ADD without a gate.`,
       `Burst: ${BURST} IPAM executables (netplug-ipam, or host-local) spawned at once for one node, timed until the last exits; ${BURST_ROUNDS} rounds each, released between rounds. On the Kubernetes datastore the processes take turns under the host-wide IPAM lock (flock); on etcd a loser is served by the next winner's transaction.`,

@@ -1,10 +1,11 @@
-//! Runs CNI plugins as a container runtime does, for `npm run bench:agent`: each a fresh process
-//! started with a vfork-style spawn (Go's os/exec in containerd and CRI-O; Rust's std uses
-//! posix_spawn, the same clone), its stdin written and closed, timed from spawn until it has
+//! Runs CNI plugins as a container runtime does, for the benchmarks (`npm run bench:*`): each a
+//! fresh process started with a vfork-style spawn (Go's os/exec in containerd and CRI-O; Rust's
+//! std uses posix_spawn, the same clone), its stdin written and closed, timed from spawn until it has
 //! exited and closed its output. Node's own spawn costs ~3 ms more per process on a small VM,
 //! which would be the benchmark's, not the plugin's.
 //!
-//! Reads requests, one JSON object per line on stdin: `{"id":1,"exe":"/path","env":{...},"stdin":"..."}`;
+//! Reads requests, one JSON object per line on stdin:
+//! `{"id":1,"exe":"/path","args":["-e","0"],"env":{...},"stdin":"..."}` (`args` optional);
 //! each runs on a thread of its own (a burst's commands run at once) and is answered, one JSON
 //! line on stdout: `{"id":1,"status":0,"stdout":"...","stderr":"...","ns":12345}`
 //! (`status` null when killed by a signal; `error` instead when the spawn itself failed).
@@ -48,7 +49,9 @@ fn run(request: &Value) -> Value {
     let empty = Map::new();
     let env = request.get("env").and_then(Value::as_object).unwrap_or(&empty);
     let stdin = request.get("stdin").and_then(Value::as_str).unwrap_or("");
+    let args = request.get("args").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
     let mut command = Command::new(exe);
+    command.args(args.iter().map(|arg| arg.as_str().unwrap_or_default()));
     command.env_clear().stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
     for (name, value) in env {
         command.env(name, value.as_str().unwrap_or_default());
