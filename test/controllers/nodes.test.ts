@@ -4,8 +4,8 @@
 // follow the Kubernetes Nodes'.
 import test, { type ExecutionContext } from 'ava';
 
-import { hostAffinity, keys } from '../../ts/ipam/model.ts';
-import { checkedBlocks } from '../../ts/ipam/checked-documents.ts';
+import { hostAffinity, keys } from '../../ts/model/keys.ts';
+import { checkedBlocks } from '../../ts/model/checked-documents.ts';
 import { openKubeClient } from '../../ts/k8s/client.ts';
 import { openStore } from '../../ts/store/open.ts';
 import { KubeStore } from '../../ts/store/kubernetes/store.ts';

@@ -8,7 +8,7 @@ import { hasStackTrace, invoke } from '../helpers/cni.ts';
 import { startEtcd, type EtcdServer } from '../helpers/etcd.ts';
 import { ctl, ctlOk, etcdKeys, ipamNetconf, totalAllocated } from '../helpers/ipam.ts';
 import { containerId, createNetns, link } from '../helpers/kernel.ts';
-import { handleId, keys } from '../../ts/ipam/model.ts';
+import { handleId, keys } from '../../ts/model/keys.ts';
 
 const POOL_KEY = keys.pool('bad');
 const goodPool = (spec: Record<string, unknown> = {}) => ({

@@ -6,9 +6,9 @@
 import test, { type ExecutionContext } from 'ava';
 
 import { KnownNodes } from '../../ts/ipam/known-nodes.ts';
-import { isBlockKey, keys } from '../../ts/ipam/model.ts';
-import { checkedBlock } from '../../ts/ipam/checked-documents.ts';
-import { poolResource } from '../../ts/ipam/pool-resource.ts';
+import { isBlockKey, keys } from '../../ts/model/keys.ts';
+import { checkedBlock } from '../../ts/model/checked-documents.ts';
+import { poolResource } from '../../ts/model/pool-resource.ts';
 import { WaitingAdds } from '../../ts/ipam/waiting-adds.ts';
 import { nodeTurns } from '../../ts/node/cni-services.ts';
 import { runMain } from '../../ts/plugin/main.ts';

@@ -5,9 +5,9 @@
 import test from 'ava';
 
 import { KnownNodes } from '../../ts/ipam/known-nodes.ts';
-import { keys } from '../../ts/ipam/model.ts';
-import { checkedBlock } from '../../ts/ipam/checked-documents.ts';
-import { poolResource } from '../../ts/ipam/pool-resource.ts';
+import { keys } from '../../ts/model/keys.ts';
+import { checkedBlock } from '../../ts/model/checked-documents.ts';
+import { poolResource } from '../../ts/model/pool-resource.ts';
 import { nodeTurns } from '../../ts/node/cni-services.ts';
 import { runMain } from '../../ts/plugin/main.ts';
 import type { PluginServices } from '../../ts/plugin/services.ts';

@@ -5,7 +5,7 @@ import test from 'ava';
 
 import { newBlock } from '../../ts/ipam/block.ts';
 import { KnownNodes, type NodeFacts } from '../../ts/ipam/known-nodes.ts';
-import { keys } from '../../ts/ipam/model.ts';
+import { keys } from '../../ts/model/keys.ts';
 import type { Write } from '../../ts/store/store.ts';
 
 const NODE = 'n1';

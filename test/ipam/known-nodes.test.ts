@@ -9,7 +9,7 @@ import { parseEnvironment } from '../../ts/cni/environment.ts';
 import { parseNetconf } from '../../ts/config/netconf.ts';
 import { KnownNodes } from '../../ts/ipam/known-nodes.ts';
 import { NetplugIpam } from '../../ts/ipam/netplug-ipam.ts';
-import { handleId } from '../../ts/ipam/model.ts';
+import { handleId } from '../../ts/model/keys.ts';
 import { addReads, assumedAhead } from '../../ts/ipam/read-ahead.ts';
 import { Logger } from '../../ts/log/logger.ts';
 import { lockDatastore, unlockDatastore } from '../../ts/migrate/datastore-lock.ts';

@@ -16,9 +16,9 @@ import {
 import { formatIp, formatPrefix, parseIp, parsePrefix, within } from '../../ts/net/cidr.ts';
 import { poolChanges } from '../../ts/ctl/pool-update.ts';
 import { IpamError } from '../../ts/ipam/errors.ts';
-import { cidrOfKey, keys } from '../../ts/ipam/model.ts';
-import { checkedBlock, checkedHandle, checkedPool, isPendingRequest } from '../../ts/ipam/checked-documents.ts';
-import { parseSelector, SelectorError } from '../../ts/ipam/selector.ts';
+import { cidrOfKey, keys } from '../../ts/model/keys.ts';
+import { checkedBlock, checkedHandle, checkedPool, isPendingRequest } from '../../ts/model/checked-documents.ts';
+import { parseSelector, SelectorError } from '../../ts/selectors/parse.ts';
 
 test('addresses round-trip in canonical form', (t) => {
   for (const ip of ['10.0.0.1', '255.255.255.255', '::', '::1', 'fd00::5', 'fd00:0:0:1::', '2001:db8::1:0:0:1', '1:2:3:4:5:6:7:8']) {

@@ -5,7 +5,7 @@ import test from 'ava';
 
 import { KnownNodes } from '../../ts/ipam/known-nodes.ts';
 import { addReads, readAhead, type ReadAhead } from '../../ts/ipam/read-ahead.ts';
-import { handleId, keys } from '../../ts/ipam/model.ts';
+import { handleId, keys } from '../../ts/model/keys.ts';
 import { releaseWhere, type ReadForRelease } from '../../ts/ipam/release.ts';
 import { openStore } from '../../ts/store/open.ts';
 import type { Entry, Store } from '../../ts/store/store.ts';

@@ -9,7 +9,7 @@ import test, { type ExecutionContext } from 'ava';
 import * as k8s from '@kubernetes/client-node';
 
 import { newBlock } from '../../ts/ipam/block.ts';
-import { handleId, hostAffinity, keys } from '../../ts/ipam/model.ts';
+import { handleId, hostAffinity, keys } from '../../ts/model/keys.ts';
 import { openKubeClient } from '../../ts/k8s/client.ts';
 import { KubeStore } from '../../ts/store/kubernetes/store.ts';
 import { hasStackTrace, invoke } from '../helpers/cni.ts';

@@ -3,8 +3,8 @@
 // b shares its subnet, c is on 10.1.0.0/24.
 import test from 'ava';
 
-import type { EncapsulationMode, PoolSpec } from '../../ts/ipam/model.ts';
-import { checkedNodeSpec } from '../../ts/ipam/checked-documents.ts';
+import type { EncapsulationMode, PoolSpec } from '../../ts/model/keys.ts';
+import { checkedNodeSpec } from '../../ts/model/checked-documents.ts';
 import { parsePrefix, type Prefix } from '../../ts/net/cidr.ts';
 import type { Pool } from '../../ts/ipam/pools.ts';
 import { countsOf, desiredState, type NodeAddresses, type RoutedBlock } from '../../ts/node/routes/desired-routes.ts';

@@ -7,8 +7,8 @@
 import test from 'ava';
 import type * as k8s from '@kubernetes/client-node';
 
-import { keys, type PoolResource } from '../../ts/ipam/model.ts';
-import { poolResource } from '../../ts/ipam/pool-resource.ts';
+import { keys, type PoolResource } from '../../ts/model/keys.ts';
+import { poolResource } from '../../ts/model/pool-resource.ts';
 import { CNI_PLUGIN, NODE } from '../../ts/render/objects.ts';
 import { renderRbac } from '../../ts/render/rbac.ts';
 import { NODE_ADDRESS_ANNOTATIONS } from '../../ts/store/kubernetes/resources.ts';

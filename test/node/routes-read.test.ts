@@ -4,8 +4,8 @@
 import test from 'ava';
 
 import { assignOrdinal, newBlock } from '../../ts/ipam/block.ts';
-import { API_VERSION, keys } from '../../ts/ipam/model.ts';
-import { poolResource } from '../../ts/ipam/pool-resource.ts';
+import { API_VERSION, keys } from '../../ts/model/keys.ts';
+import { poolResource } from '../../ts/model/pool-resource.ts';
 import { readCluster } from '../../ts/node/routes/read-cluster.ts';
 import { openStore } from '../../ts/store/open.ts';
 import { startEtcd } from '../helpers/etcd.ts';

@@ -13,8 +13,8 @@ import { spawn } from 'node:child_process';
 
 import test from 'ava';
 
-import { keys, type EncapsulationMode, type PoolResource } from '../../ts/ipam/model.ts';
-import { poolResource } from '../../ts/ipam/pool-resource.ts';
+import { keys, type EncapsulationMode, type PoolResource } from '../../ts/model/keys.ts';
+import { poolResource } from '../../ts/model/pool-resource.ts';
 import { openStore } from '../../ts/store/open.ts';
 import { retryOnConflict, type Store } from '../../ts/store/store.ts';
 import { requireBuilt } from '../helpers/cni.ts';

@@ -4,7 +4,7 @@
 // compare-and-swap keeps an address from being handed out twice.
 import test, { type ExecutionContext } from 'ava';
 
-import { keys } from '../../ts/ipam/model.ts';
+import { keys } from '../../ts/model/keys.ts';
 import { openStore } from '../../ts/store/open.ts';
 import type { Store } from '../../ts/store/store.ts';
 import { callAgent, type AgentReply } from '../helpers/agent-client.ts';

@@ -8,7 +8,7 @@ import test from 'ava';
 import * as k8s from '@kubernetes/client-node';
 
 import { newBlock } from '../../ts/ipam/block.ts';
-import { keys } from '../../ts/ipam/model.ts';
+import { keys } from '../../ts/model/keys.ts';
 import { openStore } from '../../ts/store/open.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
 import {

@@ -7,7 +7,7 @@
 import test from 'ava';
 import * as k8s from '@kubernetes/client-node';
 
-import { keys } from '../../ts/ipam/model.ts';
+import { keys } from '../../ts/model/keys.ts';
 import { configHash } from '../../ts/operator/render-cni-config.ts';
 import { openStore } from '../../ts/store/open.ts';
 import { NETPLUG_VERSION } from '../../ts/version.ts';

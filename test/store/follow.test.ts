@@ -7,7 +7,7 @@ import * as k8s from '@kubernetes/client-node';
 import test from 'ava';
 
 import { newBlock } from '../../ts/ipam/block.ts';
-import { keys } from '../../ts/ipam/model.ts';
+import { keys } from '../../ts/model/keys.ts';
 import { openKubeClient } from '../../ts/k8s/client.ts';
 import { openGrpcStore } from '../../ts/store/etcd/grpc.ts';
 import { followKubernetes } from '../../ts/store/kubernetes/follow.ts';

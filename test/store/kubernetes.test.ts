@@ -3,7 +3,7 @@
 // narrowed by labels yet exact, and names for keys no object name could hold.
 import test from 'ava';
 
-import { keys } from '../../ts/ipam/model.ts';
+import { keys } from '../../ts/model/keys.ts';
 import { openKubeClient } from '../../ts/k8s/client.ts';
 import { KubeStore } from '../../ts/store/kubernetes/store.ts';
 import { objectName } from '../../ts/store/kubernetes/resources.ts';

@@ -11,7 +11,7 @@ import type { Server } from 'node:http';
 
 import * as k8s from '@kubernetes/client-node';
 
-import { keys } from '../ipam/model.ts';
+import { keys } from '../model/keys.ts';
 import type { Store } from '../store/store.ts';
 import { lineLog, reason } from './log.ts';
 import { openDatastore } from './open-datastore.ts';

@@ -1,8 +1,8 @@
 // Every allocated address in the datastore, with what its allocation records (handle, node, pod).
 import { addressOf, attributeAt } from '../ipam/block.ts';
-import type { Block } from '../ipam/model.ts';
-import { checkedBlocks } from '../ipam/checked-documents.ts';
-import { keys } from '../ipam/model.ts';
+import type { Block } from '../model/keys.ts';
+import { checkedBlocks } from '../model/checked-documents.ts';
+import { keys } from '../model/keys.ts';
 import type { Entry, Store } from '../store/store.ts';
 
 export interface Allocated {

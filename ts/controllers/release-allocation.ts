@@ -2,7 +2,7 @@
 // endpoint naming an address handed out again would give policy two owners of one address), then
 // the address and its handle with the release netplugctl ipam release uses, but only while the
 // same handle still holds it (never an address handed out again since it was judged leaked).
-import { keys } from '../ipam/model.ts';
+import { keys } from '../model/keys.ts';
 import { releaseAddress } from '../ipam/release.ts';
 import { retryOnConflict, type Store } from '../store/store.ts';
 import type { Allocated } from './read-allocations.ts';

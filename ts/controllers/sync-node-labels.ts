@@ -2,8 +2,8 @@
 // kept equal to its Kubernetes Node's (pool node selectors match them). The node agent creates
 // the resource when it registers its node; a node it has not registered gets none from here.
 // With the Kubernetes datastore the Node resources are the cluster's own: nothing to sync.
-import { keys } from '../ipam/model.ts';
-import { checkedNodeLabels } from '../ipam/checked-documents.ts';
+import { keys } from '../model/keys.ts';
+import { checkedNodeLabels } from '../model/checked-documents.ts';
 import type { Store } from '../store/store.ts';
 import type { ControllerLog } from './log.ts';
 

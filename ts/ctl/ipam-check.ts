@@ -3,7 +3,7 @@
 // the datastore first). Each problem says how to repair it.
 import { ordinalsOf } from '../ipam/block.ts';
 import { parsePrefix, size, type Prefix } from '../net/cidr.ts';
-import { hostAffinity } from '../ipam/model.ts';
+import { hostAffinity } from '../model/keys.ts';
 import type { Store } from '../store/store.ts';
 import { age } from './ipam-show.ts';
 import { affineNode, heldAddresses, poolOfAddress, poolOfBlock, readIpamState, type IpamState } from './ipam-state.ts';

@@ -3,7 +3,7 @@
 // unless forced.
 import { releaseAddress } from '../ipam/release.ts';
 import { parseIp } from '../net/cidr.ts';
-import { keys } from '../ipam/model.ts';
+import { keys } from '../model/keys.ts';
 import type { WorkloadEndpoint } from '../plugin/workload-endpoint.ts';
 import type { Store } from '../store/store.ts';
 import { poolOfAddress, readIpamState } from './ipam-state.ts';

@@ -1,10 +1,10 @@
 // netplugctl pool create|list|get|delete (update: pool-update.ts).
 import { allocatedCount } from '../ipam/block.ts';
 import { parsePrefix } from '../net/cidr.ts';
-import { keys, type PoolResource } from '../ipam/model.ts';
-import { checkedBlock, checkedPool } from '../ipam/checked-documents.ts';
+import { keys, type PoolResource } from '../model/keys.ts';
+import { checkedBlock, checkedPool } from '../model/checked-documents.ts';
 import { IpamError } from '../ipam/errors.ts';
-import { PoolOptionError, poolResource as validPoolResource, type PoolOptions } from '../ipam/pool-resource.ts';
+import { PoolOptionError, poolResource as validPoolResource, type PoolOptions } from '../model/pool-resource.ts';
 import { blockInPool, listPools, poolOf, type Pool } from '../ipam/pools.ts';
 import { retryOnConflict, type Entry, type Store, type Write } from '../store/store.ts';
 import { details, table } from './table.ts';

@@ -10,8 +10,8 @@ import type { Entry, Read, Write } from '../store/store.ts';
 import { retryOnConflict } from '../store/store.ts';
 import { poolError } from './errors.ts';
 import { addressesOf, firstReads, knownFrom, type KnownState } from './known-state.ts';
-import { isBlockKey, keys, type PendingRequest } from './model.ts';
-import { checkedBlock, checkedHandle, checkedOrAbsent, isPendingRequest } from './checked-documents.ts';
+import { isBlockKey, keys, type PendingRequest } from '../model/keys.ts';
+import { checkedBlock, checkedHandle, checkedOrAbsent, isPendingRequest } from '../model/checked-documents.ts';
 import { familyName, type Pool } from './pools.ts';
 import { releaseWhere } from './release.ts';
 

@@ -1,8 +1,8 @@
 // Operations on one block's allocation state. Pure: they change the object given; the caller
 // writes it back with compare-and-swap.
 import { formatIp, parseIp, widthOf, type Family } from '../net/cidr.ts';
-import type { AllocationAttribute, Block } from './model.ts';
-import { prefixOf } from './model.ts';
+import type { AllocationAttribute, Block } from '../model/keys.ts';
+import { prefixOf } from '../model/keys.ts';
 
 export function newBlock(cidr: string, affinity: string | null, now: Date): Block {
   const prefix = prefixOf(cidr);

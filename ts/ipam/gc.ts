@@ -7,8 +7,8 @@
 import { CniError, ErrorCode } from '../cni/errors.ts';
 import type { Entry, Store } from '../store/store.ts';
 import { attributeAt } from './block.ts';
-import { keys } from './model.ts';
-import { checkedBlocks } from './checked-documents.ts';
+import { keys } from '../model/keys.ts';
+import { checkedBlocks } from '../model/checked-documents.ts';
 import { releaseWhere } from './release.ts';
 
 export interface Attachment {

@@ -7,7 +7,7 @@
 // check, so the datastore stays the one truth; the knowledge only spares round trips.
 import type { Family } from '../net/cidr.ts';
 import type { Entry, Write } from '../store/store.ts';
-import { cidrOfKey, familyOf, isBlockKey, keys, type Block, type Handle, type NodeResource, type PoolResource } from './model.ts';
+import { cidrOfKey, familyOf, isBlockKey, keys, type Block, type Handle, type NodeResource, type PoolResource } from '../model/keys.ts';
 
 /** An ADD's facts beyond its own attachment's, as ReadAhead lays them out. */
 export interface NodeFacts {

@@ -7,8 +7,8 @@ import type { Family } from '../net/cidr.ts';
 import type { Allocation } from './assignment.ts';
 import type { NodeFacts } from './known-nodes.ts';
 import { addressOf, attributeAt, ordinalsOf } from './block.ts';
-import { cidrOfKey, familyOf, keys, type Block, type Handle, type PendingRequest } from './model.ts';
-import { checkedBlock, checkedHandle, checkedOrAbsent } from './checked-documents.ts';
+import { cidrOfKey, familyOf, keys, type Block, type Handle, type PendingRequest } from '../model/keys.ts';
+import { checkedBlock, checkedHandle, checkedOrAbsent } from '../model/checked-documents.ts';
 
 /** What the caller already read, to spare the first attempt those round trips. */
 export interface KnownState {

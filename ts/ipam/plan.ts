@@ -14,8 +14,8 @@ import {
   type Block,
   type Handle,
   type PendingRequest,
-} from './model.ts';
-import { checkedBlock, checkedHandle, checkedOrAbsent } from './checked-documents.ts';
+} from '../model/keys.ts';
+import { checkedBlock, checkedHandle, checkedOrAbsent } from '../model/checked-documents.ts';
 import { blockInPool, familyName, type Pool } from './pools.ts';
 
 import type { Allocation, Assignment } from './assignment.ts';

@@ -3,9 +3,9 @@
 import type { Entry, Store } from '../store/store.ts';
 import { formatPrefix, parsePrefix, within, type Family, type Prefix } from '../net/cidr.ts';
 import { poolError } from './errors.ts';
-import { keys, type NodeResource, type PoolResource, type PoolSpec } from './model.ts';
-import { checkedPool } from './checked-documents.ts';
-import { parseSelector, type Labels } from './selector.ts';
+import { keys, type NodeResource, type PoolResource, type PoolSpec } from '../model/keys.ts';
+import { checkedPool } from '../model/checked-documents.ts';
+import { parseSelector, type Labels } from '../selectors/parse.ts';
 
 export interface Pool {
   name: string;

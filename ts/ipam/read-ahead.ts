@@ -6,7 +6,7 @@ import { affineCidrs, blockReads, blocksFrom, firstReads } from './known-state.t
 import { CLUSTER_INFO_KEY } from './cluster-info.ts';
 import type { KnownNodes, NodeFacts } from './known-nodes.ts';
 import type { ReadForRelease } from './release.ts';
-import { cidrOfKey, keys, type Block, type NodeResource, type PoolResource } from './model.ts';
+import { cidrOfKey, keys, type Block, type NodeResource, type PoolResource } from '../model/keys.ts';
 
 export interface Prefetched {
   reads: Read[];

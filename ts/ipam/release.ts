@@ -6,8 +6,8 @@ import { retryOnConflict } from '../store/store.ts';
 import { addressOf, attributeAt, ordinalOf, ordinalsOf, releaseOrdinals } from './block.ts';
 import { contains, parseIp, parsePrefix, type Prefix } from '../net/cidr.ts';
 import { poolError } from './errors.ts';
-import { cidrOfKey, keys, type AllocationAttribute, type Handle } from './model.ts';
-import { checkedBlock, checkedHandle, checkedOrAbsent } from './checked-documents.ts';
+import { cidrOfKey, keys, type AllocationAttribute, type Handle } from '../model/keys.ts';
+import { checkedBlock, checkedHandle, checkedOrAbsent } from '../model/checked-documents.ts';
 
 /** Releases every address of the handle; what was already released is fine. */
 export function releaseHandle(store: Store, handle: string): Promise<string[]> {

@@ -1,7 +1,7 @@
 // Whether pools have a free address left, for STATUS: a block not claimed yet, or a free ordinal.
 import type { Store } from '../store/store.ts';
-import { cidrOfKey, keys } from './model.ts';
-import { checkedBlocks } from './checked-documents.ts';
+import { cidrOfKey, keys } from '../model/keys.ts';
+import { checkedBlocks } from '../model/checked-documents.ts';
 import { blockInPool, type Pool } from './pools.ts';
 
 export async function poolsWithRoom(store: Store, pools: readonly Pool[]): Promise<Pool[]> {

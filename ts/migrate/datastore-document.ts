@@ -5,7 +5,7 @@ import { dump, load } from 'js-yaml';
 import * as z from 'zod/mini';
 
 import { CLUSTER_INFO_KEY } from '../ipam/cluster-info.ts';
-import { keys } from '../ipam/model.ts';
+import { keys } from '../model/keys.ts';
 import type { Entry } from '../store/store.ts';
 
 export const EXPORT_API_VERSION = 'netplugctl.projectnet.org/v1';

@@ -5,8 +5,8 @@
 // (ClusterConfiguration networking.podSubnet, its first IPv4 CIDR), else 192.168.0.0/16.
 import * as k8s from '@kubernetes/client-node';
 
-import { keys } from '../ipam/model.ts';
-import { PoolOptionError, poolResource } from '../ipam/pool-resource.ts';
+import { keys } from '../model/keys.ts';
+import { PoolOptionError, poolResource } from '../model/pool-resource.ts';
 import { formatPrefix, parsePrefix } from '../net/cidr.ts';
 import type { Logger } from '../log/logger.ts';
 import type { Store } from '../store/store.ts';

@@ -6,8 +6,8 @@
 // full reads each interval); read from the datastore only while the watch is not in step, or where
 // the datastore has none.
 import { allocatedCount } from '../ipam/block.ts';
-import { keys } from '../ipam/model.ts';
-import { checkedBlock } from '../ipam/checked-documents.ts';
+import { keys } from '../model/keys.ts';
+import { checkedBlock } from '../model/checked-documents.ts';
 import { blockInPool, poolsOf } from '../ipam/pools.ts';
 import { size } from '../net/cidr.ts';
 import type { Entry, Store } from '../store/store.ts';

@@ -5,8 +5,8 @@
 // blocks, only once no address in it is allocated (as netplugctl pool delete refuses). Pools have
 // no owner: deleting the Installation keeps them, and the addresses pods hold.
 import { allocatedCount } from '../ipam/block.ts';
-import { familyOf, keys, type PoolResource } from '../ipam/model.ts';
-import { checkedBlock } from '../ipam/checked-documents.ts';
+import { familyOf, keys, type PoolResource } from '../model/keys.ts';
+import { checkedBlock } from '../model/checked-documents.ts';
 import { blockInPool, poolOf } from '../ipam/pools.ts';
 import { parsePrefix, within } from '../net/cidr.ts';
 import { GROUP, VERSION } from '../store/kubernetes/resources.ts';

@@ -1,7 +1,7 @@
 // The Installation's rules (§A.1's, netplug-named), checked after defaulting: every problem is
 // reported with the field's path and value, so the Degraded condition says what to change.
 import { formatPrefix, parsePrefix, type Prefix, within } from '../net/cidr.ts';
-import { parseSelector, SelectorError } from '../ipam/selector.ts';
+import { parseSelector, SelectorError } from '../selectors/parse.ts';
 import type { InstallationSpec } from './installation.ts';
 
 const NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;

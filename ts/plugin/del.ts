@@ -9,7 +9,7 @@ import type { PluginContext } from './context.ts';
 import { toCniError } from './errors.ts';
 import { hostInterfaceName } from './host-interface.ts';
 import { deleteWorkloadEndpoint, type WorkloadEndpoint } from './workload-endpoint.ts';
-import { keys } from '../ipam/model.ts';
+import { keys } from '../model/keys.ts';
 
 /** Stands for "the interface is still there": the address release is skipped, not failed. */
 const INTERFACE_KEPT = Symbol('interface kept');

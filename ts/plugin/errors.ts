@@ -7,7 +7,7 @@ import type { Command } from '../cni/environment.ts';
 import { CniError, ErrorCode } from '../cni/errors.ts';
 import { DataplaneError } from '../dataplane/errors.ts';
 import { IpamError } from '../ipam/errors.ts';
-import { SelectorError } from '../ipam/selector.ts';
+import { SelectorError } from '../selectors/parse.ts';
 import { KubeError, KubeUnavailableError } from '../k8s/client.ts';
 import { KubeSettingsError } from '../k8s/kubeconfig.ts';
 import { EtcdSettingsError } from '../store/etcd/options.ts';

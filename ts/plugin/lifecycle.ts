@@ -1,6 +1,6 @@
 // GC and STATUS (CNI 1.1.0).
 import { validAttachments } from '../ipam/gc.ts';
-import { keys } from '../ipam/model.ts';
+import { keys } from '../model/keys.ts';
 import type { PluginContext } from './context.ts';
 import { staleWorkloadEndpoints, type WorkloadEndpoint } from './workload-endpoint.ts';
 

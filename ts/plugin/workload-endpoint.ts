@@ -1,6 +1,6 @@
 // Workload endpoints: what the policy agent reads to program policy for a workload's interface.
 // ADD writes one; DEL removes it, unless it belongs to a newer container than the one deleted.
-import { API_VERSION, keys } from '../ipam/model.ts';
+import { API_VERSION, keys } from '../model/keys.ts';
 import type { Entry, Store } from '../store/store.ts';
 import { retryOnConflict } from '../store/store.ts';
 

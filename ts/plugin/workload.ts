@@ -2,7 +2,7 @@
 // and K8S_POD_NAME, both), else a container outside any orchestrator. Its workload endpoint's name
 // and namespace follow from that, as the reference's do.
 import type { CniEnvironment } from '../cni/environment.ts';
-import { keys } from '../ipam/model.ts';
+import { keys } from '../model/keys.ts';
 import { workloadEndpointName } from './workload-endpoint.ts';
 
 /** Where endpoints of workloads without an orchestrator namespace live. */

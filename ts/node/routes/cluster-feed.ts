@@ -4,7 +4,7 @@
 // change alters what routes depend on, and on a slower timer that repairs the kernel. The pools'
 // usage on /metrics is counted from the same blocks and pools (observe-pools.ts); an agent that
 // programs no routes follows those two alone.
-import { keys } from '../../ipam/model.ts';
+import { keys } from '../../model/keys.ts';
 import type { Entry, FollowEvents, Following } from '../../store/store.ts';
 import { clusterStateOf, type ClusterState } from './read-cluster.ts';
 

@@ -3,8 +3,8 @@
 // Kubernetes datastore annotations on its Kubernetes Node (the store maps them to the same spec).
 import * as k8s from '@kubernetes/client-node';
 
-import { keys, type NodeResource, type NodeSpec } from '../../ipam/model.ts';
-import { checkedNodeSpec } from '../../ipam/checked-documents.ts';
+import { keys, type NodeResource, type NodeSpec } from '../../model/keys.ts';
+import { checkedNodeSpec } from '../../model/checked-documents.ts';
 import { NODE_ADDRESS_ANNOTATIONS } from '../../store/kubernetes/resources.ts';
 import { API_VERSION, retryOnConflict, type Store } from '../../store/store.ts';
 

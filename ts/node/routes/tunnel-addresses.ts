@@ -9,7 +9,7 @@ import { allocate } from '../../ipam/allocator.ts';
 import { addressesOf } from '../../ipam/known-state.ts';
 import { releaseHandle } from '../../ipam/release.ts';
 import { blockInPool, type Pool } from '../../ipam/pools.ts';
-import { parseSelector, type Labels } from '../../ipam/selector.ts';
+import { parseSelector, type Labels } from '../../selectors/parse.ts';
 import type { Store } from '../../store/store.ts';
 
 export type Tunnel = 'ipip' | 'vxlan';

@@ -4,7 +4,7 @@
 import { describeValue } from '../cni/errors.ts';
 import { API_VERSION } from '../store/store.ts';
 import { formatPrefix, parsePrefix, type Family, type Prefix } from '../net/cidr.ts';
-import { badDocument } from './errors.ts';
+import { badDocument } from '../ipam/errors.ts';
 
 export { API_VERSION };
 const RESOURCES = '/netplug/resources/v3/projectnet.org';

@@ -18,8 +18,8 @@ import {
   type PendingRequest,
   type PoolResource,
   type PoolSpec,
-} from './model.ts';
-import { parseSelector, SelectorError } from './selector.ts';
+} from './keys.ts';
+import { parseSelector, SelectorError } from '../selectors/parse.ts';
 
 /** The smallest block (the most addresses) a pool may have, per family; and the largest a block array may be. */
 export const MIN_BLOCK_SIZE: Record<Family, number> = { 4: 20, 6: 116 };
