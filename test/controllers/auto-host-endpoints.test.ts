@@ -15,13 +15,12 @@ import * as k8s from '@kubernetes/client-node';
 
 import {
   autoHostEndpointName,
-  CONFIGURATION_KEY,
-  hostEndpointKey,
   listHostEndpoints,
   newDocument,
   readConfiguration,
-  type HostEndpoint,
 } from '../../ts/controllers/auto-host-endpoints-resources.ts';
+import { CONFIGURATION_KEY } from '../../ts/model/kube-controllers-configuration.ts';
+import { hostEndpointKey, type HostEndpoint } from '../../ts/model/host-endpoint.ts';
 import { openKubeClient } from '../../ts/k8s/client.ts';
 import { CONTROLLERS } from '../../ts/render/objects.ts';
 import { renderRbac } from '../../ts/render/rbac.ts';

@@ -8,11 +8,14 @@ import type * as k8s from '@kubernetes/client-node';
 import { runControllersMain } from '../../ts/controllers/main.ts';
 import { allocate } from '../../ts/ipam/allocator.ts';
 import { attributeAt } from '../../ts/ipam/block.ts';
-import { API_VERSION, handleId, keys, type NodeResource, type PoolResource } from '../../ts/model/keys.ts';
+import { API_VERSION } from '../../ts/model/entry.ts';
+import { handleId, keys } from '../../ts/model/keys.ts';
+import type { NodeResource } from '../../ts/model/node.ts';
+import type { PoolResource } from '../../ts/model/ip-pool.ts';
 import { checkedBlocks } from '../../ts/model/checked-documents.ts';
 import { listPools } from '../../ts/ipam/pools.ts';
 import { addressOf } from '../../ts/ipam/block.ts';
-import { workloadEndpoint, workloadEndpointName } from '../../ts/plugin/workload-endpoint.ts';
+import { workloadEndpoint, workloadEndpointName } from '../../ts/model/workload-endpoint.ts';
 import type { Entry, Store } from '../../ts/store/store.ts';
 import { freePort } from '../helpers/etcd.ts';
 

@@ -7,7 +7,8 @@ import type { ExecutionContext } from 'ava';
 import { updatePool } from '../../ts/ctl/pool-update.ts';
 import { createPool, deletePool, getPool } from '../../ts/ctl/pools.ts';
 import { assignNext, newBlock } from '../../ts/ipam/block.ts';
-import { hostAffinity, keys, type Block } from '../../ts/model/keys.ts';
+import { hostAffinity, keys } from '../../ts/model/keys.ts';
+import type { Block } from '../../ts/model/ipam-documents.ts';
 import type { Store } from '../../ts/store/store.ts';
 
 /** `store`, but the first commit waits for `concurrently` to finish first. */

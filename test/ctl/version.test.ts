@@ -3,7 +3,8 @@
 import test from 'ava';
 
 import { compareVersions } from '../../ts/ctl/version.ts';
-import { CLUSTER_INFO_KEY, ensureClusterInfo } from '../../ts/ipam/cluster-info.ts';
+import { CLUSTER_INFO_KEY } from '../../ts/model/cluster-information.ts';
+import { ensureClusterInfo } from '../../ts/ipam/cluster-info.ts';
 import { openStore } from '../../ts/store/open.ts';
 import { NETPLUG_VERSION } from '../../ts/version.ts';
 import { hasStackTrace } from '../helpers/cni.ts';

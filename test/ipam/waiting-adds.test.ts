@@ -2,7 +2,7 @@
 // and others for a handle a commit just created left to their own turns.
 import test from 'ava';
 
-import type { PendingRequest } from '../../ts/model/keys.ts';
+import type { PendingRequest } from '../../ts/model/ipam-documents.ts';
 import { WaitingAdds } from '../../ts/ipam/waiting-adds.ts';
 
 const request = (handle: string): PendingRequest => ({ handle, attributes: {}, requests: [{ family: 4, pools: ['p'] }], created: '' });

@@ -11,14 +11,9 @@ import { spawnSync } from 'node:child_process';
 import test, { type ExecutionContext } from 'ava';
 import * as k8s from '@kubernetes/client-node';
 
-import {
-  CONFIGURATION_KEY,
-  hostEndpointKey,
-  listHostEndpoints,
-  newDocument,
-  readConfiguration,
-  type HostEndpoint,
-} from '../../ts/controllers/auto-host-endpoints-resources.ts';
+import { CONFIGURATION_KEY } from '../../ts/model/kube-controllers-configuration.ts';
+import { hostEndpointKey, type HostEndpoint } from '../../ts/model/host-endpoint.ts';
+import { listHostEndpoints, newDocument, readConfiguration } from '../../ts/controllers/auto-host-endpoints-resources.ts';
 import { runClusterCtlMain } from '../../ts/cli/cluster-commands.ts';
 import { openKubeClient } from '../../ts/k8s/client.ts';
 import { KubeStore } from '../../ts/store/kubernetes/store.ts';

@@ -6,7 +6,7 @@
 import test, { type ExecutionContext } from 'ava';
 
 import { FALLBACK_MTU, defaultRouteMtu } from '../../ts/config/mtu.ts';
-import { CLUSTER_INFO_KEY } from '../../ts/ipam/cluster-info.ts';
+import { CLUSTER_INFO_KEY } from '../../ts/model/cluster-information.ts';
 import { openStore } from '../../ts/store/open.ts';
 import type { Store } from '../../ts/store/store.ts';
 import { NETPLUG_VERSION } from '../../ts/version.ts';

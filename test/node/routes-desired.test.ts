@@ -3,7 +3,7 @@
 // b shares its subnet, c is on 10.1.0.0/24.
 import test from 'ava';
 
-import type { EncapsulationMode, PoolSpec } from '../../ts/model/keys.ts';
+import type { EncapsulationMode, PoolSpec } from '../../ts/model/ip-pool.ts';
 import { checkedNodeSpec } from '../../ts/model/checked-documents.ts';
 import { parsePrefix, type Prefix } from '../../ts/net/cidr.ts';
 import type { Pool } from '../../ts/ipam/pools.ts';

@@ -5,7 +5,8 @@
 import test from 'ava';
 
 import { assignOrdinal, newBlock } from '../../ts/ipam/block.ts';
-import { API_VERSION, keys } from '../../ts/model/keys.ts';
+import { API_VERSION } from '../../ts/model/entry.ts';
+import { keys } from '../../ts/model/keys.ts';
 import { poolResource } from '../../ts/model/pool-resource.ts';
 import { digestOf, followCluster, USAGE_PREFIXES } from '../../ts/node/routes/cluster-feed.ts';
 import type { Entry, FollowEvents } from '../../ts/store/store.ts';

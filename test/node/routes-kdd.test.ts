@@ -7,7 +7,8 @@
 import test from 'ava';
 import type * as k8s from '@kubernetes/client-node';
 
-import { keys, type PoolResource } from '../../ts/model/keys.ts';
+import { keys } from '../../ts/model/keys.ts';
+import type { PoolResource } from '../../ts/model/ip-pool.ts';
 import { poolResource } from '../../ts/model/pool-resource.ts';
 import { CNI_PLUGIN, NODE } from '../../ts/render/objects.ts';
 import { renderRbac } from '../../ts/render/rbac.ts';

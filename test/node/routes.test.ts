@@ -13,7 +13,8 @@ import { spawn } from 'node:child_process';
 
 import test from 'ava';
 
-import { keys, type EncapsulationMode, type PoolResource } from '../../ts/model/keys.ts';
+import { keys } from '../../ts/model/keys.ts';
+import type { EncapsulationMode, PoolResource } from '../../ts/model/ip-pool.ts';
 import { poolResource } from '../../ts/model/pool-resource.ts';
 import { openStore } from '../../ts/store/open.ts';
 import { retryOnConflict, type Store } from '../../ts/store/store.ts';

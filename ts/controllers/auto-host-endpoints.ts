@@ -11,23 +11,22 @@ import type * as k8s from '@kubernetes/client-node';
 import type { Entry, Store } from '../store/store.ts';
 import {
   ALL_INTERFACES,
-  autoCreateOf,
-  autoCreateSpec,
-  autoHostEndpointName,
-  CONFIGURATION_KEY,
-  CONFIGURATION_NAME,
   CREATED_BY,
   CREATED_BY_LABEL,
   DEFAULT_ALLOW_PROFILE,
   hostEndpointKey,
   isAutomatic,
-  listHostEndpoints,
-  newDocument,
-  readConfiguration,
+  type HostEndpoint,
+} from '../model/host-endpoint.ts';
+import {
+  autoCreateOf,
+  autoCreateSpec,
+  CONFIGURATION_KEY,
+  CONFIGURATION_NAME,
   type AutoCreate,
   type ControllersConfiguration,
-  type HostEndpoint,
-} from './auto-host-endpoints-resources.ts';
+} from '../model/kube-controllers-configuration.ts';
+import { autoHostEndpointName, listHostEndpoints, newDocument, readConfiguration } from './auto-host-endpoints-resources.ts';
 import type { ControllerLog } from './log.ts';
 
 export interface AutoHostEndpointsState {

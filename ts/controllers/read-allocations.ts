@@ -1,6 +1,6 @@
 // Every allocated address in the datastore, with what its allocation records (handle, node, pod).
 import { addressOf, attributeAt } from '../ipam/block.ts';
-import type { Block } from '../model/keys.ts';
+import type { Block } from '../model/ipam-documents.ts';
 import { checkedBlocks } from '../model/checked-documents.ts';
 import { keys } from '../model/keys.ts';
 import type { Entry, Store } from '../store/store.ts';

@@ -4,7 +4,8 @@
 // is judged gone only when absent from a complete Node list and a fresh GET answers 404. An
 // address whose pod still exists is kept (the pod garbage collector deletes a gone node's pods;
 // a later pass then releases it), and the block holding it stays until then.
-import { cidrOfKey, keys, type Block } from '../model/keys.ts';
+import { cidrOfKey, keys } from '../model/keys.ts';
+import type { Block } from '../model/ipam-documents.ts';
 import { checkedBlock } from '../model/checked-documents.ts';
 import type { Entry, Store } from '../store/store.ts';
 import type { ControllerLog } from './log.ts';

@@ -4,7 +4,7 @@
 import { releaseAddress } from '../ipam/release.ts';
 import { parseIp } from '../net/cidr.ts';
 import { keys } from '../model/keys.ts';
-import type { WorkloadEndpoint } from '../plugin/workload-endpoint.ts';
+import type { WorkloadEndpoint } from '../model/workload-endpoint.ts';
 import type { Store } from '../store/store.ts';
 import { poolOfAddress, readIpamState } from './ipam-state.ts';
 import { refused, UsageError } from './usage.ts';

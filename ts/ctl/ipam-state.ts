@@ -2,10 +2,11 @@
 // only: inspecting never locks the datastore or holds up allocations.
 import { addressOf, attributeAt } from '../ipam/block.ts';
 import { contains, parseIp, parsePrefix, size, type Prefix } from '../net/cidr.ts';
-import { cidrOfKey, keys, type AllocationAttribute, type Block, type Handle } from '../model/keys.ts';
+import { cidrOfKey, keys } from '../model/keys.ts';
+import type { AllocationAttribute, Block, Handle } from '../model/ipam-documents.ts';
 import { checkedBlock, checkedHandle } from '../model/checked-documents.ts';
 import { blockInPool, listPools, type Pool } from '../ipam/pools.ts';
-import type { WorkloadEndpoint } from '../plugin/workload-endpoint.ts';
+import type { WorkloadEndpoint } from '../model/workload-endpoint.ts';
 import type { Entry, Store } from '../store/store.ts';
 
 export interface IpamState {

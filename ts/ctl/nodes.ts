@@ -1,5 +1,7 @@
 // netplugctl node create|list|delete: nodes and the labels pool node selectors match.
-import { API_VERSION, keys, type NodeResource } from '../model/keys.ts';
+import { API_VERSION } from '../model/entry.ts';
+import { keys } from '../model/keys.ts';
+import type { NodeResource } from '../model/node.ts';
 import type { Store } from '../store/store.ts';
 import { table } from './table.ts';
 import { refused, UsageError } from './usage.ts';

@@ -3,7 +3,8 @@
 // Read, change, compare-and-swap, and on a conflict read again and re-apply only the flags given:
 // a concurrent writer's change to another field is never lost.
 import { parsePrefix } from '../net/cidr.ts';
-import { ENCAPSULATION_MODES, keys, type EncapsulationMode, type PoolSpec } from '../model/keys.ts';
+import { ENCAPSULATION_MODES, type EncapsulationMode, type PoolSpec } from '../model/ip-pool.ts';
+import { keys } from '../model/keys.ts';
 import { checkedOrAbsent, checkedPool } from '../model/checked-documents.ts';
 import { parseSelector, SelectorError } from '../selectors/parse.ts';
 import { retryOnConflict, type Store } from '../store/store.ts';

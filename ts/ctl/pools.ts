@@ -1,7 +1,8 @@
 // netplugctl pool create|list|get|delete (update: pool-update.ts).
 import { allocatedCount } from '../ipam/block.ts';
 import { parsePrefix } from '../net/cidr.ts';
-import { keys, type PoolResource } from '../model/keys.ts';
+import { keys } from '../model/keys.ts';
+import type { PoolResource } from '../model/ip-pool.ts';
 import { checkedBlock, checkedPool } from '../model/checked-documents.ts';
 import { IpamError } from '../ipam/errors.ts';
 import { PoolOptionError, poolResource as validPoolResource, type PoolOptions } from '../model/pool-resource.ts';

@@ -1,6 +1,7 @@
 // netplugctl version, and the rule that a netplugctl older than the cluster does not write: after
 // an upgrade, an old tool may not know what the new release stores (the spec's upgrade rule).
-import { CLUSTER_INFO_KEY, readClusterInfo } from '../ipam/cluster-info.ts';
+import { CLUSTER_INFO_KEY } from '../model/cluster-information.ts';
+import { readClusterInfo } from '../ipam/cluster-info.ts';
 import type { Store } from '../store/store.ts';
 import { NETPLUG_VERSION } from '../version.ts';
 import { refused } from './usage.ts';

@@ -1,7 +1,7 @@
 // Operations on one block's allocation state. Pure: they change the object given; the caller
 // writes it back with compare-and-swap.
 import { formatIp, parseIp, widthOf, type Family } from '../net/cidr.ts';
-import type { AllocationAttribute, Block } from '../model/keys.ts';
+import type { AllocationAttribute, Block } from '../model/ipam-documents.ts';
 import { prefixOf } from '../model/keys.ts';
 
 export function newBlock(cidr: string, affinity: string | null, now: Date): Block {

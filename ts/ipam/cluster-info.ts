@@ -3,30 +3,18 @@
 // reads it to print the cluster's version and to refuse writes by a client older than the cluster.
 import { randomUUID } from 'node:crypto';
 
-import { API_VERSION, retryOnConflict, type Entry, type Store } from '../store/store.ts';
 import { ErrorCode } from '../cni/errors.ts';
-import { badDocument, IpamError } from './errors.ts';
+import {
+  CLUSTER_INFO_KEY,
+  checkedClusterInfo,
+  datastoreLocked,
+  type ClusterInfoResource,
+  type ClusterInfoSpec,
+} from '../model/cluster-information.ts';
+import { API_VERSION, type Entry } from '../model/entry.ts';
+import { retryOnConflict, type Store } from '../store/store.ts';
 import type { Precondition } from './allocator.ts';
-
-export const CLUSTER_INFO_KEY = '/netplug/resources/v3/projectnet.org/clusterinformations/default';
-
-export interface ClusterInfoSpec {
-  /** Random, hex without dashes, as the reference writes it: set once, never changed. */
-  clusterGUID: string;
-  /** Comma-separated: `k8s`, `kdd` (the Kubernetes datastore), ... */
-  clusterType: string;
-  /** The release of the node agent that wrote last. */
-  netplugVersion: string;
-  datastoreReady: boolean;
-  variant: string;
-}
-
-export interface ClusterInfoResource {
-  kind: 'ClusterInformation';
-  apiVersion: string;
-  metadata: { name: 'default'; creationTimestamp: string };
-  spec: ClusterInfoSpec;
-}
+import { IpamError } from './errors.ts';
 
 /** The cluster's ClusterInformation, or undefined when no node agent has written one yet. */
 export async function readClusterInfo(store: Store): Promise<ClusterInfoSpec | undefined> {
@@ -103,16 +91,6 @@ export async function setDatastoreReady(store: Store, ready: boolean, now = new 
 }
 
 /**
- * Whether a read of ClusterInformation `default` shows the datastore locked for a migration: only
- * an explicit `datastoreReady: false` does (a missing or unreadable document does not, so that a
- * broken one cannot stop every ADD).
- */
-export function datastoreLocked(entry: Entry<unknown> | undefined): boolean {
-  const spec = (entry?.value as { spec?: { datastoreReady?: unknown } } | undefined)?.spec;
-  return typeof spec === 'object' && spec !== null && spec.datastoreReady === false;
-}
-
-/**
  * An allocation decided on this read of ClusterInformation (not locked): its commit fails if the
  * document changed since, and a retry that finds it locked refuses. A lock landing between an
  * ADD's read and its commit so cannot let the address slip past an export (on etcd, where the
@@ -144,31 +122,3 @@ export function unionTypes(existing: string, added: string): string {
 }
 
 const newClusterGuid = () => randomUUID().replaceAll('-', '');
-
-/** The document with defaults for fields another writer left out; one that is not an object is broken. */
-function checkedClusterInfo(entry: Entry<unknown>): Entry<ClusterInfoResource> {
-  const { key, value } = entry;
-  const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-  if (!isObject(value) || !isObject(value['spec']))
-    throw badDocument(`the datastore's ClusterInformation "default" (key ${key}) is broken: it has no spec; repair or remove it`);
-  const spec = value['spec'];
-  const text = (field: string) => (typeof spec[field] === 'string' ? (spec[field] as string) : '');
-  return {
-    ...entry,
-    value: {
-      kind: 'ClusterInformation',
-      apiVersion: typeof value['apiVersion'] === 'string' ? value['apiVersion'] : API_VERSION,
-      metadata: {
-        name: 'default',
-        creationTimestamp: isObject(value['metadata']) ? String(value['metadata']['creationTimestamp'] ?? '') : '',
-      },
-      spec: {
-        clusterGUID: text('clusterGUID'),
-        clusterType: text('clusterType'),
-        netplugVersion: text('netplugVersion'),
-        datastoreReady: typeof spec['datastoreReady'] === 'boolean' ? spec['datastoreReady'] : true,
-        variant: text('variant'),
-      },
-    },
-  };
-}

@@ -7,7 +7,10 @@
 // check, so the datastore stays the one truth; the knowledge only spares round trips.
 import type { Family } from '../net/cidr.ts';
 import type { Entry, Write } from '../store/store.ts';
-import { cidrOfKey, familyOf, isBlockKey, keys, type Block, type Handle, type NodeResource, type PoolResource } from '../model/keys.ts';
+import { cidrOfKey, familyOf, isBlockKey, keys } from '../model/keys.ts';
+import type { Block, Handle } from '../model/ipam-documents.ts';
+import type { NodeResource } from '../model/node.ts';
+import type { PoolResource } from '../model/ip-pool.ts';
 
 /** An ADD's facts beyond its own attachment's, as ReadAhead lays them out. */
 export interface NodeFacts {

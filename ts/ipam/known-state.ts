@@ -7,7 +7,8 @@ import type { Family } from '../net/cidr.ts';
 import type { Allocation } from './assignment.ts';
 import type { NodeFacts } from './known-nodes.ts';
 import { addressOf, attributeAt, ordinalsOf } from './block.ts';
-import { cidrOfKey, familyOf, keys, type Block, type Handle, type PendingRequest } from '../model/keys.ts';
+import { cidrOfKey, familyOf, keys } from '../model/keys.ts';
+import type { Block, Handle, PendingRequest } from '../model/ipam-documents.ts';
 import { checkedBlock, checkedHandle, checkedOrAbsent } from '../model/checked-documents.ts';
 
 /** What the caller already read, to spare the first attempt those round trips. */

@@ -4,17 +4,8 @@ import type { Entry, Write } from '../store/store.ts';
 import { addressOf, assignNext, assignOrdinal, attributeAt, newBlock, ordinalOf, ordinalsOf, releaseOrdinals } from './block.ts';
 import { contains, formatPrefix, mask, parseIp, widthOf, type Family } from '../net/cidr.ts';
 import { exhausted, inUse, poolError } from './errors.ts';
-import {
-  cidrOfKey,
-  familyOf,
-  hostAffinity,
-  keys,
-  type Affinity,
-  type AllocationAttribute,
-  type Block,
-  type Handle,
-  type PendingRequest,
-} from '../model/keys.ts';
+import { cidrOfKey, familyOf, hostAffinity, keys } from '../model/keys.ts';
+import type { Affinity, AllocationAttribute, Block, Handle, PendingRequest } from '../model/ipam-documents.ts';
 import { checkedBlock, checkedHandle, checkedOrAbsent } from '../model/checked-documents.ts';
 import { blockInPool, familyName, type Pool } from './pools.ts';
 

@@ -3,7 +3,9 @@
 import type { Entry, Store } from '../store/store.ts';
 import { formatPrefix, parsePrefix, within, type Family, type Prefix } from '../net/cidr.ts';
 import { poolError } from './errors.ts';
-import { keys, type NodeResource, type PoolResource, type PoolSpec } from '../model/keys.ts';
+import { keys } from '../model/keys.ts';
+import type { NodeResource } from '../model/node.ts';
+import type { PoolResource, PoolSpec } from '../model/ip-pool.ts';
 import { checkedPool } from '../model/checked-documents.ts';
 import { parseSelector, type Labels } from '../selectors/parse.ts';
 

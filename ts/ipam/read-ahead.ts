@@ -3,10 +3,13 @@
 import type { Family } from '../net/cidr.ts';
 import type { Entry, Read, Store } from '../store/store.ts';
 import { affineCidrs, blockReads, blocksFrom, firstReads } from './known-state.ts';
-import { CLUSTER_INFO_KEY } from './cluster-info.ts';
+import { CLUSTER_INFO_KEY } from '../model/cluster-information.ts';
 import type { KnownNodes, NodeFacts } from './known-nodes.ts';
 import type { ReadForRelease } from './release.ts';
-import { cidrOfKey, keys, type Block, type NodeResource, type PoolResource } from '../model/keys.ts';
+import { cidrOfKey, keys } from '../model/keys.ts';
+import type { Block } from '../model/ipam-documents.ts';
+import type { NodeResource } from '../model/node.ts';
+import type { PoolResource } from '../model/ip-pool.ts';
 
 export interface Prefetched {
   reads: Read[];

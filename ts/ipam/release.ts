@@ -6,7 +6,8 @@ import { retryOnConflict } from '../store/store.ts';
 import { addressOf, attributeAt, ordinalOf, ordinalsOf, releaseOrdinals } from './block.ts';
 import { contains, parseIp, parsePrefix, type Prefix } from '../net/cidr.ts';
 import { poolError } from './errors.ts';
-import { cidrOfKey, keys, type AllocationAttribute, type Handle } from '../model/keys.ts';
+import { cidrOfKey, keys } from '../model/keys.ts';
+import type { AllocationAttribute, Handle } from '../model/ipam-documents.ts';
 import { checkedBlock, checkedHandle, checkedOrAbsent } from '../model/checked-documents.ts';
 
 /** Releases every address of the handle; what was already released is fine. */

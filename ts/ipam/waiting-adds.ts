@@ -6,7 +6,7 @@
 // (Plan.serve). The turn, not this queue, keeps two commits of one node apart.
 import type { Entry } from '../store/store.ts';
 import type { AddressRequest, Allocation, Assignment } from './assignment.ts';
-import type { Handle, PendingRequest } from '../model/keys.ts';
+import type { Handle, PendingRequest } from '../model/ipam-documents.ts';
 
 /** What another ADD's commit allocated for a waiting one: its handle as written, and its addresses. */
 export interface Served {

@@ -11,21 +11,16 @@
 //    UID, unchanged since: the datastore's compare-and-swap on its revision).
 import * as k8s from '@kubernetes/client-node';
 
+import { autoCreateOf, autoCreateSpec, CONFIGURATION_KEY } from '../model/kube-controllers-configuration.ts';
+import { autoHostEndpointName, listHostEndpoints, newDocument, readConfiguration } from '../controllers/auto-host-endpoints-resources.ts';
 import {
-  autoCreateOf,
-  autoCreateSpec,
-  autoHostEndpointName,
-  CONFIGURATION_KEY,
   CREATED_BY,
   CREATED_BY_LABEL,
   isAllInterfaces,
   isAutomatic,
-  listHostEndpoints,
-  newDocument,
-  readConfiguration,
   checkedHostEndpoint,
   type HostEndpoint,
-} from '../controllers/auto-host-endpoints-resources.ts';
+} from '../model/host-endpoint.ts';
 import { retryOnConflict, type Entry, type Store } from '../store/store.ts';
 
 export interface Migration {

@@ -4,7 +4,7 @@
 import { dump, load } from 'js-yaml';
 import * as z from 'zod/mini';
 
-import { CLUSTER_INFO_KEY } from '../ipam/cluster-info.ts';
+import { CLUSTER_INFO_KEY } from '../model/cluster-information.ts';
 import { keys } from '../model/keys.ts';
 import type { Entry } from '../store/store.ts';
 

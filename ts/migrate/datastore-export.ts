@@ -1,7 +1,7 @@
 // `netplugctl datastore migrate export`: netplug's IPAM data and what belongs with it, read from
 // the source datastore in one batch (on etcd one transaction, so one revision), into one
 // document. Refused unless the source is locked, so that nothing changes while it is copied.
-import { datastoreLocked } from '../ipam/cluster-info.ts';
+import { datastoreLocked } from '../model/cluster-information.ts';
 import type { Entry, Read, Store } from '../store/store.ts';
 import { refused } from '../ctl/usage.ts';
 import { NETPLUG_VERSION } from '../version.ts';

@@ -7,7 +7,8 @@
 // pools last, so that without them nothing could allocate even if it were unlocked early. A crash
 // part-way leaves a locked datastore without (all of) its pools; running the same import again
 // creates only what is missing. Finally every document is read back and compared with the file.
-import { CLUSTER_INFO_KEY, datastoreLocked, setDatastoreReady } from '../ipam/cluster-info.ts';
+import { CLUSTER_INFO_KEY, datastoreLocked } from '../model/cluster-information.ts';
+import { setDatastoreReady } from '../ipam/cluster-info.ts';
 import { NODES_PREFIX } from '../store/kubernetes/resources.ts';
 import type { Entry, Store } from '../store/store.ts';
 import { refused } from '../ctl/usage.ts';

@@ -3,22 +3,13 @@
 // read, and a bad one is reported by kind, name, key and field (error 7, not "try again": it stays
 // broken until an administrator repairs or removes it), never as a crash deep in the allocator.
 // Fields the reference leaves out when at their defaults get those defaults.
-import { describeValue } from '../cni/errors.ts';
-import type { Entry } from '../store/store.ts';
+import { describeValue } from '../log/echo.ts';
+import type { Entry } from './entry.ts';
 import { formatPrefix, parseIp, parsePrefix, widthOf, type Family } from '../net/cidr.ts';
-import {
-  brokenDocument,
-  ENCAPSULATION_MODES,
-  canonical,
-  cidrOfKey,
-  type Block,
-  type EncapsulationMode,
-  type Handle,
-  type NodeSpec,
-  type PendingRequest,
-  type PoolResource,
-  type PoolSpec,
-} from './keys.ts';
+import { brokenDocument, canonical, cidrOfKey } from './keys.ts';
+import { ENCAPSULATION_MODES, type EncapsulationMode, type PoolResource, type PoolSpec } from './ip-pool.ts';
+import type { Block, Handle, PendingRequest } from './ipam-documents.ts';
+import type { NodeSpec } from './node.ts';
 import { parseSelector, SelectorError } from '../selectors/parse.ts';
 
 /** The smallest block (the most addresses) a pool may have, per family; and the largest a block array may be. */

@@ -1,96 +1,13 @@
-// What address management stores, and where. The layout follows the reference's (keys and field
-// names), under /netplug/ instead of /calico/: tools that know one can read the other. How a
-// document read back is checked is in checked-documents.ts.
-import { describeValue } from '../cni/errors.ts';
-import { API_VERSION } from '../store/store.ts';
+// Where netplug's documents live in the datastore. The layout follows the reference's (keys and
+// field names), under /netplug/ instead of /calico/: tools that know one can read the other. The
+// documents' types are in the files of their kind; how one read back is checked, in
+// checked-documents.ts.
+import { describeValue } from '../log/echo.ts';
 import { formatPrefix, parsePrefix, type Family, type Prefix } from '../net/cidr.ts';
-import { badDocument } from '../ipam/errors.ts';
+import { badDocument } from './errors.ts';
 
-export { API_VERSION };
 const RESOURCES = '/netplug/resources/v3/projectnet.org';
 const IPAM = '/netplug/ipam/v2';
-
-export const ENCAPSULATION_MODES = ['Never', 'Always', 'CrossSubnet'] as const;
-export type EncapsulationMode = (typeof ENCAPSULATION_MODES)[number];
-
-export interface PoolSpec {
-  cidr: string;
-  blockSize: number;
-  nodeSelector: string;
-  ipipMode: EncapsulationMode;
-  vxlanMode: EncapsulationMode;
-  natOutgoing: boolean;
-  disabled: boolean;
-}
-
-export interface PoolResource {
-  kind: 'IPPool';
-  apiVersion: string;
-  metadata: { name: string; creationTimestamp: string };
-  spec: PoolSpec;
-}
-
-/**
- * Where a node is reached (netplug-node publishes its own): the reference's field names, so tools
- * that know its Node read ours. Addresses with their prefix length (`10.0.0.1/24`) tell
- * same-subnet peers from cross-subnet ones; tunnel addresses are bare, taken from the pools.
- */
-export interface NodeSpec {
-  bgp?: { ipv4Address?: string; ipv4IPIPTunnelAddr?: string };
-  ipv4VXLANTunnelAddr?: string;
-  vxlanTunnelMACAddr?: string;
-}
-
-export interface NodeResource {
-  kind: 'Node';
-  apiVersion: string;
-  metadata: { name: string; creationTimestamp: string; labels: Record<string, string> };
-  spec: NodeSpec;
-}
-
-/** Who holds an address: the handle, and where and when it was taken. */
-export interface AllocationAttribute {
-  handle_id: string;
-  secondary: Record<string, string>;
-}
-
-/** A block of a pool, affine to the node that claimed it. */
-export interface Block {
-  cidr: string;
-  /** `host:<node>`, or null once no node owns it. */
-  affinity: string | null;
-  affinityClaimTime?: string;
-  /** Per ordinal: an index into `attributes`, or null when free. */
-  allocations: (number | null)[];
-  /** Free ordinals in the order they are handed out; released ones go to the back. */
-  unallocated: number[];
-  attributes: AllocationAttribute[];
-  sequenceNumber: number;
-  deleted: boolean;
-}
-
-/** The blocks a handle (`<network>.<container ID>`) holds addresses in, with how many. */
-export interface Handle {
-  handleID: string;
-  block: Record<string, number>;
-  deleted: boolean;
-}
-
-/**
- * An ADD that lost the race for its node's block, waiting for the next winner to allocate for it
- * too (one commit then serves many: a burst of pods on a node does not queue behind one key).
- */
-export interface PendingRequest {
-  handle: string;
-  attributes: Record<string, string>;
-  requests: { family: Family; pools: string[] }[];
-  created: string;
-}
-
-export interface Affinity {
-  state: 'confirmed';
-  deleted: boolean;
-}
 
 export const keys = {
   pools: `${RESOURCES}/ippools/`,
@@ -111,6 +28,12 @@ export const keys = {
   pendingRequest: (node: string, handle: string) => `${IPAM}/pending/${node}/${handle}`,
   handles: `${IPAM}/handle/`,
   handle: (id: string) => `${IPAM}/handle/${id}`,
+  /** Only `default`: which release runs the cluster, and whether the datastore is locked. */
+  clusterInformation: `${RESOURCES}/clusterinformations/default`,
+  hostEndpoints: `${RESOURCES}/hostendpoints/`,
+  hostEndpoint: (name: string) => `${RESOURCES}/hostendpoints/${name}`,
+  /** Only `default`: netplug-kube-controllers' configuration. */
+  kubeControllersConfiguration: `${RESOURCES}/kubecontrollersconfigurations/default`,
 };
 
 /** Whether `key` is a block's (either family). */

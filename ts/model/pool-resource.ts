@@ -1,7 +1,8 @@
 // A pool document from the options a person or an installer gives (netplugctl pool create, the
 // node agent's default pool), each checked so that no pool the allocator cannot use is written.
 import { formatPrefix, parsePrefix, widthOf } from '../net/cidr.ts';
-import { API_VERSION, ENCAPSULATION_MODES, type EncapsulationMode, type PoolResource } from './keys.ts';
+import { API_VERSION } from './entry.ts';
+import { ENCAPSULATION_MODES, type EncapsulationMode, type PoolResource } from './ip-pool.ts';
 import { parseSelector, SelectorError } from '../selectors/parse.ts';
 
 /** An option a pool cannot have; the message names it as netplugctl's flag (--cidr, --block-size...). */

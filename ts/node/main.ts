@@ -9,7 +9,8 @@ import type { Server } from 'node:http';
 
 import type * as k8s from '@kubernetes/client-node';
 
-import { CLUSTER_INFO_KEY, ensureClusterInfo } from '../ipam/cluster-info.ts';
+import { CLUSTER_INFO_KEY } from '../model/cluster-information.ts';
+import { ensureClusterInfo } from '../ipam/cluster-info.ts';
 import { Logger } from '../log/logger.ts';
 import { followKubernetes } from '../store/kubernetes/follow.ts';
 import type { Store } from '../store/store.ts';

@@ -1,7 +1,8 @@
 // The IP pools a defaulted, valid Installation asks for, as netplug's pool documents (the ones
 // netplugctl writes, ts/model/pool-resource.ts), and as the crd.projectnet.org IPPool objects
 // that hold them on the Kubernetes datastore, labelled as the operator's.
-import { keys, type PoolResource, type PoolSpec } from '../model/keys.ts';
+import { keys } from '../model/keys.ts';
+import type { PoolResource, PoolSpec } from '../model/ip-pool.ts';
 import { PoolOptionError, poolResource } from '../model/pool-resource.ts';
 import { GROUP, KEY_ANNOTATION, VERSION } from '../store/kubernetes/resources.ts';
 import { type Encapsulation, type InstallationPool, type InstallationSpec, InvalidConfiguration, MANAGED_BY } from './installation.ts';

@@ -5,7 +5,8 @@
 // blocks, only once no address in it is allocated (as netplugctl pool delete refuses). Pools have
 // no owner: deleting the Installation keeps them, and the addresses pods hold.
 import { allocatedCount } from '../ipam/block.ts';
-import { familyOf, keys, type PoolResource } from '../model/keys.ts';
+import { familyOf, keys } from '../model/keys.ts';
+import type { PoolResource } from '../model/ip-pool.ts';
 import { checkedBlock } from '../model/checked-documents.ts';
 import { blockInPool, poolOf } from '../ipam/pools.ts';
 import { parsePrefix, within } from '../net/cidr.ts';

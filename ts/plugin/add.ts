@@ -6,7 +6,8 @@ import { CniError, ErrorCode } from '../cni/errors.ts';
 import type { Result } from '../cni/result.ts';
 import { addHostRoutes, interfacePresence, setupWorkload, type Presence } from '../dataplane/index.ts';
 import { teardownAttachment } from '../dataplane/ownership.ts';
-import { CLUSTER_INFO_KEY, datastoreLocked, datastoreLockedError } from '../ipam/cluster-info.ts';
+import { CLUSTER_INFO_KEY, datastoreLocked } from '../model/cluster-information.ts';
+import { datastoreLockedError } from '../ipam/cluster-info.ts';
 import type { AddressPlan } from '../k8s/annotations.ts';
 import type { PluginContext } from './context.ts';
 import { endpointCompanion, hostNetwork, macFor } from './endpoint.ts';
@@ -16,7 +17,8 @@ import { podFacts } from './kubernetes.ts';
 import { statusFileName, waitForPolicy } from './policy-wait.ts';
 import { waitForReadinessGates } from './readiness.ts';
 import { WiringAhead } from './wire-ahead.ts';
-import { deleteWorkloadEndpoint, writeWorkloadEndpoint, type WorkloadEndpoint } from './workload-endpoint.ts';
+import { deleteWorkloadEndpoint, writeWorkloadEndpoint } from './workload-endpoint.ts';
+import type { WorkloadEndpoint } from '../model/workload-endpoint.ts';
 
 /** `presence`: the interface name's presence, if already being looked up (early work). */
 export async function cmdAdd(ctx: PluginContext, presence?: Promise<Presence>): Promise<Result> {

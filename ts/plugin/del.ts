@@ -8,7 +8,8 @@ import { teardownAttachment, type AttachmentTeardown } from '../dataplane/owners
 import type { PluginContext } from './context.ts';
 import { toCniError } from './errors.ts';
 import { hostInterfaceName } from './host-interface.ts';
-import { deleteWorkloadEndpoint, type WorkloadEndpoint } from './workload-endpoint.ts';
+import { deleteWorkloadEndpoint } from './workload-endpoint.ts';
+import type { WorkloadEndpoint } from '../model/workload-endpoint.ts';
 import { keys } from '../model/keys.ts';
 
 /** Stands for "the interface is still there": the address release is skipped, not failed. */

@@ -7,7 +7,7 @@ import { parseIp } from '../net/cidr.ts';
 import type { PodInfo } from '../k8s/objects.ts';
 import type { PluginContext } from './context.ts';
 import { endpointKey } from './workload.ts';
-import { workloadEndpoint, type WorkloadEndpoint, type WorkloadEndpointSpec } from './workload-endpoint.ts';
+import { workloadEndpoint, type WorkloadEndpoint, type WorkloadEndpointSpec } from '../model/workload-endpoint.ts';
 
 export interface EndpointFacts {
   hostIfname: string;

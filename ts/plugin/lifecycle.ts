@@ -2,7 +2,8 @@
 import { validAttachments } from '../ipam/gc.ts';
 import { keys } from '../model/keys.ts';
 import type { PluginContext } from './context.ts';
-import { staleWorkloadEndpoints, type WorkloadEndpoint } from './workload-endpoint.ts';
+import { staleWorkloadEndpoints } from './workload-endpoint.ts';
+import type { WorkloadEndpoint } from '../model/workload-endpoint.ts';
 
 /**
  * Releases what attachments no longer listed in `cni.dev/valid-attachments` hold: their addresses

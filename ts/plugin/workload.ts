@@ -3,7 +3,7 @@
 // and namespace follow from that, as the reference's do.
 import type { CniEnvironment } from '../cni/environment.ts';
 import { keys } from '../model/keys.ts';
-import { workloadEndpointName } from './workload-endpoint.ts';
+import { workloadEndpointName } from '../model/workload-endpoint.ts';
 
 /** Where endpoints of workloads without an orchestrator namespace live. */
 export const CNI_ENDPOINT_NAMESPACE = 'default';

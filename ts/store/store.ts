@@ -3,15 +3,11 @@
 // transaction; a datastore without multi-object transactions applies its writes one by one in the
 // order given, which callers choose so that a crash between two writes is safe.
 
-/** The apiVersion of every document netplug stores (the reference's v3 resources). */
-export const API_VERSION = 'projectnet.org/v3';
+import type { Entry } from '../model/entry.ts';
+import { StoreError } from '../model/errors.ts';
 
-export interface Entry<T> {
-  key: string;
-  value: T;
-  /** Opaque; changes with every write of the key. */
-  revision: string;
-}
+export { API_VERSION, type Entry } from '../model/entry.ts';
+export { StoreDocumentError, StoreError } from '../model/errors.ts';
 
 export type Write =
   /** Create `key`; fails if it exists. */
@@ -100,16 +96,6 @@ export interface Committed {
 /** The datastore could not be reached or did not answer: try again later (CNI error 11). */
 export class StoreUnavailableError extends Error {
   override readonly name = 'StoreUnavailableError';
-}
-
-/** The datastore answered, but refused the request. */
-export class StoreError extends Error {
-  override readonly name: string = 'StoreError';
-}
-
-/** A stored document is not what any writer of netplug's writes: a repair, not a retry, fixes it. */
-export class StoreDocumentError extends StoreError {
-  override readonly name = 'StoreDocumentError';
 }
 
 /**

@@ -1,7 +1,8 @@
 // ClusterInformation `default` read through netplug's datastore layer: on the Kubernetes datastore
 // through the same kubeconfig, on etcd through netplugctl's datastore flags (or, without them, the
 // endpoints the install's ConfigMap names).
-import { readClusterInfo, type ClusterInfoSpec } from '../ipam/cluster-info.ts';
+import { readClusterInfo } from '../ipam/cluster-info.ts';
+import type { ClusterInfoSpec } from '../model/cluster-information.ts';
 import { openStore, type DatastoreSettings } from '../store/open.ts';
 import type { Install } from './detect.ts';
 

@@ -13,7 +13,7 @@
 // Addresses a node borrowed from a block affine to another node get a host route to the borrower.
 import { contains, parseIp, parsePrefix } from '../../net/cidr.ts';
 import type { Pool } from '../../ipam/pools.ts';
-import type { EncapsulationMode } from '../../model/keys.ts';
+import type { EncapsulationMode } from '../../model/ip-pool.ts';
 
 export type RouteKind = 'direct' | 'ipip' | 'vxlan';
 

@@ -3,7 +3,8 @@
 // Kubernetes datastore annotations on its Kubernetes Node (the store maps them to the same spec).
 import * as k8s from '@kubernetes/client-node';
 
-import { keys, type NodeResource, type NodeSpec } from '../../model/keys.ts';
+import { keys } from '../../model/keys.ts';
+import type { NodeResource, NodeSpec } from '../../model/node.ts';
 import { checkedNodeSpec } from '../../model/checked-documents.ts';
 import { NODE_ADDRESS_ANNOTATIONS } from '../../store/kubernetes/resources.ts';
 import { API_VERSION, retryOnConflict, type Store } from '../../store/store.ts';

@@ -2,7 +2,8 @@
 // every IPv4 block (its affinity and the nodes its addresses went to) and every pool, in one round
 // trip on etcd. A broken document costs only itself: it is skipped and named in `broken`.
 import { attributeAt, addressOf } from '../../ipam/block.ts';
-import { keys, type NodeSpec } from '../../model/keys.ts';
+import { keys } from '../../model/keys.ts';
+import type { NodeSpec } from '../../model/node.ts';
 import { checkedBlock, checkedNodeLabels, checkedNodeSpec } from '../../model/checked-documents.ts';
 import { poolsOf, type Pool } from '../../ipam/pools.ts';
 import type { Entry, Store } from '../../store/store.ts';

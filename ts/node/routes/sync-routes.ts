@@ -19,7 +19,7 @@ import {
   syncNeighbors,
   syncRoutes,
 } from '../../dataplane/routes.ts';
-import type { NodeSpec } from '../../model/keys.ts';
+import type { NodeSpec } from '../../model/node.ts';
 import { sleep } from '../follow-node.ts';
 import type { Logger } from '../../log/logger.ts';
 import type { Store } from '../../store/store.ts';

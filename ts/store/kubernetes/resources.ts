@@ -35,7 +35,7 @@ export interface Kind {
 export const NODES_PREFIX = `${RESOURCES}nodes/`;
 
 /**
- * Where a Node's addresses (the etcd datastore's Node spec, ts/model/keys.ts NodeSpec) live on the
+ * Where a Node's addresses (the etcd datastore's Node spec, ts/model/node.ts NodeSpec) live on the
  * Kubernetes datastore: annotations netplug-node writes on its own Node, named as the reference's.
  */
 export const NODE_ADDRESS_ANNOTATIONS = {
@@ -56,7 +56,7 @@ export const KINDS: readonly Kind[] = [
     selector: () => undefined,
   },
   {
-    // Only `default`: which release runs the cluster (ts/ipam/cluster-info.ts).
+    // Only `default`: which release runs the cluster (ts/model/cluster-information.ts).
     prefix: `${RESOURCES}clusterinformations/`,
     kind: 'ClusterInformation',
     plural: 'clusterinformations',
