@@ -12,6 +12,8 @@ import { IpamError } from '../../ts/ipam/errors.ts';
 import { cidrOfKey } from '../../ts/model/keys.ts';
 import type { PoolResource } from '../../ts/model/ip-pool.ts';
 import { choosePools, poolsOf } from '../../ts/ipam/pools.ts';
+import { matches } from '../../ts/selectors/evaluate.ts';
+import { formatSelector } from '../../ts/selectors/format.ts';
 import { parseSelector, SelectorError } from '../../ts/selectors/parse.ts';
 import { addressPlan, ANNOTATIONS, type AnnotationContext } from '../../ts/k8s/annotations.ts';
 import { KINDS, kindOfKey, kindsOfPrefix, objectName } from '../../ts/store/kubernetes/resources.ts';
@@ -232,13 +234,13 @@ const LABELS: Record<string, string>[] = [
 ];
 
 fuzzTest(
-  `selector: ${COUNTS.selector} node selectors through parseSelector give a predicate or a SelectorError`,
+  `selector: ${COUNTS.selector} node selectors through parseSelector give a selector or a SelectorError`,
   'selector',
   COUNTS.selector,
   mutatedSelector,
   (source) => {
     const selector = parseSelector(source);
-    for (const labels of LABELS) selector(labels);
+    for (const labels of LABELS) matches(selector, labels);
   },
   ({ error }) => {
     if (error === undefined) return undefined;
@@ -247,6 +249,36 @@ fuzzTest(
     return undefined;
   },
   (source) => shorten(source),
+);
+
+fuzzTest(
+  `selector round trip: ${COUNTS.selector} mutated selectors that parse format to a text that parses back, formats the same and matches the same labels`,
+  'selector-round-trip',
+  COUNTS.selector,
+  (rng) => {
+    const source = mutatedSelector(rng);
+    const global = rng.int(5);
+    return {
+      source: global === 0 ? `${source} || global()` : global === 1 ? `global() && (${source})` : source,
+      allowGlobal: rng.chance(0.5),
+    };
+  },
+  ({ source, allowGlobal }) => {
+    let selector: ReturnType<typeof parseSelector>;
+    try {
+      selector = parseSelector(source, { allowGlobal });
+    } catch (error) {
+      if (error instanceof SelectorError) return undefined; // the target above judges refusals
+      throw error;
+    }
+    const text = formatSelector(selector);
+    const again = parseSelector(text, { allowGlobal });
+    if (formatSelector(again) !== text) return `formats differently once parsed back: ${shorten(text)}`;
+    const differs = LABELS.find((labels) => matches(again, labels) !== matches(selector, labels));
+    return differs && `matches ${JSON.stringify(differs)} differently once formatted: ${shorten(text)}`;
+  },
+  ({ value, error }) => (error !== undefined ? `threw ${describeThrown(error)}` : (value as string | undefined)),
+  ({ source }) => shorten(source),
 );
 
 /** Valid Kubernetes object names and label values (what the API server accepts). */

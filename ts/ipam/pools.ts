@@ -7,7 +7,9 @@ import { keys } from '../model/keys.ts';
 import type { NodeResource } from '../model/node.ts';
 import type { PoolResource, PoolSpec } from '../model/ip-pool.ts';
 import { checkedPool } from '../model/checked-documents.ts';
-import { parseSelector, type Labels } from '../selectors/parse.ts';
+import { matches } from '../selectors/evaluate.ts';
+import { parseSelector } from '../selectors/parse.ts';
+import type { Labels } from '../selectors/syntax.ts';
 
 export interface Pool {
   name: string;
@@ -63,7 +65,7 @@ export function choosePools(
 ): Pool[] {
   if (requested && requested.length > 0) return requested.map((item) => requestedPool(all, family, item, field));
   const selected = all.filter(
-    (pool) => pool.prefix.family === family && !pool.spec.disabled && parseSelector(pool.spec.nodeSelector)(labels),
+    (pool) => pool.prefix.family === family && !pool.spec.disabled && matches(parseSelector(pool.spec.nodeSelector), labels),
   );
   return selected;
 }

@@ -1,21 +1,28 @@
-// Node selectors of IP pools, the selector language of the reference: `zone == "a"`,
+// The selector language of the reference (pool node selectors, policy selectors): `zone == "a"`,
 // `zone != "a"`, `has(zone)`, `!has(zone)`, `zone in {"a", "b"}`, `zone not in {...}`,
-// `name contains "x"`, `starts with`, `ends with`, `all()`, combined with `&&`, `||`, `!` and
-// parentheses. Parsed once into a predicate over a node's labels.
+// `name contains "x"`, `starts with`, `ends with`, `all()`, `global()` where the caller allows it,
+// combined with `&&`, `||`, `!` and parentheses; values in single or double quotes. Parsed into a
+// syntax tree (syntax.ts).
+import { quote } from '../log/echo.ts';
+import { ALL, SelectorError, type Selector } from './syntax.ts';
 
-import { quote } from '../cni/errors.ts';
+export { SelectorError } from './syntax.ts';
 
-export type Labels = Readonly<Record<string, string>>;
-export type Selector = (labels: Labels) => boolean;
-
-export class SelectorError extends Error {
-  override readonly name = 'SelectorError';
-}
-
-/** How deeply `(` and `!` may nest: the parser and the predicate it builds recurse per level. */
+/** How deeply `(` and `!` may nest: the parser, and whatever walks the tree it builds, recurse per level. */
 export const MAX_SELECTOR_DEPTH = 64;
 
+export interface ParseOptions {
+  /**
+   * Whether `global()` is the global node (a netplug policy's namespaceSelector); elsewhere it is
+   * read as any other word, a label key, as the language always read it.
+   */
+  allowGlobal?: boolean;
+}
+
 const TOKEN = /\s*(?:(\(|\)|\{|\}|,|&&|\|\||==|!=|!)|("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')|([A-Za-z0-9_./-]+(?:\(\))?))/y;
+
+/** What a label key must look like to be written in the language (format.ts checks the keys it writes). */
+export const LABEL_KEY = /^[A-Za-z0-9_./-]+$/;
 
 interface Token {
   text: string;
@@ -37,7 +44,9 @@ function tokenize(source: string): Token[] {
   }
 }
 
-export function parseSelector(source: string): Selector {
+const MATCHES = { contains: 'contains', starts: 'startsWith', ends: 'endsWith' } as const;
+
+export function parseSelector(source: string, options: ParseOptions = {}): Selector {
   const tokens = tokenize(source);
   let position = 0;
   const fail = (what: string): never => {
@@ -49,15 +58,15 @@ export function parseSelector(source: string): Selector {
   const word = () => (tokens[position]?.kind === 'word' ? (tokens[position++] as Token).text : fail('expected a label key'));
   const string = () => (tokens[position]?.kind === 'string' ? (tokens[position++] as Token).text : fail('expected a quoted value'));
 
-  // Operands of a chain of `||` (or `&&`) in a list rather than nested closures: a long chain
-  // must not make the predicate recurse once per operand.
+  // Operands of a chain of `||` (or `&&`) in a list rather than nested nodes: a long chain must
+  // not make whatever walks the tree recurse once per operand.
   const expression = (): Selector => {
     const operands = [conjunction()];
     while (peek('||')) {
       position++;
       operands.push(conjunction());
     }
-    return operands.length === 1 ? (operands[0] as Selector) : (labels) => operands.some((operand) => operand(labels));
+    return operands.length === 1 ? (operands[0] as Selector) : { kind: 'or', operands };
   };
   const conjunction = (): Selector => {
     const operands = [unary()];
@@ -65,7 +74,7 @@ export function parseSelector(source: string): Selector {
       position++;
       operands.push(unary());
     }
-    return operands.length === 1 ? (operands[0] as Selector) : (labels) => operands.every((operand) => operand(labels));
+    return operands.length === 1 ? (operands[0] as Selector) : { kind: 'and', operands };
   };
   let depth = 0;
   const deeper = <T>(parse: () => T): T => {
@@ -77,8 +86,7 @@ export function parseSelector(source: string): Selector {
   const unary = (): Selector => {
     if (peek('!')) {
       position++;
-      const inner = deeper(unary);
-      return (labels) => !inner(labels);
+      return { kind: 'not', operand: deeper(unary) };
     }
     return primary();
   };
@@ -90,40 +98,29 @@ export function parseSelector(source: string): Selector {
       return inner;
     }
     const key = word();
-    if (key === 'all()') return () => true;
-    if (key === 'has') {
-      take('(');
+    if (key === 'all()') return ALL;
+    if (key === 'global()' && options.allowGlobal) return { kind: 'global' };
+    // `has` not followed by `(` is a label key (Kubernetes allows one named so), as the reference reads it.
+    if (key === 'has' && peek('(')) {
+      position++;
       const name = word();
       take(')');
-      return (labels) => Object.hasOwn(labels, name);
+      return { kind: 'has', key: name };
     }
     const next = peek();
     if (next?.text === '==' || next?.text === '!=') {
       position++;
-      const value = string();
-      return next.text === '==' ? (labels) => labels[key] === value : (labels) => labels[key] !== value;
+      return { kind: next.text === '==' ? 'equals' : 'notEquals', key, value: string() };
     }
     if (next?.text === 'in' || next?.text === 'not') {
       position++;
-      const negate = next.text === 'not';
-      if (negate) take('in');
-      const values = set();
-      return (labels) => {
-        const value = labels[key];
-        return negate ? value === undefined || !values.has(value) : value !== undefined && values.has(value);
-      };
+      if (next.text === 'not') take('in');
+      return { kind: next.text === 'not' ? 'notIn' : 'in', key, values: set() };
     }
     if (next?.text === 'contains' || next?.text === 'starts' || next?.text === 'ends') {
       position++;
       if (next.text !== 'contains') take('with');
-      const value = string();
-      const test =
-        next.text === 'contains'
-          ? (v: string) => v.includes(value)
-          : next.text === 'starts'
-            ? (v: string) => v.startsWith(value)
-            : (v: string) => v.endsWith(value);
-      return (labels) => labels[key] !== undefined && test(labels[key] as string);
+      return { kind: MATCHES[next.text], key, value: string() };
     }
     return fail(`expected an operator after ${quote(key)}`);
   };
@@ -141,7 +138,7 @@ export function parseSelector(source: string): Selector {
     return values;
   };
 
-  if (tokens.length === 0) return () => true; // an empty selector selects every node
+  if (tokens.length === 0) return ALL; // an empty selector selects every object
   const selector = expression();
   if (position < tokens.length) fail('unexpected');
   return selector;

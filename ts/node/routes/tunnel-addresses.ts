@@ -9,7 +9,9 @@ import { allocate } from '../../ipam/allocator.ts';
 import { addressesOf } from '../../ipam/known-state.ts';
 import { releaseHandle } from '../../ipam/release.ts';
 import { blockInPool, type Pool } from '../../ipam/pools.ts';
-import { parseSelector, type Labels } from '../../selectors/parse.ts';
+import { matches } from '../../selectors/evaluate.ts';
+import { parseSelector } from '../../selectors/parse.ts';
+import type { Labels } from '../../selectors/syntax.ts';
 import type { Store } from '../../store/store.ts';
 
 export type Tunnel = 'ipip' | 'vxlan';
@@ -23,7 +25,7 @@ export function tunnelPools(tunnel: Tunnel, pools: readonly Pool[], labels: Labe
       pool.prefix.family === 4 &&
       !pool.spec.disabled &&
       (tunnel === 'ipip' ? pool.spec.ipipMode : pool.spec.vxlanMode) !== 'Never' &&
-      parseSelector(pool.spec.nodeSelector)(labels),
+      matches(parseSelector(pool.spec.nodeSelector), labels),
   );
 }
 
