@@ -31,7 +31,7 @@ import { ROOT } from '../helpers/cni.ts';
 import { startEtcd } from '../helpers/etcd.ts';
 import { installCrds, startKube, type Kube } from '../helpers/kube.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
-import { CONTROLLER_DATASTORE_RULES, CONTROLLER_RULES, startControllers, until } from './fixtures.ts';
+import { CONTROLLER_DATASTORE_RULES, CONTROLLER_RULES, controllersIdentity, startControllers, until } from './fixtures.ts';
 
 const GROUP = 'crd.projectnet.org';
 const shared = sharedTeardowns(test);
@@ -200,7 +200,10 @@ test.serial('Kubernetes datastore: automatic host endpoints follow the nodes whi
   const store = new KubeStore(await openKubeClient({ kubeconfig: kube.server.admin.kubeconfig }));
   t.teardown(() => store.close());
   t.teardown(() => deleteAll(store));
-  const identity = await kube.identityWith('netplug-kube-controllers-hep-kdd', [...CONTROLLER_RULES, ...CONTROLLER_DATASTORE_RULES]);
+  const identity = await controllersIdentity(kube, 'netplug-kube-controllers-hep-kdd', [
+    ...CONTROLLER_RULES,
+    ...CONTROLLER_DATASTORE_RULES,
+  ]);
   // The specification's step, with kubectl as the README gives it.
   const setAutoCreate = async (autoCreate: 'Enabled' | 'Disabled') => {
     const patch = JSON.stringify({ spec: { controllers: { node: { hostEndpoint: { autoCreate } } } } });
@@ -215,7 +218,7 @@ test.serial('etcd datastore: automatic host endpoints follow the nodes while Ena
   const etcd = await startEtcd(t);
   const store = await openStore({ etcd_endpoints: etcd.endpoints });
   t.teardown(() => store.close());
-  const identity = await kube.identityWith('netplug-kube-controllers-hep-etcd', CONTROLLER_RULES);
+  const identity = await controllersIdentity(kube, 'netplug-kube-controllers-hep-etcd', CONTROLLER_RULES);
   const setAutoCreate = async (autoCreate: 'Enabled' | 'Disabled') => {
     const found = await readConfiguration(store);
     if (!found) throw new Error('no KubeControllersConfiguration default');

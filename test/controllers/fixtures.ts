@@ -1,10 +1,16 @@
 // netplug-kube-controllers tests: the controllers run in-process (runControllersMain, as the
 // executable runs it) against a real kube-apiserver and a real datastore; IPAM state is made by
 // the allocator itself, as an ADD makes it (with the pod attributes and workload endpoint ADD
-// records); identities hold exactly the RBAC rules the report gives.
+// records); identities hold exactly the RBAC rules the report gives, and the shipped Role for the
+// leader election's Lease in a namespace of their own (so that tests running side by side on one
+// API server each elect their own leader).
 import type { ExecutionContext } from 'ava';
 import type * as k8s from '@kubernetes/client-node';
 
+import type { Identity } from '../../scripts/lib/kube-server.ts';
+import { CONTROLLERS } from '../../ts/render/objects.ts';
+import { renderRbac } from '../../ts/render/rbac.ts';
+import type { Kube } from '../helpers/kube.ts';
 import { runControllersMain } from '../../ts/controllers/main.ts';
 import { allocate } from '../../ts/ipam/allocator.ts';
 import { attributeAt } from '../../ts/ipam/block.ts';
@@ -33,9 +39,39 @@ export const CONTROLLER_DATASTORE_RULES: k8s.V1PolicyRule[] = [
   { apiGroups: ['crd.projectnet.org'], resources: ['ipampendingrequests'], verbs: ['list', 'delete'] },
   { apiGroups: ['crd.projectnet.org'], resources: ['workloadendpoints'], verbs: ['get', 'delete'] },
   { apiGroups: ['crd.projectnet.org'], resources: ['ippools'], verbs: ['list'] },
-  { apiGroups: ['crd.projectnet.org'], resources: ['hostendpoints'], verbs: ['list', 'create', 'update', 'delete'] },
-  { apiGroups: ['crd.projectnet.org'], resources: ['kubecontrollersconfigurations'], verbs: ['get', 'create', 'update'] },
+  { apiGroups: ['crd.projectnet.org'], resources: ['hostendpoints'], verbs: ['list', 'watch', 'create', 'update', 'delete'] },
+  { apiGroups: ['crd.projectnet.org'], resources: ['kubecontrollersconfigurations'], verbs: ['get', 'list', 'watch', 'create', 'update'] },
 ];
+
+/** The Lease namespace of each identity's kubeconfig. */
+const leaseNamespaces = new Map<string, string>();
+
+/**
+ * An identity bound to `rules` cluster-wide, and in a namespace of its own (named after it) to the
+ * Role the release gives the controllers for their Lease.
+ */
+export async function controllersIdentity(kube: Kube, user: string, rules: k8s.V1PolicyRule[]): Promise<Identity> {
+  const identity = await kube.identityWith(user, rules);
+  const namespace = `lease-${user}`.slice(0, 63).replace(/-+$/, '');
+  await kube.core.createNamespace({ body: { metadata: { name: namespace } } });
+  const role = renderRbac({ datastore: 'kubernetes', namespace, image: 'netplug:test' }).find(
+    (object) => object.kind === 'Role' && object.metadata.name === CONTROLLERS,
+  ) as unknown as k8s.V1Role;
+  await kube.rbac.createNamespacedRole({ namespace, body: { metadata: { name: CONTROLLERS, namespace }, rules: role.rules ?? [] } });
+  await kube.rbac.createNamespacedRoleBinding({
+    namespace,
+    body: {
+      metadata: { name: CONTROLLERS, namespace },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: CONTROLLERS },
+      subjects: [{ kind: 'User', name: user }],
+    },
+  });
+  leaseNamespaces.set(identity.kubeconfig, namespace);
+  return identity;
+}
+
+/** The namespace of `identity`'s Lease. */
+export const leaseNamespaceOf = (identity: Identity): string => leaseNamespaces.get(identity.kubeconfig) ?? 'kube-system';
 
 export interface Controllers {
   lines: string[];
@@ -44,17 +80,27 @@ export interface Controllers {
   stop(): Promise<number>;
 }
 
-/** runControllersMain with `env` (and a free health port, a 1 s grace period unless given), stopped at teardown. */
+/**
+ * runControllersMain with `env` (and a free health port, a 1 s grace period, the Lease in the
+ * identity's namespace, unless given), its health checks every second, stopped at teardown.
+ */
 export async function startControllers(t: ExecutionContext, env: Record<string, string>): Promise<Controllers> {
   const port = await freePort();
   const lines: string[] = [];
   const abort = new AbortController();
+  const leaseNamespace = leaseNamespaces.get(env['KUBECONFIG'] ?? '');
   const exit = runControllersMain(
     [],
-    { LEAK_GRACE_PERIOD: '1s', NETPLUG_CONTROLLERS_HEALTH_ADDR: `127.0.0.1:${port}`, ...env },
+    {
+      LEAK_GRACE_PERIOD: '1s',
+      NETPLUG_CONTROLLERS_HEALTH_ADDR: `127.0.0.1:${port}`,
+      ...(leaseNamespace ? { LEADER_ELECTION_NAMESPACE: leaseNamespace } : {}),
+      ...env,
+    },
     abort.signal,
     {
       writeLog: (line) => lines.push(line),
+      checkIntervalMs: 1000,
     },
   );
   const stop = () => {

@@ -1,4 +1,4 @@
-// /liveness and /readiness: ready only once the first passes are done and while both the
+// /livez and /readyz: ready only once the first passes are done and while both the
 // datastore and the API server answer. The API server is reached through a TCP relay this test
 // opens and closes; the datastore (etcd) is stopped and started again.
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -11,7 +11,7 @@ import { runControllersMain } from '../../ts/controllers/main.ts';
 import { tempDir } from '../helpers/cni.ts';
 import { freePort, startEtcd } from '../helpers/etcd.ts';
 import { startKube } from '../helpers/kube.ts';
-import { CONTROLLER_RULES, startControllers, status, until } from './fixtures.ts';
+import { CONTROLLER_RULES, controllersIdentity, leaseNamespaceOf, startControllers, status, until } from './fixtures.ts';
 
 /** A TCP relay on `port` to `target`, which can be closed (dropping its connections) and opened again on the same port. */
 function relay(t: ExecutionContext, port: number, target: number) {
@@ -44,7 +44,7 @@ function relay(t: ExecutionContext, port: number, target: number) {
 
 test('readiness: 503 until the first passes and while the API server or the datastore is unreachable; liveness 200', async (t) => {
   const [kube, etcd] = await Promise.all([startKube(t), startEtcd(t)]);
-  const identity = await kube.identityWith('netplug-kube-controllers-health', CONTROLLER_RULES);
+  const identity = await controllersIdentity(kube, 'netplug-kube-controllers-health', CONTROLLER_RULES);
   const apiPort = Number(new URL(kube.server.url).port);
   const relayPort = await freePort();
   const kubeconfig = join(tempDir(t, 'kubeconfig'), 'relayed.kubeconfig');
@@ -52,29 +52,34 @@ test('readiness: 503 until the first passes and while the API server or the data
   const api = relay(t, relayPort, apiPort);
 
   // Started with the API server unreachable: never synced, not ready; but live.
-  const controllers = await startControllers(t, { DATASTORE_TYPE: 'etcdv3', ETCD_ENDPOINTS: etcd.endpoints, KUBECONFIG: kubeconfig });
-  await until('the health server answers', async () => (await status(`${controllers.health}/liveness`)).code === 200);
-  const before = await status(`${controllers.health}/readiness`);
+  const controllers = await startControllers(t, {
+    DATASTORE_TYPE: 'etcdv3',
+    ETCD_ENDPOINTS: etcd.endpoints,
+    KUBECONFIG: kubeconfig,
+    LEADER_ELECTION_NAMESPACE: leaseNamespaceOf(identity),
+  });
+  await until('the health server answers', async () => (await status(`${controllers.health}/livez`)).code === 200);
+  const before = await status(`${controllers.health}/readyz`);
   t.is(before.code, 503);
   t.regex(before.text, /Kubernetes API server/);
   t.regex(before.text, /has not completed its first pass/);
 
   await api.open();
-  await until('ready once the API server answers', async () => (await status(`${controllers.health}/readiness`)).code === 200);
+  await until('ready once the API server answers', async () => (await status(`${controllers.health}/readyz`)).code === 200);
 
   await api.close();
-  await until('not ready while the API server is unreachable', async () => (await status(`${controllers.health}/readiness`)).code === 503);
+  await until('not ready while the API server is unreachable', async () => (await status(`${controllers.health}/readyz`)).code === 503);
   await api.open();
-  await until('ready again', async () => (await status(`${controllers.health}/readiness`)).code === 200);
+  await until('ready again', async () => (await status(`${controllers.health}/readyz`)).code === 200);
 
   await etcd.stop();
   await until('not ready while the datastore is unreachable', async () => {
-    const { code, text } = await status(`${controllers.health}/readiness`);
+    const { code, text } = await status(`${controllers.health}/readyz`);
     return code === 503 && text.includes('the datastore');
   });
-  t.is((await status(`${controllers.health}/liveness`)).code, 200, 'still live');
+  t.is((await status(`${controllers.health}/livez`)).code, 200, 'still live');
   await etcd.start();
-  await until('ready again with the datastore back', async () => (await status(`${controllers.health}/readiness`)).code === 200);
+  await until('ready again with the datastore back', async () => (await status(`${controllers.health}/readyz`)).code === 200);
   t.is(await controllers.stop(), 0);
 });
 

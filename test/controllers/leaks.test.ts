@@ -15,6 +15,7 @@ import {
   allocateFor,
   CONTROLLER_DATASTORE_RULES,
   CONTROLLER_RULES,
+  controllersIdentity,
   createPool,
   isHeld,
   isReleased,
@@ -70,7 +71,7 @@ async function leakRepair(t: ExecutionContext, store: Store, env: Record<string,
   for (const [what, allocation] of Object.entries({ ofAlive, ofRecreated, tunnel }))
     t.true(await isHeld(store, allocation), `${what} (${allocation.address}) is still allocated`);
   t.truthy(ofAlive.endpointKey && (await store.get(ofAlive.endpointKey)), 'the live pod keeps its workload endpoint');
-  t.is((await status(`${controllers.health}/readiness`)).code, 200);
+  t.is((await status(`${controllers.health}/readyz`)).code, 200);
   t.is(await controllers.stop(), 0, 'exits 0 when the signal aborts');
 }
 
@@ -78,7 +79,7 @@ test("etcd datastore: leaked addresses are released after the grace period, neve
   const etcd = await startEtcd(t);
   const store = await openStore({ etcd_endpoints: etcd.endpoints });
   t.teardown(() => store.close());
-  const identity = await kube.identityWith('netplug-kube-controllers-leaks-etcd', CONTROLLER_RULES);
+  const identity = await controllersIdentity(kube, 'netplug-kube-controllers-leaks-etcd', CONTROLLER_RULES);
   await leakRepair(
     t,
     store,
@@ -91,6 +92,9 @@ test("etcd datastore: leaked addresses are released after the grace period, neve
 test("Kubernetes datastore: leaked addresses are released after the grace period, never a live pod's", async (t) => {
   const store = new KubeStore(await openKubeClient({ kubeconfig: kube.server.admin.kubeconfig }));
   t.teardown(() => store.close());
-  const identity = await kube.identityWith('netplug-kube-controllers-leaks-kdd', [...CONTROLLER_RULES, ...CONTROLLER_DATASTORE_RULES]);
+  const identity = await controllersIdentity(kube, 'netplug-kube-controllers-leaks-kdd', [
+    ...CONTROLLER_RULES,
+    ...CONTROLLER_DATASTORE_RULES,
+  ]);
   await leakRepair(t, store, { DATASTORE_TYPE: 'kubernetes', KUBECONFIG: identity.kubeconfig }, 'kdd', '10.72.0.0/16');
 });

@@ -17,6 +17,7 @@ import {
   allocateFor,
   CONTROLLER_DATASTORE_RULES,
   CONTROLLER_RULES,
+  controllersIdentity,
   createNodeResource,
   createPool,
   isHeld,
@@ -65,7 +66,7 @@ async function deletedNode(t: ExecutionContext, store: Store, env: Record<string
   const onKept = [await allocateFor(store, kept, { namespace, name: 'never-existed-either' }), await allocateFor(store, kept)];
 
   const controllers = await startControllers(t, { ...env, ENABLED_CONTROLLERS: 'node' });
-  await until('ready', async () => (await status(`${controllers.health}/readiness`)).code === 200);
+  await until('ready', async () => (await status(`${controllers.health}/readyz`)).code === 200);
   t.true(await isHeld(store, onGone.neverExisted), 'nothing is released while the node exists');
 
   await kube.core.deleteNode({ name: gone });
@@ -100,7 +101,7 @@ test("etcd datastore: a deleted node's addresses, blocks, affinities and Node re
   const etcd = await startEtcd(t);
   const store = await openStore({ etcd_endpoints: etcd.endpoints });
   t.teardown(() => store.close());
-  const identity = await kube.identityWith('netplug-kube-controllers-nodes-etcd', CONTROLLER_RULES);
+  const identity = await controllersIdentity(kube, 'netplug-kube-controllers-nodes-etcd', CONTROLLER_RULES);
   await deletedNode(
     t,
     store,
@@ -113,7 +114,10 @@ test("etcd datastore: a deleted node's addresses, blocks, affinities and Node re
 test("Kubernetes datastore: a deleted node's addresses, blocks and affinities are released", async (t) => {
   const store = new KubeStore(await openKubeClient({ kubeconfig: kube.server.admin.kubeconfig }));
   t.teardown(() => store.close());
-  const identity = await kube.identityWith('netplug-kube-controllers-nodes-kdd', [...CONTROLLER_RULES, ...CONTROLLER_DATASTORE_RULES]);
+  const identity = await controllersIdentity(kube, 'netplug-kube-controllers-nodes-kdd', [
+    ...CONTROLLER_RULES,
+    ...CONTROLLER_DATASTORE_RULES,
+  ]);
   await deletedNode(t, store, { DATASTORE_TYPE: 'kubernetes', KUBECONFIG: identity.kubeconfig }, 'kdd', '10.74.0.0/16');
 });
 
@@ -125,7 +129,7 @@ test("etcd datastore: Node resources' labels follow the Kubernetes Nodes'; none 
   await createNode(t, registered, { zone: 'a' });
   await createNode(t, unregistered, { zone: 'a' });
   await createNodeResource(store, registered, { stale: 'x' });
-  const identity = await kube.identityWith('netplug-kube-controllers-labels', CONTROLLER_RULES);
+  const identity = await controllersIdentity(kube, 'netplug-kube-controllers-labels', CONTROLLER_RULES);
   const labelsOf = async (name: string) =>
     (await store.get<{ metadata: { labels: Record<string, string> } }>(keys.node(name)))?.value.metadata.labels;
   const sorted = (labels: Record<string, string> = {}) => JSON.stringify(Object.entries(labels).sort());

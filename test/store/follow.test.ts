@@ -10,6 +10,7 @@ import { newBlock } from '../../ts/ipam/block.ts';
 import { keys } from '../../ts/model/keys.ts';
 import { openKubeClient } from '../../ts/k8s/client.ts';
 import { openGrpcStore } from '../../ts/store/etcd/grpc.ts';
+import { Informers } from '../../ts/runtime/informers.ts';
 import { followKubernetes } from '../../ts/store/kubernetes/follow.ts';
 import { KubeStore } from '../../ts/store/kubernetes/store.ts';
 import type { Entry, FollowEvents, Store } from '../../ts/store/store.ts';
@@ -145,14 +146,17 @@ test('Kubernetes datastore through informers: IPv4 blocks listed, then each chan
   const log = { info: (m: string) => logged.push(m), warning: (m: string) => logged.push(m) };
   const config = new k8s.KubeConfig();
   config.loadFromFile(kube.server.admin.kubeconfig);
-  const following = followKubernetes(config, log)(prefix, events);
+  const informers = new Informers(config, { log });
+  informers.start();
+  t.teardown(() => informers.stop());
+  const following = followKubernetes(config, informers)(prefix, events);
   t.teardown(() => following.stop());
   await until('the first list', () => heard.lists === 1);
   await inStepWith(store, prefix, heard.entries, 'the IPv4 block listed, not the IPv6 one');
   t.deepEqual([...heard.entries.keys()], [keys.block('10.9.0.0/26')]);
   // Every block, of both families (what netplug-node follows for routes and pool usage).
   const every = recorder();
-  const followingEvery = followKubernetes(config, log)(keys.allBlocks, every.events);
+  const followingEvery = followKubernetes(config, informers)(keys.allBlocks, every.events);
   t.teardown(() => followingEvery.stop());
   await until('every block listed', () => every.heard.lists === 1);
   t.deepEqual([...every.heard.entries.keys()].sort(), [keys.block('10.9.0.0/26'), keys.block('fd00:9::/122')].sort());

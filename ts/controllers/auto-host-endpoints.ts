@@ -27,7 +27,7 @@ import {
   type ControllersConfiguration,
 } from '../model/kube-controllers-configuration.ts';
 import { autoHostEndpointName, listHostEndpoints, newDocument, readConfiguration } from './auto-host-endpoints-resources.ts';
-import type { ControllerLog } from './log.ts';
+import type { Log } from '../runtime/log.ts';
 
 export interface AutoHostEndpointsState {
   store: Store;
@@ -35,11 +35,9 @@ export interface AutoHostEndpointsState {
   nodes: () => readonly k8s.V1Node[] | undefined;
   /** A fresh GET: the cache may not have seen a new node yet. */
   nodeExists: (name: string) => Promise<boolean>;
-  log: ControllerLog;
+  log: Log;
   /** Host endpoints in the way of an automatic one, reported once each. */
   reported: Set<string>;
-  /** The configuration's spec as the last pass read it (JSON): a different one calls for a pass. */
-  seenSpec?: string;
 }
 
 /** The host endpoint the controllers keep for `node`. */
@@ -58,7 +56,6 @@ export function autoHostEndpointOf(node: k8s.V1Node): { name: string; labels: Re
 export async function reconcileAutoHostEndpoints(state: AutoHostEndpointsState): Promise<void> {
   const { store, log } = state;
   const configuration = await ensureConfiguration(store, log);
-  state.seenSpec = JSON.stringify(configuration.value.spec);
   const autoCreate = autoCreateOf(configuration.value.spec);
   let conflicts = (await recordRunningConfig(store, configuration, autoCreate)) ? 0 : 1;
 
@@ -117,7 +114,7 @@ export async function reconcileAutoHostEndpoints(state: AutoHostEndpointsState):
 }
 
 /** KubeControllersConfiguration default, created with autoCreate Disabled when absent. */
-async function ensureConfiguration(store: Store, log: ControllerLog): Promise<Entry<ControllersConfiguration>> {
+async function ensureConfiguration(store: Store, log: Log): Promise<Entry<ControllersConfiguration>> {
   for (let attempt = 0; attempt < 3; attempt++) {
     const found = await readConfiguration(store);
     if (found) return found;

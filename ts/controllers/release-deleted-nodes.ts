@@ -8,7 +8,7 @@ import { cidrOfKey, keys } from '../model/keys.ts';
 import type { Block } from '../model/ipam-documents.ts';
 import { checkedBlock } from '../model/checked-documents.ts';
 import type { Entry, Store } from '../store/store.ts';
-import type { ControllerLog } from './log.ts';
+import type { Log } from '../runtime/log.ts';
 import { affineNode, allocationsIn, readBlocks } from './read-allocations.ts';
 import { releaseAllocation } from './release-allocation.ts';
 
@@ -22,7 +22,7 @@ export interface NodeCleanup {
   podExists(namespace: string, name: string): Promise<boolean>;
   /** Addresses already reported as kept (said once, not on every pass). */
   keptReported: Set<string>;
-  log: ControllerLog;
+  log: Log;
 }
 
 /** How soon to look again at a deleted node whose pods still exist. */

@@ -6,7 +6,8 @@
 // protects its predecessor's address too: a leak left, never an address taken from a live pod).
 // Addresses that name no pod (tunnel addresses, other orchestrators) are not this controller's.
 import type { Store } from '../store/store.ts';
-import { reason, type ControllerLog } from './log.ts';
+import { describeError } from '../runtime/errors.ts';
+import type { Log } from '../runtime/log.ts';
 import { allocationsIn, readBlocks, type Allocated } from './read-allocations.ts';
 import { releaseAllocation } from './release-allocation.ts';
 
@@ -18,13 +19,14 @@ export interface LeakRepair {
   /** A fresh GET: whether the pod exists. */
   podExists(namespace: string, name: string): Promise<boolean>;
   graceMs: number;
-  log: ControllerLog;
+  log: Log;
 }
 
 /** Candidates by `<handle> <address>`: when each was first seen without its pod. */
 export type Candidates = Map<string, number>;
 
-export async function releaseLeakedAddresses(repair: LeakRepair, candidates: Candidates): Promise<void> {
+/** Resolves to how soon the next candidate's grace period ends (ms), when one is waiting. */
+export async function releaseLeakedAddresses(repair: LeakRepair, candidates: Candidates): Promise<number | undefined> {
   const { store, log, graceMs } = repair;
   if (!repair.podsSynced()) throw new Error('waiting for a complete list of pods');
   const seen = new Set<string>();
@@ -52,12 +54,15 @@ export async function releaseLeakedAddresses(repair: LeakRepair, candidates: Can
       } catch (err) {
         // One address that cannot be released now does not hold up the others.
         failure ??= err;
-        log.warning(`${describe(allocation)}: release failed, retrying: ${reason(err)}`);
+        log.warning(`${describe(allocation)}: release failed, retrying: ${describeError(err)}`);
       }
     }
   }
   for (const id of candidates.keys()) if (!seen.has(id)) candidates.delete(id);
   if (failure) throw failure;
+  const now = Date.now();
+  const waits = [...candidates.values()].map((since) => Math.max(100, since + graceMs - now));
+  return waits.length > 0 ? Math.min(...waits) : undefined;
 }
 
 async function releaseLeak(repair: LeakRepair, allocation: Allocated, candidates: Candidates, id: string, missingMs: number) {

@@ -1,10 +1,53 @@
 // netplug-kube-controllers' settings, from its environment (names as the reference's
-// kube-controllers takes them; see the issue 10 contract).
+// kube-controllers takes them), parsed by one schema (runtime/settings.ts): a bad value stops the
+// program with a line naming the variable and its value.
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { randomUUID } from 'node:crypto';
+
+import * as z from 'zod/mini';
+
+import { CONTROLLERS as CONTROLLERS_NAME } from '../render/objects.ts';
+import type { LeaderElectionSettings } from '../runtime/leader-election.ts';
+import { LOG_LEVEL } from '../runtime/log.ts';
+import { duration, flag, hostPort, Invalid, list, oneOf, parseEnv, SettingsError, setting, text } from '../runtime/settings.ts';
 import type { DatastoreSettings } from '../store/open.ts';
-import { parseDuration } from '../config/duration.ts';
 
 export const CONTROLLERS = ['node', 'ipam'] as const;
 export type ControllerName = (typeof CONTROLLERS)[number];
+
+/** The Lease the replicas elect their leader on (in their own namespace; the RBAC Role names it). */
+export const LEASE_NAME = CONTROLLERS_NAME;
+const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
+
+/** A Lease or namespace name: a DNS-1123 subdomain. */
+function checkName(given: string): string {
+  if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(given))
+    throw new Invalid('is not a valid object name (lower-case letters, digits, - and .)');
+  return given;
+}
+
+const schema = z.object({
+  DATASTORE_TYPE: oneOf(['etcdv3', 'kubernetes'], { default: 'etcdv3', problem: 'is not known; use "etcdv3" or "kubernetes"' }),
+  KUBECONFIG: text(),
+  ETCD_ENDPOINTS: text(),
+  ETCD_DISCOVERY_SRV: text(),
+  ETCD_CA_CERT_FILE: text(),
+  ETCD_CERT_FILE: text(),
+  ETCD_KEY_FILE: text(),
+  ENABLED_CONTROLLERS: list(CONTROLLERS, 'node,ipam'),
+  LEAK_GRACE_PERIOD: duration('15m'),
+  NETPLUG_CONTROLLERS_HEALTH_ADDR: hostPort('0.0.0.0:9094'),
+  LOG_LEVEL,
+  LEADER_ELECTION: flag(true),
+  LEADER_ELECTION_NAMESPACE: setting(checkName),
+  POD_NAMESPACE: setting(checkName),
+  LEADER_ELECTION_LEASE_NAME: setting(checkName, LEASE_NAME),
+  POD_NAME: text(),
+  LEADER_ELECTION_LEASE_DURATION: duration('15s', { minMs: 1000 }),
+  LEADER_ELECTION_RENEW_DEADLINE: duration('10s', { minMs: 500 }),
+  LEADER_ELECTION_RETRY_PERIOD: duration('2s', { minMs: 100 }),
+});
 
 export interface ControllersSettings {
   datastore: DatastoreSettings & { datastore_type: 'etcdv3' | 'kubernetes' };
@@ -14,53 +57,55 @@ export interface ControllersSettings {
   /** How long a pod must stay missing before its addresses are released. */
   leakGraceMs: number;
   health: { host: string; port: number };
-}
-
-/** A setting that cannot work: the message names the variable and its value. */
-export class SettingsError extends Error {
-  override readonly name = 'SettingsError';
+  logLevel: z.output<typeof schema>['LOG_LEVEL'];
+  /** Undefined: every replica runs the controllers (LEADER_ELECTION=false). */
+  leaderElection: LeaderElectionSettings | undefined;
 }
 
 export function controllersSettings(env: NodeJS.ProcessEnv): ControllersSettings {
-  const type = env['DATASTORE_TYPE'] || 'etcdv3';
-  if (type !== 'etcdv3' && type !== 'kubernetes')
-    throw new SettingsError(`DATASTORE_TYPE "${type}" is not known; use "etcdv3" or "kubernetes"`);
-  const kubeconfig = env['KUBECONFIG'] || undefined;
+  const given = parseEnv(schema, env);
+  const type = given.DATASTORE_TYPE;
+  const kubeconfig = given.KUBECONFIG;
   const etcd = {
-    etcd_endpoints: env['ETCD_ENDPOINTS'],
-    etcd_discovery_srv: env['ETCD_DISCOVERY_SRV'],
-    etcd_ca_cert_file: env['ETCD_CA_CERT_FILE'],
-    etcd_cert_file: env['ETCD_CERT_FILE'],
-    etcd_key_file: env['ETCD_KEY_FILE'],
+    etcd_endpoints: given.ETCD_ENDPOINTS,
+    etcd_discovery_srv: given.ETCD_DISCOVERY_SRV,
+    etcd_ca_cert_file: given.ETCD_CA_CERT_FILE,
+    etcd_cert_file: given.ETCD_CERT_FILE,
+    etcd_key_file: given.ETCD_KEY_FILE,
   };
   const datastore = Object.fromEntries(Object.entries(etcd).filter(([, value]) => value)) as DatastoreSettings;
-
-  const listed = (env['ENABLED_CONTROLLERS'] ?? 'node,ipam')
-    .split(',')
-    .map((name) => name.trim())
-    .filter((name) => name !== '');
-  const unknown = listed.filter((name) => !(CONTROLLERS as readonly string[]).includes(name));
-  if (unknown.length > 0)
-    throw new SettingsError(`ENABLED_CONTROLLERS names "${unknown.join('", "')}": not one of ${CONTROLLERS.join(', ')}`);
-
-  const grace = env['LEAK_GRACE_PERIOD'] || '15m';
-  const leakGraceMs = parseDuration(grace);
-  if (leakGraceMs === undefined) throw new SettingsError(`LEAK_GRACE_PERIOD "${grace}" is not a duration such as 15m, 90s or 1h30m`);
-
+  const timing = {
+    leaseDurationMs: given.LEADER_ELECTION_LEASE_DURATION,
+    renewDeadlineMs: given.LEADER_ELECTION_RENEW_DEADLINE,
+    retryPeriodMs: given.LEADER_ELECTION_RETRY_PERIOD,
+  };
+  if (given.LEADER_ELECTION && !(timing.retryPeriodMs < timing.renewDeadlineMs && timing.renewDeadlineMs < timing.leaseDurationMs))
+    throw new SettingsError(
+      `LEADER_ELECTION_RETRY_PERIOD (${timing.retryPeriodMs / 1000} s), LEADER_ELECTION_RENEW_DEADLINE (${timing.renewDeadlineMs / 1000} s) and LEADER_ELECTION_LEASE_DURATION (${timing.leaseDurationMs / 1000} s) must each be shorter than the next`,
+    );
   return {
     datastore: { ...datastore, datastore_type: type, ...(type === 'kubernetes' && kubeconfig ? { kubernetes: { kubeconfig } } : {}) },
     kubeconfig,
-    enabled: new Set(listed as ControllerName[]),
-    leakGraceMs,
-    health: hostPort(env['NETPLUG_CONTROLLERS_HEALTH_ADDR'] || '0.0.0.0:9094'),
+    enabled: new Set(given.ENABLED_CONTROLLERS),
+    leakGraceMs: given.LEAK_GRACE_PERIOD,
+    health: given.NETPLUG_CONTROLLERS_HEALTH_ADDR,
+    logLevel: given.LOG_LEVEL,
+    leaderElection: given.LEADER_ELECTION
+      ? {
+          namespace: given.LEADER_ELECTION_NAMESPACE ?? given.POD_NAMESPACE ?? ownNamespace(),
+          name: given.LEADER_ELECTION_LEASE_NAME,
+          identity: `${given.POD_NAME ?? hostname()}_${randomUUID()}`,
+          ...timing,
+        }
+      : undefined,
   };
 }
 
-function hostPort(text: string): { host: string; port: number } {
-  const colon = text.lastIndexOf(':');
-  const host = text.slice(0, colon).replace(/^\[(.*)\]$/, '$1');
-  const port = Number(text.slice(colon + 1));
-  if (colon < 0 || !Number.isInteger(port) || port < 0 || port > 65535 || text.slice(colon + 1) === '')
-    throw new SettingsError(`NETPLUG_CONTROLLERS_HEALTH_ADDR "${text}" must be host:port, such as 0.0.0.0:9094`);
-  return { host: host || '0.0.0.0', port };
+/** The pod's namespace from its service account, else kube-system (a process outside a pod). */
+function ownNamespace(): string {
+  try {
+    return readFileSync(SERVICE_ACCOUNT_NAMESPACE, 'utf8').trim() || 'kube-system';
+  } catch {
+    return 'kube-system';
+  }
 }

@@ -5,12 +5,12 @@
 import { keys } from '../model/keys.ts';
 import { checkedNodeLabels } from '../model/checked-documents.ts';
 import type { Store } from '../store/store.ts';
-import type { ControllerLog } from './log.ts';
+import type { Log } from '../runtime/log.ts';
 
 export async function syncNodeLabels(
   store: Store,
   labelsOf: (node: string) => Record<string, string> | undefined,
-  log: ControllerLog,
+  log: Log,
 ): Promise<void> {
   let conflicts = 0;
   for (const entry of await store.list<Record<string, unknown>>(keys.nodes)) {

@@ -1,11 +1,11 @@
 // Follows the ConfigMap NETPLUG_CONFIG_MAP (its key NETPLUG_CONFIG_MAP_KEY) while the installer runs: every change of its template
-// rewrites the conflist (a bad template is logged and the current conflist kept). Kept by the
-// agents' informer (watchObjects), narrowed by name (fieldSelector metadata.name, so RBAC can name
+// rewrites the conflist (a bad template is logged and the current conflist kept). Kept by an
+// informer (runtime/informers.ts), narrowed by name (fieldSelector metadata.name, so RBAC can name
 // the one ConfigMap): listed, then watched from that version, watched again where it left off when
 // the watch ends quietly, and listed again after a failure, which also catches changes missed.
 import type * as k8s from '@kubernetes/client-node';
 
-import { watchObjects } from '../k8s/watch-objects.ts';
+import { Informers } from '../runtime/informers.ts';
 import { templateFromConfigMap } from './choose-template.ts';
 import type { Log } from './log.ts';
 import type { KubeAccess } from './open-kube-access.ts';
@@ -32,22 +32,21 @@ export async function watchConfigMap(
         .then(() => onTemplate(template))
         .catch((err: unknown) => log('ERROR', `${(err as Error).message}: keeping the current conflist`));
   };
-  const watched = watchObjects<k8s.V1ConfigMap>(
-    kube.config,
-    where,
-    `/api/v1/namespaces/${kube.namespace}/configmaps`,
-    () => kube.core.listNamespacedConfigMap({ namespace: kube.namespace, fieldSelector }),
-    {
-      event: (verb, configMap) => {
-        if (verb === 'delete') log('WARNING', `${where} was deleted: keeping the current conflist`);
-        else apply(configMap);
-      },
-    },
-    { info: () => undefined, warning: (message) => log('WARNING', message) },
-    undefined,
-    fieldSelector,
-  );
+  const informers = new Informers(kube.config, { log: { info: () => undefined, warning: (message) => log('WARNING', message) } });
+  informers
+    .informer<k8s.V1ConfigMap>({
+      what: where,
+      path: `/api/v1/namespaces/${kube.namespace}/configmaps`,
+      list: () => kube.core.listNamespacedConfigMap({ namespace: kube.namespace, fieldSelector }),
+      fieldSelector,
+    })
+    .addHandler({
+      add: apply,
+      update: (configMap) => apply(configMap),
+      delete: () => log('WARNING', `${where} was deleted: keeping the current conflist`),
+    });
+  informers.start();
   await aborted(signal);
-  await watched.stop();
+  await informers.stop();
   await applying;
 }

@@ -1,5 +1,7 @@
 // Leveled logging to stderr, always, and to the netconf's log file when one is configured.
-// Records are single lines: `2026-11-21T08:00:34.534Z [INFO][4242] netplug/add: message key="value"`.
+// Records are single lines: `2026-11-21T08:00:34.534Z [INFO][4242] netplug/add: message key="value"`,
+// or for a resident program (Logger.forProgram, one process per container, whose pid and name the
+// container runtime already records) `2026-11-21T08:00:34.534Z INFO routes: message key="value"`.
 import { shorten } from './echo.ts';
 import { redact } from './redact.ts';
 import { RotatingFile, type RotationLimits } from './rotating-file.ts';
@@ -19,6 +21,8 @@ interface Sinks {
   threshold: number;
   /** Fields every record carries (the plugin's `via`: which program served the command). */
   fields?: Fields;
+  /** A resident program's records: `<time> <LEVEL> <part>: message`, the part omitted for the program itself. */
+  program?: string;
 }
 
 export class Logger {
@@ -30,6 +34,11 @@ export class Logger {
     this.component = component;
     this.pid = pid;
     this.sinks = sinks ?? { stderr, file: undefined, threshold: LEVELS.indexOf('INFO') };
+  }
+
+  /** A resident program's logger: records as `<time> <LEVEL> message`, at `level` and above. */
+  static forProgram(program: string, write: (text: string) => void, level: Level = 'INFO'): Logger {
+    return new Logger(program, write, process.pid, { stderr: write, file: undefined, threshold: LEVELS.indexOf(level), program });
   }
 
   /** A logger for a part of the program, sharing this one's destinations and level. */
@@ -76,7 +85,12 @@ export class Logger {
 
   private log(level: Level, message: string, fields?: Fields): void {
     if (!this.enabled(level)) return;
-    const line = `${new Date().toISOString()} [${level}][${this.pid}] ${this.component}: ${message}${formatFields(this.sinks.fields ? { ...fields, ...this.sinks.fields } : fields)}\n`;
+    const rest = `${message.replaceAll('\n', ' ')}${formatFields(this.sinks.fields ? { ...fields, ...this.sinks.fields } : fields)}`;
+    const { program } = this.sinks;
+    const line =
+      program === undefined
+        ? `${new Date().toISOString()} [${level}][${this.pid}] ${this.component}: ${rest}\n`
+        : `${new Date().toISOString()} ${level} ${this.component === program ? '' : `${this.component.slice(program.length + 1)}: `}${rest}\n`;
     this.sinks.stderr(line);
     if (this.sinks.file) {
       try {

@@ -1,12 +1,14 @@
-// Follows one Kubernetes Node (its labels, its pod CIDRs: what `select` picks) with the agents'
-// informer (watchObjects, narrowed to the one name): listed, then watched from that version,
+// Follows one Kubernetes Node (its labels, its pod CIDRs: what `select` picks) with an informer
+// (runtime/informers.ts, narrowed to the one name): listed, then watched from that version,
 // watched again where it left off when the watch ends quietly, listed again after a failure.
 // Each new value seen is handed on in order, one at a time; `select` gets undefined when a list
 // finds no such Node (a deletion seen by the watch is not handed on: the Node's next version is).
 import * as k8s from '@kubernetes/client-node';
 
-import { describeApiError, watchObjects } from '../k8s/watch-objects.ts';
 import type { Logger } from '../log/logger.ts';
+import { aborted } from '../runtime/clock.ts';
+import { describeError } from '../runtime/errors.ts';
+import { Informers } from '../runtime/informers.ts';
 
 export interface NodeFollower<T> {
   /** What is followed, for log lines ("labels", "pod CIDRs"). */
@@ -45,25 +47,23 @@ export async function followNode<T>(
   };
   const fieldSelector = `metadata.name=${name}`;
   // A list narrowed to the one name (not a get): a Node that does not exist yet is no error.
-  const watched = watchObjects<k8s.V1Node>(
-    kube,
-    `the Kubernetes Node "${name}"`,
-    '/api/v1/nodes',
-    () => core.listNode({ fieldSelector }),
-    {
-      // Called once the list is in (later than this assignment), and again after each failure.
-      synced: () => hand(watched.get(name)),
-      event: (verb, object) => {
-        if (verb !== 'delete') hand(object);
-      },
-      failed: (err) => follower.onError?.(describeApiError(err)),
-    },
-    { info: () => undefined, warning: (message) => log.warning(message) },
-    undefined,
+  const informers = new Informers(kube, { log: { info: () => undefined, warning: (message) => log.warning(message) } });
+  const watched = informers.informer<k8s.V1Node>({
+    what: `the Kubernetes Node "${name}"`,
+    path: '/api/v1/nodes',
+    list: () => core.listNode({ fieldSelector }),
     fieldSelector,
-  );
-  await new Promise((resolve) => (signal.aborted ? resolve(undefined) : signal.addEventListener('abort', resolve, { once: true })));
-  await watched.stop();
+  });
+  watched.addHandler({
+    // Called once the list is in, and again after each failure.
+    synced: () => hand(watched.get(name)),
+    add: hand,
+    update: (object) => hand(object),
+    failed: (err) => follower.onError?.(describeError(err)),
+  });
+  informers.start();
+  await aborted(signal);
+  await informers.stop();
   await queue;
 }
 

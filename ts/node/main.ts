@@ -12,6 +12,7 @@ import type * as k8s from '@kubernetes/client-node';
 import { CLUSTER_INFO_KEY } from '../model/cluster-information.ts';
 import { ensureClusterInfo } from '../ipam/cluster-info.ts';
 import { Logger } from '../log/logger.ts';
+import { Informers } from '../runtime/informers.ts';
 import { followKubernetes } from '../store/kubernetes/follow.ts';
 import type { Store } from '../store/store.ts';
 import { NETPLUG_VERSION } from '../version.ts';
@@ -94,7 +95,9 @@ export async function runNodeMain(_argv: readonly string[], env: NodeJS.ProcessE
   // and so are the blocks and pools that pool usage is counted from, routes or not.
   const routesLog = log.child('routes');
   const watchLog = settings.routes ? routesLog : log.child('pools');
-  const follow = settings.datastoreType === 'kubernetes' ? followKubernetes(kube, watchLog) : store.follow?.bind(store);
+  const informers = new Informers(kube, { log: watchLog });
+  informers.start();
+  const follow = settings.datastoreType === 'kubernetes' ? followKubernetes(kube, informers) : store.follow?.bind(store);
   const feed = follow ? followCluster(follow, settings.routes ? ROUTE_PREFIXES : USAGE_PREFIXES) : undefined;
   const routes = settings.routes
     ? new RouteSync({
@@ -211,6 +214,7 @@ export async function runNodeMain(_argv: readonly string[], env: NodeJS.ProcessE
   await pods?.stop();
   await closeServers();
   feed?.stop();
+  await informers.stop();
   store.close();
   log.info('stopped');
   return 0;

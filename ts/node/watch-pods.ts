@@ -7,7 +7,7 @@
 import * as k8s from '@kubernetes/client-node';
 
 import { namespaceInfoOf, podInfoOf, type NamespaceInfo, type PodInfo } from '../k8s/objects.ts';
-import { watchObjects, type WatchLog } from '../k8s/watch-objects.ts';
+import { Informers, type InformersOptions } from '../runtime/informers.ts';
 
 export interface WatchedPods {
   read(namespace: string, name: string, uid: string): [PodInfo, NamespaceInfo] | undefined;
@@ -16,20 +16,22 @@ export interface WatchedPods {
   stop(): Promise<void>;
 }
 
-export function watchPods(config: k8s.KubeConfig, nodeName: string, log: WatchLog): WatchedPods {
+export function watchPods(config: k8s.KubeConfig, nodeName: string, log: InformersOptions['log']): WatchedPods {
   const core = config.makeApiClient(k8s.CoreV1Api);
   const onNode = `spec.nodeName=${nodeName}`;
-  const pods = watchObjects<k8s.V1Pod>(
-    config,
-    `the pods of node ${nodeName}`,
-    '/api/v1/pods',
-    () => core.listPodForAllNamespaces({ fieldSelector: onNode }),
-    {},
-    log,
-    undefined,
-    onNode,
-  );
-  const namespaces = watchObjects<k8s.V1Namespace>(config, 'namespaces', '/api/v1/namespaces', () => core.listNamespace(), {}, log);
+  const informers = new Informers(config, { log });
+  const pods = informers.informer<k8s.V1Pod>({
+    what: `the pods of node ${nodeName}`,
+    path: '/api/v1/pods',
+    list: () => core.listPodForAllNamespaces({ fieldSelector: onNode }),
+    fieldSelector: onNode,
+  });
+  const namespaces = informers.informer<k8s.V1Namespace>({
+    what: 'namespaces',
+    path: '/api/v1/namespaces',
+    list: () => core.listNamespace(),
+  });
+  informers.start();
   const inStep = () => pods.synced() && namespaces.synced();
   return {
     read(namespace, name, uid) {
@@ -40,8 +42,6 @@ export function watchPods(config: k8s.KubeConfig, nodeName: string, log: WatchLo
       return [podInfoOf(namespace, name, pod), namespaceInfoOf(namespace, inNamespace)];
     },
     count: () => (inStep() ? pods.list().length : 0),
-    async stop() {
-      await Promise.all([pods.stop(), namespaces.stop()]);
-    },
+    stop: () => informers.stop(),
   };
 }

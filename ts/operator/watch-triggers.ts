@@ -1,11 +1,11 @@
 // What wakes the reconcile loop: informers (list, then watch) on the Installation, the IP pools
 // and netplug-system's workloads and ConfigMaps. They only trigger a pass, which reads the state
 // afresh (level-triggered). An informer that fails (the API unreachable, a resource not installed
-// yet) is started again with a growing delay (k8s/watch-objects.ts), and one failing watch never
+// yet) is started again with a growing delay (runtime/informers.ts), and one failing watch never
 // stops the others.
 import type * as k8s from '@kubernetes/client-node';
 
-import { watchObjects } from '../k8s/watch-objects.ts';
+import { Informers } from '../runtime/informers.ts';
 import type { OperatorLog } from './log.ts';
 import { GROUP, SYSTEM_NAMESPACE } from './installation.ts';
 import type { OperatorKube } from './open-kube.ts';
@@ -43,10 +43,9 @@ function watched(kube: OperatorKube): { what: string; path: string; list: Lister
 
 /** Starts the informers; each change calls `trigger`, as does a watch failing. Resolves to a function that stops them. */
 export function watchTriggers(kube: OperatorKube, trigger: () => void, log: OperatorLog): () => Promise<void> {
-  const watches = watched(kube).map(({ what, path, list }) =>
-    watchObjects(kube.config, what, path, list, { event: () => trigger(), failed: () => trigger() }, log),
-  );
-  return async () => {
-    await Promise.all(watches.map((watch) => watch.stop()));
-  };
+  const informers = new Informers(kube.config, { log });
+  for (const source of watched(kube))
+    informers.informer(source).addHandler({ add: trigger, update: () => trigger(), delete: trigger, failed: trigger });
+  informers.start();
+  return () => informers.stop();
 }

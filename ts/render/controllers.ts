@@ -1,5 +1,7 @@
-// Deployment netplug-kube-controllers: one replica (Recreate: two never run at once) that releases
-// what deleted pods and nodes left behind, and keeps etcd-mode node labels in sync.
+// Deployment netplug-kube-controllers: releases what deleted pods and nodes left behind, and keeps
+// etcd-mode node labels in sync. Replicas elect a leader on a Lease in their namespace (only the
+// holder reconciles), so a rolling update starts the new pod beside the old one, which releases
+// the Lease when it stops. Health and metrics on one port: the probes, and Prometheus.
 import { datastoreEnv, etcdSecretMount, etcdSecretVolume } from './config.ts';
 import { CONTROLLERS, type KubeObject, labelsOf, type RenderOptions } from './objects.ts';
 
@@ -14,10 +16,18 @@ export function renderControllers(options: RenderOptions): KubeObject {
     metadata: { name: CONTROLLERS, namespace: options.namespace, labels: labelsOf(CONTROLLERS) },
     spec: {
       replicas: 1,
-      strategy: { type: 'Recreate' },
+      strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
       selector: { matchLabels: labelsOf(CONTROLLERS) },
       template: {
-        metadata: { labels: labelsOf(CONTROLLERS) },
+        metadata: {
+          labels: labelsOf(CONTROLLERS),
+          annotations: {
+            // For a Prometheus that discovers pods by these (the common kubernetes-pods scrape job).
+            'prometheus.io/scrape': 'true',
+            'prometheus.io/port': String(CONTROLLERS_HEALTH_PORT),
+            'prometheus.io/path': '/metrics',
+          },
+        },
         spec: {
           nodeSelector: { 'kubernetes.io/os': 'linux' },
           tolerations: [
@@ -36,10 +46,14 @@ export function renderControllers(options: RenderOptions): KubeObject {
                 ...datastoreEnv(options),
                 { name: 'ENABLED_CONTROLLERS', value: 'node,ipam' },
                 { name: 'NETPLUG_CONTROLLERS_HEALTH_ADDR', value: `0.0.0.0:${CONTROLLERS_HEALTH_PORT}` },
+                // The Lease's namespace and this replica's name in it.
+                { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+                { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
               ],
+              ports: [{ name: 'metrics', containerPort: CONTROLLERS_HEALTH_PORT, protocol: 'TCP' }],
               volumeMounts: etcd ? [etcdSecretMount] : [],
-              livenessProbe: { ...probe('/liveness'), periodSeconds: 10, initialDelaySeconds: 10, failureThreshold: 6, timeoutSeconds: 10 },
-              readinessProbe: { ...probe('/readiness'), periodSeconds: 5, timeoutSeconds: 10 },
+              livenessProbe: { ...probe('/livez'), periodSeconds: 10, initialDelaySeconds: 10, failureThreshold: 6, timeoutSeconds: 10 },
+              readinessProbe: { ...probe('/readyz'), periodSeconds: 5, timeoutSeconds: 10 },
               resources: { requests: { cpu: '20m', memory: '64Mi' } },
             },
           ],

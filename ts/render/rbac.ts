@@ -44,9 +44,10 @@ function clusterRules(component: string, datastore: RenderOptions['datastore']):
               { apiGroups: [CRD_GROUP], resources: ['blockaffinities', 'ipampendingrequests'], verbs: ['list', 'delete'] },
               { apiGroups: [CRD_GROUP], resources: ['workloadendpoints'], verbs: ['get', 'delete'] },
               { apiGroups: [CRD_GROUP], resources: ['ippools'], verbs: ['list'] },
-              // Automatic host endpoints; their configuration, created when absent, with status.runningConfig.
-              { apiGroups: [CRD_GROUP], resources: ['hostendpoints'], verbs: ['list', 'create', 'update', 'delete'] },
-              { apiGroups: [CRD_GROUP], resources: ['kubecontrollersconfigurations'], verbs: ['get', 'create', 'update'] },
+              // Automatic host endpoints; their configuration, created when absent, with status.runningConfig;
+              // both watched, so that a change is reconciled at once.
+              { apiGroups: [CRD_GROUP], resources: ['hostendpoints'], verbs: ['list', 'watch', 'create', 'update', 'delete'] },
+              { apiGroups: [CRD_GROUP], resources: ['kubecontrollersconfigurations'], verbs: ['get', 'list', 'watch', 'create', 'update'] },
             ]
           : []),
       ];
@@ -67,8 +68,14 @@ function clusterRules(component: string, datastore: RenderOptions['datastore']):
   }
 }
 
-/** Rules in the install namespace: install-cni (same pod, same identity as netplug-node). */
+/** Rules in the install namespace: install-cni (same pod, same identity as netplug-node); the controllers' Lease. */
 function namespaceRules(component: string, options: RenderOptions): Rule[] {
+  if (component === CONTROLLERS)
+    return [
+      // Leader election: the Lease is created by the first replica, then read and renewed by name.
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'update'], resourceNames: [CONTROLLERS] },
+    ];
   if (component !== NODE) return [];
   const configMap = options.operator?.configMap ?? CONFIG_MAP;
   return [

@@ -1,38 +1,42 @@
-// Store.follow for the Kubernetes datastore in the resident programs: an informer of
-// @kubernetes/client-node (list, then watch; k8s/watch-objects.ts) on the resource a prefix maps
-// to, its objects turned into the entries the store's reads give (entryOfObject). The plugin's own
-// store (store.ts) has no watch: its lean client loads none of client-node.
+// Store.follow for the Kubernetes datastore in the resident programs: the program's shared
+// informer (runtime/informers.ts: list, then watch) on the resource a prefix maps to, its objects
+// turned into the entries the store's reads give (entryOfObject). The plugin's own store
+// (store.ts) has no watch: its lean client loads none of client-node.
 import * as k8s from '@kubernetes/client-node';
 
-import { watchObjects, type WatchedObjects, type WatchLog } from '../../k8s/watch-objects.ts';
+import type { Informers } from '../../runtime/informers.ts';
 import type { FollowEvents, Following } from '../store.ts';
 import { GROUP, kindsOfPrefix, NODES_PREFIX, VERSION } from './resources.ts';
 import { entryOfObject, type KubeObject } from './documents.ts';
 
-export function followKubernetes(config: k8s.KubeConfig, log: WatchLog): (prefix: string, events: FollowEvents) => Following {
+/** Follows prefixes through `informers` (started by their owner); `stop` removes the follower, the informer stays the program's. */
+export function followKubernetes(config: k8s.KubeConfig, informers: Informers): (prefix: string, events: FollowEvents) => Following {
   const core = config.makeApiClient(k8s.CoreV1Api);
   const custom = config.makeApiClient(k8s.CustomObjectsApi);
   return (prefix, events) => {
     const entry = (object: k8s.KubernetesObject) => entryOfObject(prefix, object as KubeObject);
     const watched = resourceOf(prefix, core, custom);
-    const objects: WatchedObjects<k8s.KubernetesObject> = watchObjects(
-      config,
-      watched.what,
-      watched.path,
-      watched.list,
-      {
-        synced: (): void => events.listed(objects.list().flatMap((object) => entry(object) ?? [])),
-        event: (verb, object) => {
-          const found = entry(object);
-          if (found && verb === 'delete') events.removed(found.key);
-          else if (found) events.changed(found);
-        },
-        failed: (err) => events.failed(err),
+    const objects = informers.informer<k8s.KubernetesObject>({
+      what: watched.what,
+      path: watched.path,
+      list: watched.list,
+      ...(watched.labelSelector ? { labelSelector: watched.labelSelector } : {}),
+    });
+    const changed = (object: k8s.KubernetesObject) => {
+      const found = entry(object);
+      if (found) events.changed(found);
+    };
+    const remove = objects.addHandler({
+      synced: () => events.listed(objects.list().flatMap((object) => entry(object) ?? [])),
+      add: changed,
+      update: changed,
+      delete: (object) => {
+        const found = entry(object);
+        if (found) events.removed(found.key);
       },
-      log,
-      watched.labelSelector,
-    );
-    return { stop: () => void objects.stop() };
+      failed: (err) => events.failed(err),
+    });
+    return { stop: remove };
   };
 }
 
