@@ -2,45 +2,16 @@
 // datastore and the API server answer. The API server is reached through a TCP relay this test
 // opens and closes; the datastore (etcd) is stopped and started again.
 import { readFileSync, writeFileSync } from 'node:fs';
-import { connect, createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 
-import test, { type ExecutionContext } from 'ava';
+import test from 'ava';
 
 import { runControllersMain } from '../../ts/controllers/main.ts';
 import { tempDir } from '../helpers/cni.ts';
 import { freePort, startEtcd } from '../helpers/etcd.ts';
 import { startKube } from '../helpers/kube.ts';
+import { relay } from '../helpers/relay.ts';
 import { CONTROLLER_RULES, controllersIdentity, leaseNamespaceOf, startControllers, status, until } from './fixtures.ts';
-
-/** A TCP relay on `port` to `target`, which can be closed (dropping its connections) and opened again on the same port. */
-function relay(t: ExecutionContext, port: number, target: number) {
-  let server: Server | undefined;
-  const sockets = new Set<Socket>();
-  const close = () =>
-    new Promise<void>((resolve) => {
-      for (const socket of sockets) socket.destroy();
-      if (server) server.close(() => resolve());
-      else resolve();
-      server = undefined;
-    });
-  const open = () =>
-    new Promise<void>((resolve, reject) => {
-      server = createServer((client) => {
-        const upstream = connect(target, '127.0.0.1');
-        for (const socket of [client, upstream]) {
-          sockets.add(socket);
-          socket.on('close', () => sockets.delete(socket));
-          socket.on('error', () => undefined);
-        }
-        client.pipe(upstream).pipe(client);
-      });
-      server.once('error', reject);
-      server.listen(port, '127.0.0.1', () => resolve());
-    });
-  t.teardown(close);
-  return { open, close };
-}
 
 test('readiness: 503 until the first passes and while the API server or the datastore is unreachable; liveness 200', async (t) => {
   const [kube, etcd] = await Promise.all([startKube(t), startEtcd(t)]);

@@ -119,7 +119,7 @@ test.serial('an agent that may not watch pods (RBAC from before) reads them, and
   const withoutPods = NODE_AGENT_RULES.filter((rule) => !rule.resources?.includes('pods'));
   const agent = await agentWith(t, 'netplug-node-unwatched', withoutPods);
   const uid = await createBoundPod('api-read', NODE, '10.224.0.80');
-  const refused = /watching the pods of node node-watched-pods failed \(403 pods is forbidden: .*cannot list resource "pods"/;
+  const refused = /watching the pods of node node-watched-pods failed \(HTTP 403: pods is forbidden: .*cannot list resource "pods"/;
   await eventually('the agent says its watch was refused, on one line', () => refused.test(agent.output()));
 
   t.deepEqual(await addAndDelete(t, agent, 'api-read', uid), { address: '10.224.0.80', from: 'API' });

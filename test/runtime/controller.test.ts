@@ -43,7 +43,15 @@ function recorded(clock: FakeClock, reconcile: Reconcile, options: Partial<Const
   });
   const stop = new AbortController();
   const running = controller.run(stop.signal);
-  return { controller, calls, lines, stop: () => (stop.abort(), running) };
+  return {
+    controller,
+    calls,
+    lines,
+    stop: () => {
+      stop.abort();
+      return running;
+    },
+  };
 }
 
 const ok: Reconcile = async () => undefined;

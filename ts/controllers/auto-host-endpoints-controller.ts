@@ -39,7 +39,7 @@ export function autoHostEndpointsController(options: {
   };
   const key = CONFIGURATION_NAME;
   const controller = new Controller({
-    name: 'host endpoint',
+    name: 'host-endpoints',
     log,
     metrics: options.metrics,
     resyncMs: RESYNC_MS,

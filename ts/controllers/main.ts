@@ -66,7 +66,6 @@ export async function runControllersMain(
   );
 
   const manager = new Manager({
-    name: PROGRAM,
     log,
     health: settings.health,
     ...(leaderElection ? { leaderElection: { config, settings: leaderElection } } : {}),

@@ -11,7 +11,7 @@
 // A reconcile still running `stopTimeoutMs` after its term was lost could overlap with the next
 // leader's: the program then stops and exits 1, and its pod is restarted.
 //
-// API: `new Manager({ name, log, clock?, health?, metricsAddress?, metrics?, leaderElection?,
+// API: `new Manager({ log, clock?, health?, metricsAddress?, metrics?, leaderElection?,
 // stopTimeoutMs? })`; health (HealthChecks), metrics (RuntimeMetrics), informers(config), add(controller,
 // { waitFor }), role(), run(signal) → exit code (0 stopped, 1 could not serve or a stuck reconcile).
 import type * as k8s from '@kubernetes/client-node';
@@ -21,14 +21,12 @@ import type { Controller } from './controller.ts';
 import { describeError } from './errors.ts';
 import { HealthChecks } from './health.ts';
 import { type HealthServer, serveHealth } from './health-server.ts';
-import { type Informer, Informers, waitForSync } from './informers.ts';
+import { type Informer, Informers, type InformersOptions, waitForSync } from './informers.ts';
 import { LeaderElector, type LeaderElectionSettings, type Role } from './leader-election.ts';
 import type { Log } from './log.ts';
 import { RuntimeMetrics } from './metrics.ts';
 
 export interface ManagerOptions {
-  /** The program, for log lines. */
-  name: string;
   log: Log;
   clock?: Clock;
   /** Where /livez, /readyz and /metrics are served (none: no server). */
@@ -41,7 +39,7 @@ export interface ManagerOptions {
   /** How long stopping waits for running reconciles (default 5 s). */
   stopTimeoutMs?: number;
   /** Options of the informers (informers.ts): their restart backoff, the quiet-watch timeout. */
-  informers?: Omit<ConstructorParameters<typeof Informers>[1], 'log' | 'metrics' | 'clock'>;
+  informers?: Omit<InformersOptions, 'log' | 'metrics' | 'clock'>;
 }
 
 interface Managed {
