@@ -147,7 +147,7 @@ test.serial("without the right to read its Node (the host-local manifest's role 
   t.is(status, 503);
   t.regex(
     text,
-    /^not ready: cannot read Node "node-pc3" for its spec\.podCIDRs \(USE_POD_CIDR is true\): 403 nodes "node-pc3" is forbidden: User "netplug-node-no-nodes" cannot list resource "nodes"/,
+    /^not ready: cannot read Node "node-pc3" for its spec\.podCIDRs \(USE_POD_CIDR is true\): HTTP 403: nodes "node-pc3" is forbidden: User "netplug-node-no-nodes" cannot list resource "nodes"/,
   );
   t.is(await agent.stop(), 0);
 });

@@ -8,7 +8,8 @@
 import type * as k8s from '@kubernetes/client-node';
 
 import { Controller, handlerFor } from '../runtime/controller.ts';
-import { changesOnlyStatus, type Informer } from '../runtime/informers.ts';
+import type { Informer } from '../runtime/informers.ts';
+import { changesOnlyStatus } from '../runtime/object-changes.ts';
 import type { Log } from '../runtime/log.ts';
 import type { RuntimeMetrics } from '../runtime/metrics.ts';
 import type { FollowEvents, Following, Store } from '../store/store.ts';

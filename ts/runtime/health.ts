@@ -80,10 +80,13 @@ export class HealthChecks {
       const late = new Promise<string>((resolve) => {
         timer = this.clock.after(options.timeoutMs, () => resolve(`no answer within ${options.timeoutMs / 1000} s`));
       });
-      const outcome = probe().then(
-        () => undefined,
-        (err: unknown) => describe(err),
-      );
+      // A probe that throws at once fails like one that rejects.
+      const outcome = Promise.resolve()
+        .then(probe)
+        .then(
+          () => undefined,
+          (err: unknown) => describe(err),
+        );
       const problem = await Promise.race([outcome, late.then((text) => describe(new Error(text)))]);
       timer?.cancel();
       this.record(name, problem, options.kind ?? 'ready', true);

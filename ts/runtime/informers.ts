@@ -18,12 +18,13 @@
 //
 // API: `new Informers(config, { log, metrics?, clock?, retry?, watchTimeoutMs? })`;
 // informer(source) → Informer (get, list, synced, whenSynced, addHandler → remove); start(),
-// synced(), waitForSync(informers, signal), stop(). `changesOnlyStatus(old, new)`, `sameContent`.
+// synced(), waitForSync(informers, signal), stop(). What counts as a change: object-changes.ts.
 import * as k8s from '@kubernetes/client-node';
 
 import { Backoff, type BackoffOptions } from './backoff.ts';
 import { type Clock, systemClock, type Timer } from './clock.ts';
 import { describeError } from './errors.ts';
+import { changesOnlyStatus, sameContent } from './object-changes.ts';
 import type { RuntimeMetrics } from './metrics.ts';
 
 export interface Source<T extends k8s.KubernetesObject> {
@@ -274,40 +275,4 @@ function passesOn<T>(options: HandlerOptions<T>, old: T | undefined, object: T):
   if (options.ignoreStatusOnly && changesOnlyStatus(old, object)) return false;
   if (options.significant && sameContent(options.significant(old), options.significant(object))) return false;
   return true;
-}
-
-/** Whether `after` differs from `before` only in status and bookkeeping. */
-export function changesOnlyStatus(before: unknown, after: unknown): boolean {
-  return sameContent(withoutStatus(before), withoutStatus(after));
-}
-
-function withoutStatus(object: unknown): unknown {
-  if (typeof object !== 'object' || object === null) return object;
-  const { status: _status, kind: _kind, apiVersion: _apiVersion, metadata, ...rest } = object as Record<string, unknown>;
-  if (typeof metadata !== 'object' || metadata === null) return rest;
-  const { resourceVersion: _version, managedFields: _managed, ...kept } = metadata as Record<string, unknown>;
-  return { ...rest, metadata: kept };
-}
-
-/**
- * Whether two values hold the same content, whatever their key order and whether they came from a
- * list (client-node's typed objects, timestamps as Dates) or a watch (plain JSON, timestamps as text).
- */
-export function sameContent(a: unknown, b: unknown): boolean {
-  return canonical(a) === canonical(b);
-}
-
-const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/;
-
-function canonical(value: unknown): string {
-  if (value instanceof Date) return JSON.stringify(value.toISOString());
-  if (typeof value === 'string' && TIMESTAMP.test(value)) return JSON.stringify(new Date(value).toISOString());
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (typeof value === 'object' && value !== null)
-    return `{${Object.keys(value)
-      .filter((key) => (value as Record<string, unknown>)[key] !== undefined)
-      .sort()
-      .map((key) => `${JSON.stringify(key)}:${canonical((value as Record<string, unknown>)[key])}`)
-      .join(',')}}`;
-  return JSON.stringify(value) ?? 'undefined';
 }
