@@ -19,7 +19,7 @@ import { openKubeClient } from '../../ts/k8s/client.ts';
 import { KubeStore } from '../../ts/store/kubernetes/store.ts';
 import { openStore } from '../../ts/store/open.ts';
 import type { Store } from '../../ts/store/store.ts';
-import { CONTROLLER_DATASTORE_RULES, CONTROLLER_RULES, startControllers } from '../controllers/fixtures.ts';
+import { CONTROLLER_DATASTORE_RULES, CONTROLLER_RULES, controllersIdentity, startControllers } from '../controllers/fixtures.ts';
 import { startEtcd } from '../helpers/etcd.ts';
 import { NETPLUGCTL } from '../helpers/ipam.ts';
 import { installCrds, startKube, type Kube } from '../helpers/kube.ts';
@@ -172,7 +172,10 @@ test.serial('Kubernetes datastore: migrate auto-host-endpoints, with a conflict,
   const store = new KubeStore(await openKubeClient({ kubeconfig: kube.server.admin.kubeconfig }));
   t.teardown(() => store.close());
   t.teardown(() => deleteAll(store));
-  const identity = await kube.identityWith('netplug-kube-controllers-migrate-kdd', [...CONTROLLER_RULES, ...CONTROLLER_DATASTORE_RULES]);
+  const identity = await controllersIdentity(kube, 'netplug-kube-controllers-migrate-kdd', [
+    ...CONTROLLER_RULES,
+    ...CONTROLLER_DATASTORE_RULES,
+  ]);
   // As kubectl create -f would: a native object, no datastore key annotation.
   const createEndpoint = async (name: string, spec: HostEndpoint['spec'], labels: Record<string, string>) => {
     await custom.createClusterCustomObject({
@@ -189,7 +192,7 @@ test.serial('etcd datastore: migrate auto-host-endpoints, with a conflict, a tim
   const etcd = await startEtcd(t);
   const store = await openStore({ etcd_endpoints: etcd.endpoints });
   t.teardown(() => store.close());
-  const identity = await kube.identityWith('netplug-kube-controllers-migrate-etcd', CONTROLLER_RULES);
+  const identity = await controllersIdentity(kube, 'netplug-kube-controllers-migrate-etcd', CONTROLLER_RULES);
   const createEndpoint = async (name: string, spec: HostEndpoint['spec'], labels: Record<string, string>) => {
     if (!(await store.commit([{ key: hostEndpointKey(name), create: newDocument('HostEndpoint', name, labels, spec) }])))
       throw new Error(`${name} exists`);
