@@ -1,0 +1,671 @@
+//! The table description: what netplug wants in its nftables table, as JSON (serde).
+//!
+//! A closed vocabulary: the matches, statements and verdicts below are the only ones the encoder
+//! knows, each written as `nft` 1.0 writes it. The spelling follows what `nft list` prints
+//! (`"ip saddr"`, `"meta l4proto"`, `"th dport"`, `"iifname"`), so a description reads like the
+//! ruleset an admin sees. Values are checked (types, lengths, references) by [`crate::check`].
+
+use serde::{Deserialize, Serialize};
+
+/// One nftables table and everything in it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Table {
+    pub family: Family,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chains: Vec<Chain>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sets: Vec<Set>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub maps: Vec<Map>,
+    /// Named counter objects (`counter name "x"` in rules; read back with the writer's counters()).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub counters: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Family {
+    Inet,
+    Ip,
+    Ip6,
+}
+
+impl Family {
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Inet => "inet",
+            Family::Ip => "ip",
+            Family::Ip6 => "ip6",
+        }
+    }
+
+    /// The nfgenmsg family (NFPROTO_*).
+    pub fn nfproto(self) -> u8 {
+        match self {
+            Family::Inet => 1,
+            Family::Ip => 2,
+            Family::Ip6 => 10,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Chain {
+    pub name: String,
+    /// Present for a base chain (attached to a hook); absent for a regular chain (jump target).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<BaseChain>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<Rule>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BaseChain {
+    #[serde(rename = "type")]
+    pub kind: ChainType,
+    pub hook: Hook,
+    /// Numeric priority: filter is 0, srcnat 100, dstnat -100, raw -300, mangle -150.
+    pub priority: i32,
+    #[serde(default)]
+    pub policy: Policy,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChainType {
+    Filter,
+    Nat,
+    Route,
+}
+
+impl ChainType {
+    pub fn name(self) -> &'static str {
+        match self {
+            ChainType::Filter => "filter",
+            ChainType::Nat => "nat",
+            ChainType::Route => "route",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Hook {
+    Prerouting,
+    Input,
+    Forward,
+    Output,
+    Postrouting,
+}
+
+impl Hook {
+    pub fn name(self) -> &'static str {
+        match self {
+            Hook::Prerouting => "prerouting",
+            Hook::Input => "input",
+            Hook::Forward => "forward",
+            Hook::Output => "output",
+            Hook::Postrouting => "postrouting",
+        }
+    }
+
+    /// NF_INET_* hook number.
+    pub fn number(self) -> u32 {
+        match self {
+            Hook::Prerouting => 0,
+            Hook::Input => 1,
+            Hook::Forward => 2,
+            Hook::Output => 3,
+            Hook::Postrouting => 4,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Policy {
+    #[default]
+    Accept,
+    Drop,
+}
+
+/// A named set: `type` is one data type or a concatenation of them (`["ipv4_addr", "inet_proto",
+/// "inet_service"]`); elements are values of that type, a concatenation's as arrays.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Set {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub key: KeyType,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<SetFlag>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub elements: Vec<Element>,
+}
+
+impl Set {
+    pub fn interval(&self) -> bool {
+        self.flags.contains(&SetFlag::Interval)
+    }
+}
+
+/// A verdict map (`type <key> : verdict`), the dispatch of `iifname vmap @map`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Map {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub key: KeyType,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub elements: Vec<MapElement>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MapElement {
+    pub key: Element,
+    pub verdict: Verdict,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SetFlag {
+    Interval,
+}
+
+/// One data type, or a concatenation (two or more).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "OneOrMany<DataType>", into = "OneOrMany<DataType>")]
+pub struct KeyType(pub Vec<DataType>);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DataType {
+    Ipv4Addr,
+    Ipv6Addr,
+    InetProto,
+    InetService,
+    Ifname,
+    Mark,
+}
+
+impl DataType {
+    pub fn name(self) -> &'static str {
+        match self {
+            DataType::Ipv4Addr => "ipv4_addr",
+            DataType::Ipv6Addr => "ipv6_addr",
+            DataType::InetProto => "inet_proto",
+            DataType::InetService => "inet_service",
+            DataType::Ifname => "ifname",
+            DataType::Mark => "mark",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum OneOrMany<T> {
+    One(T),
+    Many(Vec<T>),
+}
+
+impl<T> From<OneOrMany<T>> for Vec<T> {
+    fn from(value: OneOrMany<T>) -> Self {
+        match value {
+            OneOrMany::One(one) => vec![one],
+            OneOrMany::Many(many) => many,
+        }
+    }
+}
+
+impl<T> From<Vec<T>> for OneOrMany<T> {
+    fn from(mut value: Vec<T>) -> Self {
+        if value.len() == 1 { OneOrMany::One(value.remove(0)) } else { OneOrMany::Many(value) }
+    }
+}
+
+impl From<OneOrMany<DataType>> for KeyType {
+    fn from(value: OneOrMany<DataType>) -> Self {
+        KeyType(value.into())
+    }
+}
+
+impl From<KeyType> for OneOrMany<DataType> {
+    fn from(value: KeyType) -> Self {
+        value.0.into()
+    }
+}
+
+/// A value as written in JSON: a number (ports, protocol numbers, marks) or text (addresses,
+/// prefixes `10.0.0.0/8`, ranges `1000-2000`, names `tcp`, `echo-request`, interface names).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Atom {
+    Number(u64),
+    Text(String),
+}
+
+impl std::fmt::Display for Atom {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Atom::Number(n) => write!(f, "{n}"),
+            Atom::Text(text) => write!(f, "\"{text}\""),
+        }
+    }
+}
+
+/// A set element: one value, or one per component of a concatenation.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Element {
+    One(Atom),
+    Concat(Vec<Atom>),
+}
+
+impl std::fmt::Display for Element {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Element::One(atom) => write!(f, "{atom}"),
+            Element::Concat(atoms) => {
+                let parts: Vec<String> = atoms.iter().map(ToString::to_string).collect();
+                write!(f, "{}", parts.join(" . "))
+            }
+        }
+    }
+}
+
+/// A rule: every match must hold (in order), then the statements run, then the verdict.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Rule {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub matches: Vec<Match>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub statements: Vec<Statement>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
+    /// Shown by `nft list` after the rule (`comment "..."`): which policy the rule belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+}
+
+/// `key op value`: `ip saddr 10.0.0.0/8`, `th dport != { 80, 443 }`, `ip daddr . meta l4proto .
+/// th dport @set`, `meta mark & 0xffff0000 == 0x10000` (with `mask`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Match {
+    pub key: Key,
+    #[serde(default, skip_serializing_if = "Op::is_eq")]
+    pub op: Op,
+    /// `meta mark` only: the bits compared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mask: Option<Atom>,
+    pub value: MatchValue,
+}
+
+/// One selector, or a concatenation of them (looked up in a named set).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "OneOrMany<Selector>", into = "OneOrMany<Selector>")]
+pub struct Key(pub Vec<Selector>);
+
+impl From<OneOrMany<Selector>> for Key {
+    fn from(value: OneOrMany<Selector>) -> Self {
+        Key(value.into())
+    }
+}
+
+impl From<Key> for OneOrMany<Selector> {
+    fn from(value: Key) -> Self {
+        value.0.into()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Selector {
+    #[serde(rename = "iifname")]
+    Iifname,
+    #[serde(rename = "oifname")]
+    Oifname,
+    #[serde(rename = "meta l4proto")]
+    L4proto,
+    #[serde(rename = "meta nfproto")]
+    Nfproto,
+    #[serde(rename = "meta mark")]
+    Mark,
+    #[serde(rename = "meta skuid")]
+    Skuid,
+    #[serde(rename = "ip saddr")]
+    IpSaddr,
+    #[serde(rename = "ip daddr")]
+    IpDaddr,
+    #[serde(rename = "ip6 saddr")]
+    Ip6Saddr,
+    #[serde(rename = "ip6 daddr")]
+    Ip6Daddr,
+    #[serde(rename = "th sport")]
+    ThSport,
+    #[serde(rename = "th dport")]
+    ThDport,
+    #[serde(rename = "icmp type")]
+    IcmpType,
+    #[serde(rename = "icmp code")]
+    IcmpCode,
+    #[serde(rename = "icmpv6 type")]
+    Icmpv6Type,
+    #[serde(rename = "icmpv6 code")]
+    Icmpv6Code,
+    #[serde(rename = "ct state")]
+    CtState,
+}
+
+impl Selector {
+    pub const ALL: [Selector; 17] = [
+        Selector::Iifname,
+        Selector::Oifname,
+        Selector::L4proto,
+        Selector::Nfproto,
+        Selector::Mark,
+        Selector::Skuid,
+        Selector::IpSaddr,
+        Selector::IpDaddr,
+        Selector::Ip6Saddr,
+        Selector::Ip6Daddr,
+        Selector::ThSport,
+        Selector::ThDport,
+        Selector::IcmpType,
+        Selector::IcmpCode,
+        Selector::Icmpv6Type,
+        Selector::Icmpv6Code,
+        Selector::CtState,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Selector::Iifname => "iifname",
+            Selector::Oifname => "oifname",
+            Selector::L4proto => "meta l4proto",
+            Selector::Nfproto => "meta nfproto",
+            Selector::Mark => "meta mark",
+            Selector::Skuid => "meta skuid",
+            Selector::IpSaddr => "ip saddr",
+            Selector::IpDaddr => "ip daddr",
+            Selector::Ip6Saddr => "ip6 saddr",
+            Selector::Ip6Daddr => "ip6 daddr",
+            Selector::ThSport => "th sport",
+            Selector::ThDport => "th dport",
+            Selector::IcmpType => "icmp type",
+            Selector::IcmpCode => "icmp code",
+            Selector::Icmpv6Type => "icmpv6 type",
+            Selector::Icmpv6Code => "icmpv6 code",
+            Selector::CtState => "ct state",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Op {
+    #[default]
+    #[serde(rename = "==")]
+    Eq,
+    #[serde(rename = "!=")]
+    Ne,
+}
+
+impl Op {
+    pub fn is_eq(&self) -> bool {
+        *self == Op::Eq
+    }
+}
+
+/// The right-hand side: a named set (`{"set": "name"}`, `@name`), an anonymous set (a list), or
+/// one value. For `ct state` a list is the states any of which matches.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum MatchValue {
+    // List first: serde would read a one-element array as a SetRef (structs deserialize from sequences).
+    List(Vec<Atom>),
+    Set(SetRef),
+    One(Atom),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetRef {
+    pub set: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Statement {
+    /// `counter` (anonymous) or `counter name "x"`.
+    Counter(Counter),
+    /// `limit rate N/unit burst M packets`: the statements after it run only within the rate.
+    Limit(Limit),
+    /// `log prefix "..." group N` (NFLOG, read with the NFLOG reader) or `log prefix "..." level L`.
+    Log(Log),
+    /// `meta mark set meta mark | X` (`{"or": X}`) or `meta mark set meta mark & ~X` (`{"clear": X}`).
+    Mark(MarkChange),
+    /// `masquerade` (`fully-random` when asked).
+    Masquerade(Masquerade),
+    /// `notrack`.
+    Notrack(Empty),
+    /// `reject`: ICMP(v6) port unreachable.
+    Reject(Empty),
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Empty {}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Counter {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limit {
+    pub rate: u64,
+    pub per: TimeUnit,
+    /// Packets allowed above the rate in a burst; nft's default is 5.
+    #[serde(default = "default_burst")]
+    pub burst: u32,
+}
+
+fn default_burst() -> u32 {
+    5
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TimeUnit {
+    Second,
+    Minute,
+    Hour,
+    Day,
+}
+
+impl TimeUnit {
+    pub fn seconds(self) -> u64 {
+        match self {
+            TimeUnit::Second => 1,
+            TimeUnit::Minute => 60,
+            TimeUnit::Hour => 3600,
+            TimeUnit::Day => 86400,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TimeUnit::Second => "second",
+            TimeUnit::Minute => "minute",
+            TimeUnit::Hour => "hour",
+            TimeUnit::Day => "day",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Log {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+    /// The NFLOG group: the packet goes to the group's listener instead of the kernel log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<u16>,
+    /// The kernel log's level (without `group`); nft's default is warn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<LogLevel>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevel {
+    Emerg,
+    Alert,
+    Crit,
+    Err,
+    Warn,
+    Notice,
+    Info,
+    Debug,
+}
+
+impl LogLevel {
+    pub fn number(self) -> u32 {
+        self as u32
+    }
+
+    pub fn name(self) -> &'static str {
+        ["emerg", "alert", "crit", "err", "warn", "notice", "info", "debug"][self as usize]
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase", deny_unknown_fields)]
+pub enum MarkChange {
+    /// Sets these bits.
+    Or(u32),
+    /// Clears these bits.
+    Clear(u32),
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Masquerade {
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fully_random: bool,
+}
+
+/// Where the packet goes next. `vmap` dispatches on the interface name through a verdict map.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Verdict {
+    Simple(SimpleVerdict),
+    Jump { jump: String },
+    Goto { goto: String },
+    Vmap { vmap: Vmap },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SimpleVerdict {
+    Accept,
+    Drop,
+    Return,
+    Continue,
+}
+
+impl SimpleVerdict {
+    pub fn name(self) -> &'static str {
+        match self {
+            SimpleVerdict::Accept => "accept",
+            SimpleVerdict::Drop => "drop",
+            SimpleVerdict::Return => "return",
+            SimpleVerdict::Continue => "continue",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Vmap {
+    pub key: VmapKey,
+    pub map: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VmapKey {
+    Iifname,
+    Oifname,
+}
+
+impl Verdict {
+    /// The chain this verdict sends packets to, if any.
+    pub fn target(&self) -> Option<&str> {
+        match self {
+            Verdict::Jump { jump } => Some(jump),
+            Verdict::Goto { goto } => Some(goto),
+            _ => None,
+        }
+    }
+}
+
+/// Element changes to the named sets and maps of a table already written.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ElementChanges {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sets: Vec<SetChange>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub maps: Vec<MapChange>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SetChange {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub add: Vec<Element>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub delete: Vec<Element>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MapChange {
+    pub name: String,
+    /// Added, or replacing the verdict of a key already there.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub add: Vec<MapElement>,
+    /// Keys to remove.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub delete: Vec<Element>,
+}
+
+/// Parses a description from JSON; an error names the path of the offending field.
+pub fn table_from_json(text: &str) -> crate::Result<Table> {
+    from_json("read table description", text)
+}
+
+/// Parses element changes from JSON.
+pub fn changes_from_json(text: &str) -> crate::Result<ElementChanges> {
+    from_json("read element changes", text)
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(op: &str, text: &str) -> crate::Result<T> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(&mut de).map_err(|err| {
+        let path = err.path().to_string();
+        let inner = err.into_inner();
+        let what = if path == "." { inner.to_string() } else { format!("{path}: {inner}") };
+        crate::NftError::invalid(op, what)
+    })
+}
