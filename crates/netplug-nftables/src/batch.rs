@@ -3,9 +3,10 @@
 //! the chain, set or rule that failed.
 
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use netlink_packet_core::{
-    DefaultNla, NLM_F_ACK, NLM_F_APPEND, NLM_F_CREATE, NLM_F_REQUEST, NetlinkHeader, NetlinkMessage, NetlinkPayload,
+    DefaultNla, NLA_F_NESTED, NLM_F_ACK, NLM_F_APPEND, NLM_F_CREATE, NLM_F_REQUEST, NetlinkHeader, NetlinkMessage, NetlinkPayload,
 };
 use netlink_packet_netfilter::nftables::{
     ChainAttribute, ChainMessage, Hook, HookNumber, InetHookNumber, ListAttribute, NfTablesMessage, RuleAttribute,
@@ -38,6 +39,7 @@ const ELEM_KEY_END: u16 = 10;
 const DATA_VALUE: u16 = 1;
 const DATA_VERDICT: u16 = 2;
 const NFT_SET_ELEM_INTERVAL_END: u32 = 1;
+const NFTA_RULE_EXPRESSIONS: u16 = 4;
 /// A set-element message holds at most this many bytes of elements: the attribute that carries
 /// them has a 16-bit length, so large sets are written in several messages (as libnftnl does).
 const ELEMENTS_PER_MESSAGE_BYTES: usize = 48 * 1024;
@@ -48,25 +50,61 @@ pub struct Batch {
     table: String,
     buffer: Vec<u8>,
     /// What each message does, by sequence number offset (0 is BATCH_BEGIN).
-    labels: Vec<String>,
+    labels: Vec<Label>,
     first_sequence: u32,
     next_set_id: u32,
     /// Sets created in this batch: lookups and elements refer to them by id as well as name.
     set_ids: HashMap<String, u32>,
+    /// The number of the next anonymous set, when this batch names them itself (see
+    /// [`Batch::number_anonymous_sets`]); `None` leaves the naming to the kernel, as nft does.
+    next_anonymous: Option<u32>,
+}
+
+/// What a message does, formatted only when an error names it.
+#[derive(Debug, Clone)]
+pub enum Label {
+    Text(String),
+    /// A rule (`part` 0), or its anonymous set (1) or that set's elements (2).
+    Rule { chain: Rc<str>, index: usize, comment: Option<String>, part: u8 },
+}
+
+impl std::fmt::Display for Label {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Label::Text(text) => f.write_str(text),
+            Label::Rule { chain, index, comment, part } => {
+                write!(f, "add rule {} of chain \"{chain}\"", index + 1)?;
+                if let Some(comment) = comment {
+                    write!(f, " (comment \"{comment}\")")?;
+                }
+                match part {
+                    1 => f.write_str(": its set"),
+                    2 => f.write_str(": its set's elements"),
+                    _ => Ok(()),
+                }
+            }
+        }
+    }
+}
+
+impl From<String> for Label {
+    fn from(text: String) -> Self {
+        Label::Text(text)
+    }
 }
 
 /// A serialized batch and the labels of its messages.
 pub struct Sealed {
     pub bytes: Vec<u8>,
     pub first_sequence: u32,
-    pub labels: Vec<String>,
+    pub labels: Vec<Label>,
 }
 
 impl Sealed {
     /// What the message with `sequence` did, if it is one of this batch's.
-    pub fn label(&self, sequence: u32) -> Option<&str> {
+    pub fn label(&self, sequence: u32) -> Option<String> {
         let index = sequence.checked_sub(self.first_sequence)? as usize;
-        self.labels.get(index).map(String::as_str)
+        self.labels.get(index).map(ToString::to_string)
     }
 
     pub fn last_sequence(&self) -> u32 {
@@ -104,6 +142,7 @@ impl Batch {
             first_sequence,
             next_set_id: 1,
             set_ids: HashMap::new(),
+            next_anonymous: None,
         };
         let attributes = generation.map(|g| vec![u32_be(BATCH_GENID, g)]).unwrap_or_default();
         let control = match attributes.is_empty() {
@@ -111,11 +150,11 @@ impl Batch {
             false => ControlMessage::Other { message_type: 16, attributes },
         };
         let header = NetfilterHeader::new(NetfilterProtoFamily::Unspec, 0, NFTABLES);
-        batch.push(NetfilterMessage::new(header, control), NLM_F_REQUEST, "begin the transaction".into());
+        batch.push(NetfilterMessage::new(header, control), NLM_F_REQUEST, Label::Text("begin the transaction".into()));
         batch
     }
 
-    fn push(&mut self, message: NetfilterMessage, flags: u16, label: String) {
+    fn push(&mut self, message: NetfilterMessage, flags: u16, label: impl Into<Label>) {
         let mut header = NetlinkHeader::default();
         header.flags = flags;
         header.sequence_number = self.first_sequence + self.labels.len() as u32;
@@ -124,10 +163,10 @@ impl Batch {
         let start = self.buffer.len();
         self.buffer.resize(start + packet.buffer_len(), 0);
         packet.serialize(&mut self.buffer[start..]);
-        self.labels.push(label);
+        self.labels.push(label.into());
     }
 
-    fn nft(&mut self, message: NfTablesMessage, flags: u16, label: String) {
+    fn nft(&mut self, message: NfTablesMessage, flags: u16, label: impl Into<Label>) {
         let header = NetfilterHeader::new(NetfilterProtoFamily::from(self.family.nfproto()), 0, 0);
         self.push(NetfilterMessage::new(header, message), NLM_F_REQUEST | flags, label);
     }
@@ -136,8 +175,21 @@ impl Batch {
     /// the transaction committed.
     pub fn seal(mut self) -> Sealed {
         let header = NetfilterHeader::new(NetfilterProtoFamily::Unspec, 0, NFTABLES);
-        self.push(NetfilterMessage::new(header, ControlMessage::BatchEnd), NLM_F_REQUEST | NLM_F_ACK, "commit".into());
+        self.push(NetfilterMessage::new(header, ControlMessage::BatchEnd), NLM_F_REQUEST | NLM_F_ACK, Label::Text("commit".into()));
         Sealed { bytes: self.buffer, first_sequence: self.first_sequence, labels: self.labels }
+    }
+
+    /// Names anonymous sets `__set<n>` from `first` on instead of sending nft's `__set%d`. For
+    /// `%d` the kernel picks the lowest free number by reading the name of every set in the table
+    /// (with sscanf), once per anonymous set: a table of thousands of them took tens of seconds
+    /// to write. `nft list` shows both alike (it prints anonymous sets inline, by their flag).
+    pub fn number_anonymous_sets(&mut self, first: u32) {
+        self.next_anonymous = Some(first);
+    }
+
+    /// The number the next anonymous set would get, when this batch names them.
+    pub fn next_anonymous(&self) -> Option<u32> {
+        self.next_anonymous
     }
 
     pub fn is_empty(&self) -> bool {
@@ -217,8 +269,8 @@ impl Batch {
         self.nft(NfTablesMessage::DeleteObject(attributes), 0, format!("delete counter \"{name}\""));
     }
 
-    /// Adds a named set (`map`: a verdict map) and, in following messages, its elements.
-    pub fn add_set(&mut self, name: &str, layout: &KeyLayout, map: bool, elements: &[(Encoded, Option<Verdict>)]) {
+    /// Adds a named set (`map`: a verdict map), empty: [`Batch::add_first_elements`] fills it.
+    pub fn add_set(&mut self, name: &str, layout: &KeyLayout, map: bool) {
         let id = self.next_set_id;
         self.next_set_id += 1;
         self.set_ids.insert(name.to_string(), id);
@@ -227,7 +279,7 @@ impl Batch {
             SetAttribute::Name(name.into()),
             SetAttribute::Flags(SetFlags::from_bits_retain(if map { 0x8 } else { layout.flags() })),
             SetAttribute::KeyType(layout.nft_type()),
-            SetAttribute::KeyLen(layout.len() as u32),
+            SetAttribute::KeyLen(layout.key_len() as u32),
         ];
         if map {
             attributes.push(SetAttribute::DataType(0xffffff00)); // NFT_DATA_VERDICT
@@ -236,15 +288,20 @@ impl Batch {
         attributes.push(SetAttribute::Id(id));
         if layout.interval && layout.concat() {
             let fields: Vec<DefaultNla> =
-                layout.fields.iter().map(|f| nested(1, &[u32_be(1, f.len() as u32)])).collect();
+                layout.fields.iter().map(|f| nested(1, &[u32_be(1, f.width() as u32)])).collect();
             attributes.push(SetAttribute::Description(vec![SetDescription::Other(nested(2, &fields))]));
         }
         attributes.push(SetAttribute::UserData(layout.named_set_userdata(map)));
         let kind = if map { "map" } else { "set" };
         self.nft(NfTablesMessage::NewSet(SetMessage { attributes }), NLM_F_CREATE, format!("add {kind} \"{name}\""));
+    }
+
+    /// The elements of a set added (empty) in this batch.
+    pub fn add_first_elements(&mut self, name: &str, layout: &KeyLayout, map: bool, elements: &[(Encoded, Option<Verdict>)]) {
         if !elements.is_empty() {
             // A new interval set starts with the end of an interval from zero, as nft writes it.
             let leading_zero = layout.interval && !layout.concat();
+            let kind = if map { "map" } else { "set" };
             self.elements(name, layout, elements, true, leading_zero, &format!("add elements to {kind} \"{name}\""));
         }
     }
@@ -280,7 +337,7 @@ impl Batch {
     ) {
         let mut encoded: Vec<Vec<DefaultNla>> = Vec::new();
         if leading_zero && elements.first().is_some_and(|(e, _)| !starts_at_zero(e)) {
-            encoded.push(vec![u32_be(ELEM_FLAGS, NFT_SET_ELEM_INTERVAL_END), key(ELEM_KEY, &vec![0; layout.len()])]);
+            encoded.push(vec![u32_be(ELEM_FLAGS, NFT_SET_ELEM_INTERVAL_END), key(ELEM_KEY, &vec![0; layout.key_len()])]);
         }
         for (element, verdict) in elements {
             encoded.extend(element_attributes(element, verdict.as_ref()));
@@ -289,7 +346,7 @@ impl Batch {
         let mut chunk: Vec<ListAttribute<SetElementAttribute>> = Vec::new();
         let mut bytes = 0;
         for attrs in encoded {
-            let nla = DefaultNla::new((chunk.len() + 1) as u16 | netlink_packet_core::NLA_F_NESTED, expr::emit_all(&attrs));
+            let nla = DefaultNla::new((chunk.len() + 1) as u16 | NLA_F_NESTED, expr::emit_all(&attrs));
             bytes += netlink_packet_core::Nla::value_len(&nla) + 4;
             chunk.push(ListAttribute::Other(nla));
             if bytes >= ELEMENTS_PER_MESSAGE_BYTES {
@@ -317,23 +374,31 @@ impl Batch {
         attributes.push(SetElementList::Elements(elements));
         let message = SetElementMessage { attributes };
         if add {
-            self.nft(NfTablesMessage::NewSetElement(message), NLM_F_CREATE, label.into());
+            self.nft(NfTablesMessage::NewSetElement(message), NLM_F_CREATE, label.to_string());
         } else {
-            self.nft(NfTablesMessage::DeleteSetElement(message), 0, label.into());
+            self.nft(NfTablesMessage::DeleteSetElement(message), 0, label.to_string());
         }
     }
 
     /// Appends a rule to `chain`, after the anonymous sets its lookups use.
-    pub fn add_rule(&mut self, chain: &str, compiled: &CompiledRule, label: String) {
+    pub fn add_rule(&mut self, chain: &Rc<str>, index: usize, comment: Option<&String>, compiled: &CompiledRule) {
+        let label = |part| Label::Rule { chain: chain.clone(), index, comment: comment.cloned(), part };
         let mut exprs = compiled.exprs.clone();
         for (index, set) in &compiled.anonymous {
             let id = self.next_set_id;
             self.next_set_id += 1;
+            let name = match &mut self.next_anonymous {
+                Some(next) => {
+                    *next += 1;
+                    format!("__set{}", *next - 1)
+                }
+                None => ANONYMOUS_SET.to_string(),
+            };
             let layout = KeyLayout { fields: vec![set.selector.value_type()], interval: set.interval };
             let mut elements: Vec<Vec<DefaultNla>> = Vec::new();
             if set.interval && set.elements.first().is_some_and(|e| !starts_at_zero(e)) {
                 elements
-                    .push(vec![u32_be(ELEM_FLAGS, NFT_SET_ELEM_INTERVAL_END), key(ELEM_KEY, &vec![0; layout.len()])]);
+                    .push(vec![u32_be(ELEM_FLAGS, NFT_SET_ELEM_INTERVAL_END), key(ELEM_KEY, &vec![0; layout.key_len()])]);
             }
             for element in &set.elements {
                 elements.extend(element_attributes(element, None));
@@ -341,36 +406,37 @@ impl Batch {
             let open = set.elements.iter().filter(|e| matches!(e, Encoded::Interval { end: None, .. })).count();
             let attributes = vec![
                 SetAttribute::Table(self.table.clone()),
-                SetAttribute::Name(ANONYMOUS_SET.into()),
+                SetAttribute::Name(name.clone()),
                 // NFT_SET_ANONYMOUS | NFT_SET_CONSTANT, and NFT_SET_INTERVAL
                 SetAttribute::Flags(SetFlags::from_bits_retain(if set.interval { 0x7 } else { 0x3 })),
                 SetAttribute::KeyType(layout.nft_type()),
-                SetAttribute::KeyLen(layout.len() as u32),
+                SetAttribute::KeyLen(layout.key_len() as u32),
                 SetAttribute::Id(id),
                 // nft counts an open interval's missing end element too.
                 SetAttribute::Description(vec![SetDescription::Size((elements.len() + open) as u32)]),
                 SetAttribute::UserData(set.selector.anonymous_set_userdata(set.interval)),
             ];
-            self.nft(NfTablesMessage::NewSet(SetMessage { attributes }), NLM_F_CREATE, format!("{label}: its set"));
+            self.nft(NfTablesMessage::NewSet(SetMessage { attributes }), NLM_F_CREATE, label(1));
             let list = elements
                 .iter()
                 .enumerate()
                 .map(|(i, attrs)| {
                     ListAttribute::Other(DefaultNla::new(
-                        (i + 1) as u16 | netlink_packet_core::NLA_F_NESTED,
+                        (i + 1) as u16 | NLA_F_NESTED,
                         expr::emit_all(attrs),
                     ))
                 })
                 .collect();
             let attributes = vec![
                 SetElementList::Table(self.table.clone()),
-                SetElementList::Set(ANONYMOUS_SET.into()),
+                SetElementList::Set(name.clone()),
                 SetElementList::SetId(id),
                 SetElementList::Elements(list),
             ];
             let message = SetElementMessage { attributes };
-            self.nft(NfTablesMessage::NewSetElement(message), NLM_F_CREATE, format!("{label}: its set's elements"));
-            if let Some(Expr::Lookup { set_id, .. }) = exprs.get_mut(*index) {
+            self.nft(NfTablesMessage::NewSetElement(message), NLM_F_CREATE, label(2));
+            if let Some(Expr::Lookup { set: lookup, set_id, .. }) = exprs.get_mut(*index) {
+                *lookup = name;
                 *set_id = Some(id);
             }
         }
@@ -381,15 +447,18 @@ impl Batch {
                 *set_id = Some(*id);
             }
         }
+        // The expressions are emitted once into one attribute: emitting them as typed attributes
+        // in the message measures every nested level again at each level above it.
+        let expressions: Vec<_> = exprs.iter().map(Expr::to_attribute).collect();
         let mut attributes = vec![
             RuleAttribute::Table(self.table.clone()),
-            RuleAttribute::Chain(chain.into()),
-            RuleAttribute::Expressions(exprs.iter().map(Expr::to_attribute).collect()),
+            RuleAttribute::Chain(chain.to_string()),
+            RuleAttribute::Other(DefaultNla::new(NFTA_RULE_EXPRESSIONS | NLA_F_NESTED, expr::emit_all(&expressions))),
         ];
         if let Some(userdata) = &compiled.userdata {
             attributes.push(RuleAttribute::UserData(userdata.clone()));
         }
-        self.nft(NfTablesMessage::NewRule(RuleMessage { attributes }), NLM_F_CREATE | NLM_F_APPEND, label);
+        self.nft(NfTablesMessage::NewRule(RuleMessage { attributes }), NLM_F_CREATE | NLM_F_APPEND, label(0));
     }
 }
 
@@ -412,7 +481,7 @@ fn element_attributes(element: &Encoded, verdict: Option<&Verdict>) -> Vec<Vec<D
             if let Some(verdict) = verdict {
                 let (code, chain) = verdict_code(verdict);
                 let inner = expr::verdict_attributes(code, chain);
-                let verdict = DefaultNla::new(DATA_VERDICT | netlink_packet_core::NLA_F_NESTED, expr::emit_all(&inner));
+                let verdict = DefaultNla::new(DATA_VERDICT | NLA_F_NESTED, expr::emit_all(&inner));
                 attrs.push(nested(ELEM_DATA, &[verdict]));
             }
             vec![attrs]

@@ -65,8 +65,10 @@ pub fn compile_rule(scope: &Scope, rule: &Rule) -> Result<CompiledRule, String> 
     let mut i = 0;
     while i < rule.matches.len() {
         let m = &rule.matches[i];
-        let name = m.key.0.iter().map(|s| s.name()).collect::<Vec<_>>().join(" . ");
-        let at = |err: String| format!("match {} ({name}): {err}", i + 1);
+        let at = |err: String| {
+            let name = m.key.0.iter().map(|s| s.name()).collect::<Vec<_>>().join(" . ");
+            format!("match {} ({name}): {err}", i + 1)
+        };
         // nft merges an exact ICMP type and code into one two-byte comparison.
         if let Some(next) = rule.matches.get(i + 1)
             && let Some(merged) = icmp_type_and_code(m, next)
@@ -383,7 +385,7 @@ fn compile_concatenation(scope: &Scope, ctx: &mut Context, m: &Match, out: &mut 
                 _ => {}
             }
         }
-        offset += crate::elements::padded(selector.value_type().len());
+        offset += crate::elements::padded(selector.value_type().width());
     }
     out.exprs.push(Expr::Lookup { set: reference.set.clone(), set_id: None, dreg: None, negate: m.op == Op::Ne });
     Ok(())

@@ -52,8 +52,8 @@ impl KeyLayout {
     }
 
     /// NFTA_SET_KEY_LEN: a concatenation's fields each take whole 4-byte registers.
-    pub fn len(&self) -> usize {
-        if self.concat() { self.fields.iter().map(|f| padded(f.len())).sum() } else { self.fields[0].len() }
+    pub fn key_len(&self) -> usize {
+        if self.concat() { self.fields.iter().map(|f| padded(f.width())).sum() } else { self.fields[0].width() }
     }
 
     /// NFTA_SET_FLAGS of a named set (NFT_SET_INTERVAL, NFT_SET_CONCAT with it).
@@ -186,7 +186,7 @@ mod tests {
         let key = KeyType(vec![DataType::Ipv4Addr, DataType::InetProto, DataType::InetService]);
         let layout = KeyLayout::of(&key, false);
         assert_eq!(layout.nft_type(), 0x730d);
-        assert_eq!(layout.len(), 12);
+        assert_eq!(layout.key_len(), 12);
         let element = Element::Concat(vec![text("10.1.1.1"), text("tcp"), Atom::Number(80)]);
         assert_eq!(layout.encode(&element), Ok(Encoded::Key(vec![10, 1, 1, 1, 6, 0, 0, 0, 0, 80, 0, 0])));
         assert!(layout.encode(&Element::One(text("10.1.1.1"))).is_err());

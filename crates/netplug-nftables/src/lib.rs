@@ -18,9 +18,11 @@ pub mod expr;
 pub mod legacy;
 pub mod model;
 pub mod nflog;
+pub mod plan;
 pub mod selector;
 pub mod socket;
 pub mod types;
+pub mod update;
 pub mod writer;
 
 pub use error::{NftError, Result};

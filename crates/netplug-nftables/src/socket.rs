@@ -114,7 +114,7 @@ impl NfSocket {
         }
         refusals.sort_by_key(|r| r.sequence);
         let first = &refusals[0];
-        let what = batch.label(first.sequence).unwrap_or("the batch");
+        let what = batch.label(first.sequence).unwrap_or_else(|| "the batch".into());
         let mut detail = match &first.text {
             Some(text) if !text.is_empty() => format!("{} ({text})", first.errno.desc()),
             _ => first.errno.desc().to_string(),

@@ -80,7 +80,7 @@ impl ValueType {
     }
 
     /// Bytes of one value in a register or a set key.
-    pub fn len(self) -> usize {
+    pub fn width(self) -> usize {
         match self {
             ValueType::Ipv4 | ValueType::Mark | ValueType::Uid | ValueType::CtState => 4,
             ValueType::Ipv6 | ValueType::Ifname => 16,
@@ -310,7 +310,7 @@ fn address_bytes(family: ValueType, text: &str) -> Option<Vec<u8>> {
 }
 
 fn parse_address(family: ValueType, text: &str, allow: Allow) -> Option<Value> {
-    let bits = family.len() as u32 * 8;
+    let bits = family.width() as u32 * 8;
     if let Some((addr, len)) = text.split_once('/') {
         let bytes = address_bytes(family, addr)?;
         let len: u32 = len.parse().ok().filter(|len| *len <= bits)?;

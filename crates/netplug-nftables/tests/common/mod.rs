@@ -2,6 +2,8 @@
 //! kernel's table, and showing the bytes it sends for the same ruleset), and the golden cases.
 #![allow(dead_code)]
 
+pub mod listing;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -9,7 +11,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use netplug_nftables::batch::{Batch, Sealed};
 use netplug_nftables::check::check;
 use netplug_nftables::model::Table;
-use netplug_nftables::writer::write_whole;
+use netplug_nftables::plan::write_whole;
 use serde::Deserialize;
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
@@ -42,15 +44,18 @@ impl TestNs {
     }
 
     /// Runs `f` on a thread inside this namespace (sockets it opens stay there).
-    pub fn enter<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> T {
-        let path = self.path.clone();
-        std::thread::spawn(move || {
-            let file = std::fs::File::open(&path).unwrap();
-            nix::sched::setns(&file, nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
-            f()
+    pub fn enter<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
+        let path = &self.path;
+        std::thread::scope(|scope| {
+            scope
+                .spawn(move || {
+                    let file = std::fs::File::open(path).unwrap();
+                    nix::sched::setns(&file, nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+                    f()
+                })
+                .join()
+                .unwrap()
         })
-        .join()
-        .unwrap()
     }
 
     /// `nft <args>` in this namespace; panics on failure.
@@ -126,7 +131,7 @@ pub fn messages(sealed: &Sealed) -> Vec<Message> {
 pub fn encode(table: &Table) -> Vec<Message> {
     let checked = check(table).unwrap_or_else(|err| panic!("{err}"));
     let mut batch = Batch::new(table.family, &table.name, 0, None);
-    write_whole(&mut batch, &checked);
+    write_whole(&mut batch, &checked, false);
     messages(&batch.seal())
 }
 

@@ -1,0 +1,105 @@
+//! Times the table writer on a policy-shaped table in a private network namespace (run as root):
+//! `cargo run --release -p netplug-nftables --example apply-bench [policies]`.
+//!
+//! The table: one forward chain dispatching through a verdict map to 250 endpoint chains, each
+//! jumping to 4 policy chains; per policy a named set of 20 peers and 4 rules (a peer-set match
+//! with an anonymous port set, a concatenated named-port lookup, a CIDR match, a logged drop).
+
+use std::time::Instant;
+
+use netplug_nftables::TableWriter;
+use netplug_nftables::model::{ElementChanges, Family, Table};
+use serde_json::json;
+
+fn policy_table(policies: usize) -> Table {
+    let endpoints = 250;
+    let mut chains = vec![json!({
+        "name": "forward",
+        "base": { "type": "filter", "hook": "forward", "priority": 10 },
+        "rules": [
+            { "matches": [{ "key": "ct state", "value": ["established", "related"] }], "verdict": "accept" },
+            { "verdict": { "vmap": { "key": "oifname", "map": "to-wl" } } },
+            { "matches": [{ "key": "oifname", "value": "cali*" }], "verdict": "drop" }
+        ]
+    })];
+    let mut sets = vec![json!({ "name": "named-ports", "type": ["ipv4_addr", "inet_proto", "inet_service"] })];
+    let mut map = Vec::new();
+    for e in 0..endpoints {
+        let jumps: Vec<_> = (0..4).map(|k| json!({ "verdict": { "jump": format!("pi-{}", (e * 4 + k) % policies) } })).collect();
+        chains.push(json!({ "name": format!("tw-{e}"), "rules": jumps }));
+        map.push(json!({ "key": format!("cali{e:011x}"), "verdict": { "goto": format!("tw-{e}") } }));
+    }
+    for p in 0..policies {
+        let peers: Vec<String> = (0..20).map(|i| format!("10.{}.{}.{}", p / 250, p % 250, i + 1)).collect();
+        if std::env::var_os("NO_NAMED").is_none() {
+            sets.push(json!({ "name": format!("peers-{p}"), "type": "ipv4_addr", "elements": peers }));
+        }
+        chains.push(json!({
+            "name": format!("pi-{p}"),
+            "rules": [
+                { "matches": [{ "key": "ip saddr", "value": if std::env::var_os("NO_NAMED").is_some() { json!("10.0.0.0/8") } else { json!({ "set": format!("peers-{p}") }) } }, { "key": "meta l4proto", "value": "tcp" }, { "key": "th dport", "value": if std::env::var_os("NO_ANON").is_some() { json!(80) } else { if std::env::var_os("ANON_HASH").is_some() { json!([80, 443, 8080]) } else { json!([80, 443, "8000-8080"]) } } }], "verdict": "accept", "comment": format!("policy ns/p{p}") },
+                { "matches": [{ "key": ["ip saddr", "meta l4proto", "th dport"], "value": { "set": "named-ports" } }], "verdict": "accept" },
+                { "matches": [{ "key": "ip saddr", "value": format!("172.{}.0.0/16", 16 + p % 16) }, { "key": "meta l4proto", "value": "udp" }, { "key": "th dport", "value": 53 }], "verdict": "accept" },
+                { "statements": [{ "limit": { "rate": 10, "per": "second" } }, { "log": { "prefix": format!("deny p{p}: "), "group": 1 } }] }
+            ]
+        }));
+    }
+    serde_json::from_value(json!({
+        "family": "inet", "name": "netplug", "chains": chains, "sets": sets,
+        "maps": [{ "name": "to-wl", "type": "ifname", "elements": map }]
+    }))
+    .unwrap()
+}
+
+fn main() {
+    let policies: usize = std::env::args().nth(1).map(|a| a.parse().unwrap()).unwrap_or(5000);
+    nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET).expect("run as root: a private network namespace");
+    let table = policy_table(policies);
+    let rules: usize = table.chains.iter().map(|c| c.rules.len()).sum();
+    println!("{} chains, {rules} rules, {} sets ({policies} policies)", table.chains.len(), table.sets.len());
+    let start = Instant::now();
+    let checked = netplug_nftables::check::check(&table).unwrap();
+    let checking = ms(start);
+    let start = Instant::now();
+    let sealed = netplug_nftables::plan::replace(&checked, 1).seal();
+    println!("userspace: check {checking:.1} ms, encode {:.1} ms ({} bytes)", ms(start), sealed.bytes.len());
+    let mut writer = TableWriter::new(Family::Inet, "netplug");
+    for round in ["first full apply", "full replace"] {
+        writer.forget();
+        let start = Instant::now();
+        let report = writer.apply(table.clone()).unwrap();
+        println!("{round}: {:.1} ms ({} messages, {:.1} MB)", ms(start), report.operations, report.bytes as f64 / 1e6);
+    }
+    let start = Instant::now();
+    assert_eq!(writer.apply(table.clone()).unwrap().operations, 0);
+    println!("apply of the same table (diff only): {:.1} ms", ms(start));
+    let mut samples = Vec::new();
+    for i in 0..200 {
+        let changes: ElementChanges = serde_json::from_value(json!({
+            "sets": [{ "name": "peers-7", "add": [format!("10.200.0.{}", i % 250)], "delete": [format!("10.200.0.{}", (i + 249) % 250)] }]
+        }))
+        .unwrap();
+        let start = Instant::now();
+        let report = writer.update_elements(&changes).unwrap();
+        samples.push((ms(start), report.operations, report.bytes));
+    }
+    samples.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let median = samples[samples.len() / 2];
+    println!(
+        "single-element update: median {:.3} ms, p99 {:.3} ms ({} messages, {} bytes)",
+        median.0,
+        samples[samples.len() * 99 / 100].0,
+        median.1,
+        median.2
+    );
+    let mut changed = table.clone();
+    let chain = changed.chains.iter_mut().find(|c| c.name == "pi-42").unwrap();
+    chain.rules[0].comment = Some("policy ns/p42 v2".into());
+    let start = Instant::now();
+    let report = writer.apply(changed).unwrap();
+    println!("apply with one policy chain changed: {:.1} ms ({} messages)", ms(start), report.operations);
+}
+
+fn ms(start: Instant) -> f64 {
+    start.elapsed().as_secs_f64() * 1000.0
+}
