@@ -2,7 +2,7 @@
 // observer independent of the code under test. Every namespace is deleted in t.teardown.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
 import type { ExecutionContext } from 'ava';
 
@@ -161,4 +161,13 @@ export function uniqueSubnet6(): string {
 /** A container ID as runtimes make them (64 hex digits), unique per call. */
 export function containerId(): string {
   return randomBytes(32).toString('hex');
+}
+
+/**
+ * The nftables `nft` (an observer of netplug's table in tests; netplug itself never runs it). npm's
+ * scripts put node_modules/.bin first on PATH, where another package's `nft` command lives.
+ */
+export function nftBinary(): string {
+  const dirs = (process.env['PATH'] ?? '').split(':').filter((dir) => dir !== '' && !dir.includes('node_modules'));
+  return [...dirs, '/usr/sbin'].map((dir) => `${dir}/nft`).find((path) => existsSync(path)) ?? '/usr/sbin/nft';
 }

@@ -8,7 +8,7 @@ import { checkedNodeSpec } from '../../ts/model/checked-documents.ts';
 import { parsePrefix, type Prefix } from '../../ts/net/cidr.ts';
 import type { Pool } from '../../ts/ipam/pools.ts';
 import { countsOf, desiredState, type NodeAddresses, type RoutedBlock } from '../../ts/node/routes/desired-routes.ts';
-import { natOutgoingRules } from '../../ts/node/routes/nat-outgoing.ts';
+import { natOutgoingPart, natOutgoingRules } from '../../ts/node/routes/nat-outgoing.ts';
 import { nodeAddress, parseAddressSetting } from '../../ts/node/routes/node-address.ts';
 import { nodeSettings } from '../../ts/node/settings.ts';
 
@@ -155,12 +155,25 @@ test('natOutgoing: destinations in any pool return, sources in enabled natOutgoi
     pool('Never', 'Never', { natOutgoing: true, disabled: true }, '10.97.0.0/16'),
   ];
   t.deepEqual(natOutgoingRules(pools), [
-    '-A NETPLUG-NAT-OUTGOING -d 10.244.0.0/16 -j RETURN',
-    '-A NETPLUG-NAT-OUTGOING -d 10.96.0.0/16 -j RETURN',
-    '-A NETPLUG-NAT-OUTGOING -d 10.97.0.0/16 -j RETURN',
-    '-A NETPLUG-NAT-OUTGOING -s 10.244.0.0/16 -j MASQUERADE',
+    'ip daddr 10.244.0.0/16 return comment "pool p-Never-Never"',
+    'ip daddr 10.96.0.0/16 return comment "pool p-Never-Never"',
+    'ip daddr 10.97.0.0/16 return comment "pool p-Never-Never"',
+    'ip saddr 10.244.0.0/16 masquerade comment "natOutgoing of pool p-Never-Never"',
   ]);
   t.deepEqual(natOutgoingRules([pools[1] as Pool]), []);
+  t.deepEqual(natOutgoingPart([pools[1] as Pool]), {}, 'no pool asks: no chain');
+});
+
+test('natOutgoing: IPv6 pools are masqueraded the same way, in the same nat chain at srcnat + 10', (t) => {
+  const pools = [pool('Never', 'Never', { natOutgoing: true }, '10.244.0.0/16'), pool('Never', 'Never', { natOutgoing: true }, 'fd00:244::/48')];
+  t.deepEqual(natOutgoingRules(pools), [
+    'ip daddr 10.244.0.0/16 return comment "pool p-Never-Never"',
+    'ip6 daddr fd00:244::/48 return comment "pool p-Never-Never"',
+    'ip saddr 10.244.0.0/16 masquerade comment "natOutgoing of pool p-Never-Never"',
+    'ip6 saddr fd00:244::/48 masquerade comment "natOutgoing of pool p-Never-Never"',
+  ]);
+  const [chain] = natOutgoingPart(pools).chains ?? [];
+  t.deepEqual(chain?.base, { type: 'nat', hook: 'postrouting', priority: 110 });
 });
 
 test('IP: autodetect (the default) or an IPv4 address with its prefix length; anything else is refused naming it', (t) => {

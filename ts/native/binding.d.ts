@@ -9,6 +9,29 @@ export declare class HttpAgent {
   request(request: HttpRequestSpec): Promise<HttpOutcome>
 }
 
+/** A running NFLOG subscription. */
+export declare class NflogSubscription {
+  /** Stops the subscription and unbinds the group; stopping twice is a no-op. */
+  stop(): Promise<NflogStopOutcome>
+}
+
+/**
+ * Writes one nftables table; remembers what it committed, so that later applies send only the
+ * difference. Calls are serialized: each waits for the one before it.
+ */
+export declare class NftTableWriter {
+  /** A writer of table `name` of `family` (`inet`, `ip` or `ip6`). */
+  constructor(family: string, name: string)
+  /** Makes the kernel's table equal `description` (a table description as JSON). */
+  apply(description: string): Promise<NftApplyOutcome>
+  /** Adds and deletes elements of the table's sets and maps (changes as JSON), in one batch. */
+  updateElements(changes: string): Promise<NftApplyOutcome>
+  /** The table's named counters. */
+  counters(): Promise<NftCountersOutcome>
+  /** Deletes the table if it is there; the next apply writes it whole. */
+  remove(): Promise<NftRemoveOutcome>
+}
+
 /**
  * Adds the host routes (/32, /128) of `addresses` via the host veth `hostIfname`, for a set-up
  * made with `hostRoutes: false`; a route to one of them via another interface fails (EEXIST).
@@ -172,6 +195,72 @@ export interface NeighborEntry {
   mac: string
 }
 
+/** A packet a rule logged to an NFLOG group. */
+export interface NflogPacket {
+  group: number
+  prefix: string
+  /** 4 or 6. */
+  family: number
+  inInterface?: string
+  outInterface?: string
+  /** IP protocol number. */
+  protocol?: number
+  source?: string
+  destination?: string
+  sourcePort?: number
+  destinationPort?: number
+  icmpType?: number
+  icmpCode?: number
+  mark?: number
+}
+
+export interface NflogStopOutcome {
+  error?: KernelError
+}
+
+export interface NflogSubscribeOutcome {
+  subscription?: NflogSubscription
+  error?: KernelError
+}
+
+export interface NftApplyOutcome {
+  report?: NftApplyReport
+  error?: KernelError
+}
+
+/** What an apply or element update sent. */
+export interface NftApplyReport {
+  /** Whether the table was replaced whole. */
+  replaced: boolean
+  /** Messages in the transaction; 0 when the kernel already held the description. */
+  operations: number
+  bytes: number
+}
+
+export interface NftCounter {
+  name: string
+  /** Counts as floating-point numbers (exact up to 2^53). */
+  packets: number
+  bytes: number
+}
+
+export interface NftCountersOutcome {
+  counters?: Array<NftCounter>
+  error?: KernelError
+}
+
+export interface NftLegacyOutcome {
+  /** The chains whose rules jumped to the removed chain; absent when there was no chain. */
+  removedJumpsFrom?: Array<string>
+  error?: KernelError
+}
+
+export interface NftRemoveOutcome {
+  /** Whether there was a table to remove. */
+  removed?: boolean
+  error?: KernelError
+}
+
 export interface PresenceOutcome {
   /** `absent`, `attached` (the peer of the given host veth) or `foreign`. */
   presence?: string
@@ -190,6 +279,12 @@ export interface ProgrammedRoute {
  * the host's own namespace, as teardown does.
  */
 export declare function removeHostRoutes(netns: string, hostIfname: string): Promise<HostRoutesOutcome>
+
+/**
+ * Removes the chain `chain` an older release left in the IPv4 iptables-nft table `table`, with
+ * every rule that jumps to it, in one transaction.
+ */
+export declare function removeIptablesChain(table: string, chain: string): Promise<NftLegacyOutcome>
 
 export interface RouteSyncCounts {
   added: number
@@ -210,6 +305,12 @@ export interface SetupOutcome {
 
 /** Creates the workload's veth pair and configures both ends; all or nothing. */
 export declare function setupWorkload(spec: WorkloadSpec): Promise<SetupOutcome>
+
+/**
+ * Subscribes to NFLOG group `group` and calls `onPacket` for every packet logged to it, until
+ * the subscription is stopped (it keeps the process alive until then).
+ */
+export declare function subscribeNflog(group: number, onPacket: (packet: NflogPacket) => void): Promise<NflogSubscribeOutcome>
 
 /** Makes the permanent FDB entries of the VXLAN device `dev` exactly `entries`. */
 export declare function syncFdb(dev: string, entries: Array<FdbEntry>): Promise<EntrySyncOutcome>

@@ -30,6 +30,9 @@ import { AgentMetrics } from './metrics.ts';
 import { OBSERVE_POOLS_INTERVAL_MS, observePools } from './observe-pools.ts';
 import { followCluster, ROUTE_PREFIXES, USAGE_PREFIXES } from './routes/cluster-feed.ts';
 import { RouteSync } from './routes/sync-routes.ts';
+import { NAT_PART } from './routes/nat-outgoing.ts';
+import { NftComposer } from '../dataplane/nft-composer.ts';
+import { NftTable } from '../dataplane/nftables.ts';
 import { serveHealth } from './serve-health.ts';
 import { NodeSettingsError, nodeSettings, type NodeSettings } from './settings.ts';
 import { writeNodeFiles } from './write-node-files.ts';
@@ -109,6 +112,7 @@ export async function runNodeMain(_argv: readonly string[], env: NodeJS.ProcessE
         log: routesLog,
         metrics,
         ...(feed ? { feed, refreshMs: settings.routeRefreshMs } : {}),
+        tables: netplugTable(),
       })
     : undefined;
   if (routes) health.notReady.push(() => routes.notReady());
@@ -272,4 +276,9 @@ async function repeat(ms: number, task: () => Promise<void>, signal: AbortSignal
     await task();
     await sleep(ms, signal);
   }
+}
+
+/** netplug's nftables table (`inet netplug`), written from the parts of its contributors: natOutgoing's today. */
+function netplugTable(): NftComposer {
+  return new NftComposer({ family: 'inet', name: 'netplug', contributors: [NAT_PART], writer: new NftTable('inet', 'netplug') });
 }

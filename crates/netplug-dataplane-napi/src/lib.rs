@@ -1,6 +1,7 @@
 //! N-API binding of netplug's native crates: `netplug-dataplane` (kernel work; in [`routes`],
-//! the routes between nodes) and, in [`http`], `netplug-http` (HTTP for etcd, the Kubernetes API
-//! and readiness gates).
+//! the routes between nodes), in [`nftables`], `netplug-nftables` (netplug's nftables table and
+//! NFLOG), and, in [`http`], `netplug-http` (HTTP for etcd, the Kubernetes API and readiness
+//! gates).
 //!
 //! Each call starts a dedicated OS thread (namespaces are per thread), returns a promise at
 //! once, and settles it from that thread: neither the JS thread nor libuv's pool ever blocks on
@@ -9,6 +10,7 @@
 //! only if the binding itself breaks.
 
 mod http;
+pub mod nftables;
 pub mod routes;
 
 use std::net::IpAddr;
@@ -338,7 +340,7 @@ where
     let (deferred, promise) = env.create_deferred::<T, Resolver<T>>()?;
     let pending = Pending(Some(deferred));
     std::thread::Builder::new()
-        .name("netplug-http".into())
+        .name("netplug-call".into())
         .spawn(move || pending.resolve(work()))
         .map_err(|err| Error::from_reason(format!("start a thread: {err}")))?;
     Ok(promise)

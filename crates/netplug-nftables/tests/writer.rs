@@ -196,7 +196,7 @@ fn a_refused_transaction_changes_nothing_and_names_what_failed() {
     let fresh = TestNs::new();
     let mut writer = TableWriter::new(netplug_nftables::model::Family::Inet, "netplug");
     assert!(fresh.enter(|| writer.apply(bad.clone())).is_err());
-    let listing = fresh.exec("nft", &["list", "table", "inet", "netplug"]);
+    let listing = fresh.exec(common::nft_binary(), &["list", "table", "inet", "netplug"]);
     assert!(!listing.status.success(), "no table after a refused first write");
 
     // A description that is wrong in itself never reaches the kernel: the error names the field.
@@ -220,7 +220,7 @@ fn counters_read_and_the_table_is_removed() {
     assert_eq!(counters.len(), 1);
     assert_eq!((counters[0].name.as_str(), counters[0].packets, counters[0].bytes), ("fail-closed", 0, 0));
     assert!(ns.enter(|| writer.remove()).unwrap());
-    assert!(!ns.exec("nft", &["list", "table", "inet", "netplug"]).status.success());
+    assert!(!ns.exec(common::nft_binary(), &["list", "table", "inet", "netplug"]).status.success());
     assert!(!ns.enter(|| writer.remove()).unwrap(), "removing what is gone is a no-op");
     let err = ns.enter(|| writer.update_elements(&ElementChanges::default())).unwrap_err();
     assert_eq!(err.code(), "ENOENT");

@@ -1,70 +1,82 @@
 // natOutgoing: traffic from a natOutgoing pool's pods to destinations outside every pool leaves
-// the node with the node's address (MASQUERADE). The rules live in a chain of netplug's own in
-// the nat table, NETPLUG-NAT-OUTGOING, jumped to from the top of POSTROUTING; the chain is written
-// whole with `iptables-restore --noflush` (which replaces only the chains it names) whenever the
-// kernel's differs from the wanted one, and the chain and its jump are removed when no pool asks.
-import { execFile } from 'node:child_process';
-
+// the node with the node's address (masquerade), IPv4 and IPv6 alike. The rules are netplug's
+// nftables table's "nat" part: a nat chain at postrouting, priority srcnat + 10, where
+// destinations in any pool return (pod to pod keeps its source) and sources in an enabled
+// natOutgoing pool are masqueraded. No pool asking means no chain.
+//
+// The previous release kept these rules in iptables (chain NETPLUG-NAT-OUTGOING of the nat
+// table, jumped to from the top of POSTROUTING). Once the table holds the masquerade, that chain
+// and its jump are removed (over netlink): masquerading has no gap while a node upgrades.
 import type { Pool } from '../../ipam/pools.ts';
 import { formatPrefix } from '../../net/cidr.ts';
+import type { NftComposer } from '../../dataplane/nft-composer.ts';
+import { removeIptablesChain } from '../../dataplane/nftables.ts';
+import { baseChain, match, PRIORITY, rule } from '../../nft/build.ts';
+import type { Rule, TablePart } from '../../nft/model.ts';
+import { renderRule } from '../../nft/render.ts';
 
-export const NAT_CHAIN = 'NETPLUG-NAT-OUTGOING';
-const JUMP = `-A POSTROUTING -m comment --comment "netplug: pods of natOutgoing pools" -j ${NAT_CHAIN}`;
+/** The contributor name of this part of netplug's table. */
+export const NAT_PART = 'nat';
+/** The base chain of the part in `inet netplug`. */
+export const NAT_CHAIN = 'nat-outgoing';
+/** The chain the previous release left in iptables' nat table. */
+export const LEGACY_CHAIN = 'NETPLUG-NAT-OUTGOING';
 
-/** The chain's rules (as `iptables -S` prints them); empty when no enabled IPv4 pool has natOutgoing. */
-export function natOutgoingRules(pools: readonly Pool[]): string[] {
-  const v4 = pools.filter((pool) => pool.prefix.family === 4);
-  const masqueraded = v4.filter((pool) => pool.spec.natOutgoing && !pool.spec.disabled);
+/** The chain's rules; empty when no enabled pool has natOutgoing. */
+export function natOutgoingRuleSet(pools: readonly Pool[]): Rule[] {
+  const masqueraded = pools.filter((pool) => pool.spec.natOutgoing && !pool.spec.disabled);
   if (masqueraded.length === 0) return [];
+  const field = (pool: Pool, end: 'saddr' | 'daddr') => (pool.prefix.family === 4 ? `ip ${end}` : `ip6 ${end}`) as 'ip saddr';
   return [
     // Between pools (pod to pod, on this node or another) the source stays: every pool, even a disabled one, still holds pods.
-    ...v4.map((pool) => `-A ${NAT_CHAIN} -d ${formatPrefix(pool.prefix)} -j RETURN`),
-    ...masqueraded.map((pool) => `-A ${NAT_CHAIN} -s ${formatPrefix(pool.prefix)} -j MASQUERADE`),
+    ...pools.map((pool) => rule([match(field(pool, 'daddr'), formatPrefix(pool.prefix))], 'return', `pool ${pool.name}`)),
+    ...masqueraded.map((pool) =>
+      rule([match(field(pool, 'saddr'), formatPrefix(pool.prefix))], undefined, `natOutgoing of pool ${pool.name}`, [{ masquerade: {} }]),
+    ),
   ];
+}
+
+/** The chain's rules as `nft list` shows them. */
+export function natOutgoingRules(pools: readonly Pool[]): string[] {
+  return natOutgoingRuleSet(pools).map(renderRule);
+}
+
+/** The nat part of netplug's table: the chain, or nothing when no pool asks for it. */
+export function natOutgoingPart(pools: readonly Pool[]): TablePart {
+  const rules = natOutgoingRuleSet(pools);
+  if (rules.length === 0) return {};
+  return { chains: [baseChain(NAT_CHAIN, { type: 'nat', hook: 'postrouting', priority: PRIORITY.srcnat + 10 }, rules)] };
 }
 
 /**
- * Makes the nat table's chain and jump match `rules`; says what it did. Throws a one-line
- * message when iptables is missing or refuses.
+ * Keeps the nat part of the table in step with the pools, and removes the previous release's
+ * iptables chain once the table holds the part. One per agent: it remembers what it last wrote.
  */
-export async function syncNatOutgoing(rules: readonly string[]): Promise<'unchanged' | 'written' | 'removed'> {
-  const current = (await run('iptables', ['-w', '5', '-t', 'nat', '-S'])).split('\n');
-  const chainExists = current.includes(`-N ${NAT_CHAIN}`);
-  const have = current.filter((line) => line.startsWith(`-A ${NAT_CHAIN} `));
-  const jumps = current.filter((line) => line.startsWith('-A POSTROUTING ') && line.endsWith(`-j ${NAT_CHAIN}`));
-  const first = current.find((line) => line.startsWith('-A POSTROUTING '));
-  if (rules.length === 0) {
-    if (!chainExists) return 'unchanged';
-    const lines = ['*nat', `:${NAT_CHAIN} - [0:0]`, ...jumps.map((jump) => jump.replace(/^-A /, '-D ')), `-X ${NAT_CHAIN}`, 'COMMIT', ''];
-    await run('iptables-restore', ['-w', '5', '--noflush'], lines.join('\n'));
-    return 'removed';
-  }
-  const normalized = (line: string) => line.replace(/"/g, '');
-  const jumpFirst = jumps.length === 1 && first !== undefined && normalized(first) === normalized(JUMP);
-  if (chainExists && jumpFirst && have.join('\n') === rules.join('\n')) return 'unchanged';
-  const lines = [
-    '*nat',
-    `:${NAT_CHAIN} - [0:0]`,
-    ...rules,
-    ...(jumpFirst ? [] : [...jumps.map((jump) => jump.replace(/^-A /, '-D ')), JUMP.replace(/^-A POSTROUTING/, '-I POSTROUTING 1')]),
-    'COMMIT',
-    '',
-  ];
-  await run('iptables-restore', ['-w', '5', '--noflush'], lines.join('\n'));
-  return 'written';
-}
+export class NatOutgoing {
+  readonly #tables: NftComposer;
+  #last: string | undefined;
+  #legacyGone = false;
 
-function run(command: string, args: string[], input?: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = execFile(command, args, { timeout: 30_000 }, (err, stdout, stderr) => {
-      if (!err) return resolve(stdout);
-      const code = (err as NodeJS.ErrnoException).code;
-      const why =
-        code === 'ENOENT'
-          ? `${command} is not installed`
-          : `${command} ${args.join(' ')}: ${(stderr.trim() || err.message).split('\n')[0]}`;
-      reject(new Error(why));
-    });
-    if (input !== undefined) child.stdin?.end(input);
-  });
+  constructor(tables: NftComposer) {
+    this.#tables = tables;
+  }
+
+  /**
+   * Gives the table the pools' nat part. Says what changed: `written`, `removed` (no pool asks),
+   * `unchanged`, or `waiting` (the table waits for another contributor's part; nothing written).
+   * Throws a one-line message when the kernel refuses.
+   */
+  async sync(pools: readonly Pool[]): Promise<{ outcome: 'unchanged' | 'written' | 'removed' | 'waiting'; legacyRemovedFrom?: string[] }> {
+    const part = natOutgoingPart(pools);
+    const text = JSON.stringify(part);
+    const applied = await this.#tables.setPart(NAT_PART, part);
+    if (applied === 'waiting') return { outcome: 'waiting' };
+    const outcome = text === this.#last ? 'unchanged' : part.chains ? 'written' : this.#last === undefined ? 'unchanged' : 'removed';
+    this.#last = text;
+    if (this.#legacyGone) return { outcome };
+    // The table masquerades now (or no pool asks): the old chain can go.
+    const from = await removeIptablesChain('nat', LEGACY_CHAIN);
+    this.#legacyGone = true;
+    return from ? { outcome, legacyRemovedFrom: from } : { outcome };
+  }
 }

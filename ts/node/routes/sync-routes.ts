@@ -1,7 +1,7 @@
 // netplug-node's routes to other nodes' pods: every pass takes the cluster (nodes, blocks, pools)
 // as the datastore's watch keeps it (cluster-feed.ts), computes what this node's kernel should
 // hold (desired-routes.ts) and makes it so (ts/dataplane/routes.ts, level-triggered: routes of
-// protocol 80 not wanted are removed), then the natOutgoing chain. A pass runs when a change
+// protocol 80 not wanted are removed), then the natOutgoing part of netplug's nftables table. A pass runs when a change
 // alters what routes depend on, and every refresh interval, which also repairs what someone
 // changed by hand. Without a feed in step (none, or its watch broken) a pass reads the datastore
 // whole, every few seconds. The node's own address and tunnel addresses are published on the
@@ -24,7 +24,8 @@ import { sleep } from '../follow-node.ts';
 import type { Logger } from '../../log/logger.ts';
 import type { Store } from '../../store/store.ts';
 import { countsOf, desiredState, uses, type DesiredState, type LocalNode } from './desired-routes.ts';
-import { natOutgoingRules, syncNatOutgoing } from './nat-outgoing.ts';
+import { NatOutgoing, natOutgoingRuleSet } from './nat-outgoing.ts';
+import type { NftComposer } from '../../dataplane/nft-composer.ts';
 import { formatNodeAddress, nodeAddress, type AddressSetting, type NodeAddress } from './node-address.ts';
 import { publishAddresses, type Datastore } from './publish-addresses.ts';
 import { digestOf, type ClusterFeed } from './cluster-feed.ts';
@@ -61,6 +62,8 @@ export interface RouteSyncOptions {
   /** The cluster as the datastore's watch keeps it: passes on its changes, and every `refreshMs`. */
   feed?: ClusterFeed;
   refreshMs?: number;
+  /** netplug's nftables table, where natOutgoing's masquerade goes (its "nat" part). */
+  tables: NftComposer;
 }
 
 export class RouteSync {
@@ -78,9 +81,11 @@ export class RouteSync {
   /** What the last pass computed from (digestOf), when it came from the feed, and the feed's version then. */
   #digest: string | undefined;
   #seen = 0;
+  readonly #nat: NatOutgoing;
 
   constructor(options: RouteSyncOptions) {
     this.#options = options;
+    this.#nat = new NatOutgoing(options.tables);
   }
 
   /** Why routes are not programmed (for /readiness), or undefined once the last pass succeeded. */
@@ -209,10 +214,12 @@ export class RouteSync {
     ] as const) {
       if (!up && this.#devices.delete(device)) await attempt(() => deleteLink(device));
     }
-    const rules = natOutgoingRules(cluster.pools);
-    const nat = await attempt(() => syncNatOutgoing(rules));
-    if (nat && nat !== 'unchanged')
-      log.info(`natOutgoing: ${nat === 'removed' ? 'no pool asks for it, chain removed' : `${rules.length} rules written`}`);
+    const rules = natOutgoingRuleSet(cluster.pools);
+    const nat = await attempt(() => this.#nat.sync(cluster.pools));
+    if (nat?.outcome === 'written' || nat?.outcome === 'removed')
+      log.info(`natOutgoing: ${nat.outcome === 'removed' ? 'no pool asks for it, chain removed' : `${rules.length} rules written`}`);
+    if (nat?.legacyRemovedFrom)
+      log.info(`natOutgoing: the iptables chain of the previous release and its jump from ${nat.legacyRemovedFrom.join(', ')} removed`);
 
     const counts = countsOf({ ...state, routes: programmed });
     const summary = `${counts.direct} direct, ${counts.ipip} IP-in-IP, ${counts.vxlan} VXLAN routes`;
@@ -221,7 +228,8 @@ export class RouteSync {
     const metrics = this.#options.metrics;
     if (metrics) {
       for (const kind of ['direct', 'ipip', 'vxlan'] as const) metrics.setRoutes(kind, counts[kind]);
-      metrics.setRoutes('masquerade', nat ? rules.filter((rule) => rule.endsWith('-j MASQUERADE')).length : 0);
+      const masquerading = nat && nat.outcome !== 'waiting';
+      metrics.setRoutes('masquerade', masquerading ? rules.filter((rule) => rule.statements?.some((s) => 'masquerade' in s)).length : 0);
     }
     if (failures.length > 0) throw new Error(failures.join('; '));
     return state;

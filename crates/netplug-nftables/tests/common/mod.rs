@@ -60,7 +60,7 @@ impl TestNs {
 
     /// `nft <args>` in this namespace; panics on failure.
     pub fn nft(&self, args: &[&str]) -> String {
-        run_in(&self.name, "nft", args)
+        run_in(&self.name, nft_binary(), args)
     }
 
     /// `nft -j list table <family> <name>`, parsed.
@@ -79,6 +79,21 @@ impl Drop for TestNs {
     fn drop(&mut self) {
         let _ = Command::new("ip").args(["netns", "del", &self.name]).status();
     }
+}
+
+/// The nftables `nft` (npm's scripts put node_modules/.bin first on PATH, where another package's
+/// `nft` command lives).
+pub fn nft_binary() -> &'static str {
+    static FOUND: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    FOUND.get_or_init(|| {
+        let path = std::env::var("PATH").unwrap_or_default();
+        path.split(':')
+            .filter(|dir| !dir.contains("node_modules"))
+            .map(|dir| Path::new(dir).join("nft"))
+            .find(|candidate| candidate.is_file())
+            .map(|found| found.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "/usr/sbin/nft".into())
+    })
 }
 
 pub fn run(program: &str, args: &[&str]) -> String {
@@ -212,7 +227,7 @@ pub fn nft_batch(ruleset: &str) -> Vec<Message> {
     let ns = TestNs::new();
     let file = std::env::temp_dir().join(format!("netplug-golden-{}-{}.nft", std::process::id(), next()));
     std::fs::write(&file, ruleset).unwrap();
-    let out = ns.exec("nft", &["--debug=mnl", "-f", file.to_str().unwrap()]);
+    let out = ns.exec(nft_binary(), &["--debug=mnl", "-f", file.to_str().unwrap()]);
     let _ = std::fs::remove_file(&file);
     assert!(out.status.success(), "nft refused the case: {}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);

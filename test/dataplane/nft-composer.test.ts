@@ -1,0 +1,136 @@
+// The composer of netplug's nftables table (pure: a recording writer stands in for the kernel):
+// nothing is written before every contributor gave a part, the union of the parts is written,
+// parts given close together make one write, a failed write rejects its callers and the next
+// part is written again, two contributors claiming one name are refused naming both.
+import test from 'ava';
+
+import { NftComposer, type ComposedTableWriter } from '../../ts/dataplane/nft-composer.ts';
+import type { Table, TablePart } from '../../ts/nft/model.ts';
+
+class RecordingWriter implements ComposedTableWriter {
+  written: Table[] = [];
+  failNext: Error | undefined;
+  /** While set, a write waits for it: the test decides when the kernel "answers". */
+  gate: Promise<void> | undefined;
+  started: (() => void) | undefined;
+  async apply(table: Table): Promise<void> {
+    this.started?.();
+    await this.gate;
+    const failure = this.failNext;
+    this.failNext = undefined;
+    if (failure) throw failure;
+    this.written.push(table);
+  }
+}
+
+const nat: TablePart = {
+  chains: [
+    { name: 'nat-outgoing', base: { type: 'nat', hook: 'postrouting', priority: 110 }, rules: [{ statements: [{ masquerade: {} }] }] },
+  ],
+};
+const policy = (peers: string[]): TablePart => ({
+  chains: [
+    {
+      name: 'forward',
+      base: { type: 'filter', hook: 'forward', priority: 10 },
+      rules: [{ matches: [{ key: 'ip saddr', value: { set: 'peers' } }], verdict: 'accept' }],
+    },
+  ],
+  sets: [{ name: 'peers', type: 'ipv4_addr', elements: peers }],
+});
+
+function composer(writer: ComposedTableWriter, coalesceMs = 20): NftComposer {
+  return new NftComposer({ family: 'inet', name: 'netplug', contributors: ['nat', 'policy'], writer, coalesceMs });
+}
+
+test('nothing is written until every contributor has given a part; then their union is', async (t) => {
+  const writer = new RecordingWriter();
+  const tables = composer(writer);
+  t.is(await tables.setPart('nat', nat), 'waiting');
+  t.deepEqual(tables.missing(), ['policy']);
+  await new Promise((resolve) => setTimeout(resolve, 60));
+  t.deepEqual(writer.written, [], 'a partial table is never written');
+  t.is(await tables.setPart('policy', policy(['10.0.0.1'])), 'applied');
+  t.is(writer.written.length, 1);
+  t.deepEqual(writer.written[0], {
+    family: 'inet',
+    name: 'netplug',
+    chains: [...(nat.chains ?? []), ...(policy([]).chains ?? [])],
+    sets: policy(['10.0.0.1']).sets,
+    maps: [],
+    counters: [],
+  });
+  t.throws(() => tables.setPart('dns', {}), { message: /"dns" is not a registered contributor/ });
+});
+
+test('a burst of parts is written once, and a part given during a write by the next one', async (t) => {
+  const writer = new RecordingWriter();
+  const tables = composer(writer);
+  await tables.setPart('nat', nat);
+  const burst = [1, 2, 3, 4, 5].map((n) => tables.setPart('policy', policy([`10.0.0.${n}`])));
+  t.deepEqual(await Promise.all(burst), ['applied', 'applied', 'applied', 'applied', 'applied']);
+  t.is(writer.written.length, 1, 'five parts in a burst, one write');
+  t.deepEqual(writer.written[0]?.sets?.[0]?.elements, ['10.0.0.5'], 'the last part wins');
+
+  // One part starts a write; the next, given while it runs, waits for it and is written after.
+  let release = () => {};
+  writer.gate = new Promise((resolve) => {
+    release = resolve;
+  });
+  const started = new Promise<void>((resolve) => {
+    writer.started = resolve;
+  });
+  const first = tables.setPart('policy', policy(['10.0.1.1']));
+  await started;
+  writer.started = undefined;
+  const second = tables.setPart('nat', {});
+  writer.gate = undefined;
+  release();
+  t.deepEqual(await Promise.all([first, second]), ['applied', 'applied']);
+  t.is(writer.written.length, 3);
+  t.deepEqual(
+    writer.written[1]?.chains?.map((c) => c.name),
+    ['nat-outgoing', 'forward'],
+    'the write that ran held the nat part',
+  );
+  t.deepEqual(
+    writer.written[2]?.chains?.map((c) => c.name),
+    ['forward'],
+    'the next one no longer did',
+  );
+});
+
+test('a failed write rejects the parts it held; the next part writes again', async (t) => {
+  const writer = new RecordingWriter();
+  const tables = composer(writer);
+  await tables.setPart('nat', nat);
+  writer.failNext = new Error('add rule 1 of chain "forward": No such file or directory [ENOENT]');
+  await t.throwsAsync(tables.setPart('policy', policy(['10.0.0.1'])), { message: /add rule 1 of chain "forward"/ });
+  t.is(await tables.setPart('policy', policy(['10.0.0.2'])), 'applied');
+  t.deepEqual(
+    writer.written.map((table) => table.sets?.[0]?.elements),
+    [['10.0.0.2']],
+  );
+});
+
+test('two contributors claiming one name are refused, naming both; nothing is written', async (t) => {
+  const writer = new RecordingWriter();
+  const tables = composer(writer);
+  await tables.setPart('nat', { chains: [{ name: 'forward' }] });
+  await t.throwsAsync(tables.setPart('policy', policy([])), {
+    message: 'table inet netplug: chain "forward" is both nat\'s and policy\'s',
+  });
+  t.deepEqual(writer.written, []);
+  t.throws(() => new NftComposer({ family: 'inet', name: 'x', contributors: ['a', 'a'], writer }), { message: /registered twice/ });
+});
+
+test('closing drops a pending write and refuses later parts', async (t) => {
+  const writer = new RecordingWriter();
+  const tables = composer(writer, 1_000);
+  await tables.setPart('nat', nat);
+  const pending = tables.setPart('policy', policy([]));
+  await tables.close();
+  await t.throwsAsync(pending, { message: /closed/ });
+  await t.throwsAsync(tables.setPart('nat', nat), { message: /closed/ });
+  t.deepEqual(writer.written, []);
+});

@@ -1,0 +1,117 @@
+// netplug's table has several contributors (NAT now, policy later) that must not know each other:
+// each gives its part, and the composer writes the union through one writer. Nothing is written
+// until every registered contributor has given a first part: a restarting agent that replaced the
+// table with only some parts would open, until the others arrive, doors the table had closed.
+// Parts given close together are written in one apply; one given while an apply runs is written
+// by the next.
+import { unionOf } from '../nft/build.ts';
+import type { Family, Table, TablePart } from '../nft/model.ts';
+
+/** What writes the composed table (NftTable in netplug-node; a fake in tests). */
+export interface ComposedTableWriter {
+  apply(table: Table): Promise<unknown>;
+}
+
+export interface NftComposerOptions {
+  family: Family;
+  name: string;
+  /** Every contributor's name: the table is written once each has given a part. */
+  contributors: readonly string[];
+  writer: ComposedTableWriter;
+  /** How long after a change more changes are awaited before writing (default 20 ms). */
+  coalesceMs?: number;
+}
+
+/** `applied`: a write holding the part committed; `waiting`: other contributors have given no part yet. */
+export type PartOutcome = 'applied' | 'waiting';
+
+interface Waiter {
+  resolve(outcome: PartOutcome): void;
+  reject(err: unknown): void;
+}
+
+export class NftComposer {
+  readonly #options: NftComposerOptions;
+  readonly #parts = new Map<string, TablePart>();
+  #waiters: Waiter[] = [];
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<void> | undefined;
+  #closed = false;
+
+  constructor(options: NftComposerOptions) {
+    const seen = new Set<string>();
+    for (const name of options.contributors) {
+      if (seen.has(name)) throw new Error(`nftables contributor "${name}" is registered twice`);
+      seen.add(name);
+    }
+    this.#options = options;
+  }
+
+  /**
+   * Sets `contributor`'s part. Resolves `applied` once a write holding it committed (rejecting
+   * with that write's error), or at once `waiting` while another contributor has given no part.
+   */
+  setPart(contributor: string, part: TablePart): Promise<PartOutcome> {
+    if (!this.#options.contributors.includes(contributor))
+      throw new Error(`"${contributor}" is not a registered contributor to table ${this.#options.family} ${this.#options.name}`);
+    if (this.#closed) return Promise.reject(new Error(`table ${this.#options.family} ${this.#options.name}: the composer is closed`));
+    this.#parts.set(contributor, part);
+    if (this.missing().length > 0) return Promise.resolve('waiting');
+    return new Promise<PartOutcome>((resolve, reject) => {
+      this.#waiters.push({ resolve, reject });
+      this.#schedule();
+    });
+  }
+
+  /** The contributors that have given no part yet. */
+  missing(): string[] {
+    return this.#options.contributors.filter((name) => !this.#parts.has(name));
+  }
+
+  /** The table the parts make now (in the contributors' order), once every part is there. */
+  table(): Table | undefined {
+    if (this.missing().length > 0) return undefined;
+    const ordered = new Map(this.#options.contributors.map((name) => [name, this.#parts.get(name) as TablePart]));
+    return unionOf(this.#options.family, this.#options.name, ordered);
+  }
+
+  /** Stops writing: a pending write is dropped (its waiters rejected), a running one finishes. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    const dropped = this.#waiters.splice(0);
+    for (const waiter of dropped) waiter.reject(new Error(`table ${this.#options.family} ${this.#options.name}: the composer closed`));
+    await this.#running;
+  }
+
+  #schedule(): void {
+    if (this.#timer || this.#running || this.#closed) return;
+    this.#timer = setTimeout(() => this.#write(), this.#options.coalesceMs ?? 20);
+  }
+
+  #write(): void {
+    this.#timer = undefined;
+    const waiters = this.#waiters.splice(0);
+    if (waiters.length === 0) return;
+    let table: Table;
+    try {
+      table = this.table() as Table;
+    } catch (err) {
+      for (const waiter of waiters) waiter.reject(err);
+      return;
+    }
+    this.#running = this.#options.writer.apply(table).then(
+      () => {
+        for (const waiter of waiters) waiter.resolve('applied');
+      },
+      (err: unknown) => {
+        for (const waiter of waiters) waiter.reject(err);
+      },
+    );
+    void this.#running.finally(() => {
+      this.#running = undefined;
+      if (this.#waiters.length > 0) this.#schedule();
+    });
+  }
+}
