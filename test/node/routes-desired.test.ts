@@ -165,7 +165,10 @@ test('natOutgoing: destinations in any pool return, sources in enabled natOutgoi
 });
 
 test('natOutgoing: IPv6 pools are masqueraded the same way, in the same nat chain at srcnat + 10', (t) => {
-  const pools = [pool('Never', 'Never', { natOutgoing: true }, '10.244.0.0/16'), pool('Never', 'Never', { natOutgoing: true }, 'fd00:244::/48')];
+  const pools = [
+    pool('Never', 'Never', { natOutgoing: true }, '10.244.0.0/16'),
+    pool('Never', 'Never', { natOutgoing: true }, 'fd00:244::/48'),
+  ];
   t.deepEqual(natOutgoingRules(pools), [
     'ip daddr 10.244.0.0/16 return comment "pool p-Never-Never"',
     'ip6 daddr fd00:244::/48 return comment "pool p-Never-Never"',
