@@ -20,7 +20,7 @@ import { openStore } from '../../ts/store/open.ts';
 import { retryOnConflict, type Store } from '../../ts/store/store.ts';
 import { requireBuilt } from '../helpers/cni.ts';
 import { launchEtcd, type EtcdServer } from '../../scripts/lib/etcd-server.ts';
-import { requireRoot } from '../helpers/kernel.ts';
+import { nftBinary, requireRoot } from '../helpers/kernel.ts';
 import { startKube } from '../helpers/kube.ts';
 import { makeTopology, netplugRoutes, until, type Pod, type TestNode, type Topology } from '../helpers/nodes.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
@@ -250,14 +250,14 @@ test.serial("natOutgoing: a pod reaching an address outside the pools is seen th
       setTimeout(() => server.kill('SIGKILL'), 90_000).unref();
     });
   for (const name of ['n1', 'n4']) t.is(await seen(podOn(name)), node(name).address);
-  const rules = topology.exec(node('n1').netns, ['iptables', '-t', 'nat', '-S', 'NETPLUG-NAT-OUTGOING']).stdout;
-  t.true(rules.includes(`-A NETPLUG-NAT-OUTGOING -s ${POOL_CIDR} -j MASQUERADE`));
+  const rules = topology.exec(node('n1').netns, [nftBinary(), 'list', 'chain', 'inet', 'netplug', 'nat-outgoing']).stdout;
+  t.true(rules.includes(`ip saddr ${POOL_CIDR} masquerade`), rules);
   // Pod to pod keeps its source: still every pair answers.
   t.is(await everyPodReachesEveryOther(t, pods), 12);
   await setPool({ ipipMode: 'Never', vxlanMode: 'CrossSubnet', natOutgoing: false });
   await until(
     'the chain is removed when no pool asks',
-    () => topology.exec(node('n1').netns, ['iptables', '-t', 'nat', '-S', 'NETPLUG-NAT-OUTGOING']).status !== 0,
+    () => topology.exec(node('n1').netns, [nftBinary(), 'list', 'chain', 'inet', 'netplug', 'nat-outgoing']).status !== 0,
   );
 });
 

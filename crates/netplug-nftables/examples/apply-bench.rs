@@ -1,9 +1,11 @@
 //! Times the table writer on a policy-shaped table in a private network namespace (run as root):
-//! `cargo run --release -p netplug-nftables --example apply-bench [policies]`.
+//! `cargo run --release -p netplug-nftables --example apply-bench [policies] [--no-named-sets]
+//! [--no-anonymous-sets]`.
 //!
 //! The table: one forward chain dispatching through a verdict map to 250 endpoint chains, each
 //! jumping to 4 policy chains; per policy a named set of 20 peers and 4 rules (a peer-set match
 //! with an anonymous port set, a concatenated named-port lookup, a CIDR match, a logged drop).
+//! Without named sets the peer match is a CIDR; without anonymous sets the ports are one port.
 
 use std::time::Instant;
 
@@ -11,7 +13,14 @@ use netplug_nftables::TableWriter;
 use netplug_nftables::model::{ElementChanges, Family, Table};
 use serde_json::json;
 
-fn policy_table(policies: usize) -> Table {
+struct Shape {
+    policies: usize,
+    named_sets: bool,
+    anonymous_sets: bool,
+}
+
+fn policy_table(shape: &Shape) -> Table {
+    let policies = shape.policies;
     let endpoints = 250;
     let mut chains = vec![json!({
         "name": "forward",
@@ -25,19 +34,20 @@ fn policy_table(policies: usize) -> Table {
     let mut sets = vec![json!({ "name": "named-ports", "type": ["ipv4_addr", "inet_proto", "inet_service"] })];
     let mut map = Vec::new();
     for e in 0..endpoints {
-        let jumps: Vec<_> = (0..4).map(|k| json!({ "verdict": { "jump": format!("pi-{}", (e * 4 + k) % policies) } })).collect();
+        let jumps: Vec<_> =
+            (0..4).map(|k| json!({ "verdict": { "jump": format!("pi-{}", (e * 4 + k) % policies) } })).collect();
         chains.push(json!({ "name": format!("tw-{e}"), "rules": jumps }));
         map.push(json!({ "key": format!("cali{e:011x}"), "verdict": { "goto": format!("tw-{e}") } }));
     }
     for p in 0..policies {
         let peers: Vec<String> = (0..20).map(|i| format!("10.{}.{}.{}", p / 250, p % 250, i + 1)).collect();
-        if std::env::var_os("NO_NAMED").is_none() {
+        if shape.named_sets {
             sets.push(json!({ "name": format!("peers-{p}"), "type": "ipv4_addr", "elements": peers }));
         }
         chains.push(json!({
             "name": format!("pi-{p}"),
             "rules": [
-                { "matches": [{ "key": "ip saddr", "value": if std::env::var_os("NO_NAMED").is_some() { json!("10.0.0.0/8") } else { json!({ "set": format!("peers-{p}") }) } }, { "key": "meta l4proto", "value": "tcp" }, { "key": "th dport", "value": if std::env::var_os("NO_ANON").is_some() { json!(80) } else { if std::env::var_os("ANON_HASH").is_some() { json!([80, 443, 8080]) } else { json!([80, 443, "8000-8080"]) } } }], "verdict": "accept", "comment": format!("policy ns/p{p}") },
+                { "matches": [{ "key": "ip saddr", "value": if shape.named_sets { json!({ "set": format!("peers-{p}") }) } else { json!("10.0.0.0/8") } }, { "key": "meta l4proto", "value": "tcp" }, { "key": "th dport", "value": if shape.anonymous_sets { json!([80, 443, "8000-8080"]) } else { json!(80) } }], "verdict": "accept", "comment": format!("policy ns/p{p}") },
                 { "matches": [{ "key": ["ip saddr", "meta l4proto", "th dport"], "value": { "set": "named-ports" } }], "verdict": "accept" },
                 { "matches": [{ "key": "ip saddr", "value": format!("172.{}.0.0/16", 16 + p % 16) }, { "key": "meta l4proto", "value": "udp" }, { "key": "th dport", "value": 53 }], "verdict": "accept" },
                 { "statements": [{ "limit": { "rate": 10, "per": "second" } }, { "log": { "prefix": format!("deny p{p}: "), "group": 1 } }] }
@@ -52,9 +62,15 @@ fn policy_table(policies: usize) -> Table {
 }
 
 fn main() {
-    let policies: usize = std::env::args().nth(1).map(|a| a.parse().unwrap()).unwrap_or(5000);
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let shape = Shape {
+        policies: args.iter().find_map(|a| a.parse().ok()).unwrap_or(5000),
+        named_sets: !args.iter().any(|a| a == "--no-named-sets"),
+        anonymous_sets: !args.iter().any(|a| a == "--no-anonymous-sets"),
+    };
     nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET).expect("run as root: a private network namespace");
-    let table = policy_table(policies);
+    let table = policy_table(&shape);
+    let policies = shape.policies;
     let rules: usize = table.chains.iter().map(|c| c.rules.len()).sum();
     println!("{} chains, {rules} rules, {} sets ({policies} policies)", table.chains.len(), table.sets.len());
     let start = Instant::now();
@@ -76,7 +92,11 @@ fn main() {
     let mut samples = Vec::new();
     for i in 0..200 {
         let changes: ElementChanges = serde_json::from_value(json!({
-            "sets": [{ "name": "peers-7", "add": [format!("10.200.0.{}", i % 250)], "delete": [format!("10.200.0.{}", (i + 249) % 250)] }]
+            "sets": [{
+                "name": "named-ports",
+                "add": [[format!("10.200.0.{}", i % 250), "tcp", 8080]],
+                "delete": [[format!("10.200.0.{}", (i + 249) % 250), "tcp", 8080]]
+            }]
         }))
         .unwrap();
         let start = Instant::now();

@@ -86,7 +86,8 @@ pub fn check(table: &Table) -> Result<Checked<'_>> {
             .iter()
             .enumerate()
             .map(|(i, rule)| {
-                compile_rule(&scope, rule).map_err(|err| invalid(format!("{}: {err}", rule_label(&chain.name, i, rule))))
+                compile_rule(&scope, rule)
+                    .map_err(|err| invalid(format!("{}: {err}", rule_label(&chain.name, i, rule))))
             })
             .collect::<Result<Vec<_>>>()?;
         rules.push(compiled);

@@ -3,15 +3,20 @@
 //! table), prefixes as a shorter load or a mask, ranges, anonymous sets for `{ ... }`, flag
 //! matches for `ct state`, registers for concatenations.
 
+mod actions;
+mod special;
+
 use std::collections::{HashMap, HashSet};
+
+pub use actions::check_target;
+use actions::{compile_statement, compile_verdict};
+use special::{compile_concatenation, compile_ct_state, icmp_type_and_code};
 
 use crate::elements::{Encoded, KeyLayout, type_names};
 use crate::expr::{self, CmpOp, Expr, REG_1};
-use crate::model::{
-    Atom, Family, Map, Match, MatchValue, Op, Rule, Selector, Set, SimpleVerdict, Statement, Verdict, VmapKey,
-};
+use crate::model::{Family, Map, Match, MatchValue, Op, Rule, Selector, Set};
 use crate::selector::{IPPROTO_ICMP, IPPROTO_ICMPV6, NFPROTO_IPV4, NFPROTO_IPV6, Needs, Source};
-use crate::types::{Allow, CT_STATES, Value, ValueType, prefix_mask};
+use crate::types::{Allow, Value, ValueType, prefix_mask};
 
 /// What rules may refer to.
 pub struct Scope<'a> {
@@ -44,7 +49,7 @@ pub struct AnonymousSet {
 
 /// The protocols established so far in the rule (by an explicit match or an inserted dependency).
 #[derive(Default)]
-struct Context {
+pub(super) struct Context {
     nfproto: Option<u8>,
     l4proto: Option<u8>,
 }
@@ -90,8 +95,9 @@ pub fn compile_rule(scope: &Scope, rule: &Rule) -> Result<CompiledRule, String> 
         compile_verdict(scope, verdict, &mut out.exprs).map_err(|err| format!("verdict: {err}"))?;
     }
     if let Some(comment) = &rule.comment {
-        if comment.len() > 127 || comment.contains('\0') {
-            return Err(format!("comment \"{comment}\" is longer than 127 bytes or holds a NUL"));
+        // nft has no escapes: a quote would end the comment when the ruleset is read back.
+        if comment.len() > 127 || comment.contains(['\0', '"']) {
+            return Err(format!("comment {comment:?} is longer than 127 bytes or holds a quote or NUL"));
         }
         let mut text = comment.as_bytes().to_vec();
         text.push(0);
@@ -100,32 +106,8 @@ pub fn compile_rule(scope: &Scope, rule: &Rule) -> Result<CompiledRule, String> 
     Ok(out)
 }
 
-fn icmp_type_and_code(first: &Match, second: &Match) -> Option<Result<(Needs, Vec<u8>), String>> {
-    let pair = match (first.key.0.as_slice(), second.key.0.as_slice()) {
-        ([Selector::IcmpType], [Selector::IcmpCode]) => (ValueType::IcmpType, ValueType::IcmpCode, Needs::Icmp),
-        ([Selector::Icmpv6Type], [Selector::Icmpv6Code]) => {
-            (ValueType::Icmpv6Type, ValueType::Icmpv6Code, Needs::Icmpv6)
-        }
-        _ => return None,
-    };
-    let (MatchValue::One(kind), MatchValue::One(code)) = (&first.value, &second.value) else { return None };
-    if first.op != Op::Eq || second.op != Op::Eq || first.mask.is_some() || second.mask.is_some() {
-        return None;
-    }
-    let exact = |t: ValueType, atom: &Atom| match t.parse(atom, Allow::default()) {
-        Ok(Value::Exact(bytes)) => Ok(bytes),
-        Ok(_) => Err(format!("{atom} is not {}", t.describe())),
-        Err(err) => Err(err),
-    };
-    Some((|| {
-        let mut bytes = exact(pair.0, kind)?;
-        bytes.extend(exact(pair.1, code)?);
-        Ok((pair.2, bytes))
-    })())
-}
-
 /// Inserts what nft inserts before a header field of a protocol not yet established.
-fn depend(ctx: &mut Context, needs: Needs, exprs: &mut Vec<Expr>) -> Result<(), String> {
+pub(super) fn depend(ctx: &mut Context, needs: Needs, exprs: &mut Vec<Expr>) -> Result<(), String> {
     let (family, l4) = match needs {
         Needs::Nothing => return Ok(()),
         Needs::Ipv4 => (NFPROTO_IPV4, None),
@@ -188,7 +170,8 @@ fn compile_match(scope: &Scope, ctx: &mut Context, m: &Match, out: &mut Compiled
     match &m.value {
         MatchValue::Set(reference) => {
             let set = lookup_set(scope, &reference.set)?;
-            let wanted = selector.data_type().ok_or_else(|| format!("{} cannot be looked up in a set", selector.name()))?;
+            let wanted =
+                selector.data_type().ok_or_else(|| format!("{} cannot be looked up in a set", selector.name()))?;
             if set.key.0 != [wanted] {
                 return Err(format!(
                     "set \"{}\" holds {}, not {}",
@@ -199,7 +182,12 @@ fn compile_match(scope: &Scope, ctx: &mut Context, m: &Match, out: &mut Compiled
             }
             depend(ctx, selector.needs(), &mut out.exprs)?;
             out.exprs.push(selector.load(REG_1));
-            out.exprs.push(Expr::Lookup { set: reference.set.clone(), set_id: None, dreg: None, negate: m.op == Op::Ne });
+            out.exprs.push(Expr::Lookup {
+                set: reference.set.clone(),
+                set_id: None,
+                dreg: None,
+                negate: m.op == Op::Ne,
+            });
         }
         MatchValue::List(atoms) => {
             if m.mask.is_some() {
@@ -277,7 +265,13 @@ fn first_byte(value: Value) -> Option<u8> {
     }
 }
 
-fn compile_value(ctx: &mut Context, selector: Selector, m: &Match, value: Value, exprs: &mut Vec<Expr>) -> Result<(), String> {
+fn compile_value(
+    ctx: &mut Context,
+    selector: Selector,
+    m: &Match,
+    value: Value,
+    exprs: &mut Vec<Expr>,
+) -> Result<(), String> {
     depend(ctx, selector.needs(), exprs)?;
     let op = cmp_op(m.op);
     match value {
@@ -324,173 +318,9 @@ fn compile_value(ctx: &mut Context, selector: Selector, m: &Match, value: Value,
     Ok(())
 }
 
-fn compile_ct_state(m: &Match, exprs: &mut Vec<Expr>) -> Result<(), String> {
-    let atoms: Vec<&Atom> = match &m.value {
-        MatchValue::One(atom) => vec![atom],
-        MatchValue::List(atoms) => atoms.iter().collect(),
-        MatchValue::Set(_) => return Err("ct state takes states, not a set".into()),
-    };
-    if atoms.is_empty() {
-        return Err("the list of states is empty".into());
-    }
-    let mut bits = 0u32;
-    for atom in &atoms {
-        let Value::Exact(bytes) = ValueType::CtState.parse(atom, Allow::default())? else { unreachable!() };
-        bits |= u32::from_ne_bytes(bytes.try_into().expect("4 bytes"));
-    }
-    exprs.push(Expr::Ct { key: expr::CT_STATE, dreg: REG_1 });
-    match m.op {
-        Op::Eq => {
-            exprs.push(Expr::Bitwise { len: 4, mask: bits.to_ne_bytes().to_vec(), xor: vec![0; 4], with_op: false });
-            exprs.push(Expr::Cmp { op: CmpOp::Ne, data: vec![0; 4] });
-        }
-        Op::Ne if atoms.len() == 1 => exprs.push(Expr::Cmp { op: CmpOp::Ne, data: bits.to_ne_bytes().to_vec() }),
-        Op::Ne => {
-            let names: Vec<&str> = CT_STATES.iter().map(|(name, _)| *name).collect();
-            return Err(format!("ct state != takes one state ({})", names.join(", ")));
-        }
-    }
-    Ok(())
-}
-
-fn compile_concatenation(scope: &Scope, ctx: &mut Context, m: &Match, out: &mut CompiledRule) -> Result<(), String> {
-    let MatchValue::Set(reference) = &m.value else {
-        return Err("a concatenation is looked up in a named set ({\"set\": \"name\"})".into());
-    };
-    let mut types = Vec::new();
-    for selector in &m.key.0 {
-        types.push(selector.data_type().ok_or_else(|| format!("{} cannot be part of a concatenation", selector.name()))?);
-    }
-    let set = lookup_set(scope, &reference.set)?;
-    if set.key.0 != types {
-        return Err(format!(
-            "set \"{}\" holds {}, not {}",
-            reference.set,
-            type_names(&set.key.0),
-            type_names(&types)
-        ));
-    }
-    for selector in &m.key.0 {
-        depend(ctx, selector.needs(), &mut out.exprs)?;
-    }
-    let mut offset = 0;
-    for selector in &m.key.0 {
-        let reg = expr::register_at((offset / 4) as u32);
-        out.exprs.push(selector.load(reg));
-        // An interval set compares fields as big-endian numbers: host-order ones are converted.
-        if set.interval() {
-            match selector.value_type() {
-                ValueType::Proto => out.exprs.push(Expr::Byteorder { reg, len: 1, size: 2 }),
-                ValueType::Mark => out.exprs.push(Expr::Byteorder { reg, len: 4, size: 4 }),
-                _ => {}
-            }
-        }
-        offset += crate::elements::padded(selector.value_type().width());
-    }
-    out.exprs.push(Expr::Lookup { set: reference.set.clone(), set_id: None, dreg: None, negate: m.op == Op::Ne });
-    Ok(())
-}
-
-fn lookup_set<'a>(scope: &Scope<'a>, name: &str) -> Result<&'a Set, String> {
+pub(super) fn lookup_set<'a>(scope: &Scope<'a>, name: &str) -> Result<&'a Set, String> {
     if scope.maps.contains_key(name) {
         return Err(format!("\"{name}\" is a map; a match looks up a set"));
     }
     scope.sets.get(name).copied().ok_or_else(|| format!("there is no set \"{name}\""))
-}
-
-fn compile_statement(scope: &Scope, statement: &Statement, exprs: &mut Vec<Expr>) -> Result<(), String> {
-    match statement {
-        Statement::Counter(counter) => match &counter.name {
-            None => exprs.push(Expr::Counter),
-            Some(name) if scope.counters.contains(name.as_str()) => exprs.push(Expr::Objref { counter: name.clone() }),
-            Some(name) => return Err(format!("there is no counter \"{name}\"")),
-        },
-        Statement::Limit(limit) => {
-            if limit.rate == 0 {
-                return Err("limit rate 0 lets nothing through; use a higher rate".into());
-            }
-            exprs.push(Expr::Limit { rate: limit.rate, unit: limit.per.seconds(), burst: limit.burst });
-        }
-        Statement::Log(log) => {
-            if let Some(prefix) = &log.prefix
-                && (prefix.len() > 127 || prefix.contains(['\0', '"']))
-            {
-                return Err(format!("log prefix \"{prefix}\" is longer than 127 bytes or holds a quote or NUL"));
-            }
-            if log.group.is_some() && log.level.is_some() {
-                return Err("log takes a group (NFLOG) or a level (kernel log), not both".into());
-            }
-            exprs.push(Expr::Log { prefix: log.prefix.clone(), group: log.group, level: log.level.map(|l| l.number()) });
-        }
-        Statement::Mark(change) => {
-            let (mask, xor) = match change {
-                crate::model::MarkChange::Or(bits) => (!bits, *bits),
-                crate::model::MarkChange::Clear(bits) => (!bits, 0),
-            };
-            exprs.push(Expr::Meta { key: expr::META_MARK, dreg: REG_1 });
-            exprs.push(Expr::Bitwise {
-                len: 4,
-                mask: mask.to_ne_bytes().to_vec(),
-                xor: xor.to_ne_bytes().to_vec(),
-                with_op: true,
-            });
-            exprs.push(Expr::MetaSet { key: expr::META_MARK, sreg: REG_1 });
-        }
-        Statement::Masquerade(masq) => {
-            // NF_NAT_RANGE_PROTO_RANDOM_FULLY
-            exprs.push(Expr::Masq { flags: masq.fully_random.then_some(0x10) });
-        }
-        Statement::Notrack(_) => exprs.push(Expr::Notrack),
-        Statement::Reject(_) => exprs.push(match scope.family {
-            // NFT_REJECT_ICMPX_UNREACH, NFT_REJECT_ICMPX_PORT_UNREACH
-            Family::Inet => Expr::Reject { kind: 2, code: 1 },
-            // NFT_REJECT_ICMP_UNREACH with ICMP_PORT_UNREACH / ICMPV6_PORT_UNREACH
-            Family::Ip => Expr::Reject { kind: 0, code: 3 },
-            Family::Ip6 => Expr::Reject { kind: 0, code: 4 },
-        }),
-    }
-    Ok(())
-}
-
-fn compile_verdict(scope: &Scope, verdict: &Verdict, exprs: &mut Vec<Expr>) -> Result<(), String> {
-    match verdict {
-        Verdict::Simple(simple) => exprs.push(Expr::Verdict {
-            code: match simple {
-                SimpleVerdict::Accept => expr::NF_ACCEPT,
-                SimpleVerdict::Drop => expr::NF_DROP,
-                SimpleVerdict::Return => expr::NFT_RETURN,
-                SimpleVerdict::Continue => expr::NFT_CONTINUE,
-            },
-            chain: None,
-        }),
-        Verdict::Jump { jump: chain } | Verdict::Goto { goto: chain } => {
-            check_target(scope, chain)?;
-            let code = if matches!(verdict, Verdict::Jump { .. }) { expr::NFT_JUMP } else { expr::NFT_GOTO };
-            exprs.push(Expr::Verdict { code, chain: Some(chain.clone()) });
-        }
-        Verdict::Vmap { vmap } => {
-            let Some(map) = scope.maps.get(vmap.map.as_str()) else {
-                return Err(format!("there is no map \"{}\"", vmap.map));
-            };
-            if map.key.0 != [crate::model::DataType::Ifname] {
-                return Err(format!("map \"{}\" is keyed by {}, not ifname", vmap.map, type_names(&map.key.0)));
-            }
-            let key = match vmap.key {
-                VmapKey::Iifname => expr::META_IIFNAME,
-                VmapKey::Oifname => expr::META_OIFNAME,
-            };
-            exprs.push(Expr::Meta { key, dreg: REG_1 });
-            exprs.push(Expr::Lookup { set: vmap.map.clone(), set_id: None, dreg: Some(expr::REG_VERDICT), negate: false });
-        }
-    }
-    Ok(())
-}
-
-/// A jump or goto target: a regular chain of the table.
-pub fn check_target(scope: &Scope, chain: &str) -> Result<(), String> {
-    match scope.chains.get(chain) {
-        None => Err(format!("there is no chain \"{chain}\"")),
-        Some(true) => Err(format!("\"{chain}\" is a base chain; jump and goto go to regular chains")),
-        Some(false) => Ok(()),
-    }
 }

@@ -127,7 +127,8 @@ impl KeyLayout {
             // An interval set holds a mark big-endian, as the rule's byteorder expression makes it.
             if self.interval && *field == ValueType::Mark {
                 for bytes in [&mut low, &mut high] {
-                    *bytes = u32::from_ne_bytes(bytes[..4].try_into().expect("a mark is 4 bytes")).to_be_bytes().to_vec();
+                    *bytes =
+                        u32::from_ne_bytes(bytes[..4].try_into().expect("a mark is 4 bytes")).to_be_bytes().to_vec();
                 }
             }
             let width = padded(low.len());

@@ -49,27 +49,80 @@ pub const CT_STATE: u32 = 0;
 /// One expression of a rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Expr {
-    Meta { key: u32, dreg: u32 },
-    MetaSet { key: u32, sreg: u32 },
-    Payload { base: u32, offset: u32, len: u32, dreg: u32 },
-    Ct { key: u32, dreg: u32 },
-    Cmp { op: CmpOp, data: Vec<u8> },
+    Meta {
+        key: u32,
+        dreg: u32,
+    },
+    MetaSet {
+        key: u32,
+        sreg: u32,
+    },
+    Payload {
+        base: u32,
+        offset: u32,
+        len: u32,
+        dreg: u32,
+    },
+    Ct {
+        key: u32,
+        dreg: u32,
+    },
+    Cmp {
+        op: CmpOp,
+        data: Vec<u8>,
+    },
     /// `reg = (reg & mask) ^ xor`; `with_op` adds NFTA_BITWISE_OP (nft sets it for `&`/`|`
     /// written in the rule, not for the masks it derives from prefixes and flag matches).
-    Bitwise { len: u32, mask: Vec<u8>, xor: Vec<u8>, with_op: bool },
-    Range { negate: bool, from: Vec<u8>, to: Vec<u8> },
+    Bitwise {
+        len: u32,
+        mask: Vec<u8>,
+        xor: Vec<u8>,
+        with_op: bool,
+    },
+    Range {
+        negate: bool,
+        from: Vec<u8>,
+        to: Vec<u8>,
+    },
     /// Host to network byte order in place (nft adds it for host-order fields of a
     /// concatenation looked up in an interval set).
-    Byteorder { reg: u32, len: u32, size: u32 },
-    Lookup { set: String, set_id: Option<u32>, dreg: Option<u32>, negate: bool },
-    Verdict { code: u32, chain: Option<String> },
+    Byteorder {
+        reg: u32,
+        len: u32,
+        size: u32,
+    },
+    Lookup {
+        set: String,
+        set_id: Option<u32>,
+        dreg: Option<u32>,
+        negate: bool,
+    },
+    Verdict {
+        code: u32,
+        chain: Option<String>,
+    },
     Counter,
-    Objref { counter: String },
-    Limit { rate: u64, unit: u64, burst: u32 },
-    Log { prefix: Option<String>, group: Option<u16>, level: Option<u32> },
-    Masq { flags: Option<u32> },
+    Objref {
+        counter: String,
+    },
+    Limit {
+        rate: u64,
+        unit: u64,
+        burst: u32,
+    },
+    Log {
+        prefix: Option<String>,
+        group: Option<u16>,
+        level: Option<u32>,
+    },
+    Masq {
+        flags: Option<u32>,
+    },
     Notrack,
-    Reject { kind: u32, code: u8 },
+    Reject {
+        kind: u32,
+        code: u8,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,14 +137,12 @@ impl Expr {
     /// The expression as an element of NFTA_RULE_EXPRESSIONS.
     pub fn to_attribute(&self) -> ListAttribute<ExpressionAttribute> {
         let (name, data) = match self {
-            Expr::Meta { key, dreg } => (
-                "meta",
-                Expressions::Meta(vec![Meta::Key(MetaKey::from(*key)), Meta::DestinationRegister(reg(*dreg))]),
-            ),
-            Expr::MetaSet { key, sreg } => (
-                "meta",
-                Expressions::Meta(vec![Meta::Key(MetaKey::from(*key)), Meta::SourceRegister(reg(*sreg))]),
-            ),
+            Expr::Meta { key, dreg } => {
+                ("meta", Expressions::Meta(vec![Meta::Key(MetaKey::from(*key)), Meta::DestinationRegister(reg(*dreg))]))
+            }
+            Expr::MetaSet { key, sreg } => {
+                ("meta", Expressions::Meta(vec![Meta::Key(MetaKey::from(*key)), Meta::SourceRegister(reg(*sreg))]))
+            }
             Expr::Payload { base, offset, len, dreg } => (
                 "payload",
                 Expressions::Payload(vec![

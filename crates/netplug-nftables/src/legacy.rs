@@ -45,7 +45,8 @@ pub fn remove_iptables_chain(table: &str, chain: &str) -> Result<Removal> {
             Err(err) if err.errno == Errno::ENOENT => return Ok(Removal::Absent),
             Err(err) => return Err(err),
         }
-        let dump = message(NfTablesMessage::GetRule(RuleMessage { attributes: vec![RuleAttribute::Table(table.into())] }));
+        let dump =
+            message(NfTablesMessage::GetRule(RuleMessage { attributes: vec![RuleAttribute::Table(table.into())] }));
         let mut jumps = Vec::new();
         for reply in socket.request(dump, true, &op)? {
             let NetfilterMessageInner::NfTables(NfTablesMessage::NewRule(rule)) = reply.inner else { continue };

@@ -19,6 +19,7 @@ pub mod legacy;
 pub mod model;
 pub mod nflog;
 pub mod plan;
+pub mod rule;
 pub mod selector;
 pub mod socket;
 pub mod types;

@@ -9,7 +9,9 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use netlink_packet_core::{NetlinkMessage, NetlinkPayload};
-use netlink_packet_netfilter::nflog::{ConfigCmd, ConfigMode, ConfigNla, PacketNla, Timeout, ULogMessage, config_request};
+use netlink_packet_netfilter::nflog::{
+    ConfigCmd, ConfigMode, ConfigNla, PacketNla, Timeout, ULogMessage, config_request,
+};
 use netlink_packet_netfilter::{NetfilterMessage, NetfilterMessageInner, NetfilterProtoFamily};
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_NETFILTER};
 use nix::errno::Errno;

@@ -141,7 +141,13 @@ pub fn difference(old: &Table, new: &Checked, first_sequence: u32, next_anonymou
         match old_sets.get(set.name.as_str()) {
             None => {
                 batch.add_set(&set.name, layout, false);
-                later.push(Filling { name: set.name.clone(), layout: layout.clone(), elements: wanted, was_empty: true, map: false });
+                later.push(Filling {
+                    name: set.name.clone(),
+                    layout: layout.clone(),
+                    elements: wanted,
+                    was_empty: true,
+                    map: false,
+                });
             }
             Some(before) => {
                 let had = crate::check::set_elements(before).map(|(_, e)| e).unwrap_or_default();
@@ -170,7 +176,13 @@ pub fn difference(old: &Table, new: &Checked, first_sequence: u32, next_anonymou
         match old_maps.get(map.name.as_str()) {
             None => {
                 batch.add_set(&map.name, layout, true);
-                later.push(Filling { name: map.name.clone(), layout: layout.clone(), elements: wanted, was_empty: false, map: true });
+                later.push(Filling {
+                    name: map.name.clone(),
+                    layout: layout.clone(),
+                    elements: wanted,
+                    was_empty: false,
+                    map: true,
+                });
             }
             Some(before) => {
                 let had = crate::check::map_elements(&scope, before).map(|(_, e)| e).unwrap_or_default();
@@ -189,7 +201,13 @@ pub fn difference(old: &Table, new: &Checked, first_sequence: u32, next_anonymou
                     batch.change_elements(&map.name, layout, &gone, false, false, &label);
                 }
                 if !added.is_empty() {
-                    later.push(Filling { name: map.name.clone(), layout: layout.clone(), elements: added, was_empty: false, map: true });
+                    later.push(Filling {
+                        name: map.name.clone(),
+                        layout: layout.clone(),
+                        elements: added,
+                        was_empty: false,
+                        map: true,
+                    });
                 }
             }
         }

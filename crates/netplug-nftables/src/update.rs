@@ -136,10 +136,12 @@ pub fn apply(table: &mut Table, edits: Vec<Edit>) {
             for i in gone.into_iter().rev() {
                 elements.remove(i);
             }
-            elements.extend(edit.added.into_iter().map(|(_, verdict, key)| MapElement {
-                key,
-                verdict: verdict.expect("a map element has a verdict"),
-            }));
+            elements.extend(
+                edit.added.into_iter().map(|(_, verdict, key)| MapElement {
+                    key,
+                    verdict: verdict.expect("a map element has a verdict"),
+                }),
+            );
         } else {
             let elements = &mut table.sets[edit.index].elements;
             for i in gone.into_iter().rev() {

@@ -117,7 +117,11 @@ impl TableWriter {
     pub fn update_elements(&mut self, changes: &ElementChanges) -> Result<ApplyReport> {
         let op = format!("update elements of {}", self.label());
         let Some(mut table) = self.committed.take() else {
-            return Err(NftError::new(op, Errno::ENOENT, "nothing was applied yet (or the last call failed): apply first"));
+            return Err(NftError::new(
+                op,
+                Errno::ENOENT,
+                "nothing was applied yet (or the last call failed): apply first",
+            ));
         };
         let result = self.write_elements(&mut table, changes, &op);
         // A change refused before it was sent leaves the kernel as the copy says; one the
@@ -233,4 +237,3 @@ fn counter_of(attributes: &[DefaultNla], table: &str) -> Option<CounterValue> {
     }
     Some(CounterValue { name: name?, packets, bytes })
 }
-

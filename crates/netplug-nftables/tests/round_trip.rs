@@ -4,8 +4,8 @@
 
 mod common;
 
-use common::listing::{canonical, table_from_listing};
 use common::TestNs;
+use common::listing::{canonical, table_from_listing};
 use netplug_nftables::TableWriter;
 
 #[test]

@@ -27,14 +27,49 @@ fn topology() -> Topology {
     let tag = std::process::id() % 10000;
     let router_in = format!("nprc{tag}");
     let router_out = format!("nprs{tag}");
-    run("ip", &["link", "add", &router_in, "netns", &router.name, "type", "veth", "peer", "name", "eth0", "netns", &client.name]);
-    run("ip", &["link", "add", &router_out, "netns", &router.name, "type", "veth", "peer", "name", "eth0", "netns", &server.name]);
+    run(
+        "ip",
+        &[
+            "link",
+            "add",
+            &router_in,
+            "netns",
+            &router.name,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "eth0",
+            "netns",
+            &client.name,
+        ],
+    );
+    run(
+        "ip",
+        &[
+            "link",
+            "add",
+            &router_out,
+            "netns",
+            &router.name,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "eth0",
+            "netns",
+            &server.name,
+        ],
+    );
     let sh = |ns: &TestNs, script: &str| {
         let out = ns.exec("sh", &["-c", script]);
         assert!(out.status.success(), "{script}: {}", String::from_utf8_lossy(&out.stderr));
     };
     sh(&client, "ip addr add 10.99.1.2/24 dev eth0 && ip link set eth0 up && ip route add default via 10.99.1.1");
-    sh(&server, "ip addr add 10.99.2.2/24 dev eth0 && ip addr add 10.99.2.3/24 dev eth0 && ip link set eth0 up && ip route add default via 10.99.2.1");
+    sh(
+        &server,
+        "ip addr add 10.99.2.2/24 dev eth0 && ip addr add 10.99.2.3/24 dev eth0 && ip link set eth0 up && ip route add default via 10.99.2.1",
+    );
     sh(
         &router,
         &format!(
@@ -123,4 +158,3 @@ fn packets_are_accepted_dropped_counted_and_logged() {
     assert_eq!((datagram.protocol, datagram.destination_port), (Some(17), Some(5353)));
     drop(net.server);
 }
-

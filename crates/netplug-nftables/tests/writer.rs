@@ -6,8 +6,8 @@ mod common;
 
 use common::TestNs;
 use common::listing::{canonical, table_from_listing};
-use netplug_nftables::model::{ElementChanges, Table};
 use netplug_nftables::TableWriter;
+use netplug_nftables::model::{ElementChanges, Table};
 use serde_json::json;
 
 fn table(value: serde_json::Value) -> Table {
@@ -41,7 +41,10 @@ fn policy_table(peers: &[&str], endpoints: &[&str]) -> Table {
             { "matches": [{ "key": "ip saddr", "value": { "set": "web-peers" } }, { "key": "meta l4proto", "value": "tcp" }, { "key": "th dport", "value": [80, 443] }], "verdict": "accept", "comment": "policy default/web" }
         ]
     }));
-    let elements: Vec<_> = endpoints.iter().map(|e| json!({ "key": format!("npt{e}"), "verdict": { "goto": format!("tw-{e}") } })).collect();
+    let elements: Vec<_> = endpoints
+        .iter()
+        .map(|e| json!({ "key": format!("npt{e}"), "verdict": { "goto": format!("tw-{e}") } }))
+        .collect();
     table(json!({
         "family": "inet",
         "name": "netplug",
@@ -75,7 +78,8 @@ fn later_applies_send_only_the_difference() {
 
     // An endpoint goes, another comes, a peer changes, a rule changes.
     let mut second = policy_table(&["10.0.0.0/24", "10.2.0.0/16"], &["a", "c"]);
-    second.chains.iter_mut().find(|c| c.name == "pi-web").unwrap().rules[0].comment = Some("policy default/web v2".into());
+    second.chains.iter_mut().find(|c| c.name == "pi-web").unwrap().rules[0].comment =
+        Some("policy default/web v2".into());
     let report = ns.enter(|| writer.apply(second.clone())).unwrap();
     assert!(!report.replaced);
     // add chain tw-c; delete a peer, a map element; flush pi-web, its rule (with its anonymous
@@ -132,13 +136,18 @@ fn element_updates_change_sets_and_maps_in_one_small_batch() {
     // verdict. A peer both deleted and added stays (additions come after deletions); 192.0.2.1
     // was not there.
     assert_eq!(report.operations, 3, "{report:?}");
-    wanted.sets[0].elements = vec![json!("10.0.0.0/24"), json!("10.9.0.0/16")].into_iter().map(|v| serde_json::from_value(v).unwrap()).collect();
-    wanted.maps[0].elements = vec![serde_json::from_value(json!({ "key": "npta", "verdict": { "goto": "tw-b" } })).unwrap()];
+    wanted.sets[0].elements = vec![json!("10.0.0.0/24"), json!("10.9.0.0/16")]
+        .into_iter()
+        .map(|v| serde_json::from_value(v).unwrap())
+        .collect();
+    wanted.maps[0].elements =
+        vec![serde_json::from_value(json!({ "key": "npta", "verdict": { "goto": "tw-b" } })).unwrap()];
     assert_kernel_holds(&ns, &wanted);
     assert_eq!(canonical(writer.committed().unwrap()), canonical(&wanted), "the writer's copy follows");
 
     // Nothing to do: nothing sent.
-    let again: ElementChanges = serde_json::from_value(json!({ "sets": [{ "name": "web-peers", "add": ["10.9.0.0/16"] }] })).unwrap();
+    let again: ElementChanges =
+        serde_json::from_value(json!({ "sets": [{ "name": "web-peers", "add": ["10.9.0.0/16"] }] })).unwrap();
     assert_eq!(ns.enter(|| writer.update_elements(&again)).unwrap().operations, 0);
 
     // The set emptied and filled again; a later apply of the same description sends nothing.
@@ -152,12 +161,16 @@ fn element_updates_change_sets_and_maps_in_one_small_batch() {
     }))
     .unwrap();
     ns.enter(|| writer.update_elements(&refill)).unwrap();
-    wanted.sets[0].elements = vec![json!("10.0.0.0/8"), json!("192.168.0.0/16")].into_iter().map(|v| serde_json::from_value(v).unwrap()).collect();
+    wanted.sets[0].elements = vec![json!("10.0.0.0/8"), json!("192.168.0.0/16")]
+        .into_iter()
+        .map(|v| serde_json::from_value(v).unwrap())
+        .collect();
     assert_kernel_holds(&ns, &wanted);
     assert_eq!(ns.enter(|| writer.apply(wanted.clone())).unwrap().operations, 0);
 
     // Bad changes are refused before the kernel, naming the set and the value.
-    let bad: ElementChanges = serde_json::from_value(json!({ "sets": [{ "name": "web-peers", "add": ["10.1.2.3/8"] }] })).unwrap();
+    let bad: ElementChanges =
+        serde_json::from_value(json!({ "sets": [{ "name": "web-peers", "add": ["10.1.2.3/8"] }] })).unwrap();
     let err = ns.enter(|| writer.update_elements(&bad)).unwrap_err().to_string();
     assert!(err.contains("set \"web-peers\"") && err.contains("10.1.2.3/8"), "{err}");
     let overlapping: ElementChanges =
@@ -176,11 +189,14 @@ fn a_refused_transaction_changes_nothing_and_names_what_failed() {
 
     // Masquerade in a filter chain passes our checks but not the kernel's.
     let mut bad = policy_table(&["10.0.0.0/24", "10.5.0.0/16"], &["a", "z"]);
-    bad.chains.push(serde_json::from_value(json!({
-        "name": "oops",
-        "base": { "type": "filter", "hook": "input", "priority": 0 },
-        "rules": [{ "statements": [{ "masquerade": {} }], "comment": "not here" }]
-    })).unwrap());
+    bad.chains.push(
+        serde_json::from_value(json!({
+            "name": "oops",
+            "base": { "type": "filter", "hook": "input", "priority": 0 },
+            "rules": [{ "statements": [{ "masquerade": {} }], "comment": "not here" }]
+        }))
+        .unwrap(),
+    );
     let err = ns.enter(|| writer.apply(bad.clone())).unwrap_err();
     let text = err.to_string();
     assert!(text.contains("rule 1 of chain \"oops\" (comment \"not here\")"), "{text}");
@@ -204,9 +220,11 @@ fn a_refused_transaction_changes_nothing_and_names_what_failed() {
     wrong.chains[1].rules[1].verdict = Some(serde_json::from_value(json!({ "jump": "nowhere" })).unwrap());
     let err = ns.enter(|| writer.apply(wrong)).unwrap_err().to_string();
     assert!(err.contains("rule 2 of chain \"tw-a\"") && err.contains("no chain \"nowhere\""), "{err}");
-    let err = netplug_nftables::table_from_json(r#"{"family":"inet","name":"netplug","chains":[{"name":"c","rules":[{"verdict":"maybe"}]}]}"#)
-        .unwrap_err()
-        .to_string();
+    let err = netplug_nftables::table_from_json(
+        r#"{"family":"inet","name":"netplug","chains":[{"name":"c","rules":[{"verdict":"maybe"}]}]}"#,
+    )
+    .unwrap_err()
+    .to_string();
     assert!(err.contains("chains[0].rules[0].verdict"), "{err}");
     assert_kernel_holds(&ns, &good);
 }

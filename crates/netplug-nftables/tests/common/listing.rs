@@ -210,9 +210,7 @@ fn rule(body: &Json) -> Rule {
                 }
                 rule.matches.push(Match { key: Key(key), op, mask, value });
             }
-            "counter" => rule.statements.push(Statement::Counter(Counter {
-                name: value.as_str().map(String::from),
-            })),
+            "counter" => rule.statements.push(Statement::Counter(Counter { name: value.as_str().map(String::from) })),
             "limit" => rule.statements.push(Statement::Limit(Limit {
                 rate: value["rate"].as_u64().unwrap(),
                 per: serde_json::from_value(value["per"].clone()).unwrap(),
@@ -351,7 +349,9 @@ fn canonical_rule(rule: &Rule) -> CanonicalRule {
         .statements
         .iter()
         .map(|s| match s {
-            Statement::Log(log) if log.level == Some(LogLevel::Warn) => Statement::Log(Log { level: None, ..log.clone() }),
+            Statement::Log(log) if log.level == Some(LogLevel::Warn) => {
+                Statement::Log(Log { level: None, ..log.clone() })
+            }
             other => other.clone(),
         })
         .collect();
