@@ -5,7 +5,9 @@
 //! the table so that deleting it cannot fail, delete it, add it and everything in it): packets
 //! meet either the old table or the new one, never a half-written one. Later applies send the
 //! chains added and removed, the rules of changed chains (flushed and written again), and the
-//! elements added to and removed from sets and maps, again in one transaction.
+//! elements added to and removed from sets and maps, again in one transaction. A table whose
+//! chains, sets or counters someone else changed since (its kernel use count differs) is
+//! replaced whole again.
 
 use netlink_packet_core::DefaultNla;
 use netlink_packet_netfilter::nftables::{NfTablesMessage, TableAttribute, TableMessage};
@@ -50,11 +52,14 @@ pub struct TableWriter {
     /// Kept open: closing a netfilter netlink socket waits for an RCU grace period (~15 ms
     /// here), which would otherwise be most of a small update's time.
     socket: Option<NfSocket>,
+    /// The kernel's count of the table's chains, sets and objects after our last write: a
+    /// different count before the next one means someone else changed the table.
+    kernel_use: Option<u32>,
 }
 
 impl TableWriter {
     pub fn new(family: Family, name: &str) -> Self {
-        Self { family, name: name.to_string(), committed: None, next_anonymous: 0, socket: None }
+        Self { family, name: name.to_string(), committed: None, next_anonymous: 0, socket: None, kernel_use: None }
     }
 
     fn label(&self) -> String {
@@ -89,6 +94,11 @@ impl TableWriter {
             ));
         }
         let checked = check(&table)?;
+        // A table someone else deleted or changed the chains, sets or counters of is written
+        // whole again: its difference from our copy would not repair it.
+        if self.committed.is_some() && self.table_use(&op)? != self.kernel_use {
+            self.committed = None;
+        }
         let first = self.socket()?.reserve(0);
         let (batch, replaced) = match self.committed.take() {
             Some(old) => match difference(&old, &checked, first, self.next_anonymous)? {
@@ -109,7 +119,31 @@ impl TableWriter {
         let report = ApplyReport { replaced, operations: sealed.operations(), bytes: sealed.bytes.len() };
         self.committed = Some(table);
         self.next_anonymous = next_anonymous;
+        self.kernel_use = self.table_use(&op)?;
         Ok(report)
+    }
+
+    /// The kernel's use count of the table (its chains, sets and objects); `None` when there is
+    /// no such table.
+    fn table_use(&mut self, op: &str) -> Result<Option<u32>> {
+        let request = NetfilterMessage::new(
+            NetfilterHeader::new(NetfilterProtoFamily::from(self.family.nfproto()), 0, 0),
+            NfTablesMessage::GetTable(TableMessage { attributes: vec![TableAttribute::Name(self.name.clone())] }),
+        );
+        let replies = match self.socket()?.request(request, false, op) {
+            Ok(replies) => replies,
+            Err(err) if err.errno == Errno::ENOENT => return Ok(None),
+            Err(err) => return Err(err),
+        };
+        Ok(replies.into_iter().find_map(|reply| match reply.inner {
+            NetfilterMessageInner::NfTables(NfTablesMessage::NewTable(table)) => {
+                table.attributes.into_iter().find_map(|a| match a {
+                    TableAttribute::Use(count) => Some(count),
+                    _ => None,
+                })
+            }
+            _ => None,
+        }))
     }
 
     /// Adds and deletes elements of the committed table's sets and maps, in one transaction.

@@ -243,3 +243,36 @@ fn counters_read_and_the_table_is_removed() {
     let err = ns.enter(|| writer.update_elements(&ElementChanges::default())).unwrap_err();
     assert_eq!(err.code(), "ENOENT");
 }
+
+#[test]
+fn a_table_changed_behind_the_writers_back_is_written_whole_again() {
+    let ns = TestNs::new();
+    let mut writer = TableWriter::new(netplug_nftables::model::Family::Inet, "netplug");
+    let wanted = policy_table(&["10.0.0.0/24"], &["a", "b"]);
+    ns.enter(|| writer.apply(wanted.clone())).unwrap();
+    for _ in 0..3 {
+        assert_eq!(ns.enter(|| writer.apply(wanted.clone())).unwrap().operations, 0, "nothing changed: nothing sent");
+    }
+    // Someone adds a chain: the next apply replaces the table, and the chain is gone.
+    ns.nft(&["add", "chain", "inet", "netplug", "intruder"]);
+    assert!(ns.enter(|| writer.apply(wanted.clone())).unwrap().replaced);
+    assert_kernel_holds(&ns, &wanted);
+    // Someone deletes the table: it comes back whole.
+    ns.nft(&["delete", "table", "inet", "netplug"]);
+    assert!(ns.enter(|| writer.apply(wanted.clone())).unwrap().replaced);
+    assert_kernel_holds(&ns, &wanted);
+    assert_eq!(ns.enter(|| writer.apply(wanted.clone())).unwrap().operations, 0);
+}
+
+#[test]
+fn large_sets_are_written_across_several_messages() {
+    let ns = TestNs::new();
+    let mut writer = TableWriter::new(netplug_nftables::model::Family::Inet, "netplug");
+    // 6,000 interval elements (two netlink elements each) are far more than one message holds.
+    let peers: Vec<String> = (0..6000).map(|i| format!("10.{}.{}.0/24", i / 256, i % 256)).collect();
+    let peers: Vec<&str> = peers.iter().map(String::as_str).collect();
+    let wanted = policy_table(&peers, &["a"]);
+    let report = ns.enter(|| writer.apply(wanted.clone())).unwrap();
+    assert!(report.bytes > 100_000, "{report:?}");
+    assert_kernel_holds(&ns, &wanted);
+}
