@@ -8,12 +8,13 @@ cd "$(dirname "$0")/.."
 
 require_root "netplug configures network namespaces and links"
 
-# Debian packages: iproute2 (test observer, baseline), nftables (the test observer of netplug's
-# nftables table: `nft list` and the golden encodings; netplug itself never runs nft), ping (traffic checks), the reference CNI
-# plugins (host-local, portmap, ptp: delegates, chain partners, baseline) with the iptables portmap
-# drives, procps (sysctl), binutils (strip, for the single executable), etcd (the datastore the
-# tests and the demo start on loopback), openssl (their TLS certificates), tinyproxy (the proxy the
-# Kubernetes client is tested through) and python3 (its http.server is a real HTTP/1.0 server).
+# Debian packages: iproute2 (test observer, baseline), nftables (observer of netplug's nftables
+# table, and the source of its golden encodings; netplug itself never runs nft), ping (traffic
+# checks), the reference CNI plugins (host-local, portmap, ptp: delegates, chain partners,
+# baseline) with the iptables portmap drives, procps (sysctl), binutils (strip, for the single
+# executable), etcd (the datastore the tests and the demo start on loopback), openssl (their TLS
+# certificates), tinyproxy (the proxy the Kubernetes client is tested through) and python3 (its
+# http.server is a real HTTP/1.0 server).
 ensure_debian_packages iproute2 nftables iputils-ping ca-certificates containernetworking-plugins iptables procps binutils \
   etcd-server openssl tinyproxy-bin python3
 
