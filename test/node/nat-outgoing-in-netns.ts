@@ -4,7 +4,7 @@
 // ({ name, cidr, natOutgoing }); stdout is the JSON outcome, or { error }.
 import { NftComposer } from '../../ts/dataplane/nft-composer.ts';
 import { NftTable } from '../../ts/dataplane/nftables.ts';
-import type { PoolSpec } from '../../ts/ipam/model.ts';
+import type { PoolSpec } from '../../ts/model/ip-pool.ts';
 import type { Pool } from '../../ts/ipam/pools.ts';
 import { parsePrefix, type Prefix } from '../../ts/net/cidr.ts';
 import { NAT_PART, NatOutgoing } from '../../ts/node/routes/nat-outgoing.ts';
