@@ -1,16 +1,12 @@
 // netplug-kube-controllers' settings, from its environment (names as the reference's
 // kube-controllers takes them), parsed by one schema (runtime/settings.ts): a bad value stops the
 // program with a line naming the variable and its value.
-import { readFileSync } from 'node:fs';
-import { hostname } from 'node:os';
-import { randomUUID } from 'node:crypto';
-
 import * as z from 'zod/mini';
 
 import { CONTROLLERS as CONTROLLERS_NAME } from '../render/objects.ts';
-import type { LeaderElectionSettings } from '../runtime/leader-election.ts';
+import { type LeaderElectionSettings, leaderElectionSchema, leaderElectionSettings } from '../runtime/leader-election.ts';
 import { LOG_LEVEL } from '../runtime/log.ts';
-import { duration, flag, hostPort, Invalid, list, oneOf, parseEnv, SettingsError, setting, text } from '../runtime/settings.ts';
+import { duration, hostPort, list, oneOf, parseEnv, text } from '../runtime/settings.ts';
 import type { DatastoreSettings } from '../store/open.ts';
 
 export const CONTROLLERS = ['node', 'ipam'] as const;
@@ -18,14 +14,6 @@ export type ControllerName = (typeof CONTROLLERS)[number];
 
 /** The Lease the replicas elect their leader on (in their own namespace; the RBAC Role names it). */
 export const LEASE_NAME = CONTROLLERS_NAME;
-const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
-
-/** A Lease or namespace name: a DNS-1123 subdomain. */
-function checkName(given: string): string {
-  if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(given))
-    throw new Invalid('is not a valid object name (lower-case letters, digits, - and .)');
-  return given;
-}
 
 const schema = z.object({
   DATASTORE_TYPE: oneOf(['etcdv3', 'kubernetes'], { default: 'etcdv3', problem: 'is not known; use "etcdv3" or "kubernetes"' }),
@@ -39,14 +27,7 @@ const schema = z.object({
   LEAK_GRACE_PERIOD: duration('15m'),
   NETPLUG_CONTROLLERS_HEALTH_ADDR: hostPort('0.0.0.0:9094'),
   LOG_LEVEL,
-  LEADER_ELECTION: flag(true),
-  LEADER_ELECTION_NAMESPACE: setting(checkName),
-  POD_NAMESPACE: setting(checkName),
-  LEADER_ELECTION_LEASE_NAME: setting(checkName, LEASE_NAME),
-  POD_NAME: text(),
-  LEADER_ELECTION_LEASE_DURATION: duration('15s', { minMs: 1000 }),
-  LEADER_ELECTION_RENEW_DEADLINE: duration('10s', { minMs: 500 }),
-  LEADER_ELECTION_RETRY_PERIOD: duration('2s', { minMs: 100 }),
+  ...leaderElectionSchema(LEASE_NAME),
 });
 
 export interface ControllersSettings {
@@ -74,15 +55,6 @@ export function controllersSettings(env: NodeJS.ProcessEnv): ControllersSettings
     etcd_key_file: given.ETCD_KEY_FILE,
   };
   const datastore = Object.fromEntries(Object.entries(etcd).filter(([, value]) => value)) as DatastoreSettings;
-  const timing = {
-    leaseDurationMs: given.LEADER_ELECTION_LEASE_DURATION,
-    renewDeadlineMs: given.LEADER_ELECTION_RENEW_DEADLINE,
-    retryPeriodMs: given.LEADER_ELECTION_RETRY_PERIOD,
-  };
-  if (given.LEADER_ELECTION && !(timing.retryPeriodMs < timing.renewDeadlineMs && timing.renewDeadlineMs < timing.leaseDurationMs))
-    throw new SettingsError(
-      `LEADER_ELECTION_RETRY_PERIOD (${timing.retryPeriodMs / 1000} s), LEADER_ELECTION_RENEW_DEADLINE (${timing.renewDeadlineMs / 1000} s) and LEADER_ELECTION_LEASE_DURATION (${timing.leaseDurationMs / 1000} s) must each be shorter than the next`,
-    );
   return {
     datastore: { ...datastore, datastore_type: type, ...(type === 'kubernetes' && kubeconfig ? { kubernetes: { kubeconfig } } : {}) },
     kubeconfig,
@@ -90,22 +62,6 @@ export function controllersSettings(env: NodeJS.ProcessEnv): ControllersSettings
     leakGraceMs: given.LEAK_GRACE_PERIOD,
     health: given.NETPLUG_CONTROLLERS_HEALTH_ADDR,
     logLevel: given.LOG_LEVEL,
-    leaderElection: given.LEADER_ELECTION
-      ? {
-          namespace: given.LEADER_ELECTION_NAMESPACE ?? given.POD_NAMESPACE ?? ownNamespace(),
-          name: given.LEADER_ELECTION_LEASE_NAME,
-          identity: `${given.POD_NAME ?? hostname()}_${randomUUID()}`,
-          ...timing,
-        }
-      : undefined,
+    leaderElection: leaderElectionSettings(given),
   };
-}
-
-/** The pod's namespace from its service account, else kube-system (a process outside a pod). */
-function ownNamespace(): string {
-  try {
-    return readFileSync(SERVICE_ACCOUNT_NAMESPACE, 'utf8').trim() || 'kube-system';
-  } catch {
-    return 'kube-system';
-  }
 }

@@ -12,13 +12,19 @@
 // API: `new LeaderElector(config, settings, { log, clock?, metrics? })`; run(signal, lead) runs
 // `lead(leading)` during each term (`leading` aborts when the term ends) until `signal` aborts;
 // role() ('leader', 'standby': another holds the Lease, 'unknown': not read yet), holder().
-// `LEADER_ELECTION_SETTINGS`: the settings' schema fields (settings.ts).
+// `leaderElectionSchema(lease)`: a program's settings fields (settings.ts) for it, and
+// `leaderElectionSettings(given, namespace?)` what they give.
+import { readFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+
 import * as k8s from '@kubernetes/client-node';
 
 import { type Clock, sleep, systemClock } from './clock.ts';
 import { apiStatus, describeError } from './errors.ts';
 import type { Log } from './log.ts';
 import type { RuntimeMetrics } from './metrics.ts';
+import { duration, flag, Invalid, SettingsError, setting, text } from './settings.ts';
 
 export interface LeaderElectionSettings {
   namespace: string;
@@ -224,3 +230,73 @@ export class LeaderElector {
 
 /** Up to 20 % later, as client-go's retries: candidates that started together do not ask together. */
 const jittered = (ms: number) => ms * (1 + 0.2 * Math.random());
+
+/** A Lease or namespace name: a DNS-1123 subdomain. */
+function objectName(given: string): string {
+  if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(given))
+    throw new Invalid('is not a valid object name (lower-case letters, digits, - and .)');
+  return given;
+}
+
+/**
+ * The settings of a program's leader election, for its schema (settings.ts): LEADER_ELECTION (on
+ * by default), the Lease's namespace (LEADER_ELECTION_NAMESPACE, else POD_NAMESPACE, else the pod's
+ * own) and name (LEADER_ELECTION_LEASE_NAME, else `lease`), POD_NAME for the identity, and the
+ * timings, client-go's defaults.
+ */
+export const leaderElectionSchema = (lease: string) => ({
+  LEADER_ELECTION: flag(true),
+  LEADER_ELECTION_NAMESPACE: setting(objectName),
+  POD_NAMESPACE: setting(objectName),
+  LEADER_ELECTION_LEASE_NAME: setting(objectName, lease),
+  POD_NAME: text(),
+  LEADER_ELECTION_LEASE_DURATION: duration('15s', { minMs: 1000 }),
+  LEADER_ELECTION_RENEW_DEADLINE: duration('10s', { minMs: 500 }),
+  LEADER_ELECTION_RETRY_PERIOD: duration('2s', { minMs: 100 }),
+});
+
+export interface LeaderElectionGiven {
+  LEADER_ELECTION: boolean;
+  LEADER_ELECTION_NAMESPACE: string | undefined;
+  POD_NAMESPACE: string | undefined;
+  LEADER_ELECTION_LEASE_NAME: string;
+  POD_NAME: string | undefined;
+  LEADER_ELECTION_LEASE_DURATION: number;
+  LEADER_ELECTION_RENEW_DEADLINE: number;
+  LEADER_ELECTION_RETRY_PERIOD: number;
+}
+
+const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
+
+/**
+ * What the parsed settings give: undefined with LEADER_ELECTION=false (every replica works). The
+ * namespace is the first of LEADER_ELECTION_NAMESPACE, POD_NAMESPACE, `namespace` (a program's own
+ * variable), the pod's service account's, and kube-system (a process outside a pod).
+ */
+export function leaderElectionSettings(given: LeaderElectionGiven, namespace?: string): LeaderElectionSettings | undefined {
+  if (!given.LEADER_ELECTION) return undefined;
+  const timing = {
+    leaseDurationMs: given.LEADER_ELECTION_LEASE_DURATION,
+    renewDeadlineMs: given.LEADER_ELECTION_RENEW_DEADLINE,
+    retryPeriodMs: given.LEADER_ELECTION_RETRY_PERIOD,
+  };
+  if (!(timing.retryPeriodMs < timing.renewDeadlineMs && timing.renewDeadlineMs < timing.leaseDurationMs))
+    throw new SettingsError(
+      `LEADER_ELECTION_RETRY_PERIOD (${timing.retryPeriodMs / 1000} s), LEADER_ELECTION_RENEW_DEADLINE (${timing.renewDeadlineMs / 1000} s) and LEADER_ELECTION_LEASE_DURATION (${timing.leaseDurationMs / 1000} s) must each be shorter than the next`,
+    );
+  return {
+    namespace: given.LEADER_ELECTION_NAMESPACE ?? given.POD_NAMESPACE ?? namespace ?? ownNamespace(),
+    name: given.LEADER_ELECTION_LEASE_NAME,
+    identity: `${given.POD_NAME ?? hostname()}_${randomUUID()}`,
+    ...timing,
+  };
+}
+
+/** The pod's namespace from its service account, else kube-system (a process outside a pod). */
+function ownNamespace(): string {
+  try {
+    return readFileSync(SERVICE_ACCOUNT_NAMESPACE, 'utf8').trim() || 'kube-system';
+  } catch {
+    return 'kube-system';
+  }
+}
