@@ -99,3 +99,40 @@ test('crds.yaml holds every CRD of deploy/crds', (t) => {
   t.true(crds.length >= 6);
   t.true(crds.every((doc) => doc.kind === 'CustomResourceDefinition' && doc.metadata.name.endsWith('.crd.projectnet.org')));
 });
+
+test("netplug-operator.yaml: probes and Prometheus on the operator's health port, leader election on a Lease its namespace's Role grants", (t) => {
+  const objects = JSON.parse(JSON.stringify(docs('netplug-operator.yaml'))) as (Doc & { rules?: any[]; roleRef?: any; subjects?: any[] })[];
+  const deployment = objects.find((doc) => doc.kind === 'Deployment' && doc.metadata.name === 'netplug-operator');
+  const template = deployment?.spec.template;
+  const [container] = template.spec.containers;
+  t.like(template.metadata.annotations, { 'prometheus.io/scrape': 'true', 'prometheus.io/port': '9095', 'prometheus.io/path': '/metrics' });
+  t.deepEqual(container.ports, [{ name: 'metrics', containerPort: 9095, protocol: 'TCP' }]);
+  t.like(container.livenessProbe, { httpGet: { path: '/livez', port: 9095 } });
+  t.like(container.readinessProbe, { httpGet: { path: '/readyz', port: 9095 } });
+  const env = Object.fromEntries(
+    container.env.map((e: { name: string; value?: string; valueFrom?: unknown }) => [e.name, e.value ?? e.valueFrom]),
+  );
+  t.like(env, {
+    NETPLUG_OPERATOR_HEALTH_ADDR: '0.0.0.0:9095',
+    OPERATOR_NAMESPACE: { fieldRef: { fieldPath: 'metadata.namespace' } },
+    POD_NAME: { fieldRef: { fieldPath: 'metadata.name' } },
+  });
+  t.false('LEADER_ELECTION' in env, 'leader election on, as by default');
+  const clusterRole = objects.find((doc) => doc.kind === 'ClusterRole');
+  t.false(
+    clusterRole?.rules?.some((rule) => rule.resources.includes('leases')),
+    'no Lease anywhere else',
+  );
+  const role = objects.find((doc) => doc.kind === 'Role');
+  t.is(role?.metadata.namespace, 'netplug-operator');
+  t.deepEqual(role?.rules, [
+    { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+    { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'update'], resourceNames: ['netplug-operator'] },
+  ]);
+  const binding = objects.find((doc) => doc.kind === 'RoleBinding');
+  t.like(binding, {
+    metadata: { name: 'netplug-operator', namespace: 'netplug-operator' },
+    roleRef: { kind: 'Role', name: 'netplug-operator' },
+  });
+  t.deepEqual(binding?.subjects, [{ kind: 'ServiceAccount', name: 'netplug-operator', namespace: 'netplug-operator' }]);
+});

@@ -1,11 +1,18 @@
 // netplug-operator itself: its namespace, identity and Deployment (release file
 // deploy/manifests/netplug-operator.yaml and the helm chart's templates). What it makes from an
 // Installation is rendered elsewhere (the node pod, controllers, RBAC of netplug-system).
+// Replicas elect a leader on Lease netplug-operator in their namespace (a Role there grants it):
+// only the holder reconciles, so a replica still stopping, or one on a node that no longer
+// answers, never works beside its successor. The pod is on the host network, where its health
+// port is a host port: a second pod cannot start on the same node, hence Recreate. Health and
+// metrics on one port: the kubelet's probes, and Prometheus.
 import { type KubeObject, labelsOf, STANDARD_NODE_LAYOUT } from './objects.ts';
 
 export const OPERATOR = 'netplug-operator';
 export const OPERATOR_NAMESPACE = 'netplug-operator';
 export const OPERATOR_GROUP = 'operator.projectnet.org';
+/** /livez, /readyz and /metrics. */
+export const OPERATOR_HEALTH_PORT = 9095;
 
 type Rule = { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] };
 const ALL = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'];
@@ -36,11 +43,17 @@ export const OPERATOR_RULES: Rule[] = [
   // netplug-node's installer requests the plugin's token; the operator grants that right.
   { apiGroups: [''], resources: ['serviceaccounts/token'], verbs: ['create'] },
   { apiGroups: ['apiextensions.k8s.io'], resources: ['customresourcedefinitions'], verbs: ['get', 'list', 'watch'] },
-  { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ALL },
+];
+
+/** In the operator's namespace: its Lease, created by the first replica, then read and renewed by name. */
+export const OPERATOR_NAMESPACE_RULES: Rule[] = [
+  { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+  { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'update'], resourceNames: [OPERATOR] },
 ];
 
 export function renderOperator(image: string): KubeObject[] {
   const namespace = OPERATOR_NAMESPACE;
+  const probe = (path: string) => ({ httpGet: { path, port: OPERATOR_HEALTH_PORT } });
   return [
     { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace, labels: { name: namespace } } },
     { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: OPERATOR, namespace } },
@@ -52,6 +65,14 @@ export function renderOperator(image: string): KubeObject[] {
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: OPERATOR },
       subjects: [{ kind: 'ServiceAccount', name: OPERATOR, namespace }],
     },
+    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: OPERATOR, namespace }, rules: OPERATOR_NAMESPACE_RULES },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: OPERATOR, namespace },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: OPERATOR },
+      subjects: [{ kind: 'ServiceAccount', name: OPERATOR, namespace }],
+    },
     {
       apiVersion: 'apps/v1',
       kind: 'Deployment',
@@ -61,7 +82,15 @@ export function renderOperator(image: string): KubeObject[] {
         strategy: { type: 'Recreate' },
         selector: { matchLabels: { name: OPERATOR } },
         template: {
-          metadata: { labels: { name: OPERATOR, ...labelsOf(OPERATOR) } },
+          metadata: {
+            labels: { name: OPERATOR, ...labelsOf(OPERATOR) },
+            annotations: {
+              // For a Prometheus that discovers pods by these (the common kubernetes-pods scrape job).
+              'prometheus.io/scrape': 'true',
+              'prometheus.io/port': String(OPERATOR_HEALTH_PORT),
+              'prometheus.io/path': '/metrics',
+            },
+          },
           spec: {
             // The operator installs pod networking, so it cannot wait for it.
             hostNetwork: true,
@@ -81,7 +110,10 @@ export function renderOperator(image: string): KubeObject[] {
                 command: ['/usr/bin/netplug-operator'],
                 env: [
                   { name: 'NETPLUG_IMAGE', value: image },
+                  // The Lease's namespace and this replica's name in it.
                   { name: 'OPERATOR_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+                  { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+                  { name: 'NETPLUG_OPERATOR_HEALTH_ADDR', value: `0.0.0.0:${OPERATOR_HEALTH_PORT}` },
                   // Where netplug keeps its files on the nodes; change only for a non-standard layout.
                   { name: 'NETPLUG_NODE_STATE_DIR', value: STANDARD_NODE_LAYOUT.stateDir },
                   { name: 'NETPLUG_CNI_LOG_FILE', value: STANDARD_NODE_LAYOUT.cniLogFile },
@@ -89,6 +121,9 @@ export function renderOperator(image: string): KubeObject[] {
                   { name: 'NETPLUG_NETNS_DIR', value: STANDARD_NODE_LAYOUT.netnsDir },
                 ],
                 envFrom: [{ configMapRef: { name: 'kubernetes-services-endpoint', optional: true } }],
+                ports: [{ name: 'metrics', containerPort: OPERATOR_HEALTH_PORT, protocol: 'TCP' }],
+                livenessProbe: { ...probe('/livez'), periodSeconds: 10, initialDelaySeconds: 10, failureThreshold: 6, timeoutSeconds: 10 },
+                readinessProbe: { ...probe('/readyz'), periodSeconds: 5, timeoutSeconds: 10 },
                 resources: { requests: { cpu: '20m', memory: '64Mi' } },
               },
             ],
