@@ -1,17 +1,20 @@
 // netplug-operator against a real kube-apiserver (no controller manager, no kubelet: DaemonSets
 // and Deployments get no status, namespaces stay Terminating until finalized): netplug's and the
 // operator's CRDs, the operator running in process as an identity bound to exactly
-// OPERATOR_RULES (ts/render/operator.ts), and an administrator's clients for fixtures.
+// OPERATOR_RULES and, in its namespace, the Role of its Lease (ts/render/operator.ts), and an
+// administrator's clients for fixtures. What the operator waits for without an event (a pool
+// draining, pods stopping) it looks at again after short injected delays.
 import { readdirSync, readFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { join } from 'node:path';
 
 import * as k8s from '@kubernetes/client-node';
 
-import { lineLog } from '../../ts/operator/log.ts';
-import { runOperator } from '../../ts/operator/main.ts';
-import { OPERATOR_RULES } from '../../ts/render/operator.ts';
+import type { Identity } from '../../scripts/lib/kube-server.ts';
+import { runOperatorMain } from '../../ts/operator/main.ts';
+import { OPERATOR, OPERATOR_NAMESPACE, OPERATOR_RULES, renderOperator } from '../../ts/render/operator.ts';
 import { ROOT } from '../helpers/cni.ts';
+import { freePort } from '../helpers/etcd.ts';
 import { installCrds, type Kube, startKube } from '../helpers/kube.ts';
 import type { Teardowns } from '../helpers/shared.ts';
 
@@ -25,6 +28,8 @@ export interface Cluster {
   extensions: k8s.ApiextensionsV1Api;
   /** The operator's log lines so far. */
   log: string[];
+  /** Where the operator serves /livez, /readyz and /metrics. */
+  health: string;
 }
 
 export async function installOperatorCrds(extensions: k8s.ApiextensionsV1Api): Promise<void> {
@@ -44,6 +49,40 @@ export async function established(extensions: k8s.ApiextensionsV1Api, name: stri
   );
 }
 
+/**
+ * The operator's identity: `user` bound to OPERATOR_RULES cluster-wide, and in the operator's
+ * namespace (made here) to the shipped Role of its Lease.
+ */
+export async function operatorIdentity(kube: Kube, user: string): Promise<Identity> {
+  const identity = await kube.identityWith(user, OPERATOR_RULES);
+  const namespace = OPERATOR_NAMESPACE;
+  await kube.core.createNamespace({ body: { metadata: { name: namespace } } }).catch((err: { code?: number }) => {
+    if (err.code !== 409) throw err;
+  });
+  const role = renderOperator(IMAGE).find((object) => object.kind === 'Role') as unknown as k8s.V1Role;
+  await kube.rbac.createNamespacedRole({ namespace, body: { metadata: { name: user, namespace }, rules: role.rules ?? [] } });
+  await kube.rbac.createNamespacedRoleBinding({
+    namespace,
+    body: {
+      metadata: { name: user, namespace },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: user },
+      subjects: [{ kind: 'User', name: user }],
+    },
+  });
+  return identity;
+}
+
+/** Short waits for what no event announces: a test sees the outcome without waiting the shipped 10 s. */
+export const TEST_WAITS = { notAvailableMs: 500, cleanUpMs: 250, conflictMs: 200 };
+
+/** The operator's environment in these tests, as its manifest gives it (its namespace), with a health port of its own. */
+export const operatorEnv = async (identity: Identity): Promise<NodeJS.ProcessEnv> => ({
+  KUBECONFIG: identity.kubeconfig,
+  NETPLUG_IMAGE: IMAGE,
+  OPERATOR_NAMESPACE,
+  NETPLUG_OPERATOR_HEALTH_ADDR: `127.0.0.1:${await freePort()}`,
+});
+
 /** A cluster with the CRDs and the operator running until the file's teardown. */
 export async function startCluster(shared: Teardowns): Promise<Cluster> {
   const kube = await startKube(shared);
@@ -52,21 +91,49 @@ export async function startCluster(shared: Teardowns): Promise<Cluster> {
   config.loadFromFile(kube.server.admin.kubeconfig);
   const extensions = config.makeApiClient(k8s.ApiextensionsV1Api);
   await installOperatorCrds(extensions);
-  const identity = await kube.identityWith('netplug-operator', OPERATOR_RULES);
+  const identity = await operatorIdentity(kube, OPERATOR);
   const log: string[] = [];
   const stop = new AbortController();
-  const exit = runOperator(
-    [],
-    { KUBECONFIG: identity.kubeconfig, NETPLUG_IMAGE: IMAGE },
-    stop.signal,
-    lineLog((line) => log.push(line.trimEnd())),
-  );
+  const env = await operatorEnv(identity);
+  const exit = runOperatorMain([], env, stop.signal, {
+    writeLog: (line) => log.push(line.trimEnd()),
+    waits: TEST_WAITS,
+    // Every reconcile here comes from an event: a test can tell which event brought one.
+    resyncMs: 3_600_000,
+  });
   shared.teardown(async () => {
     stop.abort();
     await exit;
   });
-  return { kube, apps: config.makeApiClient(k8s.AppsV1Api), custom: config.makeApiClient(k8s.CustomObjectsApi), extensions, log };
+  return {
+    kube,
+    apps: config.makeApiClient(k8s.AppsV1Api),
+    custom: config.makeApiClient(k8s.CustomObjectsApi),
+    extensions,
+    log,
+    health: `http://${env['NETPLUG_OPERATOR_HEALTH_ADDR']}`,
+  };
 }
+
+/** An HTTP answer's status code and text (0 and the error when there was none). */
+export async function httpStatus(url: string): Promise<{ code: number; text: string }> {
+  try {
+    const response = await fetch(url, { signal: AbortSignal.timeout(10_000) });
+    return { code: response.status, text: await response.text() };
+  } catch (err) {
+    return { code: 0, text: (err as Error).message };
+  }
+}
+
+/** A metric's value from `health`/metrics, summed over the series whose labels include `labels` (0 when absent). */
+export async function metric(health: string, name: string, labels = ''): Promise<number> {
+  const { text } = await httpStatus(`${health}/metrics`);
+  const lines = text.split('\n').filter((line) => line.startsWith(`${name}{`) && line.includes(labels));
+  return lines.reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+}
+
+/** The Installation controller's reconciles so far. */
+export const reconciles = (health: string) => metric(health, 'netplug_controller_reconcile_total', 'controller="installation"');
 
 export async function eventually(what: string, condition: () => boolean | Promise<boolean>, seconds = 60): Promise<void> {
   let last: unknown;
@@ -85,11 +152,11 @@ export const installation = { group: GROUP, version: 'v1', plural: 'installation
 export const statusOf = (name: string) => ({ group: GROUP, version: 'v1', plural: 'netplugstatuses', name });
 export const poolRef = (name: string) => ({ group: 'crd.projectnet.org', version: 'v1', plural: 'ippools', name });
 
-export type Condition = { type: string; status: string; reason: string; message: string };
+export type Condition = { type: string; status: string; reason: string; message: string; observedGeneration?: number };
 export type InstallationObject = {
-  metadata: { finalizers?: string[]; resourceVersion: string };
+  metadata: { finalizers?: string[]; resourceVersion: string; generation?: number };
   spec: any;
-  status?: { conditions?: Condition[]; computed?: any; mtu?: number; netplugVersion?: string };
+  status?: { observedGeneration?: number; conditions?: Condition[]; computed?: any; mtu?: number; netplugVersion?: string };
 };
 
 export const condition = (object: { status?: { conditions?: Condition[] } } | undefined, type: string) =>

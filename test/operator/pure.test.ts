@@ -1,9 +1,17 @@
 // netplug-operator's pure logic: aliases, defaults and what is written back, validation messages,
 // the conflist template, the pools and their IPPool documents, the node pod's operator variant,
-// conditions from workload status.
+// conditions from workload status, with their reasons and the generation they describe.
 import test from 'ava';
 
-import { conditionsOf, daemonSetState, deploymentState, failingPods } from '../../ts/operator/compute-conditions.ts';
+import {
+  combine,
+  conditionsOf,
+  daemonSetState,
+  deploymentState,
+  failingPods,
+  poolsState,
+  sameConditions,
+} from '../../ts/operator/compute-conditions.ts';
 import { defaultsPatch } from '../../ts/operator/defaults-patch.ts';
 import { desiredPools, poolObject, samePool } from '../../ts/operator/desired-pools.ts';
 import { type ClusterFacts, fillDefaults } from '../../ts/operator/fill-defaults.ts';
@@ -360,4 +368,54 @@ test('failing pods: waiting reasons that no wait cures, named by pod and contain
     reason: 'PodFailure',
     message: 'pod netplug-system/b container install-cni: ImagePullBackOff',
   });
+});
+
+test('conditions say why: a reason per state and problem, the generation they describe, Degraded False as expected', (t) => {
+  const rolling = daemonSetState('netplug-node', {
+    metadata: { generation: 3 },
+    status: {
+      observedGeneration: 3,
+      desiredNumberScheduled: 2,
+      updatedNumberScheduled: 1,
+      numberReady: 1,
+      numberAvailable: 1,
+      currentNumberScheduled: 2,
+      numberMisscheduled: 0,
+    },
+  });
+  t.is(rolling.reason, 'RollingOut');
+  t.is(daemonSetState('netplug-node', undefined).reason, 'NotYetCreated');
+  t.is(deploymentState('c', { metadata: { generation: 2 }, status: { observedGeneration: 1 } }).reason, 'RolloutPending');
+  const draining = poolsState(['IP pool "old" is disabled and drains: 2 addresses still allocated']);
+  t.like(draining, { available: false, progressing: true, reason: 'IPPoolDraining' });
+  const both = combine([{ available: true, progressing: false, message: '' }, draining]);
+  t.like(both, { available: false, progressing: true, reason: 'IPPoolDraining' });
+
+  const [available, progressing, degraded] = conditionsOf(both, undefined, [], new Date(0), 7);
+  t.like(available, { type: 'Available', status: 'False', reason: 'IPPoolDraining', observedGeneration: 7 });
+  t.like(progressing, { type: 'Progressing', status: 'True', reason: 'IPPoolDraining', observedGeneration: 7 });
+  t.regex(progressing?.message ?? '', /IP pool "old" is disabled and drains/);
+  t.like(degraded, { type: 'Degraded', status: 'False', reason: 'AsExpected', message: '', observedGeneration: 7 });
+
+  const invalid = { reason: 'InvalidConfiguration' as const, message: 'spec.calicoNetwork.mtu 20 must be 0 (auto) or from 68 to 65535' };
+  const refused = conditionsOf({ available: false, progressing: false, message: '' }, invalid, [], new Date(0), 8);
+  t.deepEqual(
+    refused.map((c) => [c.type, c.status, c.reason, c.observedGeneration]),
+    [
+      ['Available', 'False', 'InvalidConfiguration', 8],
+      ['Progressing', 'False', 'InvalidConfiguration', 8],
+      ['Degraded', 'True', 'InvalidConfiguration', 8],
+    ],
+  );
+  t.is(refused[2]?.message, invalid.message);
+  const fine = conditionsOf({ available: true, progressing: false, message: '' }, undefined, [], new Date(0), 9);
+  t.deepEqual(
+    fine.map((c) => [c.type, c.status, c.reason]),
+    [
+      ['Available', 'True', 'AllObjectsAvailable'],
+      ['Progressing', 'False', 'AllObjectsAvailable'],
+      ['Degraded', 'False', 'AsExpected'],
+    ],
+  );
+  t.false(sameConditions(fine, conditionsOf({ available: true, progressing: false, message: '' }, undefined, fine, new Date(0), 10)));
 });

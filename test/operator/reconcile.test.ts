@@ -18,6 +18,7 @@ import {
   createInstallation,
   eventually,
   IMAGE,
+  installation,
   type InstallationObject,
   type Pool,
   patchInstallation,
@@ -28,6 +29,7 @@ import {
   readPool,
   readStatus,
   readTable,
+  reconciles,
   removeInstallation,
   SYSTEM,
   startCluster,
@@ -290,5 +292,62 @@ test.serial(
     await patchInstallation(cluster, { spec: { calicoNetwork: { cni: null } } });
     await eventually('no longer Degraded', async () => condition(await readInstallation(cluster), 'Degraded')?.status === 'False');
     await eventually('the timeout', async () => (await readConflist(cluster)).plugins[0].policy_setup_timeout_seconds === 5);
+  },
+);
+
+test.serial(
+  'the status says which generation it describes and why; status-only changes bring no reconcile, a change of the object does',
+  async (t) => {
+    t.teardown(async () => {
+      await cluster.custom.deleteClusterCustomObject({ ...installation, name: 'other' }).catch(() => undefined);
+      await removeInstallation(cluster);
+    });
+    await createInstallation(cluster, { calicoNetwork: { ipPools: [{ cidr: '10.247.0.0/16' }] } });
+    const described = async () => {
+      const object = await readInstallation(cluster);
+      return object?.status?.observedGeneration === object?.metadata.generation && object?.status?.mtu === 0 ? object : undefined;
+    };
+    await eventually('the status of the defaulted spec', async () => (await described()) !== undefined);
+    const current = (await described()) as InstallationObject;
+    const generation = current.metadata.generation;
+    t.true((generation ?? 0) > 1, 'the defaults written back made a new generation');
+    t.true(current.status?.conditions?.every((c) => c.observedGeneration === generation));
+    // No kubelet, no controller manager: the DaemonSet's controller never saw its generation.
+    t.like(condition(current, 'Available'), { status: 'False', reason: 'RolloutPending' });
+    t.like(condition(current, 'Progressing'), { status: 'True', reason: 'RolloutPending' });
+    t.regex(condition(current, 'Progressing')?.message ?? '', /DaemonSet netplug-node has not been rolled out yet/);
+    t.like(condition(current, 'Degraded'), { status: 'False', reason: 'AsExpected', message: '' });
+    await eventually('NetplugStatus ippools of this generation', async () =>
+      Boolean((await readStatus(cluster, 'ippools'))?.status?.conditions?.every((c) => c.observedGeneration === generation)),
+    );
+    t.like(condition(await readStatus(cluster, 'ippools'), 'Available'), { status: 'True', reason: 'AllObjectsAvailable' });
+
+    // The operator quiet: touching Installation "other" brings its reconcile and no other.
+    await createInstallation(cluster, {}, 'other');
+    let touches = 0;
+    const touchOther = () =>
+      cluster.custom.patchClusterCustomObject(
+        { ...installation, name: 'other', body: { metadata: { labels: { 'example.org/touch': String(++touches) } } } },
+        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+      );
+    const otherReconciled = async () => {
+      const before = await reconciles(cluster.health);
+      await touchOther();
+      await eventually('"other" reconciled', async () => (await reconciles(cluster.health)) > before);
+      return (await reconciles(cluster.health)) - before;
+    };
+    await eventually('the operator quiet', async () => (await otherReconciled()) === 1);
+
+    // A status-only change of Installation default, then a change of "other": the same watch hears
+    // them in that order, and one worker reconciles keys in the order they came. "other" alone is
+    // reconciled, and default's status stays as the test left it.
+    const merge = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
+    await cluster.custom.patchClusterCustomObjectStatus({ ...installation, body: { status: { mtu: 1234 } } }, merge);
+    t.is(await otherReconciled(), 1, 'one reconcile: of "other"');
+    t.is((await readInstallation(cluster))?.status?.mtu, 1234, 'no reconcile of default for a change of its status');
+
+    // A change of the object itself (a label) brings one, which puts the status right.
+    await patchInstallation(cluster, { metadata: { labels: { 'example.org/touched': 'yes' } } });
+    await eventually('the status put right', async () => (await readInstallation(cluster))?.status?.mtu === 0);
   },
 );

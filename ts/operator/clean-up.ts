@@ -4,31 +4,43 @@
 // since its own sandbox teardown needs the plugin; the template with them; the node pods'
 // accounts and the CNI plugin's credentials only once no netplug-node pod remains (a pod being
 // deleted still needs the plugin's DEL); the namespace last. Pools and the addresses pods hold
-// are kept. Then the finalizer goes, and the API server deletes the Installation.
+// are kept. Then the finalizer goes, and the API server deletes the Installation. Which pods remain
+// is read from the pod cache; that none does is confirmed by a fresh list before anything they
+// need is removed.
+import type * as k8s from '@kubernetes/client-node';
+
 import { CONTROLLERS, NODE } from '../render/objects.ts';
+import type { Informer } from '../runtime/informers.ts';
+import type { Log } from '../runtime/log.ts';
 import { FINALIZER, type Installation, SYSTEM_NAMESPACE } from './installation.ts';
-import type { OperatorLog } from './log.ts';
 import { mergePatch, type OperatorKube, remove } from './open-kube.ts';
 import { renderSystem } from './render-system.ts';
 import { INSTALLATION_PLURAL } from './write-status.ts';
 
+/** How many of netplug-system's pods with label k8s-app=`app` remain: the cache's count, or when it has none, the API's. */
+async function remaining(kube: OperatorKube, pods: Informer<k8s.V1Pod>, app: string): Promise<number> {
+  const cached = pods.list().filter((pod) => pod.metadata?.labels?.['k8s-app'] === app).length;
+  if (cached > 0) return cached;
+  return (await kube.core.listNamespacedPod({ namespace: SYSTEM_NAMESPACE, labelSelector: `k8s-app=${app}` })).items.length;
+}
+
 /** Undefined once everything is removed and the finalizer released; else what it waits for. */
 export async function cleanUp(
   kube: OperatorKube,
+  pods: Informer<k8s.V1Pod>,
   installation: Installation,
   image: string,
-  log: OperatorLog,
+  log: Log,
 ): Promise<string | undefined> {
   // What to remove is known by kind and name: the spec's values do not matter here.
   const system = renderSystem(installation.status?.computed ?? {}, image);
   if (await remove(kube, system.deployment)) log.info(`deleted Deployment ${SYSTEM_NAMESPACE}/${system.deployment.metadata.name}`);
-  const controllers = await kube.core.listNamespacedPod({ namespace: SYSTEM_NAMESPACE, labelSelector: `k8s-app=${CONTROLLERS}` });
-  if (controllers.items.length > 0) return `waiting for the ${CONTROLLERS} pod to stop before removing the CNI plugin from the nodes`;
+  if ((await remaining(kube, pods, CONTROLLERS)) > 0)
+    return `waiting for the ${CONTROLLERS} pod to stop before removing the CNI plugin from the nodes`;
   for (const object of [system.daemonSet, system.configMap])
     if (await remove(kube, object)) log.info(`deleted ${object.kind} ${SYSTEM_NAMESPACE}/${object.metadata.name}`);
-  const pods = await kube.core.listNamespacedPod({ namespace: SYSTEM_NAMESPACE, labelSelector: `k8s-app=${NODE}` });
-  if (pods.items.length > 0) {
-    const count = pods.items.length;
+  const count = await remaining(kube, pods, NODE);
+  if (count > 0) {
     return `waiting for ${count} ${NODE} pod${count === 1 ? '' : 's'} to stop before removing the CNI plugin's credentials`;
   }
   for (const object of [...system.rbac, ...system.cniRbac, system.namespace])

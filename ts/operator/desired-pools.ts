@@ -15,6 +15,12 @@ const MODES: Record<Encapsulation, { 'ipip-mode': string; 'vxlan-mode': string }
   None: { 'ipip-mode': 'Never', 'vxlan-mode': 'Never' },
 };
 
+/** An IPPool object of the Kubernetes datastore, holding netplug's pool document. */
+export interface PoolObject {
+  metadata: { name: string; labels?: Record<string, string>; deletionTimestamp?: unknown };
+  spec: PoolResource;
+}
+
 /** One listed pool as netplug's document. */
 export function poolDocument(pool: InstallationPool, index: number, now: Date): PoolResource {
   try {

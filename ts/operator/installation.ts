@@ -68,7 +68,24 @@ export interface Installation {
     [k: string]: unknown;
   };
   spec?: InstallationSpec;
-  status?: { conditions?: Condition[]; netplugVersion?: string; mtu?: number; computed?: InstallationSpec };
+  status?: InstallationStatus;
+}
+
+export interface InstallationStatus {
+  /** The generation of the spec the status describes. */
+  observedGeneration?: number;
+  conditions?: Condition[];
+  netplugVersion?: string;
+  mtu?: number;
+  computed?: InstallationSpec;
+}
+
+/** A component's report (deploy/operator-crds/netplugstatuses.yaml): `netplug` and `ippools`. */
+export interface NetplugStatus {
+  apiVersion?: string;
+  kind?: string;
+  metadata: { name: string; labels?: Record<string, string>; [k: string]: unknown };
+  status?: { conditions?: Condition[] };
 }
 
 /** A setting the operator cannot use: `field` is its path in the Installation. */

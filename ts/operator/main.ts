@@ -1,57 +1,98 @@
-// netplug-operator (issue 11): makes the cluster match Installation "default" (defaults,
-// validation, IP pools, netplug-system's objects by server-side apply, status), and removes what
-// it made when the Installation is deleted. Runs until `signal` aborts (SIGTERM).
-import { IMAGE_REPOSITORY, STANDARD_NODE_LAYOUT } from '../render/objects.ts';
+// netplug-operator: makes the cluster match Installation "default" (defaults, validation, IP pools,
+// netplug-system's objects by server-side apply, status with conditions that say why), and removes
+// what it made when the Installation is deleted. A controller on the runtime (ts/runtime/): one
+// level-triggered, idempotent reconcile per Installation (installation-controller.ts) fed by
+// shared informers whose caches it reads (caches.ts), run only by the replica that holds Lease
+// netplug-operator (LEADER_ELECTION, on by default). Serves /livez, /readyz (the API server
+// answers; the controller has completed a reconcile, or another replica leads) and /metrics, and
+// runs until `signal` aborts (exit 0).
+import * as k8s from '@kubernetes/client-node';
+
+import { describeError } from '../runtime/errors.ts';
+import { programLog } from '../runtime/log.ts';
+import { Manager } from '../runtime/manager.ts';
 import { NETPLUG_VERSION } from '../version.ts';
-import { lineLog, type OperatorLog, reason } from './log.ts';
-import { openOperatorKube } from './open-kube.ts';
-import { reconcileInstallations } from './reconcile-installation.ts';
-import { runLoop } from './run-loop.ts';
-import { watchTriggers } from './watch-triggers.ts';
+import { operatorCaches } from './caches.ts';
+import { installationController } from './installation-controller.ts';
+import { openOperatorKube, type OperatorKube } from './open-kube.ts';
+import { DEFAULT_WAITS, type Operator, type Waits } from './reconcile-installation.ts';
+import { type OperatorSettings, operatorSettings } from './settings.ts';
 
-/** A pass at least this often even when nothing is heard (level-triggered: a missed event is made up). */
-const PERIOD_MS = 60_000;
-
-/** Runs netplug-operator until `signal` aborts; resolves to the exit code. */
-export function runOperatorMain(argv: readonly string[], env: NodeJS.ProcessEnv, signal: AbortSignal): Promise<number> {
-  return runOperator(
-    argv,
-    env,
-    signal,
-    lineLog((line) => process.stderr.write(line)),
-  );
+export interface OperatorOptions {
+  /** Where log lines go (default: stderr). */
+  writeLog?: (line: string) => void;
+  /** How often the API server is asked whether it answers (default 10 s). */
+  checkIntervalMs?: number;
+  /** How soon to look again at what no event announces (tests shorten them). */
+  waits?: Partial<Waits>;
+  /** How often every Installation is reconciled even when nothing is heard (default 1 min). */
+  resyncMs?: number;
 }
 
-/** runOperatorMain with the log given (tests collect it). */
-export async function runOperator(argv: readonly string[], env: NodeJS.ProcessEnv, signal: AbortSignal, log: OperatorLog): Promise<number> {
+const PROGRAM = 'netplug-operator';
+const USAGE = `usage: ${PROGRAM} (settings come from the environment: NETPLUG_IMAGE, NETPLUG_NODE_STATE_DIR, NETPLUG_CNI_LOG_FILE, NETPLUG_AGENT_SOCKET, NETPLUG_NETNS_DIR, NETPLUG_OPERATOR_HEALTH_ADDR, LEADER_ELECTION, KUBECONFIG)`;
+/** How long a readiness check waits for the API server. */
+const PROBE_MS = 3000;
+const CHECK_INTERVAL_MS = 10_000;
+
+/** Runs netplug-operator until `signal` aborts; resolves to the exit code. */
+export async function runOperatorMain(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+  signal: AbortSignal,
+  options: OperatorOptions = {},
+): Promise<number> {
+  const write = options.writeLog ?? ((line: string) => process.stderr.write(line));
+  let log = programLog(PROGRAM, write);
   if (argv.length > 0) {
-    log.error(
-      `unexpected argument "${argv[0]}"; usage: netplug-operator (settings come from the environment: NETPLUG_IMAGE, NETPLUG_NODE_STATE_DIR, NETPLUG_CNI_LOG_FILE, KUBECONFIG)`,
-    );
+    log.error(`unexpected argument "${argv[0]}"; ${USAGE}`);
     return 2;
   }
-  const image = env.NETPLUG_IMAGE || `${IMAGE_REPOSITORY}:${NETPLUG_VERSION}`;
-  let kube: Awaited<ReturnType<typeof openOperatorKube>>;
+  let settings: OperatorSettings;
+  let kube: OperatorKube;
   try {
+    settings = operatorSettings(env);
+    log = programLog(PROGRAM, write, settings.logLevel);
     kube = await openOperatorKube(env);
   } catch (err) {
-    log.error(`cannot reach the Kubernetes API: ${reason(err)}`);
+    log.error(`cannot start: ${describeError(err)}`);
     return 1;
   }
-  log.info(`netplug-operator ${NETPLUG_VERSION} starting; netplug-system runs ${image}`);
-  // Nodes whose layout differs from the standard one (the test cluster's) move netplug's files.
-  const node = {
-    stateDir: env.NETPLUG_NODE_STATE_DIR || STANDARD_NODE_LAYOUT.stateDir,
-    cniLogFile: env.NETPLUG_CNI_LOG_FILE || STANDARD_NODE_LAYOUT.cniLogFile,
-    agentSocket: env.NETPLUG_AGENT_SOCKET || STANDARD_NODE_LAYOUT.agentSocket,
-    netnsDir: env.NETPLUG_NETNS_DIR || STANDARD_NODE_LAYOUT.netnsDir,
+  const { leaderElection } = settings;
+  log.info(
+    `netplug-operator ${NETPLUG_VERSION} starting; netplug-system runs ${settings.image}; ${leaderElection ? `leader election on Lease ${leaderElection.namespace}/${leaderElection.name} as ${leaderElection.identity}` : 'no leader election'}`,
+  );
+
+  const manager = new Manager({
+    log,
+    health: settings.health,
+    ...(leaderElection ? { leaderElection: { config: kube.config, settings: leaderElection } } : {}),
+  });
+  const version = kube.config.makeApiClient(k8s.VersionApi);
+  manager.health.poll('kubernetes-api', () => version.getCode(), {
+    intervalMs: options.checkIntervalMs ?? CHECK_INTERVAL_MS,
+    timeoutMs: PROBE_MS,
+    describe: (err) => `the Kubernetes API server is unreachable: ${describeError(err)}`,
+  });
+  const caches = operatorCaches(manager.informers(kube.config), kube);
+  const operator: Operator = {
+    kube,
+    caches,
+    image: settings.image,
+    node: settings.node,
+    log,
+    waits: { ...DEFAULT_WAITS, ...options.waits },
   };
-  const operator = { kube, image, node, log };
-  const loop = runLoop(() => reconcileInstallations(operator), PERIOD_MS, signal, log);
-  const stopWatching = watchTriggers(kube, loop.trigger, log);
-  await loop.finished;
-  await stopWatching();
+  const controller = installationController({
+    operator,
+    log,
+    metrics: manager.metrics,
+    ...(options.resyncMs === undefined ? {} : { resyncMs: options.resyncMs }),
+  });
+  manager.add(controller, { waitFor: caches.all });
+
+  const code = await manager.run(signal);
   kube.store.close();
   log.info('stopped');
-  return 0;
+  return code;
 }

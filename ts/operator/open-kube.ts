@@ -1,5 +1,6 @@
 // How netplug-operator reaches the Kubernetes API: through @kubernetes/client-node for its
-// objects (server-side apply as `netplug-operator`, merge patches, reads), and through netplug's
+// objects (server-side apply as `netplug-operator`, merge patches, the caches' lists and watches,
+// and the fresh reads that confirm an absence before it acts on one), and through netplug's
 // datastore layer (ts/store) for IPAM state when it drains a pool. KUBECONFIG names a kubeconfig
 // (tests, or outside a pod); else the pod's service account, as client-go's in-cluster config.
 import * as k8s from '@kubernetes/client-node';
@@ -9,8 +10,8 @@ import type { KubeObject } from '../render/objects.ts';
 import { KubeStore } from '../store/kubernetes/store.ts';
 import { openStore } from '../store/open.ts';
 import type { Store } from '../store/store.ts';
+import { apiStatus } from '../runtime/errors.ts';
 import { FIELD_MANAGER, GROUP, VERSION } from './installation.ts';
-import { statusOf } from './log.ts';
 
 export interface OperatorKube {
   config: k8s.KubeConfig;
@@ -49,7 +50,7 @@ export async function remove(kube: OperatorKube, object: KubeObject): Promise<bo
     await kube.objects.delete(object as k8s.KubernetesObject);
     return true;
   } catch (err) {
-    if (statusOf(err) === 404) return false;
+    if (apiStatus(err) === 404) return false;
     throw err;
   }
 }
@@ -59,7 +60,7 @@ export async function readOrNothing<T>(read: () => Promise<T>): Promise<T | unde
   try {
     return await read();
   } catch (err) {
-    if (statusOf(err) === 404) return undefined;
+    if (apiStatus(err) === 404) return undefined;
     throw err;
   }
 }

@@ -4,7 +4,8 @@
 import * as k8s from '@kubernetes/client-node';
 
 import { formatPrefix, parsePrefix } from '../net/cidr.ts';
-import { readOrNothing, type OperatorKube } from './open-kube.ts';
+import type { Informer } from '../runtime/informers.ts';
+import { KUBEADM_CONFIG } from './caches.ts';
 
 /** The CIDRs of a ClusterConfiguration document; [] when it names none (or is not YAML). */
 export function podSubnetsOf(clusterConfiguration: string | undefined): string[] {
@@ -23,7 +24,8 @@ export function podSubnetsOf(clusterConfiguration: string | undefined): string[]
     .map(formatPrefix);
 }
 
-export async function readPlatformCidrs(kube: OperatorKube): Promise<string[]> {
-  const configMap = await readOrNothing(() => kube.core.readNamespacedConfigMap({ namespace: 'kube-system', name: 'kubeadm-config' }));
+/** The pod CIDRs of kube-system/kubeadm-config as the cache holds it; [] without one. */
+export function readPlatformCidrs(kubeadm: Pick<Informer<k8s.V1ConfigMap>, 'get'>): string[] {
+  const configMap = kubeadm.get(KUBEADM_CONFIG.name, KUBEADM_CONFIG.namespace);
   return podSubnetsOf(configMap?.data?.['ClusterConfiguration']);
 }

@@ -1,12 +1,13 @@
-// One pass over Installation "default" (E.2): level-triggered, so every pass reads the whole
-// state and makes the cluster match it; passes are idempotent (server-side apply, writes only
-// when something differs). Order: aliases, defaults and validation (a bad Installation is
-// reported as Degraded and nothing that runs is touched), the defaults and the finalizer written
-// back, pools, netplug-system's objects, then the conditions.
-import type * as k8s from '@kubernetes/client-node';
-
+// One reconcile of Installation "default": level-triggered, so it reads the whole state from
+// the caches and makes the cluster match it; idempotent (server-side apply, writes only when
+// something differs). Order: aliases, defaults and validation (a bad Installation is reported as
+// Degraded and nothing that runs is touched), the defaults and the finalizer written back, pools,
+// netplug-system's objects, then the conditions, with the generation they describe.
 import { CONTROLLERS, NODE, type NodeLayout } from '../render/objects.ts';
+import { apiStatus, describeError } from '../runtime/errors.ts';
+import type { Log } from '../runtime/log.ts';
 import { NETPLUG_VERSION } from '../version.ts';
+import type { OperatorCaches } from './caches.ts';
 import { canonicalCidr } from './canonical-cidr.ts';
 import { cleanUp } from './clean-up.ts';
 import {
@@ -16,6 +17,7 @@ import {
   daemonSetState,
   deploymentState,
   failingPods,
+  poolsState,
   type Problem,
 } from './compute-conditions.ts';
 import { defaultsPatch } from './defaults-patch.ts';
@@ -23,90 +25,103 @@ import { desiredPools } from './desired-pools.ts';
 import { fillDefaults } from './fill-defaults.ts';
 import {
   FINALIZER,
-  GROUP,
   INSTALLATION,
   type Installation,
   type InstallationSpec,
   InvalidConfiguration,
   SYSTEM_NAMESPACE,
-  VERSION,
 } from './installation.ts';
-import { type OperatorLog, reason, statusOf } from './log.ts';
 import { normaliseAliases } from './normalise-aliases.ts';
-import { apply, mergePatch, type OperatorKube, readOrNothing } from './open-kube.ts';
+import { apply, mergePatch, type OperatorKube } from './open-kube.ts';
 import { readPlatformCidrs } from './read-platform-cidrs.ts';
-import { listPoolObjects, reconcilePools } from './reconcile-pools.ts';
+import { poolObjects, reconcilePools } from './reconcile-pools.ts';
 import { applyOrder, renderSystem } from './render-system.ts';
 import { validateInstallation } from './validate-installation.ts';
 import { INSTALLATION_PLURAL, writeComponentStatus, writeInstallationStatus } from './write-status.ts';
 
+/** How soon to look again at what no watched object announces. */
+export interface Waits {
+  /** While a pool drains (its addresses are IPAM state, not watched) or a write failed. */
+  notAvailableMs: number;
+  /** While the clean-up waits for pods to stop (also announced by the pod cache). */
+  cleanUpMs: number;
+  /** After the Installation changed under a write (409), for the cache to catch up. */
+  conflictMs: number;
+}
+
+export const DEFAULT_WAITS: Waits = { notAvailableMs: 10_000, cleanUpMs: 2_000, conflictMs: 1_000 };
+
 export interface Operator {
   kube: OperatorKube;
+  caches: OperatorCaches;
   /** The image netplug-system's containers run (NETPLUG_IMAGE). */
   image: string;
   /** Where netplug's files live on the nodes (NETPLUG_NODE_STATE_DIR, NETPLUG_CNI_LOG_FILE). */
   node: NodeLayout;
-  log: OperatorLog;
+  log: Log;
+  waits: Waits;
   /** The last clean-up wait logged. */
   said?: string | undefined;
+  /** The last problem logged per part (the Installation, pools, netplug-system's objects): each is logged once until it changes. */
+  warned?: Map<string, string>;
 }
 
-/** How soon to look again while something is not yet as wanted. */
-export const NOT_AVAILABLE_REQUEUE_MS = 10_000;
-const CLEANUP_REQUEUE_MS = 2_000;
-
-const NOTHING: ComponentState = { available: false, progressing: false, message: '' };
-
-/** A pass; resolves to how soon the next should come (ms), or undefined for the periodic one. */
-export async function reconcileInstallations(op: Operator): Promise<number | undefined> {
-  const { items } = (await op.kube.custom.listClusterCustomObject({
-    group: GROUP,
-    version: VERSION,
-    plural: INSTALLATION_PLURAL,
-  })) as { items: Installation[] };
-  for (const other of items.filter((i) => i.metadata.name !== INSTALLATION)) await refuseOther(op, other);
-  const installation = items.find((i) => i.metadata.name === INSTALLATION);
-  return installation ? reconcileInstallation(op, installation) : undefined;
+/** Logs `problem` unless it is what was last logged about `part`; undefined: the part is well again. */
+function warnOnce(op: Operator, part: string, problem: Problem | undefined): void {
+  op.warned ??= new Map();
+  if (op.warned.get(part) === problem?.message) return;
+  if (problem) op.log.warning(problem.message);
+  if (problem) op.warned.set(part, problem.message);
+  else op.warned.delete(part);
 }
 
-async function refuseOther(op: Operator, other: Installation): Promise<void> {
-  const problem = { reason: 'NotReconciled', message: `only the Installation named "${INSTALLATION}" is reconciled; this one is ignored` };
+const NOTHING: ComponentState = { available: false, progressing: false, reason: 'NotReconciled', message: '' };
+
+/** An Installation not named default: Degraded, saying that only "default" is reconciled. */
+export async function refuseOther(op: Operator, other: Installation): Promise<void> {
+  const problem: Problem = {
+    reason: 'NotReconciled',
+    message: `only the Installation named "${INSTALLATION}" is reconciled; this one is ignored`,
+  };
+  const generation = other.metadata.generation;
   await writeInstallationStatus(op.kube, other, {
     ...other.status,
-    conditions: conditionsFor(other, NOTHING, problem),
+    observedGeneration: generation,
+    conditions: conditionsOf(NOTHING, problem, other.status?.conditions, new Date(), generation),
   });
 }
 
-const conditionsFor = (installation: Installation, state: ComponentState, problem: Problem | undefined) =>
-  conditionsOf(state, problem, installation.status?.conditions);
-
+/** Reconciles Installation "default"; resolves to how soon to look again (ms), or undefined when an event will say. */
 export async function reconcileInstallation(op: Operator, installation: Installation): Promise<number | undefined> {
-  const { kube, log } = op;
+  const { kube, caches, log, waits } = op;
+  const generation = installation.metadata.generation;
   if (installation.metadata.deletionTimestamp) {
     if (!installation.metadata.finalizers?.includes(FINALIZER)) return undefined;
     let waiting: string | undefined;
     try {
-      waiting = await cleanUp(kube, installation, op.image, log);
+      waiting = await cleanUp(kube, caches.pods, installation, op.image, log);
     } catch (err) {
-      // The Installation changed meanwhile (its finalizers are written guarded): again, from what the API holds.
-      if (statusOf(err) === 409) return 0;
+      // The Installation changed meanwhile (its finalizers are written guarded), or is gone: look again from the cache.
+      if (apiStatus(err) === 409) return waits.conflictMs;
+      if (apiStatus(err) === 404) return undefined;
       throw err;
     }
     // Said once per change, not every few seconds while pods stop.
     if (waiting && waiting !== op.said) log.info(waiting);
     op.said = waiting;
-    return waiting ? CLEANUP_REQUEUE_MS : undefined;
+    return waiting ? waits.cleanUpMs : undefined;
   }
 
   // 1. The spec as the operator uses it; a spec it cannot use stops here.
   const spec = installation.spec ?? {};
+  const cachedPools = caches.pools.list();
   let filled: InstallationSpec;
   let normalised: InstallationSpec;
   let desired: ReturnType<typeof desiredPools>;
   try {
     normalised = normaliseAliases(spec);
-    const platformCidrs = await readPlatformCidrs(kube);
-    const pools = await listPoolObjects(kube);
+    const platformCidrs = readPlatformCidrs(caches.kubeadm);
+    const pools = poolObjects(cachedPools);
     filled = fillDefaults(normalised, {
       platformCidrs,
       poolsExist: pools.length > 0,
@@ -117,10 +132,14 @@ export async function reconcileInstallation(op: Operator, installation: Installa
     desired = desiredPools(filled, new Date());
   } catch (err) {
     if (!(err instanceof InvalidConfiguration)) throw err;
-    return degrade(op, installation, { reason: 'InvalidConfiguration', message: `the Installation cannot be used: ${err.message}` });
+    await degrade(op, installation, { reason: 'InvalidConfiguration', message: `the Installation cannot be used: ${err.message}` });
+    return undefined;
   }
 
-  // 2. Defaults and the finalizer written back, guarded by resourceVersion (a concurrent edit wins; the next pass sees it).
+  warnOnce(op, 'installation', undefined);
+
+  // 2. Defaults and the finalizer written back, guarded by resourceVersion (a concurrent edit
+  // wins). The write changes the object: its event brings the next reconcile, from the cache.
   const patch = defaultsPatch(normalised, filled);
   const finalizers = installation.metadata.finalizers ?? [];
   if (patch || !finalizers.includes(FINALIZER)) {
@@ -131,54 +150,51 @@ export async function reconcileInstallation(op: Operator, installation: Installa
       });
       log.info(`Installation "${INSTALLATION}": ${patch ? `defaults written back (${Object.keys(patch).join(', ')})` : 'finalizer added'}`);
     } catch (err) {
-      if (statusOf(err) === 409) return 0;
+      if (apiStatus(err) === 409) return waits.conflictMs;
       throw err;
     }
-    // The write changed the object: the next pass (at once) works from what the API holds.
-    return 0;
+    return undefined;
   }
 
   // 3. Pools, then 4. netplug-system's objects.
   let poolProblem: Problem | undefined;
   let draining: string[] = [];
+  let writeFailed = false;
   try {
-    const pools = await reconcilePools(kube, desired);
+    const pools = await reconcilePools(kube, cachedPools, desired);
     for (const line of pools.done) log.info(line);
     poolProblem = pools.problem;
     draining = pools.draining;
   } catch (err) {
-    poolProblem = { reason: 'ResourceUpdateError', message: `IP pools: ${reason(err)}` };
+    poolProblem = { reason: 'ResourceUpdateError', message: `IP pools: ${describeError(err)}` };
+    writeFailed = true;
   }
-  if (poolProblem) log.warning(poolProblem.message);
-  await writeComponentStatus(
-    kube,
-    'ippools',
-    { available: !poolProblem && draining.length === 0, progressing: draining.length > 0, message: draining.join('; ') },
-    poolProblem,
-  );
+  warnOnce(op, 'pools', poolProblem);
+  const pools = poolsState(draining);
+  await writeComponentStatus(kube, 'ippools', caches.statuses.get('ippools'), { state: pools, problem: poolProblem, generation });
 
   let netplugProblem: Problem | undefined;
   try {
     for (const object of applyOrder(renderSystem(filled, op.image, op.node))) await apply(kube, object);
   } catch (err) {
-    netplugProblem = { reason: 'ResourceUpdateError', message: `applying netplug-system's objects: ${reason(err)}` };
-    log.warning(netplugProblem.message);
+    netplugProblem = { reason: 'ResourceUpdateError', message: `applying netplug-system's objects: ${describeError(err)}` };
+    writeFailed = true;
   }
+  warnOnce(op, 'objects', netplugProblem);
 
-  // 5. Conditions from the workloads.
-  const daemonSet = await readOrNothing(() => kube.apps.readNamespacedDaemonSet({ name: NODE, namespace: SYSTEM_NAMESPACE }));
-  const deployment = await readOrNothing(() => kube.apps.readNamespacedDeployment({ name: CONTROLLERS, namespace: SYSTEM_NAMESPACE }));
-  const workloads = combine([daemonSetState(NODE, daemonSet as k8s.V1DaemonSet | undefined), deploymentState(CONTROLLERS, deployment)]);
-  netplugProblem ??= failingPods((await kube.core.listNamespacedPod({ namespace: SYSTEM_NAMESPACE })).items);
-  await writeComponentStatus(kube, 'netplug', workloads, netplugProblem);
-  const overall = combine([
-    workloads,
-    { available: draining.length === 0, progressing: draining.length > 0, message: draining.join('; ') },
+  // 5. Conditions from the workloads, as the caches hold them.
+  const workloads = combine([
+    daemonSetState(NODE, caches.daemonSets.get(NODE, SYSTEM_NAMESPACE)),
+    deploymentState(CONTROLLERS, caches.deployments.get(CONTROLLERS, SYSTEM_NAMESPACE)),
   ]);
+  netplugProblem ??= failingPods(caches.pods.list());
+  await writeComponentStatus(kube, 'netplug', caches.statuses.get('netplug'), { state: workloads, problem: netplugProblem, generation });
+  const overall = combine([workloads, pools]);
   const problem = netplugProblem ?? poolProblem;
   const available = overall.available && !problem;
   await writeInstallationStatus(kube, installation, {
-    conditions: conditionsFor(installation, overall, problem),
+    observedGeneration: generation,
+    conditions: conditionsOf(overall, problem, installation.status?.conditions, new Date(), generation),
     ...(available
       ? { netplugVersion: NETPLUG_VERSION }
       : installation.status?.netplugVersion
@@ -187,17 +203,20 @@ export async function reconcileInstallation(op: Operator, installation: Installa
     mtu: filled.calicoNetwork?.mtu ?? 0,
     computed: filled,
   });
-  return available ? undefined : NOT_AVAILABLE_REQUEUE_MS;
+  // The workloads' and pods' changes are events; a pool's addresses and a failed write are not.
+  return draining.length > 0 || writeFailed ? waits.notAvailableMs : undefined;
 }
 
 /** A bad Installation: reported on it and on both components; nothing that runs is changed. */
-async function degrade(op: Operator, installation: Installation, problem: Problem): Promise<undefined> {
-  op.log.warning(problem.message);
-  await writeComponentStatus(op.kube, 'netplug', NOTHING, problem);
-  await writeComponentStatus(op.kube, 'ippools', NOTHING, problem);
-  await writeInstallationStatus(op.kube, installation, {
+async function degrade(op: Operator, installation: Installation, problem: Problem): Promise<void> {
+  const { kube, caches } = op;
+  const generation = installation.metadata.generation;
+  warnOnce(op, 'installation', problem);
+  for (const name of ['netplug', 'ippools'])
+    await writeComponentStatus(kube, name, caches.statuses.get(name), { state: NOTHING, problem, generation });
+  await writeInstallationStatus(kube, installation, {
     ...installation.status,
-    conditions: conditionsFor(installation, NOTHING, problem),
+    observedGeneration: generation,
+    conditions: conditionsOf(NOTHING, problem, installation.status?.conditions, new Date(), generation),
   });
-  return undefined;
 }

@@ -3,7 +3,9 @@
 // refused when such a pool is not the operator's and differs. A pool the operator made and the
 // Installation no longer lists is disabled first (no new addresses), and deleted, with its empty
 // blocks, only once no address in it is allocated (as netplugctl pool delete refuses). Pools have
-// no owner: deleting the Installation keeps them, and the addresses pods hold.
+// no owner: deleting the Installation keeps them, and the addresses pods hold. The pools are
+// read from the cache; one it lacks is read afresh before it is created (a pool made a moment ago
+// by someone else is adopted or refused, never overwritten).
 import { allocatedCount } from '../ipam/block.ts';
 import { familyOf, keys } from '../model/keys.ts';
 import type { PoolResource } from '../model/ip-pool.ts';
@@ -15,13 +17,8 @@ import type { Write } from '../store/store.ts';
 import { canonicalCidr } from './canonical-cidr.ts';
 import type { Problem } from './compute-conditions.ts';
 import { MANAGED_BY } from './installation.ts';
-import { apply, type OperatorKube } from './open-kube.ts';
-import { poolObject, samePool } from './desired-pools.ts';
-
-export interface PoolObject {
-  metadata: { name: string; labels?: Record<string, string>; deletionTimestamp?: unknown };
-  spec: PoolResource;
-}
+import { apply, type OperatorKube, readOrNothing } from './open-kube.ts';
+import { type PoolObject, poolObject, samePool } from './desired-pools.ts';
 
 export interface PoolsOutcome {
   problem: Problem | undefined;
@@ -34,11 +31,16 @@ export interface PoolsOutcome {
 const [LABEL, OWNER] = Object.entries(MANAGED_BY)[0] as [string, string];
 export const isOwned = (pool: PoolObject) => pool.metadata.labels?.[LABEL] === OWNER;
 
-export async function listPoolObjects(kube: OperatorKube): Promise<PoolObject[]> {
-  const list = (await kube.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: 'ippools' })) as {
-    items: PoolObject[];
-  };
-  return list.items.filter((item) => typeof item.spec?.spec?.cidr === 'string');
+/** The pools of a list that hold a pool document (others are not netplug's to judge). */
+export const poolObjects = (items: readonly PoolObject[]): PoolObject[] =>
+  items.filter((item) => typeof item.spec?.spec?.cidr === 'string');
+
+/** The pool as the API holds it now, if it holds one. */
+async function readPool(kube: OperatorKube, name: string): Promise<PoolObject | undefined> {
+  const found = (await readOrNothing(() =>
+    kube.custom.getClusterCustomObject({ group: GROUP, version: VERSION, plural: 'ippools', name }),
+  )) as PoolObject | undefined;
+  return found && poolObjects([found]).length > 0 ? found : undefined;
 }
 
 const sameCidr = (a: string, b: string) => canonicalCidr(a) === canonicalCidr(b);
@@ -49,13 +51,14 @@ function overlaps(a: string, b: string): boolean {
   return x !== undefined && y !== undefined && x.family === y.family && !sameCidr(a, b) && (within(x, y) || within(y, x));
 }
 
-export async function reconcilePools(kube: OperatorKube, desired: PoolResource[]): Promise<PoolsOutcome> {
-  const existing = await listPoolObjects(kube);
+/** Makes the pools match `desired`; `cached` is what the cache holds. */
+export async function reconcilePools(kube: OperatorKube, cached: readonly PoolObject[], desired: PoolResource[]): Promise<PoolsOutcome> {
+  const existing = poolObjects(cached);
   const outcome: PoolsOutcome = { problem: undefined, draining: [], done: [] };
   const refusals: string[] = [];
   for (const want of desired) {
     const name = want.metadata.name;
-    const byName = existing.find((pool) => pool.metadata.name === name);
+    const byName = existing.find((pool) => pool.metadata.name === name) ?? (await readPool(kube, name));
     const byCidr = existing.find((pool) => sameCidr(pool.spec.spec.cidr, want.spec.cidr));
     if (byCidr && byCidr.metadata.name !== name) {
       refusals.push(
@@ -63,7 +66,7 @@ export async function reconcilePools(kube: OperatorKube, desired: PoolResource[]
       );
       continue;
     }
-    const overlapping = existing.find((pool) => pool !== byName && overlaps(pool.spec.spec.cidr, want.spec.cidr));
+    const overlapping = existing.find((pool) => pool.metadata.name !== name && overlaps(pool.spec.spec.cidr, want.spec.cidr));
     if (overlapping) {
       refusals.push(
         `IP pool "${name}" (${want.spec.cidr}) overlaps IP pool "${overlapping.metadata.name}" (${overlapping.spec.spec.cidr}): an address must belong to one pool; remove one of them`,
@@ -102,7 +105,7 @@ export async function reconcilePools(kube: OperatorKube, desired: PoolResource[]
     else if (held > 0)
       outcome.draining.push(`IP pool "${name}" is disabled and drains: ${held} address${held === 1 ? '' : 'es'} still allocated`);
   }
-  if (refusals.length > 0) outcome.problem = { reason: 'ResourceUpdateError', message: refusals.join('; ') };
+  if (refusals.length > 0) outcome.problem = { reason: 'IPPoolConflict', message: refusals.join('; ') };
   return outcome;
 }
 
