@@ -6,8 +6,9 @@ import { readFile } from 'node:fs/promises';
 import type * as k8s from '@kubernetes/client-node';
 
 import { BUILTIN_TEMPLATE } from './builtin-template.ts';
-import type { Log } from './log.ts';
-import { apiStatus, describeApiError, type KubeAccess } from './open-kube-access.ts';
+import { apiStatus, describeError } from '../runtime/errors.ts';
+import type { Log } from '../runtime/log.ts';
+import type { KubeAccess } from './open-kube-access.ts';
 import { TemplateError, type Template } from './render-conflist.ts';
 import type { InstallSettings } from './settings.ts';
 
@@ -21,18 +22,17 @@ export function templateFromConfigMap(configMap: k8s.V1ConfigMap, key: string): 
 
 export async function chooseTemplate(settings: InstallSettings, kube: KubeAccess | undefined, log: Log): Promise<Template> {
   const name = settings.configMapName;
-  if (name && !kube)
-    log('WARNING', `NETPLUG_CONFIG_MAP ${name} is set but there is no Kubernetes API access: using the next template source`);
+  if (name && !kube) log.warning(`NETPLUG_CONFIG_MAP ${name} is set but there is no Kubernetes API access: using the next template source`);
   if (name && kube) {
     try {
       const key = settings.configMapKey;
       const template = templateFromConfigMap(await kube.core.readNamespacedConfigMap({ name, namespace: kube.namespace }), key);
       if (template) return template;
-      log('WARNING', `ConfigMap ${kube.namespace}/${name} has no ${key}: using the next template source`);
+      log.warning(`ConfigMap ${kube.namespace}/${name} has no ${key}: using the next template source`);
     } catch (err) {
       if (apiStatus(err) !== 404)
-        throw new Error(`cannot read ConfigMap ${kube.namespace}/${name} (NETPLUG_CONFIG_MAP): ${describeApiError(err)}`);
-      log('WARNING', `ConfigMap ${kube.namespace}/${name} (NETPLUG_CONFIG_MAP) does not exist: using the next template source`);
+        throw new Error(`cannot read ConfigMap ${kube.namespace}/${name} (NETPLUG_CONFIG_MAP): ${describeError(err)}`);
+      log.warning(`ConfigMap ${kube.namespace}/${name} (NETPLUG_CONFIG_MAP) does not exist: using the next template source`);
     }
   }
   const file = settings.env.CNI_NETWORK_CONFIG_FILE;

@@ -9,7 +9,7 @@ import { chmod, copyFile, mkdir, open, readdir, rename, rm, stat } from 'node:fs
 import { join } from 'node:path';
 
 import { sha256OfFile } from './hash-file.ts';
-import type { Log } from './log.ts';
+import type { Log } from '../runtime/log.ts';
 import type { InstalledFile } from './record.ts';
 import { HOST_BIN_DIR, type InstallSettings } from './settings.ts';
 import { syncDirectory, tempPathFor } from './write-atomically.ts';
@@ -35,14 +35,14 @@ export async function copyBinaries(settings: InstallSettings, previous: Installe
     outcome.shipped.add(name);
     const hostPath = `${HOST_BIN_DIR}/${name}`;
     if (settings.skipBinaries.has(name)) {
-      log('INFO', `skipping ${hostPath}: listed in SKIP_CNI_BINARIES`);
+      log.info(`skipping ${hostPath}: listed in SKIP_CNI_BINARIES`);
       continue;
     }
     const source = join(settings.sourceDir, from);
     const target = join(settings.binDir, name);
     const targetStat = await stat(target).catch(() => undefined);
     if (targetStat && !settings.updateBinaries) {
-      log('INFO', `keeping the existing ${hostPath}: UPDATE_CNI_BINARIES is false`);
+      log.info(`keeping the existing ${hostPath}: UPDATE_CNI_BINARIES is false`);
       const ours = previous.find((file) => file.path === hostPath);
       if (ours) outcome.installed.push(ours);
       continue;
@@ -56,7 +56,7 @@ export async function copyBinaries(settings: InstallSettings, previous: Installe
     } else {
       await copyFileAtomically(source, target, mode);
       outcome.copied.push(name);
-      log('INFO', `installed ${hostPath}${from === name ? '' : ` (the image's ${from}: FAST_PATH is false)`}`);
+      log.info(`installed ${hostPath}${from === name ? '' : ` (the image's ${from}: FAST_PATH is false)`}`);
     }
     outcome.installed.push({ path: hostPath, sha256 });
   }

@@ -4,7 +4,7 @@
 import { mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 
-import type { Log } from './log.ts';
+import type { Log } from '../runtime/log.ts';
 import { type InstallSettings, TLS_DIR_NAME, TLS_FILES } from './settings.ts';
 import { writeFileAtomically } from './write-atomically.ts';
 
@@ -30,6 +30,6 @@ export async function copyTlsAssets(settings: InstallSettings, found: TlsAssets,
   await mkdir(target, { recursive: true, mode: 0o700 });
   for (const [name, content] of found) await writeFileAtomically(join(target, name), content, 0o600);
   for (const name of TLS_FILES) if (!found.some(([copied]) => copied === name)) await rm(join(target, name), { force: true });
-  log('INFO', `copied etcd TLS files (${found.map(([name]) => name).join(', ')}) to ${join(settings.hostNetDir, TLS_DIR_NAME)}`);
+  log.info(`copied etcd TLS files (${found.map(([name]) => name).join(', ')}) to ${join(settings.hostNetDir, TLS_DIR_NAME)}`);
   return true;
 }

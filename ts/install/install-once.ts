@@ -8,7 +8,7 @@ import { dirname } from 'node:path';
 import { chooseTemplate } from './choose-template.ts';
 import { copyBinaries } from './copy-binaries.ts';
 import { copyTlsAssets, readTlsAssets } from './copy-tls.ts';
-import type { Log } from './log.ts';
+import type { Log } from '../runtime/log.ts';
 import type { KubeAccess } from './open-kube-access.ts';
 import { placeholderValues } from './placeholder-values.ts';
 import { readRecord, removeRecordedFiles, writeRecord } from './record.ts';
@@ -40,11 +40,10 @@ export async function installOnce(settings: InstallSettings, kube: KubeAccess | 
   if (previous) await removeRecordedFiles(settings, previous.files, binaries.shipped, log);
   let tokenExpires: Date | undefined;
   if (kube) tokenExpires = await writeKubeconfig(settings, kube, log);
-  else log('INFO', 'not running as a pod (no service account token) and no KUBECONFIG: no kubeconfig written for the plugin');
+  else log.info('not running as a pod (no service account token) and no KUBECONFIG: no kubeconfig written for the plugin');
   await writeConflist(settings, conflist, template.source, log);
   await writeRecord(settings.recordPath, binaries.installed);
-  log(
-    'INFO',
+  log.info(
     `netplug CNI installed: ${binaries.copied.length} binaries copied, ${binaries.installed.length - binaries.copied.length} already up to date`,
   );
   return { copied: binaries.copied, tlsCopied, tokenExpires };

@@ -1,10 +1,13 @@
-// netplug-install: the node pod's install-cni container (reference-operator-and-upgrade §B, §E.3).
+// netplug-install: the node pod's install-cni container, on the runtime of the resident programs.
 // `netplug-install` installs and stays running; `netplug-install --check` is its readiness probe.
+// The probe loads neither @kubernetes/client-node nor the runtime's parts that do (errors.ts).
+import { programLog } from '../runtime/log.ts';
+import { SettingsError } from '../runtime/settings.ts';
 import { whyNotInstalled } from './check-installed.ts';
-import { type Log, makeLog } from './log.ts';
-import { readSettings, SettingsError } from './settings.ts';
+import { type InstallSettings, readSettings } from './settings.ts';
 
-const USAGE = 'usage: netplug-install [--check]';
+const PROGRAM = 'netplug-install';
+const USAGE = `usage: ${PROGRAM} [--check]`;
 
 /** Runs netplug-install until `signal` aborts; resolves to the exit code. */
 export function runInstallMain(argv: readonly string[], env: NodeJS.ProcessEnv, signal: AbortSignal): Promise<number> {
@@ -18,23 +21,24 @@ export async function runInstall(
   signal: AbortSignal,
   write: (line: string) => void,
 ): Promise<number> {
-  const log: Log = makeLog(env.LOG_LEVEL, write);
+  let log = programLog(PROGRAM, write);
   const check = argv[0] === '--check';
   if (argv.length > (check ? 1 : 0)) {
-    log('ERROR', `unexpected argument "${argv[check ? 1 : 0]}"; ${USAGE}`);
+    log.error(`unexpected argument "${argv[check ? 1 : 0]}"; ${USAGE}`);
     return 2;
   }
-  let settings: ReturnType<typeof readSettings>;
+  let settings: InstallSettings;
   try {
     settings = readSettings(env);
   } catch (err) {
     if (!(err instanceof SettingsError)) throw err;
-    log('ERROR', err.message);
+    log.error(err.message);
     return 1;
   }
+  log = programLog(PROGRAM, write, settings.logLevel);
   if (check) {
     const reason = await whyNotInstalled(settings);
-    if (reason) log('INFO', `not ready: ${reason}`);
+    if (reason) log.info(`not ready: ${reason}`);
     return reason ? 1 : 0;
   }
   // The installer proper loads @kubernetes/client-node; the readiness probe above does not.

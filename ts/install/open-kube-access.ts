@@ -66,29 +66,3 @@ export function openKubeAccess(settings: InstallSettings): KubeAccess | undefine
     ca,
   };
 }
-
-/** The HTTP status of a failed API call, if it was one. */
-export const apiStatus = (err: unknown): number | undefined =>
-  err instanceof k8s.ApiException
-    ? (err.code as number)
-    : typeof (err as { code?: unknown })?.code === 'number'
-      ? (err as { code: number }).code
-      : undefined;
-
-/** A failed API call as a log line says it: the status and the server's message, never headers. */
-export function describeApiError(err: unknown): string {
-  if (err instanceof k8s.ApiException) {
-    const body = typeof err.body === 'string' ? safeJson(err.body) : err.body;
-    const message = (body as { message?: unknown } | undefined)?.message;
-    return `HTTP ${err.code}${typeof message === 'string' ? `: ${message}` : ''}`;
-  }
-  return err instanceof Error ? err.message : String(err);
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}

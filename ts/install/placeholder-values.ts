@@ -2,16 +2,14 @@
 // netplug names). Empty values remove their fields (render-conflist.ts).
 import { posix } from 'node:path';
 
-import { KUBECONFIG_NAME, nodeName, SettingsError, TLS_DIR_NAME, type InstallSettings } from './settings.ts';
+import { KUBECONFIG_NAME, nodeName, TLS_DIR_NAME, type InstallSettings } from './settings.ts';
 
 export function placeholderValues(settings: InstallSettings, tlsCopied: boolean): Record<string, string> {
   const { env, hostNetDir } = settings;
-  const mtu = (env.CNI_MTU ?? '').trim();
-  if (mtu !== '' && !/^\d+$/.test(mtu)) throw new SettingsError(`CNI_MTU "${env.CNI_MTU}" must be a whole number (0 or empty: automatic)`);
   const tlsFile = (name: string) => (tlsCopied ? posix.join(hostNetDir, TLS_DIR_NAME, name) : '');
   return {
     KUBECONFIG_FILEPATH: posix.join(hostNetDir, KUBECONFIG_NAME),
-    CNI_MTU: mtu === '0' ? '' : mtu,
+    CNI_MTU: settings.mtu,
     KUBERNETES_NODE_NAME: nodeName(env),
     DATASTORE_TYPE: env.DATASTORE_TYPE || 'kubernetes',
     ETCD_ENDPOINTS: env.ETCD_ENDPOINTS ?? '',

@@ -7,7 +7,7 @@ import { dirname, join } from 'node:path';
 
 import { NETPLUG_VERSION } from '../version.ts';
 import { sha256OfFile } from './hash-file.ts';
-import type { Log } from './log.ts';
+import type { Log } from '../runtime/log.ts';
 import { HOST_BIN_DIR, HOST_CONF_DIR, type InstallSettings } from './settings.ts';
 import { writeFileAtomically } from './write-atomically.ts';
 
@@ -68,10 +68,10 @@ export async function removeRecordedFiles(settings: InstallSettings, files: Inst
     const sha256 = await sha256OfFile(target);
     if (sha256 === undefined) continue;
     if (sha256 !== file.sha256) {
-      log('WARNING', `leaving ${file.path}: its content changed since netplug installed it`);
+      log.warning(`leaving ${file.path}: its content changed since netplug installed it`);
       continue;
     }
     await rm(target, { force: true });
-    log('INFO', `removed ${file.path}`);
+    log.info(`removed ${file.path}`);
   }
 }

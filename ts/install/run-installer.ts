@@ -1,10 +1,11 @@
 // The install-cni container: install once, then (SLEEP, the default) stay running to keep the
 // plugin's token fresh and the conflist in step with the ConfigMap until SIGTERM, and then
 // uninstall if netplug is being removed from the cluster.
+import { aborted, sleep } from '../runtime/clock.ts';
+import { apiStatus, describeError } from '../runtime/errors.ts';
+import type { Log } from '../runtime/log.ts';
 import { installOnce } from './install-once.ts';
-import type { Log } from './log.ts';
-import { apiStatus, describeApiError, type KubeAccess, openKubeAccess } from './open-kube-access.ts';
-import { aborted, pause } from './pause.ts';
+import { type KubeAccess, openKubeAccess } from './open-kube-access.ts';
 import { placeholderValues } from './placeholder-values.ts';
 import { keepTokenFresh } from './refresh-token.ts';
 import { renderConflist } from './render-conflist.ts';
@@ -20,7 +21,7 @@ export async function runInstaller(settings: InstallSettings, log: Log, signal: 
     kube = openKubeAccess(settings);
     outcome = await installOnce(settings, kube, log);
   } catch (err) {
-    log('ERROR', `install failed: ${describeApiError(err)}`);
+    log.error(`install failed: ${describeError(err)}`);
     const status = apiStatus(err);
     // Refused by the API server: perhaps netplug is being removed (its RBAC goes before its
     // DaemonSet). Exiting now would leave the node's files to a container that is never started
@@ -54,7 +55,7 @@ export async function runInstaller(settings: InstallSettings, log: Log, signal: 
 export const REFUSED_WAIT_MS = 30_000;
 
 async function refusedInstall(settings: InstallSettings, kube: KubeAccess, log: Log, signal: AbortSignal): Promise<number> {
-  if (await pause(REFUSED_WAIT_MS, signal)) return 1;
+  if (await sleep(REFUSED_WAIT_MS, signal)) return 1;
   return (await netplugIsBeingRemoved(kube, log)) ? uninstallFromNode(settings, log) : 1;
 }
 
@@ -67,7 +68,7 @@ async function uninstallFromNode(settings: InstallSettings, log: Log): Promise<n
     await uninstall(settings, log);
     return 0;
   } catch (err) {
-    log('ERROR', `uninstall failed: ${(err as Error).message}`);
+    log.error(`uninstall failed: ${describeError(err)}`);
     return 1;
   }
 }

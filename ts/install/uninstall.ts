@@ -5,8 +5,10 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 
-import type { Log } from './log.ts';
-import { apiStatus, describeApiError, type KubeAccess } from './open-kube-access.ts';
+import { sleep } from '../runtime/clock.ts';
+import { apiStatus, describeError } from '../runtime/errors.ts';
+import type { Log } from '../runtime/log.ts';
+import type { KubeAccess } from './open-kube-access.ts';
 import { readRecord, removeRecordedFiles } from './record.ts';
 import { type InstallSettings, KUBECONFIG_NAME, TLS_DIR_NAME } from './settings.ts';
 
@@ -23,18 +25,18 @@ export async function netplugIsBeingRemoved(kube: KubeAccess, log: Log): Promise
   for (;;) {
     const answer = await askDaemonSet(kube);
     if (answer.kind === 'gone') {
-      log('INFO', `${where}: ${answer.why}, so netplug is being removed: uninstalling the CNI plugin`);
+      log.info(`${where}: ${answer.why}, so netplug is being removed: uninstalling the CNI plugin`);
       return true;
     }
     if (answer.kind === 'present') {
-      log('INFO', `${where} exists: leaving the CNI plugin installed`);
+      log.info(`${where} exists: leaving the CNI plugin installed`);
       return false;
     }
     if (Date.now() + RETRY_MS >= deadline) {
-      log('WARNING', `cannot tell whether netplug is being removed (${where}: ${answer.why}): leaving the CNI plugin installed`);
+      log.warning(`cannot tell whether netplug is being removed (${where}: ${answer.why}): leaving the CNI plugin installed`);
       return false;
     }
-    await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
+    await sleep(RETRY_MS);
   }
 }
 
@@ -50,7 +52,7 @@ async function askDaemonSet(kube: KubeAccess): Promise<Answer> {
     return daemonSet.metadata?.deletionTimestamp ? { kind: 'gone', why: 'being deleted' } : { kind: 'present', why: 'exists' };
   } catch (err) {
     const status = apiStatus(err);
-    return { kind: status === 404 || status === 401 || status === 403 ? 'gone' : 'unclear', why: describeApiError(err) };
+    return { kind: status === 404 || status === 401 || status === 403 ? 'gone' : 'unclear', why: describeError(err) };
   } finally {
     clearTimeout(timer);
   }
@@ -64,5 +66,5 @@ export async function uninstall(settings: InstallSettings, log: Log): Promise<vo
   await rm(join(settings.confDir, KUBECONFIG_NAME), { force: true });
   await rm(join(settings.confDir, TLS_DIR_NAME), { recursive: true, force: true });
   await rm(settings.recordPath, { force: true });
-  log('INFO', 'netplug CNI uninstalled from this node');
+  log.info('netplug CNI uninstalled from this node');
 }

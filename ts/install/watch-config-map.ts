@@ -5,11 +5,12 @@
 // the watch ends quietly, and listed again after a failure, which also catches changes missed.
 import type * as k8s from '@kubernetes/client-node';
 
+import { aborted } from '../runtime/clock.ts';
+import { describeError } from '../runtime/errors.ts';
 import { Informers } from '../runtime/informers.ts';
+import type { Log } from '../runtime/log.ts';
 import { templateFromConfigMap } from './choose-template.ts';
-import type { Log } from './log.ts';
 import type { KubeAccess } from './open-kube-access.ts';
-import { aborted } from './pause.ts';
 import type { Template } from './render-conflist.ts';
 
 export async function watchConfigMap(
@@ -26,13 +27,16 @@ export async function watchConfigMap(
   let applying = Promise.resolve();
   const apply = (configMap: k8s.V1ConfigMap) => {
     const template = templateFromConfigMap(configMap, key);
-    if (!template) log('WARNING', `${where} has no ${key}: keeping the current conflist`);
+    if (!template) log.warning(`${where} has no ${key}: keeping the current conflist`);
     else
       applying = applying
         .then(() => onTemplate(template))
-        .catch((err: unknown) => log('ERROR', `${(err as Error).message}: keeping the current conflist`));
+        .catch((err: unknown) => log.error(`${describeError(err)}: keeping the current conflist`));
   };
-  const informers = new Informers(kube.config, { log: { info: () => undefined, warning: (message) => log('WARNING', message) } });
+  // That it watches is news only when debugging; a failing watch is always worth a line.
+  const informers = new Informers(kube.config, {
+    log: { info: (message) => log.debug(message), warning: (message) => log.warning(message) },
+  });
   informers
     .informer<k8s.V1ConfigMap>({
       what: where,
@@ -43,7 +47,7 @@ export async function watchConfigMap(
     .addHandler({
       add: apply,
       update: (configMap) => apply(configMap),
-      delete: () => log('WARNING', `${where} was deleted: keeping the current conflist`),
+      delete: () => log.warning(`${where} was deleted: keeping the current conflist`),
     });
   informers.start();
   await aborted(signal);

@@ -3,7 +3,7 @@
 import { chmod, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 
-import type { Log } from './log.ts';
+import type { Log } from '../runtime/log.ts';
 import type { InstallSettings } from './settings.ts';
 import { writeFileAtomically } from './write-atomically.ts';
 
@@ -15,7 +15,7 @@ export async function writeConflist(settings: InstallSettings, text: string, sou
     await chmod(target, 0o600);
   } else {
     await writeFileAtomically(target, text, 0o600);
-    log('INFO', `wrote ${join(settings.hostNetDir, settings.confName)} from ${source}`);
+    log.info(`wrote ${join(settings.hostNetDir, settings.confName)} from ${source}`);
   }
   if (settings.oldConfName && settings.oldConfName !== settings.confName) {
     await rm(join(settings.confDir, settings.oldConfName), { force: true });

@@ -3,7 +3,7 @@
 // CA of the pod's service account (or insecure-skip-tls-verify with SKIP_TLS_VERIFY=true).
 import { join } from 'node:path';
 
-import type { Log } from './log.ts';
+import type { Log } from '../runtime/log.ts';
 import type { KubeAccess } from './open-kube-access.ts';
 import { KUBECONFIG_NAME, type InstallSettings } from './settings.ts';
 import { writeFileAtomically } from './write-atomically.ts';
@@ -52,14 +52,13 @@ export async function writeKubeconfig(settings: InstallSettings, kube: KubeAcces
     ? new Date(issued.status.expirationTimestamp)
     : new Date(requested + settings.tokenSeconds * 1000);
   if (kube.ca === undefined && !settings.skipTlsVerify)
-    log('WARNING', 'no CA for the API server is known: the kubeconfig skips TLS verification');
+    log.warning('no CA for the API server is known: the kubeconfig skips TLS verification');
   await writeFileAtomically(
     join(settings.confDir, KUBECONFIG_NAME),
     kubeconfigText(kube.server, kube.ca, settings.skipTlsVerify, token),
     0o600,
   );
-  log(
-    'INFO',
+  log.info(
     `wrote ${join(settings.hostNetDir, KUBECONFIG_NAME)} with a token for ${kube.namespace}/${settings.cniServiceAccount} valid until ${expires.toISOString()}`,
   );
   return expires;
