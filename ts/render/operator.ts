@@ -46,7 +46,7 @@ export const OPERATOR_RULES: Rule[] = [
 ];
 
 /** In the operator's namespace: its Lease, created by the first replica, then read and renewed by name. */
-export const OPERATOR_NAMESPACE_RULES: Rule[] = [
+const OPERATOR_NAMESPACE_RULES: Rule[] = [
   { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
   { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'update'], resourceNames: [OPERATOR] },
 ];
