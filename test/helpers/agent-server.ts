@@ -32,6 +32,11 @@ export interface AgentOptions {
   dir?: string;
   /** Wait until it serves and its start-up work (the default pool) is done (default true). */
   waitServing?: boolean;
+  /**
+   * Directories the agent does not see: it runs in a mount namespace of its own with an empty
+   * tmpfs over each, as a container shows none of the host's /run/netns that it does not mount.
+   */
+  hide?: string[];
 }
 
 export async function spawnAgent(
@@ -43,7 +48,25 @@ export async function spawnAgent(
   const socket = join(dir, 'run', 'cni.sock');
   mkdirSync(join(dir, 'var'), { recursive: true });
   const port = await freePort();
-  const child: ChildProcess = spawn(process.execPath, [MAIN], {
+  const hidden = options.hide ?? [];
+  const [command, args] =
+    hidden.length === 0
+      ? [process.execPath, [MAIN]]
+      : [
+          'unshare',
+          [
+            '--mount',
+            '--propagation=private',
+            'sh',
+            '-c',
+            `${hidden.map((_, i) => `mount -t tmpfs netplug-hidden "\${${i + 1}}"`).join(' && ')} && shift ${hidden.length} && exec "$@"`,
+            'sh',
+            ...hidden,
+            process.execPath,
+            MAIN,
+          ],
+        ];
+  const child: ChildProcess = spawn(command, args, {
     env: {
       PATH: process.env['PATH'] ?? '/usr/sbin:/usr/bin:/sbin:/bin',
       NETPLUG_VAR_DIR: join(dir, 'var'),

@@ -65,8 +65,12 @@ test.serial('protocol: accept and go, decline what the agent cannot serve, nothi
   t.true(await declined({ command: 'VERSION' }, { header: Buffer.from('not json') }), 'a first frame that is not JSON');
   t.true(await declined({ command: 'VERSION' }, { program: 'ptp' }), 'a program other than netplug');
   t.true(await declined({ command: 'ADD', netns: '/run/netns/nptest-none-there', netconf: netconf() }), 'a netns the agent cannot see');
-  t.true(await declined({ command: 'ADD', path: '/nonexistent/cni/bin', netconf: netconf() }), 'a CNI_PATH directory the agent cannot see');
   const hostLocal = { ...netconf(), ipam: { type: 'host-local', subnet: '10.221.255.0/24' } };
+  // Only a call that runs a plugin from CNI_PATH (delegated IPAM) needs its directories.
+  t.true(
+    await declined({ command: 'ADD', path: '/nonexistent/cni/bin', netconf: hostLocal }),
+    'a CNI_PATH directory the agent cannot see, for an IPAM plugin run from there',
+  );
   t.true(
     await declined({ command: 'DEL', netconf: hostLocal }, { pid: 2 ** 30 }),
     'delegated IPAM from a process whose root the agent cannot see',

@@ -71,3 +71,17 @@ function required<T>(value: T | undefined, call: string): T {
   if (value === undefined) throw new Error(`the data-plane addon returned neither a result nor an error from ${call}`);
   return value;
 }
+
+/** A namespace path lent a descriptor; release() ends the loan. */
+export interface NetnsLoan {
+  release(): void;
+}
+
+/**
+ * Lends the descriptor `fd` (taken over) to the namespace path `netns`: until the loan is released,
+ * every call here for `netns` works on the namespace behind `fd`, and reports `netns` as its name.
+ * Undefined (and `fd` closed) if `netns` is lent already for another namespace.
+ */
+export function lendNetns(netns: string, fd: number): NetnsLoan | undefined {
+  return addon().lendNetns(netns, fd) ?? undefined;
+}

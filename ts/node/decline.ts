@@ -1,8 +1,43 @@
 // When netplug-node declines a CNI request and the shim runs the one-shot plugin instead: whenever
 // the agent could not serve it exactly as the one-shot would on the host. Declining is always safe,
-// so any doubt declines.
+// so any doubt declines. Each decline has a kind (a metric's label, and what readiness reports when
+// one that means a setting is wrong keeps happening: see DeclineLog in decline-log.ts).
 import { readFileSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
+
+export type DeclineKind =
+  | 'malformed'
+  | 'starting'
+  | 'rolling-back'
+  | 'stopping'
+  | 'journal'
+  | 'netns-not-visible'
+  | 'netns-in-use'
+  | 'pid-namespace'
+  | 'cni-path-not-visible'
+  | 'proxy-differs'
+  | 'delegated-ipam'
+  | 'log-dir-not-visible'
+  | 'kubeconfig-not-visible';
+
+export interface Decline {
+  kind: DeclineKind;
+  reason: string;
+}
+
+/**
+ * Kinds that say the agent's container does not show what the host's calls need (a directory the
+ * DaemonSet does not mount at the host's path, other proxy settings): each keeps happening until a
+ * setting is fixed, and every call it declines costs a one-shot.
+ */
+export const MISCONFIGURED: ReadonlySet<DeclineKind> = new Set([
+  'cni-path-not-visible',
+  'log-dir-not-visible',
+  'kubeconfig-not-visible',
+  'proxy-differs',
+  'pid-namespace',
+  'journal',
+]);
 
 export interface CniRequest {
   version: number;
@@ -34,24 +69,24 @@ const PROXY_VARIABLES = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy
 
 /**
  * Why the agent cannot serve `request` as the one-shot would, or undefined when it can: the
- * network namespace or a plugin directory it names is not visible here, the shim runs in another
- * PID namespace (a /proc/<pid>/ns/net path would name another process's namespace), the proxy
- * settings differ from the agent's, or the netconf needs files the agent may not share (below).
+ * network namespace (unless the shim sent it, `netnsSent`) or a file the call uses is not visible
+ * here, the shim runs in another PID namespace (a /proc/<pid>/ns/net path would name another
+ * process's namespace), the proxy settings differ from the agent's, or the netconf needs files the
+ * agent may not share (below). What the call does not use (CNI_PATH, when netplug-ipam runs inside
+ * the agent) is not asked for.
  */
-export function declineReason(request: CniRequest, stdin: Buffer, agentEnv: NodeJS.ProcessEnv): string | undefined {
+export function declineReason(request: CniRequest, stdin: Buffer, agentEnv: NodeJS.ProcessEnv, netnsSent = false): Decline | undefined {
   const { env } = request;
   const netns = env['CNI_NETNS'];
-  if (netns) {
-    if (!netns.startsWith('/')) return `CNI_NETNS "${netns}" is not an absolute path`;
-    if (!exists(netns)) return `CNI_NETNS ${netns} is not visible in netplug-node`;
+  if (netns && !netnsSent) {
+    if (!netns.startsWith('/')) return { kind: 'netns-not-visible', reason: `CNI_NETNS "${netns}" is not an absolute path` };
+    if (!exists(netns)) return { kind: 'netns-not-visible', reason: `CNI_NETNS ${netns} is not visible in netplug-node` };
     if (netns.startsWith('/proc/') && !sameProcess(request))
-      return `the shim's process ${request.pid} is not visible in netplug-node (another PID namespace)`;
-  }
-  for (const dir of (env['CNI_PATH'] ?? '').split(':').filter(Boolean)) {
-    if (!isDirectory(dir)) return `CNI_PATH directory ${dir} is not visible in netplug-node`;
+      return { kind: 'pid-namespace', reason: `the shim's process ${request.pid} is not visible in netplug-node (another PID namespace)` };
   }
   for (const name of PROXY_VARIABLES) {
-    if ((env[name] ?? '') !== (agentEnv[name] ?? '')) return `${name} differs between the runtime and netplug-node`;
+    if ((env[name] ?? '') !== (agentEnv[name] ?? ''))
+      return { kind: 'proxy-differs', reason: `${name} differs between the runtime and netplug-node` };
   }
   return filesystemReason(request, stdin);
 }
@@ -59,11 +94,12 @@ export function declineReason(request: CniRequest, stdin: Buffer, agentEnv: Node
 /**
  * What the netconf asks of the filesystem that a containerized agent may not share with the host.
  * A delegated IPAM plugin (host-local keeps its state in files) runs only where the agent's root
- * is the shim's; a log file only where its directory is there. A netconf that does not parse is
- * served: the core reports it as the one-shot would.
+ * is the shim's, and from CNI_PATH, whose directories must then be there; a log file only where
+ * its directory is there; a kubeconfig (an ADD's reads of its pod) only where the file is. A netconf that
+ * does not parse is served: the core reports it as the one-shot would.
  */
-function filesystemReason(request: CniRequest, stdin: Buffer): string | undefined {
-  let netconf: { ipam?: { type?: unknown }; log_file_path?: unknown };
+function filesystemReason(request: CniRequest, stdin: Buffer): Decline | undefined {
+  let netconf: { ipam?: { type?: unknown }; log_file_path?: unknown; kubernetes?: { kubeconfig?: unknown } };
   try {
     netconf = JSON.parse(stdin.toString('utf8')) ?? {};
   } catch {
@@ -71,11 +107,23 @@ function filesystemReason(request: CniRequest, stdin: Buffer): string | undefine
   }
   if (typeof netconf !== 'object') return undefined;
   const ipam = netconf.ipam?.type;
-  if (typeof ipam === 'string' && ipam !== 'netplug-ipam' && !sameRoot(request.pid))
-    return `IPAM plugin "${ipam}" keeps its state on the host, whose filesystem netplug-node does not share`;
+  if (typeof ipam === 'string' && ipam !== 'netplug-ipam') {
+    if (!sameRoot(request.pid))
+      return {
+        kind: 'delegated-ipam',
+        reason: `IPAM plugin "${ipam}" keeps its state on the host, whose filesystem netplug-node does not share`,
+      };
+    for (const dir of (request.env['CNI_PATH'] ?? '').split(':').filter(Boolean)) {
+      if (!isDirectory(dir)) return { kind: 'cni-path-not-visible', reason: `CNI_PATH directory ${dir} is not visible in netplug-node` };
+    }
+  }
   const logFile = netconf.log_file_path;
   if (typeof logFile === 'string' && logFile.startsWith('/') && !isDirectory(dirname(logFile)))
-    return `the log file's directory ${dirname(logFile)} is not visible in netplug-node`;
+    return { kind: 'log-dir-not-visible', reason: `the log file's directory ${dirname(logFile)} is not visible in netplug-node` };
+  // Only an ADD reads from the Kubernetes API (the pod), with the netconf's credentials.
+  const kubeconfig = request.env['CNI_COMMAND'] === 'ADD' ? netconf.kubernetes?.kubeconfig : undefined;
+  if (typeof kubeconfig === 'string' && kubeconfig.startsWith('/') && !exists(kubeconfig))
+    return { kind: 'kubeconfig-not-visible', reason: `the kubeconfig ${kubeconfig} is not visible in netplug-node` };
   return undefined;
 }
 

@@ -140,8 +140,10 @@ export async function runNodeMain(_argv: readonly string[], env: NodeJS.ProcessE
         env,
         signal,
         observe: (command, result, seconds) => metrics.observeCni(command, result, seconds),
+        declined: (kind) => metrics.countDeclined(kind),
       });
       cni = { server, services };
+      health.notReady.push(() => server.notReady());
     } catch (err) {
       log.error(`cannot serve CNI on ${settings.agentSocket}: ${(err as Error).message}; runtimes run the one-shot plugin`);
     }

@@ -1,4 +1,5 @@
-// netplug-node's Prometheus metrics: CNI request latency by command and result, datastore request
+// netplug-node's Prometheus metrics: CNI request latency by command and result, requests declined
+// by reason, datastore request
 // and error counts by operation, IPAM usage per pool, ADDs served by a group commit, pods read from
 // its watch or the API, programmed routes per kind, and the process's own metrics (CPU, memory,
 // event loop, GC). One registry per agent, never prom-client's global one: two agents in one
@@ -21,6 +22,12 @@ export class AgentMetrics {
     help: 'Time netplug-node took to serve a CNI request, by CNI_COMMAND and result (error: a non-zero exit).',
     labelNames: ['command', 'result'] as const,
     buckets: CNI_DURATION_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly #declined = new Counter({
+    name: 'netplug_cni_requests_declined_total',
+    help: 'CNI requests netplug-node declined (the shim ran the one-shot plugin instead), by reason: malformed, starting, rolling-back, stopping, journal, netns-not-visible, netns-in-use, pid-namespace, cni-path-not-visible, proxy-differs, delegated-ipam, log-dir-not-visible, kubeconfig-not-visible.',
+    labelNames: ['reason'] as const,
     registers: [this.registry],
   });
   readonly #datastoreRequests = new Counter({
@@ -80,6 +87,10 @@ export class AgentMetrics {
 
   observeCni(command: string, result: CniResult, seconds: number): void {
     this.#cni.observe({ command, result }, seconds);
+  }
+
+  countDeclined(reason: string): void {
+    this.#declined.inc({ reason });
   }
 
   countDatastore(operation: string, failed: boolean): void {

@@ -1,20 +1,24 @@
 // netplug-node serves the CNI protocol to the `netplug` shim on a unix socket (root only): the
-// shim sends its environment and stdin, the agent accepts or declines, the shim says go, and the
-// agent runs the very core the one-shot plugin runs (runMain), lent the agent's warm services, and
-// returns the exit code, stdout and stderr. A declined request, or an agent that is not there,
-// leaves the shim to run the one-shot: nothing is ever lost by declining. The framing is in
-// cni-frames.ts; what is declined in decline.ts; the journal of unfinished ADDs in
-// inflight-journal.ts.
-import { chmodSync, mkdirSync, rmSync } from 'node:fs';
-import { createServer, type Server, type Socket } from 'node:net';
+// shim sends its environment and stdin, and the pod's network namespace beside them (a
+// descriptor: the agent needs no view of the host's namespace mounts), the agent accepts or
+// declines, the shim says go, and the agent runs the very core the one-shot plugin runs (runMain),
+// lent the agent's warm services, and returns the exit code, stdout and stderr. A declined
+// request, or an agent that is not there, leaves the shim to run the one-shot: nothing is ever
+// lost by declining. The socket's transport is in ts/host/cni-socket.ts, the framing after the
+// request in cni-frames.ts; what is declined in decline.ts (and logged, counted, reported by
+// decline-log.ts); the journal of unfinished ADDs in inflight-journal.ts.
+import { chmodSync, closeSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
+import { lendNetns, type NetnsLoan } from '../dataplane/index.ts';
+import { listenCni, readRequest, type CniListener } from '../host/cni-socket.ts';
 import { lockHost, type HostLock } from '../host/lock.ts';
 import type { Logger } from '../log/logger.ts';
 import { runMain, type MainIo, type MainOutcome } from '../plugin/main.ts';
 import type { PluginServices } from '../plugin/services.ts';
 import { ACCEPT, DECLINE, frame, FrameReader, GO } from './cni-frames.ts';
-import { declineReason, parseRequest, type CniRequest } from './decline.ts';
+import { declineReason, parseRequest, type CniRequest, type Decline, type DeclineKind } from './decline.ts';
+import { DeclineLog } from './decline-log.ts';
 import { InflightJournal } from './inflight-journal.ts';
 
 export const DEFAULT_AGENT_SOCKET = '/var/run/netplug/cni.sock';
@@ -33,6 +37,8 @@ export interface CniServerOptions {
   signal: AbortSignal;
   /** Each served command's result and duration (metrics). */
   observe?: (command: string, result: 'success' | 'error', seconds: number) => void;
+  /** Each declined request's kind (metrics). */
+  declined?: (kind: DeclineKind) => void;
   /** Where the plugin's log lines of roll-backs go (the agent's stderr). */
   echo?: (text: string) => void;
 }
@@ -42,6 +48,8 @@ export interface CniServer {
   readonly counts: { served: Record<string, number>; declined: number };
   /** Why requests are declined now, if they are whatever they ask. */
   notServing(): string | undefined;
+  /** Why the agent is not ready: a setting that keeps the agent from serving calls (DeclineLog). */
+  notReady(): string | undefined;
   /** Declines new requests, waits for those running, removes the socket. */
   stop(): Promise<void>;
 }
@@ -75,32 +83,51 @@ export async function serveCni(options: CniServerOptions): Promise<CniServer> {
       serving: undefined,
       stopping: 'netplug-node is stopping',
     })[state];
+  const stateDecline = (): Decline | undefined => {
+    const reason = notServing();
+    if (reason === undefined) return undefined;
+    return { kind: state === 'stopping' ? 'stopping' : state === 'waiting' ? 'starting' : 'rolling-back', reason };
+  };
   const running = new Set<Promise<void>>();
-  const declines = new DeclineLog(log);
+  const declines = new DeclineLog(log, options.declined);
 
-  const serve = async (socket: Socket): Promise<void> => {
+  const serve = async (fd: number): Promise<void> => {
+    const received = await readRequest(fd, REQUEST_PATIENCE_MS);
+    // A shim that did not send its request in time, or hung up: its own fallback covers it.
+    if ('failed' in received) return;
+    const { socket, stdin } = received;
+    socket.on('error', () => undefined); // a shim that went away; its own fallback covers it
     const reader = new FrameReader(socket);
     socket.setTimeout(REQUEST_PATIENCE_MS, () => socket.destroy());
     let request: CniRequest;
-    let stdin: Buffer;
     let entry: string | undefined;
+    // The namespace the shim sent, lent to the path the runtime named it by while the call runs.
+    let loan: NetnsLoan | undefined;
     try {
-      const header = await reader.frame();
-      stdin = await reader.frame();
-      const parsed = parseRequest(header);
-      let why = typeof parsed === 'string' ? parsed : (notServing() ?? declineReason(parsed, stdin, options.env));
+      const parsed = parseRequest(received.header);
+      let decline: Decline | undefined = typeof parsed === 'string' ? { kind: 'malformed', reason: parsed } : stateDecline();
       request = parsed as CniRequest;
+      if (received.netns !== undefined) {
+        const netns = decline ? undefined : request.env['CNI_NETNS'];
+        if (netns) {
+          loan = lendNetns(netns, received.netns);
+          if (!loan)
+            decline = { kind: 'netns-in-use', reason: `CNI_NETNS ${netns} names another namespace than a call in progress for that path` };
+        } else closeSync(received.netns);
+      }
+      decline ??= declineReason(request, stdin, options.env, loan !== undefined);
       // An ADD is journaled before it is accepted: an agent that cannot journal it declines it.
-      if (why === undefined && request.env['CNI_COMMAND'] === 'ADD') {
+      if (decline === undefined && request.env['CNI_COMMAND'] === 'ADD') {
         try {
           entry = journal.record({ env: request.env, stdin, program: request.program, pid: request.pid });
         } catch (err) {
-          why = `the journal of unfinished ADDs cannot be written: ${(err as Error).message}`;
+          decline = { kind: 'journal', reason: `the journal of unfinished ADDs cannot be written: ${(err as Error).message}` };
         }
       }
-      if (why !== undefined) {
+      if (decline !== undefined) {
         counts.declined++;
-        declines.note(why);
+        declines.note(decline);
+        loan?.release();
         socket.end(Buffer.from([DECLINE]));
         return;
       }
@@ -109,6 +136,7 @@ export async function serveCni(options: CniServerOptions): Promise<CniServer> {
       if ((await reader.byte()) !== GO) throw new Error('not go');
     } catch {
       if (entry) journal.remove(entry);
+      loan?.release();
       socket.destroy();
       return;
     }
@@ -116,11 +144,26 @@ export async function serveCni(options: CniServerOptions): Promise<CniServer> {
     const command = request.env['CNI_COMMAND'] ?? '';
     const started = performance.now();
     let stderr = '';
+    // The namespace stays lent until the kernel work the call hands over (a DEL's veth deletion) ends.
+    const kernelWork: Promise<unknown>[] = [];
+    const callServices: PluginServices = loan
+      ? {
+          ...services,
+          lingering: (work, what) => {
+            kernelWork.push(work);
+            services.lingering?.(work, what);
+          },
+        }
+      : services;
     const outcome = await run(
       { env: request.env, readStdin: () => stdin, stderr: (text) => (stderr += text), pid: request.pid },
       request.program,
-      services,
+      callServices,
     );
+    if (loan) {
+      const lent = loan;
+      void Promise.allSettled(kernelWork).then(() => lent.release());
+    }
     // Removed before the result is sent: an agent killed after this point leaves no entry, and its
     // shim, without a result, reports an ADD failure (the runtime then runs DEL).
     if (entry) journal.remove(entry);
@@ -130,33 +173,35 @@ export async function serveCni(options: CniServerOptions): Promise<CniServer> {
     socket.end(Buffer.concat([frame(JSON.stringify({ exitCode: outcome.exitCode })), frame(outcome.stdout), frame(stderr)]));
   };
 
-  const server: Server = createServer((socket) => {
-    socket.on('error', () => undefined); // a shim that went away; its own fallback covers it
-    const served = serve(socket).catch((err: unknown) => {
-      log.error(`serving a CNI request: ${(err as Error).message}`);
-      socket.destroy();
-    });
-    running.add(served);
-    void served.finally(() => running.delete(served));
-  });
+  const track = (served: Promise<void>) => {
+    const handled = served.catch((err: unknown) => log.error(`serving a CNI request: ${(err as Error).message}`));
+    running.add(handled);
+    void handled.finally(() => running.delete(handled));
+  };
   // Started in the background: the agent's other work does not wait for the socket.
   let lock: HostLock | undefined;
-  let listening = false;
+  let listener: CniListener | undefined;
+  let accepting: Promise<void> = Promise.resolve();
   const starting = (async () => {
     lock = await ownSocket(join(dir, 'agent.lock'), signal, log);
     if (!lock) return;
-    // A socket left by a previous run refuses connections: remove it, or listen() fails.
+    // A socket left by a previous run refuses connections: remove it, or listening fails.
     rmSync(socketPath, { force: true });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(socketPath, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
-    listening = true;
+    const listening = listenCni(socketPath);
+    listener = listening;
     chmodSync(socketPath, 0o600);
-    server.on('error', (err) => log.error(`CNI socket ${socketPath}: ${err.message}`));
+    accepting = (async () => {
+      for (;;) {
+        const accepted = await listening.accept();
+        if ('closed' in accepted) return;
+        if ('fd' in accepted) track(serve(accepted.fd));
+        else {
+          // Out of descriptors, say: the shims meanwhile wait, then run the one-shot.
+          log.error(`CNI socket ${socketPath}: ${accepted.failed}`);
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+      }
+    })();
     log.info(`serving CNI on ${socketPath}`);
     state = 'rolling back';
     await rollBack(journal, { ...options, services });
@@ -166,13 +211,16 @@ export async function serveCni(options: CniServerOptions): Promise<CniServer> {
   return {
     counts,
     notServing,
+    notReady: () => declines.notReady(),
     stop: async () => {
       state = 'stopping';
       await starting;
       await Promise.allSettled([...running]);
       await Promise.allSettled([...lingering]);
-      if (listening) {
-        await new Promise<void>((resolve) => server.close(() => resolve()));
+      if (listener) {
+        listener.close();
+        await accepting;
+        await Promise.allSettled([...running]);
         rmSync(socketPath, { force: true });
       }
       lock?.release();
@@ -200,39 +248,6 @@ async function ownSocket(path: string, signal: AbortSignal, log: Logger): Promis
   return undefined;
 }
 
-/**
- * Declines, for operators: each kind of reason (paths and numbers aside) logged the first time it
- * occurs, then only counted, and the counts given when the agent stops. Every request's reason
- * is logged at debug.
- */
-class DeclineLog {
-  private readonly byKind = new Map<string, number>();
-  private readonly log: Logger;
-
-  constructor(log: Logger) {
-    this.log = log;
-  }
-
-  note(reason: string): void {
-    const kind = reason.replace(/"[^"]*"|\/\S*|\d{2,}/g, '…');
-    const seen = this.byKind.get(kind);
-    // Bounded: kinds are few unless something varies that the pattern does not strip.
-    if (seen === undefined && this.byKind.size >= 50) {
-      this.log.debug(`declined a CNI request: ${reason}`);
-      return;
-    }
-    this.byKind.set(kind, (seen ?? 0) + 1);
-    if (seen === undefined)
-      this.log.info(`declined a CNI request, the shim runs the one-shot: ${reason} (the next ones like it are counted)`);
-    else this.log.debug(`declined a CNI request: ${reason}`);
-  }
-
-  summary(): string {
-    if (this.byKind.size === 0) return '';
-    return ` (${[...this.byKind].map(([kind, n]) => `${n}× ${kind}`).join('; ')})`;
-  }
-}
-
 /** runMain, and an internal error (as the one-shot's last resort gives) if it throws all the same. */
 async function run(io: MainIo, program: CniRequest['program'], services: PluginServices): Promise<MainOutcome> {
   try {
@@ -244,8 +259,9 @@ async function run(io: MainIo, program: CniRequest['program'], services: PluginS
 }
 
 /**
- * DEL, through the same core, of every ADD a previous run left unfinished; each entry removed once
- * its DEL succeeds. Failed ones are tried again until they succeed or the agent stops.
+ * DEL, through the same core, of every ADD a previous run left unfinished whose namespace is visible
+ * here; each entry removed once its DEL succeeds. Failed ones are tried again until they succeed
+ * or the agent stops.
  */
 async function rollBack(journal: InflightJournal, options: CniServerOptions): Promise<void> {
   const { log, services, signal } = options;
@@ -257,6 +273,18 @@ async function rollBack(journal: InflightJournal, options: CniServerOptions): Pr
     const outcomes = await Promise.all(
       left.map(async ({ path, entry }) => {
         const env: Record<string, string> = { ...entry.env, CNI_COMMAND: 'DEL' };
+        // Served with the namespace the shim sent, which this run cannot see: a DEL here would
+        // take the namespace for gone and free addresses its interface may still hold. The
+        // runtime's DEL, which follows the failure the shim reported, undoes the ADD instead.
+        const netns = env['CNI_NETNS'];
+        if (netns && !existsSync(netns)) {
+          journal.remove(path);
+          log.info("an unfinished ADD is left to the runtime's DEL: its network namespace is not visible here", {
+            container: env['CNI_CONTAINERID'],
+            netns,
+          });
+          return true;
+        }
         const outcome = await run({ env, readStdin: () => entry.stdin, stderr: echo, pid: entry.pid }, entry.program, services);
         const fields = { container: env['CNI_CONTAINERID'], interface: env['CNI_IFNAME'] };
         if (outcome.exitCode !== 0) {

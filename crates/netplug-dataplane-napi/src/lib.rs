@@ -1,7 +1,7 @@
 //! N-API binding of netplug's native crates: `netplug-dataplane` (kernel work; in [`routes`],
 //! the routes between nodes), in [`nftables`], `netplug-nftables` (netplug's nftables table and
-//! NFLOG), and, in [`http`], `netplug-http` (HTTP for etcd, the Kubernetes API and readiness
-//! gates).
+//! NFLOG), in [`http`], `netplug-http` (HTTP for etcd, the Kubernetes API and readiness gates),
+//! and in [`cni_socket`], `netplug-cni-socket` (netplug-node's CNI socket).
 //!
 //! Each call starts a dedicated OS thread (namespaces are per thread), returns a promise at
 //! once, and settles it from that thread: neither the JS thread nor libuv's pool ever blocks on
@@ -9,6 +9,7 @@
 //! and the operation, which the TypeScript facade turns into typed errors; the promise rejects
 //! only if the binding itself breaks.
 
+pub mod cni_socket;
 mod http;
 pub mod nftables;
 pub mod routes;

@@ -1,16 +1,23 @@
 //! Network namespaces by path, and the dedicated OS threads that enter them.
 //!
+//! A path may be lent a descriptor ([`lend`]): netplug-node works on the namespace the `netplug`
+//! shim opened on the host, which the agent's own mounts may not show. A lookup of a lent path
+//! uses the descriptor, and everything it reports still names the path, as the one-shot plugin's
+//! would.
+//!
 //! `setns(2)` moves only the calling thread, so every namespace operation runs on a thread of its
 //! own that is thrown away afterwards: nothing has to be switched back, and no thread that other
 //! code shares (the JS thread, libuv's or tokio's pools) ever changes namespace. The
 //! [`NamespaceThread`] token makes that a type rule: entering a namespace needs `&mut
 //! NamespaceThread`, which only exists inside a thread started by [`spawn`].
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::marker::PhantomData;
-use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
 use nix::errno::Errno;
@@ -40,7 +47,11 @@ impl NetNs {
     /// Opens a namespace given as any path: `/run/netns/x`, `/var/run/netns/x`, `/proc/<pid>/ns/net`.
     pub fn lookup(path: &Path) -> Result<NetNsLookup> {
         let op = || format!("open network namespace {}", path.display());
-        let file = match File::open(path) {
+        let opened = match lent_to(path) {
+            Some(lent) => lent.try_clone(),
+            None => File::open(path),
+        };
+        let file = match opened {
             Ok(file) => file,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(NetNsLookup::Missing),
             // A path too long to name a file, or one through a regular file, names no namespace
@@ -89,6 +100,58 @@ impl NetNs {
         let current = std::fs::metadata("/proc/thread-self/ns/net").map_err(|e| DataplaneError::from_io(op, &e))?;
         let target = self.file.metadata().map_err(|e| DataplaneError::from_io(op, &e))?;
         Ok(current.dev() == target.dev() && current.ino() == target.ino())
+    }
+}
+
+/// A descriptor lent to a namespace path, and how many loans hold it.
+struct Lent {
+    file: Arc<File>,
+    identity: (u64, u64),
+    loans: usize,
+}
+
+fn lent() -> MutexGuard<'static, HashMap<PathBuf, Lent>> {
+    static LENT: LazyLock<Mutex<HashMap<PathBuf, Lent>>> = LazyLock::new(Mutex::default);
+    LENT.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn lent_to(path: &Path) -> Option<Arc<File>> {
+    lent().get(path).map(|lent| Arc::clone(&lent.file))
+}
+
+/// `path` stands for the file behind `descriptor` until the loan is dropped. None, and the
+/// descriptor closed, if the path is lent already for another file: a call would not know which
+/// one it means. Lent again for the same file, the path stays lent until both loans end.
+pub fn lend(path: &Path, descriptor: OwnedFd) -> Result<Option<NetNsLoan>> {
+    let file = File::from(descriptor);
+    let meta = file.metadata().map_err(|err| DataplaneError::from_io(format!("lend {}", path.display()), &err))?;
+    let identity = (meta.dev(), meta.ino());
+    let mut lent = lent();
+    match lent.get_mut(path) {
+        Some(existing) if existing.identity != identity => return Ok(None),
+        Some(existing) => existing.loans += 1,
+        None => {
+            lent.insert(path.to_path_buf(), Lent { file: Arc::new(file), identity, loans: 1 });
+        }
+    }
+    Ok(Some(NetNsLoan { path: path.to_path_buf() }))
+}
+
+/// A path lent a descriptor ([`lend`]); the loan ends when this is dropped.
+#[derive(Debug)]
+pub struct NetNsLoan {
+    path: PathBuf,
+}
+
+impl Drop for NetNsLoan {
+    fn drop(&mut self) {
+        let mut lent = lent();
+        if let Some(entry) = lent.get_mut(&self.path) {
+            entry.loans -= 1;
+            if entry.loans == 0 {
+                lent.remove(&self.path);
+            }
+        }
     }
 }
 

@@ -9,14 +9,17 @@
 //! Steps 1 and 2 together take at most the accept timeout; after go the command takes as long as
 //! it takes (the runtime bounds the whole call).
 
+use std::fs::File;
 use std::io::{self, Read, Write};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::frame::{MAX_FRAME, push_frame, read_frame};
+use netplug_cni_socket::descriptor::send_with_descriptor;
+use netplug_cni_socket::frame::{MAX_FRAME, push_frame, read_frame};
+
 use crate::request::Settings;
 
 const ACCEPT: u8 = 0x01;
@@ -41,8 +44,9 @@ pub enum Outcome {
     Lost(String),
 }
 
-/// Offers the call (`request`: frame 1's JSON, `stdin`: frame 2) to the agent at `settings.socket`.
-pub fn forward(settings: &Settings, request: &[u8], stdin: &[u8]) -> Outcome {
+/// Offers the call (`request`: frame 1's JSON, `stdin`: frame 2, `netns`: the pod's network
+/// namespace) to the agent at `settings.socket`.
+pub fn forward(settings: &Settings, request: &[u8], stdin: &[u8], netns: Option<&File>) -> Outcome {
     let socket = settings.socket.display();
     let bound = settings.accept_timeout;
     if bound.is_zero() {
@@ -58,7 +62,8 @@ pub fn forward(settings: &Settings, request: &[u8], stdin: &[u8]) -> Outcome {
         Err(err) => return Outcome::NotServed(format!("cannot connect to {socket}: {err}")),
     };
     let too_slow = || format!("netplug-node did not accept within {} ms on {socket}", bound.as_millis());
-    let sent = within(deadline, |left| stream.set_write_timeout(Some(left))).and_then(|()| stream.write_all(&frames));
+    let sent = within(deadline, |left| stream.set_write_timeout(Some(left)))
+        .and_then(|()| send_with_descriptor(stream.as_fd(), &frames, netns.map(AsFd::as_fd)));
     if let Err(err) = sent {
         return Outcome::NotServed(if timed_out(&err) { too_slow() } else { format!("sending to {socket}: {err}") });
     }
@@ -166,7 +171,7 @@ fn connect(path: &Path, bound: Duration) -> io::Result<UnixStream> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frame::write_frame;
+    use netplug_cni_socket::frame::write_frame;
     use std::os::unix::net::UnixListener;
     use std::path::PathBuf;
     use std::thread;
@@ -224,7 +229,7 @@ mod tests {
             write_frame(conn, &[0, 1, 2, 255]).unwrap();
             write_frame(conn, b"log\n").unwrap();
         });
-        let outcome = forward(&socket.settings(5000), b"{\"version\":1}", &[9, 8, 7]);
+        let outcome = forward(&socket.settings(5000), b"{\"version\":1}", &[9, 8, 7], None);
         assert_eq!(
             outcome,
             Outcome::Served(Response { exit_code: 3, stdout: vec![0, 1, 2, 255], stderr: b"log\n".to_vec() })
@@ -237,9 +242,34 @@ mod tests {
     }
 
     #[test]
+    fn the_namespace_goes_beside_the_request_as_a_descriptor() {
+        use netplug_cni_socket::descriptor::read_request;
+        use std::os::unix::fs::MetadataExt;
+        let socket = TempSocket::new("netns");
+        let listener = UnixListener::bind(&socket.0).unwrap();
+        let server = thread::spawn(move || {
+            let (mut conn, _) = listener.accept().unwrap();
+            let request = read_request(conn.as_fd(), Duration::from_secs(5)).unwrap();
+            go_then(&mut conn);
+            write_frame(&mut conn, br#"{"exitCode":0}"#).unwrap();
+            write_frame(&mut conn, b"").unwrap();
+            write_frame(&mut conn, b"").unwrap();
+            request
+        });
+        let netns = File::open("/proc/self/ns/net").unwrap();
+        let outcome = forward(&socket.settings(5000), b"{}", b"in", Some(&netns));
+        assert!(matches!(outcome, Outcome::Served(Response { exit_code: 0, .. })), "{outcome:?}");
+        let request = server.join().unwrap();
+        assert_eq!(request.stdin, b"in");
+        let received = File::from(request.descriptor.expect("the namespace's descriptor")).metadata().unwrap();
+        let sent = netns.metadata().unwrap();
+        assert_eq!((received.dev(), received.ino()), (sent.dev(), sent.ino()));
+    }
+
+    #[test]
     fn no_socket_is_not_served() {
         let socket = TempSocket::new("absent");
-        match forward(&socket.settings(1000), b"{}", b"") {
+        match forward(&socket.settings(1000), b"{}", b"", None) {
             Outcome::NotServed(why) => {
                 assert!(why.contains("cannot connect to") && why.contains("No such file"), "{why}")
             }
@@ -251,7 +281,7 @@ mod tests {
     fn a_socket_nobody_listens_on_is_not_served() {
         let socket = TempSocket::new("refused");
         drop(UnixListener::bind(&socket.0).unwrap());
-        match forward(&socket.settings(1000), b"{}", b"") {
+        match forward(&socket.settings(1000), b"{}", b"", None) {
             Outcome::NotServed(why) => assert!(why.contains("Connection refused"), "{why}"),
             other => panic!("{other:?}"),
         }
@@ -261,7 +291,7 @@ mod tests {
     fn a_decline_is_not_served_and_no_go_follows() {
         let socket = TempSocket::new("decline");
         let server = agent(UnixListener::bind(&socket.0).unwrap(), |conn| conn.write_all(&[DECLINE]).unwrap());
-        match forward(&socket.settings(5000), b"{}", b"x") {
+        match forward(&socket.settings(5000), b"{}", b"x", None) {
             Outcome::NotServed(why) => assert!(why.starts_with("netplug-node declined on"), "{why}"),
             other => panic!("{other:?}"),
         }
@@ -272,7 +302,7 @@ mod tests {
     fn an_agent_silent_past_the_bound_is_not_served_and_gets_no_go() {
         let socket = TempSocket::new("silent");
         let server = agent(UnixListener::bind(&socket.0).unwrap(), |_| {});
-        match forward(&socket.settings(100), b"{}", b"") {
+        match forward(&socket.settings(100), b"{}", b"", None) {
             Outcome::NotServed(why) => assert!(why.starts_with("netplug-node did not accept within 100 ms"), "{why}"),
             other => panic!("{other:?}"),
         }
@@ -284,7 +314,7 @@ mod tests {
         let socket = TempSocket::new("zero");
         let _listener = UnixListener::bind(&socket.0).unwrap();
         assert_eq!(
-            forward(&socket.settings(0), b"{}", b""),
+            forward(&socket.settings(0), b"{}", b"", None),
             Outcome::NotServed("the accept timeout is 0 ms".to_string())
         );
     }
@@ -297,7 +327,7 @@ mod tests {
             conn.write_all(&[0, 0]).unwrap();
             conn.shutdown(std::net::Shutdown::Both).unwrap();
         });
-        match forward(&socket.settings(5000), b"{}", b"") {
+        match forward(&socket.settings(5000), b"{}", b"", None) {
             Outcome::Lost(why) => assert_eq!(why, "netplug-node closed the connection before its whole answer"),
             other => panic!("{other:?}"),
         }
@@ -314,7 +344,7 @@ mod tests {
                 // The shim hangs up on the bad status frame; what follows may meet a closed socket.
                 let _ = write_frame(conn, b"").and_then(|()| write_frame(conn, b""));
             });
-            match forward(&socket.settings(5000), b"{}", b"") {
+            match forward(&socket.settings(5000), b"{}", b"", None) {
                 Outcome::Lost(why) => {
                     assert!(
                         why.starts_with("reading netplug-node's answer: netplug-node's status frame is not"),
@@ -332,7 +362,7 @@ mod tests {
         let socket = TempSocket::new("byte");
         let server = agent(UnixListener::bind(&socket.0).unwrap(), |conn| conn.write_all(b"H").unwrap());
         assert_eq!(
-            forward(&socket.settings(5000), b"{}", b""),
+            forward(&socket.settings(5000), b"{}", b"", None),
             Outcome::NotServed(format!("netplug-node answered 0x48 on {}", socket.0.display()))
         );
         assert_eq!(server.join().unwrap().2, b"");

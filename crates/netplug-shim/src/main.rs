@@ -3,20 +3,22 @@
 //! stderr and exit code unchanged. When the agent does not take the call (no socket, declined,
 //! no answer within the bound) it runs the one-shot plugin, `netplug-oneshot` beside it, with the
 //! same input instead: a node without a running agent still works. Nothing here parses the
-//! netconf or decides anything about the network: both paths run the same TypeScript core.
+//! netconf or decides anything about the network: both paths run the same TypeScript core. The
+//! pod's network namespace (`CNI_NETNS`) goes to the agent as a descriptor opened here, on the
+//! host, so that the agent needs no view of the host's namespace mounts.
 
 mod agent;
 mod cni_error;
-mod frame;
 mod oneshot;
 mod request;
 mod stdio;
 
 use std::ffi::OsString;
+use std::fs::File;
 
 use agent::{Outcome, forward};
 use cni_error::{CniError, ErrorCode, LATEST_VERSION, netconf_version};
-use frame::MAX_FRAME;
+use netplug_cni_socket::frame::MAX_FRAME;
 use request::{Settings, Stdin, oversize_error, read_stdin, reads_stdin, request_json, utf8_env};
 use stdio::write_fd_all;
 
@@ -52,7 +54,10 @@ fn run() -> i32 {
         None
     };
     let input = stdin.as_deref().unwrap_or(&[]);
-    match forward(&settings, &request_json(std::process::id(), &env), input) {
+    // Opened as the one-shot plugin opens it; if it cannot be, none goes, and the agent looks at
+    // the path itself (or declines, and the one-shot meets the same failure).
+    let netns = env.get("CNI_NETNS").filter(|path| !path.is_empty()).and_then(|path| File::open(path).ok());
+    match forward(&settings, &request_json(std::process::id(), &env), input, netns.as_ref()) {
         Outcome::Served(response) => {
             // The runtime may have closed either; the exit code still says what happened.
             let _ = write_fd_all(2, &response.stderr);

@@ -1,6 +1,7 @@
 //! The framing of the shim's conversation with netplug-node. Our own, not HTTP: a frame is a
 //! 4-byte big-endian length, then that many bytes. Both sides bound a frame's size, so neither
-//! ever allocates what a broken or hostile peer announces.
+//! ever allocates what a broken or hostile peer announces. (ts/node/cni-frames.ts is the agent's
+//! side of the bytes after the request.)
 
 use std::io::{self, Read};
 
@@ -20,8 +21,7 @@ pub fn push_frame(out: &mut Vec<u8>, bytes: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
-/// Writes one frame holding `bytes` (the agent's side, in tests).
-#[cfg(test)]
+/// Writes one frame holding `bytes` (the agent's side; the shim's tests play it).
 pub fn write_frame(w: &mut impl std::io::Write, bytes: &[u8]) -> io::Result<()> {
     let mut out = Vec::with_capacity(4 + bytes.len());
     push_frame(&mut out, bytes)?;
