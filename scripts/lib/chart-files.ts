@@ -29,7 +29,6 @@ const NAMESPACE = 'CHART_NAMESPACE_PLACEHOLDER';
 const STATE_DIR = 'CHART_STATE_DIR_PLACEHOLDER';
 const CNI_LOG_FILE = 'CHART_CNI_LOG_FILE_PLACEHOLDER';
 const AGENT_SOCKET = 'CHART_AGENT_SOCKET_PLACEHOLDER';
-const NETNS_DIR = 'CHART_NETNS_DIR_PLACEHOLDER';
 const EXPRESSIONS: Record<string, string> = {
   [IMAGE]: '{{ printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) | quote }}',
   [PULL_POLICY]: '{{ .Values.image.pullPolicy | quote }}',
@@ -38,7 +37,6 @@ const EXPRESSIONS: Record<string, string> = {
   [STATE_DIR]: '{{ .Values.node.stateDir | quote }}',
   [CNI_LOG_FILE]: '{{ .Values.node.cniLogFile | quote }}',
   [AGENT_SOCKET]: '{{ .Values.node.agentSocket | quote }}',
-  [NETNS_DIR]: '{{ .Values.node.netnsDir | quote }}',
 };
 
 /** A copy of `value` with each operator namespace under a `namespace` key and each image setting replaced by placeholders. */
@@ -52,7 +50,6 @@ function withPlaceholders(value: unknown, key = ''): unknown {
   if (key === 'value' && value === STANDARD_NODE_LAYOUT.stateDir) return STATE_DIR;
   if (key === 'value' && value === STANDARD_NODE_LAYOUT.cniLogFile) return CNI_LOG_FILE;
   if (key === 'value' && value === STANDARD_NODE_LAYOUT.agentSocket) return AGENT_SOCKET;
-  if (key === 'value' && value === STANDARD_NODE_LAYOUT.netnsDir) return NETNS_DIR;
   return value;
 }
 

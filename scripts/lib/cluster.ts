@@ -48,6 +48,12 @@ export interface ClusterOptions {
   cniConfDir?: string;
   /** Links Debian's reference plugins (/usr/lib/cni: ptp, host-local, portmap ...) into cniBinDir; true by default. */
   systemPlugins?: boolean;
+  /**
+   * The propagation of the mount that holds pod network namespaces: `shared` (default) as on a
+   * systemd host, where a pod may mount it with HostToContainer propagation (earlier releases'
+   * netplug-node did); `private` as on a host without systemd, where containerd refuses that.
+   */
+  netnsMount?: 'shared' | 'private';
 }
 
 export interface Cluster {
@@ -71,11 +77,7 @@ export interface Cluster {
    * NETPLUG_AGENT_SOCKET, which the plugin inherits.
    */
   agentSocket: string;
-  /**
-   * Where containerd mounts pod network namespaces: a shared mount, so that a pod mounting it with
-   * HostToContainer propagation (netplug-node) sees namespaces made after it started, as on a
-   * systemd host.
-   */
+  /** Where containerd mounts pod network namespaces: a mount of its own, shared or private (ClusterOptions.netnsMount). */
   netnsDir: string;
   /** Runs kubectl as the administrator; resolves to its stdout, rejects with its stderr. */
   kubectl(...args: string[]): Promise<string>;
@@ -139,7 +141,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     mkdirSync(netnsDir, { recursive: true });
     // Removed with every other mount under the directory (removeClusterLeftovers).
     execFileSync('mount', ['--bind', netnsDir, netnsDir]);
-    execFileSync('mount', ['--make-rshared', netnsDir]);
+    execFileSync('mount', [options.netnsMount === 'private' ? '--make-rprivate' : '--make-rshared', netnsDir]);
     start('etcd', 'etcd', [
       '--name=node',
       `--data-dir=${join(dir, 'etcd')}`,

@@ -46,7 +46,7 @@ test('the node pod: agent first, install-cni second, on the standard host paths'
     pod.volumes
       .filter((volume: { hostPath?: unknown }) => volume.hostPath)
       .map((volume: { hostPath: { path: string } }) => volume.hostPath.path),
-    ['/opt/cni/bin', '/etc/cni/net.d', '/var/lib/netplug', '/var/run/netplug', '/var/run/netns', '/var/log/netplug/cni'],
+    ['/opt/cni/bin', '/etc/cni/net.d', '/var/lib/netplug', '/var/run/netplug', '/var/log/netplug/cni'],
   );
   t.true(pod.hostNetwork);
 });
@@ -71,13 +71,37 @@ test('the fast path is on by default (netplug-config fast_path), the agent sees 
     const hostPaths = new Map(template.spec.volumes.map((v: any) => [v.name, v.hostPath?.path]));
     for (const mount of agent.volumeMounts.filter((m: { name: string }) => m.name !== 'etcd-certs'))
       t.is(mount.mountPath, hostPaths.get(mount.name), mount.name);
-    t.is(agent.volumeMounts.find((m: { name: string }) => m.name === 'netns-dir').mountPropagation, 'HostToContainer');
+    // Pod network namespaces come from the shim, one per call: nothing depends on mount propagation.
+    t.false(
+      template.spec.containers.some((c: any) => c.volumeMounts.some((m: any) => m.mountPropagation !== undefined)),
+      'no propagated mount',
+    );
     t.deepEqual(agent.ports, [{ name: 'metrics', containerPort: 9091, protocol: 'TCP' }]);
     t.like(template.metadata.annotations, {
       'prometheus.io/scrape': 'true',
       'prometheus.io/port': '9091',
       'prometheus.io/path': '/metrics',
     });
+  }
+});
+
+test("one edit per CNI directory: its hostPath, anchored, moves the agent's mount and install-cni's CNI_NET_DIR with it", (t) => {
+  for (const name of ['netplug.yaml', 'netplug-etcd.yaml', 'netplug-host-local.yaml']) {
+    // As a user of k3s would edit the manifest: the hostPath of each directory, nothing else.
+    const text = readFileSync(join(ROOT, 'deploy/manifests', name), 'utf8')
+      .replace('path: &cni-bin-dir /opt/cni/bin', 'path: &cni-bin-dir /var/lib/rancher/k3s/data/current/bin')
+      .replace('path: &cni-net-dir /etc/cni/net.d', 'path: &cni-net-dir /var/lib/rancher/k3s/agent/etc/cni/net.d');
+    const pod = (loadAllYaml(text) as Doc[]).find((doc) => doc.kind === 'DaemonSet')?.spec.template.spec;
+    const [agent, installer] = pod.containers;
+    const hostPath = (volume: string) => pod.volumes.find((v: any) => v.name === volume).hostPath.path;
+    const mountPath = (volume: string) => agent.volumeMounts.find((m: any) => m.name === volume).mountPath;
+    t.is(hostPath('cni-bin-dir'), '/var/lib/rancher/k3s/data/current/bin', name);
+    t.is(mountPath('cni-bin-dir'), '/var/lib/rancher/k3s/data/current/bin', name);
+    t.is(hostPath('cni-net-dir'), '/var/lib/rancher/k3s/agent/etc/cni/net.d', name);
+    t.is(mountPath('cni-net-dir'), '/var/lib/rancher/k3s/agent/etc/cni/net.d', name);
+    t.is(installer.env.find((e: any) => e.name === 'CNI_NET_DIR').value, '/var/lib/rancher/k3s/agent/etc/cni/net.d', name);
+    // install-cni writes through its own mount of the host's directory, wherever that is.
+    t.deepEqual(installer.volumeMounts.map((m: any) => m.mountPath).slice(0, 2), ['/host/opt/cni/bin', '/host/etc/cni/net.d']);
   }
 });
 

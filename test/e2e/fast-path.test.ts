@@ -2,7 +2,10 @@
 // plugin on the node is the shim with the one-shot beside it, and pods are served by netplug-node
 // (the CNI log's `via`, and the agent's /metrics scraped from the node); with fast_path "false" in
 // netplug-config and the DaemonSet restarted, install-cni puts the one-shot plugin in place of the
-// shim, the agent stops serving, and new pods are served by the one-shot.
+// shim, the agent stops serving, and new pods are served by the one-shot. The node is one a new
+// user may well have: its pod network namespaces on a private mount (no systemd: no mount
+// propagation into pods), and its runtime's CNI directories elsewhere than /opt/cni/bin and
+// /etc/cni/net.d, the manifest edited for them as a user does (each hostPath, nothing else).
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -12,7 +15,7 @@ import { BUSYBOX_IMAGE, clusterPerFile, getJson } from '../helpers/cluster.ts';
 import { eventually, imageArchive, manifestFor, nodePaths, writeKubeadmConfig } from './install.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
-const cluster = clusterPerFile(test, { systemPlugins: false });
+const cluster = clusterPerFile(test, { systemPlugins: false, netnsMount: 'private' });
 const METRICS_PORT = 9091;
 
 const podsOf = async (selector: string) => (await getJson(cluster(), 'pods', '-A', '-l', selector)).items as any[];
@@ -62,10 +65,15 @@ function servedBy(logFile: string, pods: readonly string[]): Record<string, stri
   );
 }
 
+/** The agent's /metrics, scraped on the node's address. */
+async function agentText(): Promise<string> {
+  const c = cluster();
+  return c.inNode('curl', ['-sS', '--max-time', '5', `http://${c.nodeIp}:${METRICS_PORT}/metrics`]);
+}
+
 /** netplug_cni_request_duration_seconds_count of ADDs that succeeded, scraped on the node's address. */
 async function agentAdds(): Promise<number> {
-  const c = cluster();
-  const text = await c.inNode('curl', ['-sS', '--max-time', '5', `http://${c.nodeIp}:${METRICS_PORT}/metrics`]);
+  const text = await agentText();
   const match = /^netplug_cni_request_duration_seconds_count\{command="ADD",result="success"\} (\d+)$/m.exec(text);
   return Number(match?.[1] ?? 0);
 }
@@ -80,6 +88,9 @@ test.serial(
     await c.kubectl('apply', '--server-side', '--force-conflicts', '-f', join(ROOT, 'deploy/manifests/crds.yaml'));
     await c.kubectl('wait', '--for=condition=Established', 'crd', '--all', '--timeout=60s');
     await c.kubectl('apply', '--server-side', '--force-conflicts', '-f', manifestFor(c, 'netplug.yaml', paths));
+    t.is((await c.inNode('findmnt', ['-n', '-o', 'PROPAGATION', c.netnsDir])).trim(), 'private');
+    const applied = readFileSync(manifestFor(c, 'netplug.yaml', paths), 'utf8');
+    t.true(applied.includes(`mountPath: ${c.cniBinDir}\n`), 'the agent mounts the moved plugin directory at its host path');
     await nodePodReady();
 
     const shim = join(c.cniBinDir, 'netplug');
@@ -93,6 +104,7 @@ test.serial(
     for (const [pod, via] of Object.entries(servedBy(paths.logFile, pods))) t.deepEqual(via, ['netplug-node'], pod);
     const served = await agentAdds();
     t.true(served >= 5, `the agent counted ${served} ADDs`);
+    t.false((await agentText()).includes('netplug_cni_requests_declined_total{'), 'no call declined');
     const text = await c.inNode('curl', ['-sS', '--max-time', '5', `http://${c.nodeIp}:${METRICS_PORT}/metrics`]);
     for (const name of ['netplug_datastore_requests_total', 'netplug_ipam_allocations', 'process_resident_memory_bytes'])
       t.regex(text, new RegExp(`^# TYPE ${name} `, 'm'));

@@ -3,8 +3,9 @@
 // applied differs from deploy/manifests/ only where the test cluster differs from a real node:
 // its CNI directories, netplug's state directory, log, agent socket and containerd's pod network
 // namespaces live in the cluster's own directory (so nothing is written to this machine's
-// /opt/cni/bin, /etc/cni/net.d, /var/lib/netplug, /var/log/netplug or /var/run). Where the agent
-// mounts a host path at the same path (what the plugin's calls name), the mount moves with it.
+// /opt/cni/bin, /etc/cni/net.d, /var/lib/netplug, /var/log/netplug or /var/run). The CNI
+// directories move as a user moves them (one edit each, the anchored hostPath); where the agent
+// mounts another host path at the same path (what the plugin's calls name), the mount moves with it.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
@@ -52,7 +53,18 @@ export function manifestFor(
       if (path === from || path.startsWith(`${from}/`)) return to + path.slice(from.length);
     return path;
   };
-  const objects = loadAllYaml(readFileSync(join(ROOT, 'deploy/manifests', file), 'utf8')) as any[];
+  // The CNI directories as a user moves them: each volume's anchored hostPath, edited in the text;
+  // the agent's mount and install-cni's CNI_NET_DIR follow it (ts/render/host-path-anchors.ts).
+  let text = readFileSync(join(ROOT, 'deploy/manifests', file), 'utf8');
+  for (const [anchor, from] of [
+    ['cni-bin-dir', '/opt/cni/bin'],
+    ['cni-net-dir', '/etc/cni/net.d'],
+  ] as const) {
+    const edited = text.replaceAll(`path: &${anchor} ${from}\n`, `path: &${anchor} ${hostPaths[from]}\n`);
+    if (edited === text) throw new Error(`${file} has no anchored hostPath ${anchor}`);
+    text = edited;
+  }
+  const objects = loadAllYaml(text) as any[];
   for (const object of objects) {
     if (object.kind === 'ConfigMap' && object.metadata.name === 'netplug-config') {
       Object.assign(object.data, data);

@@ -257,7 +257,7 @@ test("the node pod's operator variant: cni-config/config, host paths, NO_DEFAULT
   t.false('CNI_MTU' in env(installer));
   t.deepEqual(
     pod.spec.volumes.filter((v: any) => v.hostPath).map((v: any) => v.hostPath.path),
-    ['/x/bin', '/x/net.d', '/var/lib/netplug', '/var/run/netplug', '/var/run/netns', '/var/log/netplug/cni'],
+    ['/x/bin', '/x/net.d', '/var/lib/netplug', '/var/run/netplug', '/var/log/netplug/cni'],
   );
   t.is(pod.metadata.annotations['hash.operator.projectnet.org/cni-config'], configHash((system.configMap as any).data));
   // The fast path (default Enabled): the agent and install-cni both told; off with spec.cni.fastPath Disabled.
@@ -273,7 +273,6 @@ test("the node pod's operator variant: cni-config/config, host paths, NO_DEFAULT
     stateDir: '/x/state',
     cniLogFile: '/x/log/cni.log',
     agentSocket: '/x/run/agent.sock',
-    netnsDir: '/x/netns',
   });
   const movedAgent = (moved.daemonSet as any).spec.template.spec.containers[0];
   t.deepEqual(
@@ -281,7 +280,6 @@ test("the node pod's operator variant: cni-config/config, host paths, NO_DEFAULT
     [
       ['/x/state', '', false],
       ['/x/run', '', false],
-      ['/x/netns', 'HostToContainer', false],
       ['/x/bin', '', true],
       ['/x/net.d', '', true],
       ['/x/log', '', false],

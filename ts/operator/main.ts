@@ -30,7 +30,7 @@ export interface OperatorOptions {
 }
 
 const PROGRAM = 'netplug-operator';
-const USAGE = `usage: ${PROGRAM} (settings come from the environment: NETPLUG_IMAGE, NETPLUG_NODE_STATE_DIR, NETPLUG_CNI_LOG_FILE, NETPLUG_AGENT_SOCKET, NETPLUG_NETNS_DIR, NETPLUG_OPERATOR_HEALTH_ADDR, LEADER_ELECTION, KUBECONFIG)`;
+const USAGE = `usage: ${PROGRAM} (settings come from the environment: NETPLUG_IMAGE, NETPLUG_NODE_STATE_DIR, NETPLUG_CNI_LOG_FILE, NETPLUG_AGENT_SOCKET, NETPLUG_OPERATOR_HEALTH_ADDR, LEADER_ELECTION, KUBECONFIG)`;
 /** How long a readiness check waits for the API server. */
 const PROBE_MS = 3000;
 const CHECK_INTERVAL_MS = 10_000;

@@ -1,7 +1,7 @@
 // netplug-operator's settings, from its environment, parsed by one schema (runtime/settings.ts): a
 // bad value stops the program with a line naming the variable and its value. NETPLUG_IMAGE is what
-// netplug-system's containers run; the NETPLUG_NODE_* / NETPLUG_CNI_LOG_FILE / NETPLUG_AGENT_SOCKET /
-// NETPLUG_NETNS_DIR paths move netplug's files on nodes whose layout is not the standard one.
+// netplug-system's containers run; the NETPLUG_NODE_* / NETPLUG_CNI_LOG_FILE / NETPLUG_AGENT_SOCKET
+// paths move netplug's files on nodes whose layout is not the standard one.
 // Replicas elect a leader on Lease netplug-operator in the operator's namespace (OPERATOR_NAMESPACE,
 // which the manifest sets to the pod's), LEADER_ELECTION on by default.
 import * as z from 'zod/mini';
@@ -26,7 +26,6 @@ const schema = z.object({
   NETPLUG_NODE_STATE_DIR: hostPath(STANDARD_NODE_LAYOUT.stateDir),
   NETPLUG_CNI_LOG_FILE: hostPath(STANDARD_NODE_LAYOUT.cniLogFile),
   NETPLUG_AGENT_SOCKET: hostPath(STANDARD_NODE_LAYOUT.agentSocket),
-  NETPLUG_NETNS_DIR: hostPath(STANDARD_NODE_LAYOUT.netnsDir),
   NETPLUG_OPERATOR_HEALTH_ADDR: hostPort(`0.0.0.0:${OPERATOR_HEALTH_PORT}`),
   LOG_LEVEL,
   OPERATOR_NAMESPACE: text(),
@@ -53,7 +52,6 @@ export function operatorSettings(env: NodeJS.ProcessEnv): OperatorSettings {
       stateDir: given.NETPLUG_NODE_STATE_DIR,
       cniLogFile: given.NETPLUG_CNI_LOG_FILE,
       agentSocket: given.NETPLUG_AGENT_SOCKET,
-      netnsDir: given.NETPLUG_NETNS_DIR,
     },
     health: given.NETPLUG_OPERATOR_HEALTH_ADDR,
     logLevel: given.LOG_LEVEL,

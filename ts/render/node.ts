@@ -1,9 +1,10 @@
 // DaemonSet netplug-node: on every node, the node agent (first container) and install-cni (second,
 // long-running: it keeps the plugin's token fresh and the conflist equal to the ConfigMap). With
 // the fast path (FAST_PATH, default true) the agent serves the plugin's calls on its socket, so it
-// sees what the plugin sees on the host at the same paths: the CNI binaries and configuration,
-// pod network namespaces (also those made after it started: HostToContainer), the log and the
-// node state. Prometheus scrapes it on NODE_METRICS_PORT.
+// sees what the plugin sees on the host at the same paths: the CNI binaries and configuration, the
+// log and the node state. Pod network namespaces it gets from the shim, one per call (so it needs
+// no mount propagation, which hosts with a private root mount lack). Prometheus scrapes it on
+// NODE_METRICS_PORT.
 import { dirname } from 'node:path';
 
 import { datastoreEnv, etcdSecretMount, etcdSecretVolume, FAST_PATH_KEY, fromConfig } from './config.ts';
@@ -77,7 +78,6 @@ export function renderNode(options: RenderOptions): KubeObject {
     volumeMounts: [
       { name: 'var-lib-netplug', mountPath: stateDir },
       { name: 'var-run-netplug', mountPath: dirname(layout.agentSocket) },
-      { name: 'netns-dir', mountPath: layout.netnsDir, mountPropagation: 'HostToContainer' },
       { name: 'cni-bin-dir', mountPath: binDir, readOnly: true },
       { name: 'cni-net-dir', mountPath: confDir, readOnly: true },
       { name: 'cni-log-dir', mountPath: dirname(layout.cniLogFile) },
@@ -148,7 +148,6 @@ export function renderNode(options: RenderOptions): KubeObject {
             hostPath('cni-net-dir', confDir),
             hostPath('var-lib-netplug', stateDir),
             hostPath('var-run-netplug', dirname(layout.agentSocket)),
-            hostPath('netns-dir', layout.netnsDir),
             hostPath('cni-log-dir', dirname(layout.cniLogFile)),
             ...(etcd ? [etcdSecretVolume] : []),
           ],

@@ -37,7 +37,7 @@ export interface OperatorVariant {
   confDir: string;
   /** Host path of netplug's node state (nodename, MTU, the install record): /var/lib/netplug. */
   stateDir: string;
-  /** Where netplug keeps its other files on a node (the CNI log, the agent's socket, pod namespaces). */
+  /** Where netplug keeps its other files on a node (the CNI log, the agent's socket). */
   node: NodeLayout;
   /** Installation spec.cni.fastPath: netplug-node serves the plugin's calls (install-cni installs the shim). */
   fastPath: boolean;
@@ -63,23 +63,20 @@ export const labelsOf = (app: string) => ({ 'k8s-app': app });
 
 /**
  * Where netplug keeps files on a node; the operator's env can move them (NETPLUG_NODE_STATE_DIR,
- * NETPLUG_CNI_LOG_FILE, NETPLUG_AGENT_SOCKET, NETPLUG_NETNS_DIR). A moved socket must also be in
- * the container runtime's environment (NETPLUG_AGENT_SOCKET), which the plugin inherits.
+ * NETPLUG_CNI_LOG_FILE, NETPLUG_AGENT_SOCKET). A moved socket must also be in the container
+ * runtime's environment (NETPLUG_AGENT_SOCKET), which the plugin inherits.
  */
 export interface NodeLayout {
   stateDir: string;
   cniLogFile: string;
   /** netplug-node's CNI socket: the plugin shim's default, /var/run/netplug/cni.sock. */
   agentSocket: string;
-  /** Where the container runtime mounts pod network namespaces (containerd, CRI-O: /var/run/netns). */
-  netnsDir: string;
 }
 
 export const STANDARD_NODE_LAYOUT: NodeLayout = {
   stateDir: '/var/lib/netplug',
   cniLogFile: '/var/log/netplug/cni/cni.log',
   agentSocket: '/var/run/netplug/cni.sock',
-  netnsDir: '/var/run/netns',
 };
 
 /** Where `npm run build:image` puts the image: a local name, never pulled from a registry. */

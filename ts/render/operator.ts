@@ -118,7 +118,6 @@ export function renderOperator(image: string): KubeObject[] {
                   { name: 'NETPLUG_NODE_STATE_DIR', value: STANDARD_NODE_LAYOUT.stateDir },
                   { name: 'NETPLUG_CNI_LOG_FILE', value: STANDARD_NODE_LAYOUT.cniLogFile },
                   { name: 'NETPLUG_AGENT_SOCKET', value: STANDARD_NODE_LAYOUT.agentSocket },
-                  { name: 'NETPLUG_NETNS_DIR', value: STANDARD_NODE_LAYOUT.netnsDir },
                 ],
                 envFrom: [{ configMapRef: { name: 'kubernetes-services-endpoint', optional: true } }],
                 ports: [{ name: 'metrics', containerPort: OPERATOR_HEALTH_PORT, protocol: 'TCP' }],
