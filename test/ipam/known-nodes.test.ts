@@ -9,7 +9,7 @@ import { parseEnvironment } from '../../ts/cni/environment.ts';
 import { parseNetconf } from '../../ts/config/netconf.ts';
 import { KnownNodes } from '../../ts/ipam/known-nodes.ts';
 import { NetplugIpam } from '../../ts/ipam/netplug-ipam.ts';
-import { handleId } from '../../ts/model/keys.ts';
+import { handleId, keys } from '../../ts/model/keys.ts';
 import { addReads, assumedAhead } from '../../ts/ipam/read-ahead.ts';
 import { Logger } from '../../ts/log/logger.ts';
 import { lockDatastore, unlockDatastore } from '../../ts/migrate/datastore-lock.ts';
@@ -191,4 +191,48 @@ test('an ADD whose known block went stale keeps the address it planned if it is 
   t.true(planned.length >= 2, `the stale commit failed and was planned again: ${JSON.stringify(planned)}`);
   t.deepEqual(got, planned[0], 'the address first planned, still free, is the one committed');
   t.is(totalAllocated(t, etcd), 2);
+});
+
+test("a pod's DEL, of a pod the agent added: the release and the endpoint's removal in one commit; an endpoint changed since is removed on its own", async (t) => {
+  const { etcd, store } = await agentLike(t);
+  ctlOk(t, etcd, 'pool', 'create', 'known-pod', '--cidr', '10.76.0.0/16');
+  const { store: agentStore, counts } = counted(store);
+  const services: PluginServices = {
+    via: 'netplug-node',
+    store: () => Promise.resolve(agentStore),
+    ipamTurns: nodeTurns(),
+    knownNodes: () => known,
+  };
+  const known = new KnownNodes();
+  const netconf = { ...ipamNetconf(etcd, { node: NODE, name: 'known' }), type: 'netplug' };
+  /** The plugin's command for a container in a namespace of its own, as the agent serves it. */
+  const pod = () => {
+    const id = containerId();
+    const netns = createNetns(t, 'known-pod').path;
+    return async (command: 'ADD' | 'DEL') => {
+      const env = { CNI_COMMAND: command, CNI_CONTAINERID: id, CNI_NETNS: netns, CNI_IFNAME: 'eth0', CNI_PATH: '/usr/lib/cni' };
+      const io = { env, readStdin: () => Buffer.from(JSON.stringify(netconf)), stderr: () => undefined, pid: process.pid };
+      return (await runMain(io, 'netplug', services)).exitCode;
+    };
+  };
+  const endpoints = async () => (await store.list(keys.workloadEndpoints)).length;
+
+  const a = pod();
+  t.is(await a('ADD'), 0);
+  t.is(await endpoints(), 1);
+  const before = { ...counts };
+  t.is(await a('DEL'), 0);
+  t.deepEqual({ reads: counts.reads - before.reads, commits: counts.commits - before.commits }, { reads: 0, commits: 1 });
+  t.is(await endpoints(), 0, 'the endpoint went with the addresses');
+  t.is(totalAllocated(t, etcd), 0);
+
+  // Another writer rewrites the endpoint after the agent wrote it: the one commit fails on it, the
+  // addresses are released all the same, and the endpoint, read afresh, removed on its own.
+  const b = pod();
+  t.is(await b('ADD'), 0);
+  const [endpoint] = await store.list(keys.workloadEndpoints);
+  t.true(await store.commit([{ key: endpoint?.key ?? '', update: endpoint?.value, revision: endpoint?.revision ?? '' }]));
+  t.is(await b('DEL'), 0);
+  t.is(await endpoints(), 0);
+  t.is(totalAllocated(t, etcd), 0);
 });

@@ -1,5 +1,6 @@
 // What the plugin flow needs from address management, whichever manager provides it.
 import type { Result } from '../cni/result.ts';
+import type { Write } from '../store/store.ts';
 import type { Companion } from './allocator.ts';
 
 export interface Ipam {
@@ -19,15 +20,26 @@ export interface Ipam {
   holdsAddresses?(): Promise<boolean>;
   /**
    * Releases them; releasing what is not allocated is success. Nothing is released before
-   * `interfaceGone` settles (it may prepare meanwhile).
+   * `interfaceGone` settles (it may prepare meanwhile). A manager that commits may commit
+   * `alongside` (the workload endpoint's removal) with the release, in one transaction.
    */
-  del(interfaceGone?: Promise<unknown>): Promise<void>;
+  del(interfaceGone?: Promise<unknown>, alongside?: Alongside): Promise<void>;
   /** Fails if the allocation made by ADD is missing. */
   check(): Promise<void>;
   /** Releases allocations of attachments not in the runtime's list of valid ones. */
   gc(): Promise<void>;
   /** Fails (error 50 or 51) if ADD could not be served now. */
   status(): Promise<void>;
+}
+
+/**
+ * Writes the caller would have committed on its own, offered for the release's commit. Tried in the
+ * release's first commit only: `committed` is called if they held; otherwise (nothing to release,
+ * a condition of theirs or the release's failed) the caller commits them itself.
+ */
+export interface Alongside {
+  writes: readonly Write[];
+  committed(): void;
 }
 
 /** What a pod's annotations ask of the address manager (only netplug-ipam can honour them). */

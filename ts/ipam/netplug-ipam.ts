@@ -21,7 +21,7 @@ import { releaseWhere } from './release.ts';
 import type { Family } from '../net/cidr.ts';
 import { IpamError } from './errors.ts';
 import { collectGarbage, validAttachments } from './gc.ts';
-import type { AddHooks, AddressOverrides, Ipam } from './ipam.ts';
+import type { AddHooks, AddressOverrides, Alongside, Ipam } from './ipam.ts';
 import type { KnownNodes } from './known-nodes.ts';
 import { handleId, keys } from '../model/keys.ts';
 import type { AllocationAttribute } from '../model/ipam-documents.ts';
@@ -251,8 +251,11 @@ export class NetplugIpam implements Ipam {
     }
   }
 
-  /** Releases this interface's addresses (a container's handle may hold another interface's too). */
-  async del(interfaceGone?: Promise<unknown>): Promise<void> {
+  /**
+   * Releases this interface's addresses (a container's handle may hold another interface's too),
+   * with `alongside` in the same transaction where the datastore has transactions.
+   */
+  async del(interfaceGone?: Promise<unknown>, alongside?: Alongside): Promise<void> {
     const ifname = this.context.env.ifname;
     const mine = ({ secondary }: AllocationAttribute) => sameInterface(secondary['ifname'], { attributes: { ifname } });
     const store = await this.context.store();
@@ -266,7 +269,15 @@ export class NetplugIpam implements Ipam {
     const committed = known?.committer(node);
     // After another's turn, what was read is stale, but what the agent knows now is not (likely).
     const released = await this.inTurn(store, (waited) =>
-      releaseWhere(store, this.handle, mine, interfaceGone, waited ? known && knownRelease(known, node, this.handle) : first, committed),
+      releaseWhere(
+        store,
+        this.handle,
+        mine,
+        interfaceGone,
+        waited ? known && knownRelease(known, node, this.handle) : first,
+        committed,
+        store.transactional ? alongside : undefined,
+      ),
     );
     if (released.length > 0) this.context.log.info('addresses released', { handle: this.handle, interface: ifname, addresses: released });
   }

@@ -6,6 +6,7 @@ import { retryOnConflict } from '../store/store.ts';
 import { addressOf, attributeAt, ordinalOf, ordinalsOf, releaseOrdinals } from './block.ts';
 import { contains, parseIp, parsePrefix, type Prefix } from '../net/cidr.ts';
 import { poolError } from './errors.ts';
+import type { Alongside } from './ipam.ts';
 import { cidrOfKey, keys } from '../model/keys.ts';
 import type { AllocationAttribute, Handle } from '../model/ipam-documents.ts';
 import { checkedBlock, checkedHandle, checkedOrAbsent } from '../model/checked-documents.ts';
@@ -26,6 +27,7 @@ export interface ReadForRelease {
  * holds none. Released addresses join the back of their block's queue. Nothing is written before
  * `notBefore` settles; the reads go ahead. `known` (with the handle) spares the first attempt its
  * reads (blocks of the handle it lacks are read); the commit's conditions catch what changed since.
+ * `alongside` goes with the first commit only (see Alongside).
  */
 export async function releaseWhere(
   store: Store,
@@ -34,12 +36,16 @@ export async function releaseWhere(
   notBefore?: Promise<unknown>,
   known?: ReadForRelease,
   committed?: (writes: readonly Write[], revisions: Record<string, string>) => void,
+  alongside?: Alongside,
 ): Promise<string[]> {
   // A handle known absent is read again: an ADD of this container may have committed since.
   let given = known?.handle ? known : undefined;
+  let along = alongside;
   return retryOnConflict(`releasing the addresses of ${handle}`, async () => {
     const first = given;
     given = undefined;
+    const withThis = along;
+    along = undefined;
     const handleEntry = checkedOrAbsent(checkedHandle, first ? first.handle : await store.get<unknown>(keys.handle(handle)));
     if (!handleEntry) return [];
     const cidrs = Object.keys(handleEntry.value.block);
@@ -82,10 +88,11 @@ export async function releaseWhere(
         ? { key: handleEntry.key, remove: true, revision: handleEntry.revision }
         : { key: handleEntry.key, update: remaining, revision: handleEntry.revision };
     await notBefore;
-    const writes = [...blockWrites, handleWrite];
+    const writes = [...blockWrites, handleWrite, ...(withThis?.writes ?? [])];
     const outcome = await store.commitElseRead(writes, []);
     if (!outcome.committed) return undefined;
     committed?.(writes, outcome.revisions);
+    withThis?.committed();
     return released;
   });
 }

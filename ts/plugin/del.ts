@@ -1,4 +1,5 @@
-// DEL: remove the interface and the workload endpoint, then release the addresses. Idempotent:
+// DEL: remove the interface and the workload endpoint, then release the addresses (in one commit
+// with the endpoint's removal when the agent knows the endpoint it wrote). Idempotent:
 // a namespace, interface, endpoint or allocation that is already gone is success. Only what is
 // this attachment's is removed: an interface at CNI_IFNAME that is not the workload end of this
 // attachment's veth (another container's, `lo`, a link netplug did not make) is left alone, and
@@ -62,18 +63,32 @@ export async function cmdDel(ctx: PluginContext, { teardown, routesGone, lingeri
     ),
   ]);
   interfaceGone.catch(() => undefined);
-  const endpointGone = ctx.usesDatastore
-    ? attempt(2, async () => {
-        const { namespace, endpointName } = ctx.workload;
-        const key = keys.workloadEndpoint(namespace, endpointName);
-        const written = ctx.known?.document<WorkloadEndpoint>(key);
-        const outcome = await deleteWorkloadEndpoint(await ctx.store(), namespace, endpointName, env.containerId, written);
-        ctx.known?.drop(key);
-        log.debug('workload endpoint', { name: `${namespace}/${endpointName}`, outcome });
-      })
-    : undefined;
-  await attempt(1, () => ctx.ipam.del(interfaceGone));
-  await endpointGone;
+  const { namespace, endpointName } = ctx.workload;
+  const endpointKey = keys.workloadEndpoint(namespace, endpointName);
+  const written = ctx.usesDatastore ? ctx.known?.document<WorkloadEndpoint>(endpointKey) : undefined;
+  const removeEndpoint = () =>
+    attempt(2, async () => {
+      const outcome = await deleteWorkloadEndpoint(await ctx.store(), namespace, endpointName, env.containerId, written);
+      ctx.known?.drop(endpointKey);
+      log.debug('workload endpoint', { name: `${namespace}/${endpointName}`, outcome });
+    });
+  // The endpoint this host wrote for this container (a resident agent knows it): removed in the
+  // release's commit, one transaction for the DEL. Else, or if that commit did not take it, alone.
+  let endpointRemoved = false;
+  const alongside =
+    written && written.value.spec.containerID === env.containerId && ctx.ipam.commitsCompanions
+      ? {
+          writes: [{ key: endpointKey, remove: true as const, revision: written.revision }],
+          committed: () => {
+            endpointRemoved = true;
+            ctx.known?.drop(endpointKey);
+            log.debug('workload endpoint', { name: `${namespace}/${endpointName}`, outcome: 'removed' });
+          },
+        }
+      : undefined;
+  const endpointGone = ctx.usesDatastore && !alongside ? removeEndpoint() : undefined;
+  await attempt(1, () => ctx.ipam.del(interfaceGone, alongside));
+  await (endpointGone ?? (alongside && !endpointRemoved ? removeEndpoint() : undefined));
   if (!settled && lingering && failures.flat().length === 0) {
     // A resident host answers now: the routes are gone and the addresses released; the kernel
     // finishes the deletion behind the answer, and the host logs it if it fails (the runtime then
