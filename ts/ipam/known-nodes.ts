@@ -4,13 +4,16 @@
 // every fact it was decided on stated as a condition of the commit (revisions; pools and node
 // unchanged): a stale fact fails the commit, the knowledge is dropped, and the ADD reads afresh. A
 // DEL of a handle or endpoint it wrote skips its read the same way. Nothing is trusted that a commit does not
-// check, so the datastore stays the one truth; the knowledge only spares round trips.
+// check, so the datastore stays the one truth; the knowledge only spares round trips. Where the
+// agent's watch is in step (watched-ipam.ts) and every fact is a condition of the commit (etcd),
+// what was read does not age: the blocks and pools come from the watch as well, newest first.
 import type { Family } from '../net/cidr.ts';
 import type { Entry, Write } from '../store/store.ts';
 import { cidrOfKey, familyOf, isBlockKey, keys } from '../model/keys.ts';
 import type { Block, Handle } from '../model/ipam-documents.ts';
 import type { NodeResource } from '../model/node.ts';
 import type { PoolResource } from '../model/ip-pool.ts';
+import type { WatchedIpam } from './watched-ipam.ts';
 
 /** An ADD's facts beyond its own attachment's, as ReadAhead lays them out. */
 export interface NodeFacts {
@@ -38,19 +41,28 @@ export class KnownNodes {
    */
   private readonly commitsOn = new Map<string, { count: number; blocks: Map<string, number>; affinities: number }>();
   private readonly now: () => number;
+  private readonly watched: WatchedIpam | undefined;
 
-  constructor(now: () => number = Date.now) {
+  /**
+   * `watched`: the agent's watch of blocks and pools, on a datastore whose commits check every
+   * fact (etcd: there the node too is a condition, and revisions are ordered).
+   */
+  constructor(now: () => number = Date.now, watched?: WatchedIpam) {
     this.now = now;
+    this.watched = watched;
   }
 
   /**
-   * The node's facts if read recently enough to decide an ADD on. Blocks are copies: a command
-   * plans on them in place, and a plan whose commit fails must leave nothing here.
+   * The node's facts if read recently enough to decide an ADD on, or kept current by the watch.
+   * Blocks are copies: a command plans on them in place, and a plan whose commit fails must leave
+   * nothing here.
    */
   fresh(node: string): NodeFacts | undefined {
     const known = this.facts.get(node);
-    if (!known || this.now() - known.at > FACTS_FRESH_MS) return undefined;
-    return { ...known.facts, blocks: copies(known.facts.blocks) };
+    if (!known) return undefined;
+    if (this.now() - known.at <= FACTS_FRESH_MS) return { ...known.facts, blocks: copies(known.facts.blocks) };
+    if (!this.watched?.inStep()) return undefined;
+    return watchedFacts(node, known.facts, this.watched);
   }
 
   /** The node's blocks as last known (a hint to read with, whatever its age), by CIDR; copies. */
@@ -165,6 +177,31 @@ export class KnownNodes {
     if (this.documents.size > DOCUMENTS_KEPT) this.documents.delete(this.documents.keys().next().value as string);
   }
 }
+
+/**
+ * The facts read last, with the pools as the watch has them and each block of the node at the newer
+ * of the revisions the watch and this agent's commits gave it; the node's affinities are those of
+ * both (a block just claimed may not have reached the watch yet).
+ */
+function watchedFacts(node: string, facts: NodeFacts, watched: WatchedIpam): NodeFacts {
+  const blocks = copies(facts.blocks);
+  for (const [cidr, entry] of watched.nodeBlocks(node)) {
+    const mine = blocks[cidr];
+    if (!mine || newer(entry.revision, mine.revision)) blocks[cidr] = structuredClone(entry);
+  }
+  const affinityKeys: NodeFacts['affinityKeys'] = {};
+  for (const family of [4, 6] as const) {
+    const watchedKeys = Object.keys(blocks)
+      .filter((cidr) => familyOf(cidr) === family && blocks[cidr] !== null)
+      .map((cidr) => keys.affinity(node, cidr));
+    const read = facts.affinityKeys[family];
+    if (read) affinityKeys[family] = [...new Set([...read, ...watchedKeys])].sort();
+  }
+  return { ...facts, pools: watched.pools(), affinityKeys, blocks };
+}
+
+/** Whether etcd revision `a` is later than `b`. */
+const newer = (a: string, b: string): boolean => a.length > b.length || (a.length === b.length && a > b);
 
 const copies = (blocks: Record<string, Entry<Block> | null>): Record<string, Entry<Block> | null> =>
   Object.fromEntries(Object.entries(blocks).map(([cidr, entry]) => [cidr, entry && structuredClone(entry)]));

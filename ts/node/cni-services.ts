@@ -8,6 +8,7 @@ import type { Netconf } from '../config/netconf.ts';
 import { KnownNodes } from '../ipam/known-nodes.ts';
 import type { IpamTurns } from '../ipam/turns.ts';
 import { WaitingAdds } from '../ipam/waiting-adds.ts';
+import type { WatchedIpam } from '../ipam/watched-ipam.ts';
 import { openKubeClient, type KubeClient } from '../k8s/client.ts';
 import type { KubernetesSettings } from '../k8s/kubeconfig.ts';
 import { urgently } from '../net/http-client.ts';
@@ -34,18 +35,21 @@ export interface AgentServiceOptions {
   servedTogether?: (count: number) => void;
   /** The pods of this node as the agent's watch holds them (ts/node/watch-pods.ts). */
   watchedPod?: PluginServices['watchedPod'];
+  /** The blocks and pools as the agent's watch holds them: ADDs decide on them when their reads are old (etcd). */
+  watched?: WatchedIpam;
 }
 
 export async function openAgentServices(
   settings: NodeSettings,
   env: NodeJS.ProcessEnv,
-  { wrapStore = (s) => s, servedTogether, watchedPod }: AgentServiceOptions = {},
+  { wrapStore = (s) => s, servedTogether, watchedPod, watched }: AgentServiceOptions = {},
 ): Promise<AgentServices> {
   const stores: Store[] = [];
   for (let i = 0; i < CNI_CONNECTIONS[settings.datastoreType]; i++) stores.push(await openNodeStore(settings, env));
   const pool = new StorePool(stores, wrapStore);
   const kubes = new KubeClients();
-  const known = new KnownNodes();
+  // On etcd every fact an ADD is decided on is a condition of its commit, and revisions are ordered.
+  const known = new KnownNodes(Date.now, settings.datastoreType === 'etcdv3' ? watched : undefined);
   const waiting = new WaitingAdds(servedTogether);
   return {
     services: {

@@ -11,6 +11,7 @@ import type * as k8s from '@kubernetes/client-node';
 
 import { CLUSTER_INFO_KEY } from '../model/cluster-information.ts';
 import { ensureClusterInfo } from '../ipam/cluster-info.ts';
+import { WatchedIpam } from '../ipam/watched-ipam.ts';
 import { Logger } from '../log/logger.ts';
 import { Informers } from '../runtime/informers.ts';
 import { followKubernetes } from '../store/kubernetes/follow.ts';
@@ -100,7 +101,10 @@ export async function runNodeMain(_argv: readonly string[], env: NodeJS.ProcessE
   const watchLog = settings.routes ? routesLog : log.child('pools');
   const informers = new Informers(kube, { log: watchLog });
   informers.start();
-  const follow = settings.datastoreType === 'kubernetes' ? followKubernetes(kube, informers) : store.follow?.bind(store);
+  // The same watch of blocks and pools also keeps what CNI ADDs are decided on (ts/ipam/watched-ipam.ts).
+  const watched = new WatchedIpam();
+  const follows = settings.datastoreType === 'kubernetes' ? followKubernetes(kube, informers) : store.follow?.bind(store);
+  const follow = follows && watched.teed(follows);
   const feed = follow ? followCluster(follow, settings.routes ? ROUTE_PREFIXES : USAGE_PREFIXES) : undefined;
   const routes = settings.routes
     ? new RouteSync({
@@ -132,6 +136,7 @@ export async function runNodeMain(_argv: readonly string[], env: NodeJS.ProcessE
         wrapStore: (s) => countingStore(s, metrics),
         servedTogether: (count) => metrics.countServedTogether(count),
         watchedPod,
+        watched,
       });
       const server = await serveCni({
         socketPath: settings.agentSocket,
