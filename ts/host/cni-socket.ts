@@ -1,34 +1,12 @@
 // netplug-node's CNI socket through the addon (crates/netplug-cni-socket): Node's sockets cannot
 // receive a descriptor, and the shim sends the pod's network namespace beside its request. The
-// addon listens, accepts and reads each request; the connection's descriptor is then wrapped in a
-// net.Socket for the rest of the conversation (ts/node/cni-frames.ts).
+// addon listens, accepts and reads each request on threads of its own, and hands it over whole;
+// the connection's descriptor is then wrapped in a net.Socket for the rest of the conversation
+// (ts/node/cni-frames.ts).
 import { closeSync } from 'node:fs';
 import { Socket } from 'node:net';
 
 import { addon } from '../native/addon.ts';
-
-export type Accepted = { fd: number } | { closed: true } | { failed: string };
-
-export interface CniListener {
-  /** The next connection (its descriptor, the caller's), or `closed` once close() was called. */
-  accept(): Promise<Accepted>;
-  /** Stops accepting: a waiting accept() resolves `closed`. */
-  close(): void;
-}
-
-/** Listens on a unix socket at `path` (which must not exist). */
-export function listenCni(path: string): CniListener {
-  const listener = new (addon().CniListener)(path);
-  return {
-    accept: async () => {
-      const outcome = await listener.accept();
-      if (outcome.closed) return { closed: true };
-      if (outcome.fd === undefined || outcome.fd === null) return { failed: outcome.error ?? 'accept(2) failed' };
-      return { fd: outcome.fd };
-    },
-    close: () => listener.close(),
-  };
-}
 
 /** A shim's request as read: its two frames, and the namespace's descriptor if one came beside them. */
 export interface ReceivedRequest {
@@ -40,21 +18,35 @@ export interface ReceivedRequest {
   netns?: number;
 }
 
+export interface CniListener {
+  /** Stops accepting; `closed` is called once the requests being read meanwhile are settled. */
+  close(): void;
+}
+
 /**
- * Reads the request on the connection `fd` (taken over), within `patienceMs`. On failure the
- * connection is closed and why is returned.
+ * Listens on a unix socket at `path` (which must not exist). Each request read whole within
+ * `patienceMs` goes to `onRequest`; after close(), `onClosed` once.
  */
-export async function readRequest(fd: number, patienceMs: number): Promise<ReceivedRequest | { failed: string }> {
-  const outcome = await addon()
-    .readCniRequest(fd, patienceMs)
-    .catch(
-      (err: unknown) => ({ error: (err as Error).message }) as { error: string; header?: undefined; stdin?: undefined; netns?: undefined },
-    );
-  if (outcome.error !== undefined || !outcome.header || !outcome.stdin) {
-    closeSync(fd);
-    if (typeof outcome.netns === 'number') closeSync(outcome.netns);
-    return { failed: outcome.error ?? 'no request' };
-  }
-  const socket = new Socket({ fd, readable: true, writable: true });
-  return { header: outcome.header, stdin: outcome.stdin, socket, ...(typeof outcome.netns === 'number' ? { netns: outcome.netns } : {}) };
+export function listenCni(
+  path: string,
+  patienceMs: number,
+  onRequest: (request: ReceivedRequest) => void,
+  onClosed: () => void,
+): CniListener {
+  const listener = new (addon().CniListener)(path, patienceMs, (request) => {
+    if (request.fd === undefined || request.fd === null) return onClosed();
+    if (!request.header || !request.stdin) {
+      closeSync(request.fd);
+      if (typeof request.netns === 'number') closeSync(request.netns);
+      return;
+    }
+    const socket = new Socket({ fd: request.fd, readable: true, writable: true });
+    onRequest({
+      header: request.header,
+      stdin: request.stdin,
+      socket,
+      ...(typeof request.netns === 'number' ? { netns: request.netns } : {}),
+    });
+  });
+  return { close: () => listener.close() };
 }

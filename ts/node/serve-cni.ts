@@ -11,7 +11,7 @@ import { chmodSync, closeSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 import { lendNetns, type NetnsLoan } from '../dataplane/index.ts';
-import { listenCni, readRequest, type CniListener } from '../host/cni-socket.ts';
+import { listenCni, type CniListener, type ReceivedRequest } from '../host/cni-socket.ts';
 import { lockHost, type HostLock } from '../host/lock.ts';
 import type { Logger } from '../log/logger.ts';
 import { runMain, type MainIo, type MainOutcome } from '../plugin/main.ts';
@@ -91,10 +91,7 @@ export async function serveCni(options: CniServerOptions): Promise<CniServer> {
   const running = new Set<Promise<void>>();
   const declines = new DeclineLog(log, options.declined);
 
-  const serve = async (fd: number): Promise<void> => {
-    const received = await readRequest(fd, REQUEST_PATIENCE_MS);
-    // A shim that did not send its request in time, or hung up: its own fallback covers it.
-    if ('failed' in received) return;
+  const serve = async (received: ReceivedRequest): Promise<void> => {
     const { socket, stdin } = received;
     socket.on('error', () => undefined); // a shim that went away; its own fallback covers it
     const reader = new FrameReader(socket);
@@ -181,27 +178,16 @@ export async function serveCni(options: CniServerOptions): Promise<CniServer> {
   // Started in the background: the agent's other work does not wait for the socket.
   let lock: HostLock | undefined;
   let listener: CniListener | undefined;
-  let accepting: Promise<void> = Promise.resolve();
+  let closed: Promise<void> = Promise.resolve();
   const starting = (async () => {
     lock = await ownSocket(join(dir, 'agent.lock'), signal, log);
     if (!lock) return;
     // A socket left by a previous run refuses connections: remove it, or listening fails.
     rmSync(socketPath, { force: true });
-    const listening = listenCni(socketPath);
-    listener = listening;
+    let whenClosed = () => {};
+    closed = new Promise((resolve) => (whenClosed = resolve));
+    listener = listenCni(socketPath, REQUEST_PATIENCE_MS, (request) => track(serve(request)), whenClosed);
     chmodSync(socketPath, 0o600);
-    accepting = (async () => {
-      for (;;) {
-        const accepted = await listening.accept();
-        if ('closed' in accepted) return;
-        if ('fd' in accepted) track(serve(accepted.fd));
-        else {
-          // Out of descriptors, say: the shims meanwhile wait, then run the one-shot.
-          log.error(`CNI socket ${socketPath}: ${accepted.failed}`);
-          await new Promise((resolve) => setTimeout(resolve, 100));
-        }
-      }
-    })();
     log.info(`serving CNI on ${socketPath}`);
     state = 'rolling back';
     await rollBack(journal, { ...options, services });
@@ -219,7 +205,7 @@ export async function serveCni(options: CniServerOptions): Promise<CniServer> {
       await Promise.allSettled([...lingering]);
       if (listener) {
         listener.close();
-        await accepting;
+        await closed;
         await Promise.allSettled([...running]);
         rmSync(socketPath, { force: true });
       }

@@ -1,129 +1,153 @@
 //! netplug-node's CNI socket: listening, accepting, and reading each request with the descriptor
 //! that may come beside it, the pod's network namespace (see netplug-cni-socket). Here rather than
 //! in Node because Node's sockets cannot receive descriptors. Once the request is read, the
-//! connection's descriptor is the caller's: it wraps it in a net.Socket for the rest of the
+//! connection's descriptor is the receiver's: it wraps it in a net.Socket for the rest of the
 //! conversation. A received namespace is lent to the path the runtime named it by (`lendNetns`),
 //! so that the data plane's calls for that path work on it.
 
+use std::collections::HashSet;
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixListener;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use napi::bindgen_prelude::{Buffer, Object};
-use napi::{Env, Error, Result};
+use napi::bindgen_prelude::{Buffer, Function};
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::{Error, Result, Status};
 use napi_derive::napi;
 use netplug_cni_socket::descriptor::read_request;
 use netplug_dataplane::netns::{self, NetNsLoan};
-
-use crate::on_thread;
 
 /// Connections a burst of pods may queue before the agent accepts them (the kernel caps it at
 /// net.core.somaxconn).
 const BACKLOG: i32 = 1024;
 
 #[napi(object)]
-pub struct AcceptOutcome {
-    /// The connection's descriptor, the caller's to close.
+pub struct CniRequest {
+    /// The connection's descriptor, the receiver's to close; absent once the listener is closed
+    /// and every request under way has been delivered (the last call).
     pub fd: Option<i32>,
-    /// The listener was closed: no more connections.
-    pub closed: Option<bool>,
-    pub error: Option<String>,
+    /// The first frame: the shim's JSON header.
+    pub header: Option<Buffer>,
+    /// The second frame: the runtime's stdin.
+    pub stdin: Option<Buffer>,
+    /// The descriptor that came beside the request (the pod's network namespace), the receiver's.
+    pub netns: Option<i32>,
 }
 
-/// The CNI socket, listening.
+type OnRequest = Arc<ThreadsafeFunction<CniRequest, (), CniRequest, Status, false, true>>;
+
+/// Connections whose request is being read, by descriptor: close() cuts them short.
+type Reading = Arc<Mutex<HashSet<RawFd>>>;
+
+/// The CNI socket, listening: a thread accepts each connection and hands it to a thread of its
+/// own that reads the request, which is then given to `onRequest` on the JS thread (no round trip
+/// to JS to accept or to read, and no thread of libuv's held by a slow shim).
 #[napi]
 pub struct CniListener {
-    /// Taken by close(); the socket is closed once a waiting accept has returned too.
-    listener: Mutex<Option<Arc<UnixListener>>>,
+    listener: Arc<UnixListener>,
     closed: Arc<AtomicBool>,
+    reading: Reading,
 }
 
 #[napi]
 impl CniListener {
-    /// Listens on a unix socket at `path`, which must not exist.
+    /// Listens on a unix socket at `path`, which must not exist. Each request whose frames arrive
+    /// within `patienceMs` goes to `onRequest`; a connection that sends less is closed.
     #[napi(constructor)]
-    pub fn new(path: String) -> Result<Self> {
+    pub fn new(path: String, patience_ms: u32, on_request: Function<CniRequest, ()>) -> Result<Self> {
         let listener =
             UnixListener::bind(&path).map_err(|err| Error::from_reason(format!("listening on {path}: {err}")))?;
         // std listens with a backlog of 128; a burst of 100 pods and more may arrive at once.
         if unsafe { libc::listen(listener.as_raw_fd(), BACKLOG) } != 0 {
             return Err(Error::from_reason(format!("listening on {path}: {}", io::Error::last_os_error())));
         }
-        Ok(CniListener { listener: Mutex::new(Some(Arc::new(listener))), closed: Arc::new(AtomicBool::new(false)) })
+        let on_request: OnRequest =
+            Arc::new(on_request.build_threadsafe_function().callee_handled::<false>().weak::<true>().build()?);
+        let listener = Arc::new(listener);
+        let closed = Arc::new(AtomicBool::new(false));
+        let reading: Reading = Arc::default();
+        let patience = Duration::from_millis(patience_ms.into());
+        let (accepting, stop, readers) = (Arc::clone(&listener), Arc::clone(&closed), Arc::clone(&reading));
+        std::thread::Builder::new()
+            .name("netplug-cni-accept".into())
+            .spawn(move || accept_all(&accepting, &stop, &readers, patience, on_request))
+            .map_err(|err| Error::from_reason(format!("start a thread: {err}")))?;
+        Ok(CniListener { listener, closed, reading })
     }
 
-    /// The next connection, waited for on a thread of its own; `closed` once close() is called.
-    #[napi(ts_return_type = "Promise<AcceptOutcome>")]
-    pub fn accept<'env>(&self, env: &'env Env) -> Result<Object<'env>> {
-        let done = || AcceptOutcome { fd: None, closed: Some(true), error: None };
-        let closed = Arc::clone(&self.closed);
-        let Some(listener) = self.listener.lock().unwrap_or_else(PoisonError::into_inner).clone() else {
-            return on_thread(env, done);
-        };
-        on_thread(env, move || {
-            loop {
-                if closed.load(Ordering::Acquire) {
-                    return done();
-                }
-                match listener.accept() {
-                    // Closed meanwhile: the connection is dropped, and its shim runs the one-shot.
-                    Ok(_) if closed.load(Ordering::Acquire) => return done(),
-                    Ok((stream, _)) => {
-                        return AcceptOutcome { fd: Some(stream.into_raw_fd()), closed: None, error: None };
-                    }
-                    Err(_) if closed.load(Ordering::Acquire) => return done(),
-                    // A peer gone before it was accepted, a signal: accept the next.
-                    Err(err) if matches!(err.raw_os_error(), Some(libc::ECONNABORTED | libc::EINTR)) => {}
-                    Err(err) => return AcceptOutcome { fd: None, closed: None, error: Some(err.to_string()) },
-                }
-            }
-        })
-    }
-
-    /// Stops accepting: a waiting accept() resolves `closed`, and the socket is closed (shims
-    /// still queued on it see the connection end, and run the one-shot).
+    /// Stops accepting, and cuts short the requests being read: `onRequest` is called once more,
+    /// without a descriptor, once the last of them is settled.
     #[napi]
     pub fn close(&self) {
-        self.closed.store(true, Ordering::Release);
-        if let Some(listener) = self.listener.lock().unwrap_or_else(PoisonError::into_inner).take() {
-            // Wakes an accept(2) blocked on the socket (it fails with EINVAL).
-            unsafe { libc::shutdown(listener.as_raw_fd(), libc::SHUT_RDWR) };
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        // Wakes an accept(2) blocked on the socket (it fails with EINVAL).
+        unsafe { libc::shutdown(self.listener.as_raw_fd(), libc::SHUT_RDWR) };
+        for fd in self.reading.lock().unwrap_or_else(PoisonError::into_inner).iter() {
+            unsafe { libc::shutdown(*fd, libc::SHUT_RDWR) };
         }
     }
 }
 
-#[napi(object)]
-pub struct CniRequestOutcome {
-    /// The first frame: the shim's JSON header.
-    pub header: Option<Buffer>,
-    /// The second frame: the runtime's stdin.
-    pub stdin: Option<Buffer>,
-    /// The descriptor that came beside the request (the pod's network namespace), the caller's.
-    pub netns: Option<i32>,
-    pub error: Option<String>,
+fn accept_all(
+    listener: &UnixListener,
+    closed: &AtomicBool,
+    reading: &Reading,
+    patience: Duration,
+    on_request: OnRequest,
+) {
+    let mut readers = Vec::new();
+    while !closed.load(Ordering::Acquire) {
+        match listener.accept() {
+            // Closed meanwhile: the connection is dropped, and its shim runs the one-shot.
+            Ok(_) if closed.load(Ordering::Acquire) => break,
+            Ok((stream, _)) => {
+                let fd = OwnedFd::from(stream);
+                reading.lock().unwrap_or_else(PoisonError::into_inner).insert(fd.as_raw_fd());
+                let (reading, on_request) = (Arc::clone(reading), Arc::clone(&on_request));
+                let spawned = std::thread::Builder::new()
+                    .name("netplug-cni-read".into())
+                    .spawn(move || read_one(fd, &reading, patience, &on_request));
+                if let Ok(reader) = spawned {
+                    readers.push(reader);
+                }
+                readers.retain(|reader| !reader.is_finished());
+            }
+            Err(_) if closed.load(Ordering::Acquire) => break,
+            // A peer gone before it was accepted, a signal: accept the next.
+            Err(err) if matches!(err.raw_os_error(), Some(libc::ECONNABORTED | libc::EINTR)) => {}
+            // Out of descriptors, say: the shims meanwhile wait, then run the one-shot.
+            Err(_) => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+    for reader in readers {
+        let _ = reader.join();
+    }
+    on_request
+        .call(CniRequest { fd: None, header: None, stdin: None, netns: None }, ThreadsafeFunctionCallMode::Blocking);
 }
 
-/// Reads a request (two frames, and a descriptor beside them) from the connection `fd`, which the
-/// caller keeps open meanwhile, waiting at most `patienceMs` for all of it.
-#[napi(ts_return_type = "Promise<CniRequestOutcome>")]
-pub fn read_cni_request(env: &Env, fd: i32, patience_ms: u32) -> Result<Object<'_>> {
-    on_thread(env, move || {
-        // The caller keeps the descriptor open until this settles.
-        let socket = unsafe { BorrowedFd::borrow_raw(fd) };
-        match read_request(socket, Duration::from_millis(patience_ms.into())) {
-            Ok(request) => CniRequestOutcome {
-                header: Some(request.header.into()),
-                stdin: Some(request.stdin.into()),
-                netns: request.descriptor.map(IntoRawFd::into_raw_fd),
-                error: None,
-            },
-            Err(err) => CniRequestOutcome { header: None, stdin: None, netns: None, error: Some(err.to_string()) },
-        }
-    })
+/// Reads the connection's request and hands it to JS; a request that does not arrive whole in
+/// time (or a listener closing) closes the connection.
+fn read_one(fd: OwnedFd, reading: &Reading, patience: Duration, on_request: &OnRequest) {
+    let request = read_request(fd.as_fd(), patience);
+    // Out of the set before the descriptor changes hands: close() must not cut a handed-over one.
+    reading.lock().unwrap_or_else(PoisonError::into_inner).remove(&fd.as_raw_fd());
+    let Ok(request) = request else { return };
+    on_request.call(
+        CniRequest {
+            fd: Some(fd.into_raw_fd()),
+            header: Some(request.header.into()),
+            stdin: Some(request.stdin.into()),
+            netns: request.descriptor.map(IntoRawFd::into_raw_fd),
+        },
+        ThreadsafeFunctionCallMode::NonBlocking,
+    );
 }
 
 /// A namespace path lent a descriptor; release() ends the loan (so does the object's collection).
