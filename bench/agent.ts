@@ -9,6 +9,11 @@
 //   shim:      the shim's own cost, from spawn until its request has reached an agent that answers
 //              at once, against spawning /bin/true, both spawned natively by the stand-in agent
 //              (crates/netplug-shim/examples/launch-timer.rs); and its size;
+//   breakdown: per ADD and DEL through the agent, medians of where the time goes: the shim (its
+//              process, before the agent accepts its connection and after the answer), the
+//              handshake, the datastore, the kernel outside the datastore's time, and the rest
+//              (the agent's own work), from the agent's own timings (NETPLUG_CNI_TIMINGS_FILE) on
+//              the monotonic clock the spawner shares;
 //   kubelet:   see bench/agent-kubelet.ts (a 100-replica Deployment under the real kubelet).
 // The agent is the built netplug-node, on a real etcd, with a real kube-apiserver for its Node.
 // Writes bench/results/agent.{md,json,svg}; prints the headline ratios last.
@@ -26,6 +31,7 @@ import { buildNativeHelpers, LAUNCH_TIMER } from './lib/native-exec.ts';
 import { medianOf, writeReport, type Series } from './lib/report.ts';
 import { addDelSamples, runChecked, runtimeEnv, runToExit, stopNativeRuns, type Run } from './lib/run-plugin.ts';
 import { elapsedMs, summarize } from './lib/stats.ts';
+import type { CallTimings } from '../ts/node/call-timings.ts';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 const SHIM = join(ROOT, 'dist/cni/netplug');
@@ -55,6 +61,7 @@ const VARIANTS: Variant[] = ['agent', 'fallback', 'oneshot', 'ptp'];
 
 const scratch = mkdtempSync(join(tmpdir(), 'netplug-bench-agent-'));
 const socket = join(scratch, 'run/cni.sock');
+const TIMINGS = join(scratch, 'cni-timings.jsonl');
 const namespaces: string[] = [];
 let etcd: EtcdServer | undefined;
 let kube: KubeServer | undefined;
@@ -127,6 +134,7 @@ async function startAgent(endpoints: string, kubeconfig: string): Promise<void> 
       NETPLUG_VAR_DIR: join(scratch, 'var'),
       NETPLUG_HEALTH_ADDR: `127.0.0.1:${port}`,
       NETPLUG_AGENT_SOCKET: socket,
+      NETPLUG_CNI_TIMINGS_FILE: TIMINGS,
       // The fast path alone: no routes between nodes in the host's namespace.
       NETPLUG_NETWORKING_BACKEND: 'none',
     },
@@ -142,27 +150,80 @@ async function startAgent(endpoints: string, kubeconfig: string): Promise<void> 
   throw new Error(`netplug-node not ready after 60 s: ${log}`);
 }
 
+/** The agent's ADD and DEL of one pod, as spawned (for the breakdown). */
+type AgentCycle = { container: string; add: Run; del: Run };
+
+/**
+ * Until the pod's eth0 is gone: a DEL through the agent answers while the kernel is still deleting
+ * the veth (its routes and addresses gone), and the next command in the same namespace would meet
+ * it (a runtime never reuses a namespace). Not timed.
+ */
+async function interfaceGone(netns: string): Promise<void> {
+  while (spawnSync('ip', ['-n', netns, 'link', 'show', 'eth0'], { stdio: 'ignore' }).status === 0)
+    await new Promise((resolve) => setTimeout(resolve, 1));
+}
+
 async function perPod(endpoints: string) {
   const netns = addNamespace(`npbench-agent-${process.pid}`);
   const samples = addDelSamples(VARIANTS);
+  const agentCycles: AgentCycle[] = [];
   let pod = 0;
-  const cycle = async (variant: Variant): Promise<[number, number]> => {
+  const cycle = async (variant: Variant): Promise<[Run, Run, string]> => {
     const container = `bench-${variant}-${pod++}`;
     const conf = netconf(variant, endpoints);
     const add = await runOk(variant, 'ADD', container, netns, conf);
-    return [add.ms, (await runOk(variant, 'DEL', container, netns, conf)).ms];
+    const del = await runOk(variant, 'DEL', container, netns, conf);
+    await interfaceGone(netns);
+    return [add, del, container];
   };
   for (let i = 0; i < WARMUP; i++) for (const variant of VARIANTS) await cycle(variant);
   for (let i = 0; i < CYCLES; i++) {
     // Rotate the order so that no variant always follows another's veth deletion.
     const order = VARIANTS.map((_, k) => VARIANTS[(i + k) % VARIANTS.length] as Variant);
     for (const variant of order) {
-      const [add, del] = await cycle(variant);
-      samples[variant].add.push(add);
-      samples[variant].del.push(del);
+      const [add, del, container] = await cycle(variant);
+      samples[variant].add.push(add.ms);
+      samples[variant].del.push(del.ms);
+      if (variant === 'agent') agentCycles.push({ container, add, del });
     }
   }
-  return samples;
+  return { samples, agentCycles };
+}
+
+/** The parts of a command through the agent, each a series of per-command milliseconds. */
+const PARTS = [
+  'shim: spawn → the agent accepts its connection',
+  'handshake: request read, accept, go',
+  'datastore',
+  "kernel, outside the datastore's time",
+  "the rest: the agent's own work",
+  'shim: answer → exit',
+] as const;
+
+/** Per command of `cycles`, where its time went, from the agent's timings of it. */
+function breakdown(cycles: readonly AgentCycle[], command: 'ADD' | 'DEL'): Record<(typeof PARTS)[number], number[]> {
+  const timings = new Map(
+    readFileSync(TIMINGS, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as CallTimings)
+      .map((t) => [`${t.command}/${t.container}`, t]),
+  );
+  const parts = Object.fromEntries(PARTS.map((part) => [part, [] as number[]])) as Record<(typeof PARTS)[number], number[]>;
+  for (const cycle of cycles) {
+    const run = command === 'ADD' ? cycle.add : cycle.del;
+    const t = timings.get(`${command}/${cycle.container}`);
+    if (!t) throw new Error(`no timings of ${command} ${cycle.container} in ${TIMINGS}`);
+    const served = t.answered - t.go;
+    const rest = served - t.datastoreMs - t.kernelAloneMs;
+    parts[PARTS[0]].push(t.accepted - run.startMs);
+    parts[PARTS[1]].push(t.go - t.accepted);
+    parts[PARTS[2]].push(t.datastoreMs);
+    parts[PARTS[3]].push(t.kernelAloneMs);
+    parts[PARTS[4]].push(rest);
+    parts[PARTS[5]].push(run.startMs + run.ms - t.answered);
+  }
+  return parts;
 }
 
 /** Each pod's eth0 holds the address its ADD returned, and no two pods share one. */
@@ -237,7 +298,8 @@ async function main(): Promise<void> {
   await startAgent(etcd.endpoints, kube.admin.kubeconfig);
 
   const shim = shimCost();
-  const samples = await perPod(etcd.endpoints);
+  const { samples, agentCycles } = await perPod(etcd.endpoints);
+  const parts = { ADD: breakdown(agentCycles, 'ADD'), DEL: breakdown(agentCycles, 'DEL') };
   const bursts = await burst(etcd.endpoints);
 
   const series: Series[] = [
@@ -252,6 +314,9 @@ async function main(): Promise<void> {
     { group: `${BURST} ADDs at once on one node`, label: LABELS.ptp, samplesMs: bursts.ptp.add },
     { group: `${BURST} DELs at once on one node`, label: LABELS.agent, samplesMs: bursts.agent.del },
     { group: `${BURST} DELs at once on one node`, label: LABELS.ptp, samplesMs: bursts.ptp.del },
+    ...(['ADD', 'DEL'] as const).flatMap((command) =>
+      PARTS.map((part) => ({ group: `${command} through the agent, where the time goes`, label: part, samplesMs: parts[command][part] })),
+    ),
     { group: 'shim', label: 'spawn → request at an instant agent', samplesMs: shim.forwarded },
     { group: 'shim', label: 'spawn → exit, VERSION via an instant agent', samplesMs: shim.total },
     { group: 'shim', label: 'spawn → exit of /bin/true (the floor)', samplesMs: shim.floor },
@@ -286,6 +351,8 @@ async function main(): Promise<void> {
       `Burst: ${BURST} ADDs spawned at once into ${BURST} namespaces, timed until the last exits, then every pod checked for the address its ADD returned (distinct); then ${BURST} DELs at once, checked gone. ${BURST_ROUNDS} rounds per variant.`,
       `Shim: ${SHIM_RUNS} runs of VERSION against a stand-in agent that answers at once (crates/netplug-shim/examples/launch-timer.rs, which also spawns the shim as a runtime does), timed from spawn until its request frames have arrived, and to exit; /bin/true spawned the same way is the floor of any process.`,
       'The one-shot no slower than before: the shim with no agent (it runs netplug-oneshot in its place) against netplug-oneshot run directly.',
+      "Where the time goes: per ADD and DEL of the per-pod run through the agent, from the agent's own timings (NETPLUG_CNI_TIMINGS_FILE: the connection accepted, go received, the answer written, and the time a datastore request or a kernel call of the command was under way) on the monotonic clock the spawner shares. The shim's part is its process before the agent accepted its connection and after the answer was written; the handshake is from the accept to go; the kernel's is its time outside the datastore's (the veth is set up while the commit is in flight); the rest is the agent's own work. Each part's median is over the commands; the medians of the parts need not add up to the command's.",
+      "Between cycles the bench waits, untimed, until the pod's eth0 is gone: a DEL through the agent answers while the kernel is still deleting the veth, and a runtime never reuses a namespace as the bench does.",
     ],
   });
   console.log(table);
@@ -297,6 +364,10 @@ async function main(): Promise<void> {
       console.log(`kubelet, 100 replicas, ${label}: ${value.toFixed(2)}`);
   console.log(`agent/ptp ADD median ratio: ${ratio('ADD', 'agent', 'ptp').toFixed(2)}`);
   console.log(`agent/ptp ADD+DEL median ratio: ${ratio('ADD + DEL of one pod', 'agent', 'ptp').toFixed(2)}`);
+  for (const command of ['ADD', 'DEL'] as const)
+    console.log(
+      `${command} through the agent, median ms: ${PARTS.map((part) => `${part} ${summarize(parts[command][part]).medianMs.toFixed(2)}`).join('; ')}`,
+    );
   console.log(`burst100 ADD seconds: ${burstAdd.toFixed(2)}`);
   console.log(`burst100 DEL seconds: ${burstDel.toFixed(2)}`);
 }

@@ -29,6 +29,8 @@ export interface Run {
   stdout: string;
   stderr: string;
   ms: number;
+  /** The spawn, in milliseconds on the monotonic clock (which an agent's own timings share). */
+  startMs: number;
 }
 
 interface Reply {
@@ -37,6 +39,7 @@ interface Reply {
   stdout?: string;
   stderr?: string;
   ns?: number;
+  start_ns?: number;
   error?: string;
 }
 
@@ -69,7 +72,13 @@ export function startNativeExec(): NativeExec {
         server.stdin.write(`${JSON.stringify({ id, exe: executable, args, env, stdin: input })}\n`);
       });
       if (reply.error !== undefined) throw new Error(reply.error);
-      return { status: reply.status ?? null, stdout: reply.stdout ?? '', stderr: reply.stderr ?? '', ms: (reply.ns ?? 0) / 1e6 };
+      return {
+        status: reply.status ?? null,
+        stdout: reply.stdout ?? '',
+        stderr: reply.stderr ?? '',
+        ms: (reply.ns ?? 0) / 1e6,
+        startMs: (reply.start_ns ?? 0) / 1e6,
+      };
     },
     close: () =>
       new Promise((resolve) => {

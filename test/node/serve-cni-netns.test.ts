@@ -3,15 +3,15 @@
 // request, and the agent works on that. A request without it (a shim of an earlier release) is
 // declined as before, and the one-shot serves it. Declines that mean a setting is wrong show on
 // /readiness and are counted by reason on /metrics. An unfinished ADD whose namespace a restarted
-// agent cannot see is left to the runtime's DEL.
-import { existsSync, readdirSync } from 'node:fs';
+// agent cannot see is left to the runtime's DEL. Asked, the agent says where each call's time went.
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 import test from 'ava';
 
 import { callAgent } from '../helpers/agent-client.ts';
 import { agentMetric, spawnAgent } from '../helpers/agent-server.ts';
-import { DIST_CNI, invoke, runtimeInput } from '../helpers/cni.ts';
+import { DIST_CNI, invoke, runtimeInput, tempDir } from '../helpers/cni.ts';
 import { startEtcd, type EtcdServer } from '../helpers/etcd.ts';
 import { addressesOf, etcdKeys, ipamNetconf } from '../helpers/ipam.ts';
 import { addresses, containerId, createNetns, link } from '../helpers/kernel.ts';
@@ -47,7 +47,8 @@ const netconf = (extra: Record<string, unknown> = {}) => ipamNetconf(etcd, { nod
 
 test.serial('through the shim, an agent that cannot see the namespace serves ADD, CHECK and DEL on the one the shim sent', async (t) => {
   t.true(existsSync(join(DIST_CNI, 'netplug-oneshot')), 'dist/cni/netplug is the shim (npm run build)');
-  const agent = await spawnAgent(t, agentEnv, { hide: [NETNS_DIR] });
+  const timings = join(tempDir(t, 'timings'), 'cni-timings.jsonl');
+  const agent = await spawnAgent(t, { ...agentEnv, NETPLUG_CNI_TIMINGS_FILE: timings }, { hide: [NETNS_DIR] });
   // Made after the agent started, as a pod's is.
   const netns = createNetns(t, 'unseen');
   const call = { containerId: containerId(), netns: netns.path, netconf: netconf() };
@@ -65,6 +66,16 @@ test.serial('through the shim, an agent that cannot see the namespace serves ADD
   t.is(del.status, 0, del.stdout);
   t.regex(del.stderr, /via="netplug-node"/);
   t.is(link('eth0', netns), undefined, 'removed from the namespace the agent never saw');
+  // Where each command's time went, as NETPLUG_CNI_TIMINGS_FILE asked (the benchmark's breakdown).
+  const timed = readFileSync(timings, 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line));
+  const added = timed.find((entry) => entry.command === 'ADD' && entry.container === call.containerId);
+  t.truthy(added, JSON.stringify(timed));
+  t.true(added.accepted <= added.read && added.read <= added.go && added.go <= added.answered, JSON.stringify(added));
+  t.true(added.datastoreMs > 0 && added.kernelMs > 0 && added.kernelAloneMs <= added.kernelMs, JSON.stringify(added));
+  t.true(added.datastoreMs + added.kernelAloneMs <= added.answered - added.go, JSON.stringify(added));
   t.deepEqual(await etcdKeys(t, etcd, `/netplug/ipam/v2/handle/netns.${call.containerId}`), []);
 
   // Without the descriptor (a shim of an earlier release) the agent cannot serve it: declined.

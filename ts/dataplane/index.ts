@@ -3,6 +3,7 @@
 import { addon } from '../native/addon.ts';
 import type { Difference, WorkloadInterfaces, WorkloadSpec } from '../native/binding.d.ts';
 import { DataplaneError } from './errors.ts';
+import { timedKernel } from './timing.ts';
 
 export { DataplaneError } from './errors.ts';
 export type { Difference, InterfaceInfo, WorkloadInterfaces, WorkloadSpec } from '../native/binding.d.ts';
@@ -16,14 +17,14 @@ export function hostInterfaceName(prefix: string, identity: string): string {
 
 /** Creates and configures the workload's veth pair; on failure nothing is left behind. */
 export async function setupWorkload(spec: WorkloadSpec): Promise<WorkloadInterfaces> {
-  const outcome = await addon().setupWorkload(spec);
+  const outcome = await timedKernel(addon().setupWorkload(spec));
   if (outcome.error) throw new DataplaneError(outcome.error);
   return required(outcome.interfaces, 'setupWorkload');
 }
 
 /** Deletes the workload's interface. A missing namespace, empty path or missing link is success. */
 export async function teardownWorkload(netns: string, ifname: string): Promise<TeardownResult> {
-  const outcome = await addon().teardownWorkload(netns, ifname);
+  const outcome = await timedKernel(addon().teardownWorkload(netns, ifname));
   if (outcome.error) throw new DataplaneError(outcome.error);
   return required(outcome.result, 'teardownWorkload');
 }
@@ -35,7 +36,7 @@ export type Presence = 'absent' | 'attached' | 'foreign';
  * (the workload end of the veth whose host end is `hostIfname`), or some `foreign` link.
  */
 export async function interfacePresence(netns: string, ifname: string, hostIfname: string): Promise<Presence> {
-  const outcome = await addon().interfacePresence(netns, ifname, hostIfname);
+  const outcome = await timedKernel(addon().interfacePresence(netns, ifname, hostIfname));
   if (outcome.error) throw new DataplaneError(outcome.error);
   return required(outcome.presence, 'interfacePresence') as Presence;
 }
@@ -45,7 +46,7 @@ export async function interfacePresence(netns: string, ifname: string, hostIfnam
  * `hostRoutes: false` (once the addresses are surely the workload's).
  */
 export async function addHostRoutes(hostIfname: string, addresses: readonly string[]): Promise<void> {
-  const outcome = await addon().addHostRoutes(hostIfname, [...addresses]);
+  const outcome = await timedKernel(addon().addHostRoutes(hostIfname, [...addresses]));
   if (outcome.error) throw new DataplaneError(outcome.error);
 }
 
@@ -55,14 +56,14 @@ export async function addHostRoutes(hostIfname: string, addresses: readonly stri
  * nothing on the host leads to the attachment's addresses and they may be given to another workload.
  */
 export async function removeHostRoutes(netns: string, hostIfname: string): Promise<number> {
-  const outcome = await addon().removeHostRoutes(netns, hostIfname);
+  const outcome = await timedKernel(addon().removeHostRoutes(netns, hostIfname));
   if (outcome.error) throw new DataplaneError(outcome.error);
   return required(outcome.removed, 'removeHostRoutes');
 }
 
 /** Every difference between the kernel and what setupWorkload(spec) produces; empty if none. */
 export async function checkWorkload(spec: WorkloadSpec): Promise<Difference[]> {
-  const outcome = await addon().checkWorkload(spec);
+  const outcome = await timedKernel(addon().checkWorkload(spec));
   if (outcome.error) throw new DataplaneError(outcome.error);
   return required(outcome.differences, 'checkWorkload');
 }

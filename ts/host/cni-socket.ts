@@ -16,6 +16,8 @@ export interface ReceivedRequest {
   socket: Socket;
   /** The descriptor the shim sent beside the request (the pod's network namespace), the receiver's. */
   netns?: number;
+  /** When the connection was accepted, in milliseconds on the monotonic clock. */
+  acceptedAt?: number;
 }
 
 export interface CniListener {
@@ -46,6 +48,7 @@ export function listenCni(
       stdin: request.stdin,
       socket,
       ...(typeof request.netns === 'number' ? { netns: request.netns } : {}),
+      ...(typeof request.acceptedAt === 'number' ? { acceptedAt: request.acceptedAt } : {}),
     });
   });
   return { close: () => listener.close() };

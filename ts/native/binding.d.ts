@@ -90,6 +90,8 @@ export interface CniRequest {
   stdin?: Buffer
   /** The descriptor that came beside the request (the pod's network namespace), the receiver's. */
   netns?: number
+  /** When the connection was accepted: milliseconds on the monotonic clock (as process.hrtime's). */
+  acceptedAt?: number
 }
 
 /** Removes the link `name` from the calling process's namespace; `deleted: false` when there was none. */

@@ -5,6 +5,7 @@
 // ready once that start-up work is done and while the datastore answers. With USE_POD_CIDR=true
 // (host-local) no default pool: it records its Node's pod CIDRs instead, and is not ready until
 // there are some.
+import { appendFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 
 import type * as k8s from '@kubernetes/client-node';
@@ -26,6 +27,7 @@ import { readNodeLabels } from './read-node-labels.ts';
 import { registerNode } from './register-node.ts';
 import { countingStore } from './count-datastore.ts';
 import { openAgentServices, type AgentServices } from './cni-services.ts';
+import type { CallTimings } from './call-timings.ts';
 import { serveCni, type CniServer } from './serve-cni.ts';
 import { AgentMetrics } from './metrics.ts';
 import { OBSERVE_POOLS_INTERVAL_MS, observePools } from './observe-pools.ts';
@@ -146,6 +148,7 @@ export async function runNodeMain(_argv: readonly string[], env: NodeJS.ProcessE
         signal,
         observe: (command, result, seconds) => metrics.observeCni(command, result, seconds),
         declined: (kind) => metrics.countDeclined(kind),
+        ...(settings.cniTimingsFile ? { timings: appendTimings(settings.cniTimingsFile, log) } : {}),
       });
       cni = { server, services };
       health.notReady.push(() => server.notReady());
@@ -275,6 +278,19 @@ async function answers(store: Store): Promise<string | undefined> {
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** Appends each call's timings to `file`, a JSON object a line; a failure is logged once. */
+function appendTimings(file: string, log: Logger): (timings: CallTimings) => void {
+  let failed = false;
+  return (timings) => {
+    try {
+      appendFileSync(file, `${JSON.stringify(timings)}\n`);
+    } catch (err) {
+      if (!failed) log.warning(`cannot write the CNI timings to ${file}: ${(err as Error).message}`);
+      failed = true;
+    }
+  };
 }
 
 /** Runs `task` now and then every `ms` (after each run ends) until `signal` aborts. */

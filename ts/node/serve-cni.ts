@@ -11,11 +11,13 @@ import { chmodSync, closeSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 import { lendNetns, type NetnsLoan } from '../dataplane/index.ts';
+import { monotonicMs } from '../dataplane/timing.ts';
 import { listenCni, type CniListener, type ReceivedRequest } from '../host/cni-socket.ts';
 import { lockHost, type HostLock } from '../host/lock.ts';
 import type { Logger } from '../log/logger.ts';
 import { runMain, type MainIo, type MainOutcome } from '../plugin/main.ts';
 import type { PluginServices } from '../plugin/services.ts';
+import { CallTrace, type CallTimings } from './call-timings.ts';
 import { ACCEPT, DECLINE, frame, FrameReader, GO } from './cni-frames.ts';
 import { declineReason, parseRequest, type CniRequest, type Decline, type DeclineKind } from './decline.ts';
 import { DeclineLog } from './decline-log.ts';
@@ -39,6 +41,8 @@ export interface CniServerOptions {
   observe?: (command: string, result: 'success' | 'error', seconds: number) => void;
   /** Each declined request's kind (metrics). */
   declined?: (kind: DeclineKind) => void;
+  /** Each served command's timings (call-timings.ts); not timed without it. */
+  timings?: (timings: CallTimings) => void;
   /** Where the plugin's log lines of roll-backs go (the agent's stderr). */
   echo?: (text: string) => void;
 }
@@ -92,6 +96,7 @@ export async function serveCni(options: CniServerOptions): Promise<CniServer> {
   const declines = new DeclineLog(log, options.declined);
 
   const serve = async (received: ReceivedRequest): Promise<void> => {
+    const trace = options.timings && new CallTrace(received.acceptedAt);
     const { socket, stdin } = received;
     socket.on('error', () => undefined); // a shim that went away; its own fallback covers it
     const reader = new FrameReader(socket);
@@ -131,6 +136,7 @@ export async function serveCni(options: CniServerOptions): Promise<CniServer> {
       socket.write(Buffer.from([ACCEPT]));
       // Nothing starts before go: a shim that gave up meanwhile runs the one-shot itself.
       if ((await reader.byte()) !== GO) throw new Error('not go');
+      if (trace) trace.go = monotonicMs();
     } catch {
       if (entry) journal.remove(entry);
       loan?.release();
@@ -152,11 +158,13 @@ export async function serveCni(options: CniServerOptions): Promise<CniServer> {
           },
         }
       : services;
-    const outcome = await run(
-      { env: request.env, readStdin: () => stdin, stderr: (text) => (stderr += text), pid: request.pid },
-      request.program,
-      callServices,
-    );
+    const served = () =>
+      run(
+        { env: request.env, readStdin: () => stdin, stderr: (text) => (stderr += text), pid: request.pid },
+        request.program,
+        trace ? { ...callServices, store: (conf) => callServices.store?.(conf)?.then((store) => trace.timedStore(store)) } : callServices,
+      );
+    const outcome = await (trace ? trace.run(served) : served());
     if (loan) {
       const lent = loan;
       void Promise.allSettled(kernelWork).then(() => lent.release());
@@ -167,7 +175,9 @@ export async function serveCni(options: CniServerOptions): Promise<CniServer> {
     counts.served[command || 'none'] = (counts.served[command || 'none'] ?? 0) + 1;
     if (command === 'ADD' || command === 'DEL' || command === 'CHECK')
       options.observe?.(command, outcome.exitCode === 0 ? 'success' : 'error', (performance.now() - started) / 1000);
+    const answered = trace && monotonicMs();
     socket.end(Buffer.concat([frame(JSON.stringify({ exitCode: outcome.exitCode })), frame(outcome.stdout), frame(stderr)]));
+    if (trace && answered) options.timings?.(trace.answered(command, request.env['CNI_CONTAINERID'] ?? '', answered));
   };
 
   const track = (served: Promise<void>) => {

@@ -29,6 +29,11 @@ export interface NodeSettings {
   fastPath: boolean;
   /** NETPLUG_AGENT_SOCKET: the CNI socket (default /var/run/netplug/cni.sock). */
   agentSocket: string;
+  /**
+   * NETPLUG_CNI_TIMINGS_FILE: where each served command's timings are appended, one JSON object a
+   * line (ts/node/call-timings.ts); none when unset. For diagnosis and the benchmark.
+   */
+  cniTimingsFile: string | undefined;
   /** IP: the node's underlay address, published for other nodes' routes (ts/node/routes/). */
   nodeAddress: AddressSetting;
   /** NETPLUG_NETWORKING_BACKEND: `routes` (default) programs routes to other nodes' blocks; `none` leaves routing to others. */
@@ -94,6 +99,7 @@ export function nodeSettings(env: NodeJS.ProcessEnv): NodeSettings {
     etcd,
     kubeconfig: value('KUBECONFIG'),
     clusterType: [value('CLUSTER_TYPE') ?? 'k8s', ...(type === 'kubernetes' ? ['kdd'] : [])].join(','),
+    cniTimingsFile: value('NETPLUG_CNI_TIMINGS_FILE'),
     varDir: value('NETPLUG_VAR_DIR') ?? DEFAULT_VAR_DIR,
     health: hostPort(value('NETPLUG_HEALTH_ADDR') ?? DEFAULT_HEALTH_ADDR),
     metrics:

@@ -36,6 +36,8 @@ pub struct CniRequest {
     pub stdin: Option<Buffer>,
     /// The descriptor that came beside the request (the pod's network namespace), the receiver's.
     pub netns: Option<i32>,
+    /// When the connection was accepted: milliseconds on the monotonic clock (as process.hrtime's).
+    pub accepted_at: Option<f64>,
 }
 
 type OnRequest = Arc<ThreadsafeFunction<CniRequest, (), CniRequest, Status, false, true>>;
@@ -107,12 +109,13 @@ fn accept_all(
             // Closed meanwhile: the connection is dropped, and its shim runs the one-shot.
             Ok(_) if closed.load(Ordering::Acquire) => break,
             Ok((stream, _)) => {
+                let accepted = monotonic_ms();
                 let fd = OwnedFd::from(stream);
                 reading.lock().unwrap_or_else(PoisonError::into_inner).insert(fd.as_raw_fd());
                 let (reading, on_request) = (Arc::clone(reading), Arc::clone(&on_request));
                 let spawned = std::thread::Builder::new()
                     .name("netplug-cni-read".into())
-                    .spawn(move || read_one(fd, &reading, patience, &on_request));
+                    .spawn(move || read_one(fd, accepted, &reading, patience, &on_request));
                 if let Ok(reader) = spawned {
                     readers.push(reader);
                 }
@@ -128,13 +131,20 @@ fn accept_all(
     for reader in readers {
         let _ = reader.join();
     }
-    on_request
-        .call(CniRequest { fd: None, header: None, stdin: None, netns: None }, ThreadsafeFunctionCallMode::Blocking);
+    let last = CniRequest { fd: None, header: None, stdin: None, netns: None, accepted_at: None };
+    on_request.call(last, ThreadsafeFunctionCallMode::Blocking);
+}
+
+/// CLOCK_MONOTONIC in milliseconds: the clock of process.hrtime, and of every process on the host.
+fn monotonic_ms() -> f64 {
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    now.tv_sec as f64 * 1e3 + now.tv_nsec as f64 / 1e6
 }
 
 /// Reads the connection's request and hands it to JS; a request that does not arrive whole in
 /// time (or a listener closing) closes the connection.
-fn read_one(fd: OwnedFd, reading: &Reading, patience: Duration, on_request: &OnRequest) {
+fn read_one(fd: OwnedFd, accepted: f64, reading: &Reading, patience: Duration, on_request: &OnRequest) {
     let request = read_request(fd.as_fd(), patience);
     // Out of the set before the descriptor changes hands: close() must not cut a handed-over one.
     reading.lock().unwrap_or_else(PoisonError::into_inner).remove(&fd.as_raw_fd());
@@ -145,6 +155,7 @@ fn read_one(fd: OwnedFd, reading: &Reading, patience: Duration, on_request: &OnR
             header: Some(request.header.into()),
             stdin: Some(request.stdin.into()),
             netns: request.descriptor.map(IntoRawFd::into_raw_fd),
+            accepted_at: Some(accepted),
         },
         ThreadsafeFunctionCallMode::NonBlocking,
     );

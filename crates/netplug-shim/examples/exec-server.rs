@@ -7,8 +7,9 @@
 //! Reads requests, one JSON object per line on stdin:
 //! `{"id":1,"exe":"/path","args":["-e","0"],"env":{...},"stdin":"..."}` (`args` optional);
 //! each runs on a thread of its own (a burst's commands run at once) and is answered, one JSON
-//! line on stdout: `{"id":1,"status":0,"stdout":"...","stderr":"...","ns":12345}`
-//! (`status` null when killed by a signal; `error` instead when the spawn itself failed).
+//! line on stdout: `{"id":1,"status":0,"stdout":"...","stderr":"...","ns":12345,"start_ns":…}`
+//! (`status` null when killed by a signal; `error` instead when the spawn itself failed;
+//! `start_ns`: the spawn on the monotonic clock, which an agent's own timings share).
 
 use std::io::{BufRead, Write};
 use std::process::{Command, Stdio};
@@ -57,6 +58,7 @@ fn run(request: &Value) -> Value {
         command.env(name, value.as_str().unwrap_or_default());
     }
     let start = Instant::now();
+    let start_ns = monotonic_ns();
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(err) => return json!({ "id": id, "error": format!("spawning {exe}: {err}") }),
@@ -76,5 +78,13 @@ fn run(request: &Value) -> Value {
         "stdout": String::from_utf8_lossy(&output.stdout),
         "stderr": String::from_utf8_lossy(&output.stderr),
         "ns": ns,
+        "start_ns": start_ns,
     })
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: the same clock in every process on the host.
+fn monotonic_ns() -> u64 {
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
 }
