@@ -6,8 +6,9 @@
 // request, or an agent that is not there, leaves the shim to run the one-shot: nothing is ever
 // lost by declining. The socket's transport is in ts/host/cni-socket.ts, the framing after the
 // request in cni-frames.ts; what is declined in decline.ts (and logged, counted, reported by
-// decline-log.ts); the journal of unfinished ADDs in inflight-journal.ts.
-import { chmodSync, closeSync, existsSync, mkdirSync, rmSync } from 'node:fs';
+// decline-log.ts); the journal of unfinished ADDs in inflight-journal.ts, their roll-back in
+// roll-back.ts.
+import { chmodSync, closeSync, mkdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 import { lendNetns, type NetnsLoan } from '../dataplane/index.ts';
@@ -15,20 +16,18 @@ import { monotonicMs } from '../dataplane/timing.ts';
 import { listenCni, type CniListener, type ReceivedRequest } from '../host/cni-socket.ts';
 import { lockHost, type HostLock } from '../host/lock.ts';
 import type { Logger } from '../log/logger.ts';
-import { runMain, type MainIo, type MainOutcome } from '../plugin/main.ts';
 import type { PluginServices } from '../plugin/services.ts';
 import { CallTrace, type CallTimings } from './call-timings.ts';
 import { ACCEPT, DECLINE, frame, FrameReader, GO } from './cni-frames.ts';
 import { declineReason, parseRequest, type CniRequest, type Decline, type DeclineKind } from './decline.ts';
 import { DeclineLog } from './decline-log.ts';
 import { InflightJournal } from './inflight-journal.ts';
+import { rollBack, runCommand } from './roll-back.ts';
 
 export const DEFAULT_AGENT_SOCKET = '/var/run/netplug/cni.sock';
 
 /** How long a connection may take to send its request, and then its go. */
 const REQUEST_PATIENCE_MS = 10_000;
-/** Between rounds of rolling back unfinished ADDs that failed (the datastore away, say). */
-const ROLLBACK_RETRY_MS = [1_000, 2_000, 5_000, 10_000, 30_000];
 
 export interface CniServerOptions {
   socketPath: string;
@@ -159,7 +158,7 @@ export async function serveCni(options: CniServerOptions): Promise<CniServer> {
         }
       : services;
     const served = () =>
-      run(
+      runCommand(
         { env: request.env, readStdin: () => stdin, stderr: (text) => (stderr += text), pid: request.pid },
         request.program,
         trace ? { ...callServices, store: (conf) => callServices.store?.(conf)?.then((store) => trace.timedStore(store)) } : callServices,
@@ -242,68 +241,4 @@ async function ownSocket(path: string, signal: AbortSignal, log: Logger): Promis
     if (Date.now() - asked < 500) await new Promise((resolve) => setTimeout(resolve, 1_000));
   }
   return undefined;
-}
-
-/** runMain, and an internal error (as the one-shot's last resort gives) if it throws all the same. */
-async function run(io: MainIo, program: CniRequest['program'], services: PluginServices): Promise<MainOutcome> {
-  try {
-    return await runMain(io, program, services);
-  } catch (err) {
-    const msg = `internal error: ${err instanceof Error ? err.message : String(err)}`;
-    return { stdout: `${JSON.stringify({ cniVersion: '1.1.0', code: 999, msg }, null, 4)}\n`, exitCode: 1 };
-  }
-}
-
-/**
- * DEL, through the same core, of every ADD a previous run left unfinished whose namespace is visible
- * here; each entry removed once its DEL succeeds. Failed ones are tried again until they succeed
- * or the agent stops.
- */
-async function rollBack(journal: InflightJournal, options: CniServerOptions): Promise<void> {
-  const { log, services, signal } = options;
-  const echo = options.echo ?? ((text: string) => process.stderr.write(text));
-  for (let round = 0; !signal.aborted; round++) {
-    const left = journal.leftBehind();
-    if (left.length === 0) return;
-    log.info(`rolling back ${left.length} ADD(s) a previous run left unfinished`);
-    const outcomes = await Promise.all(
-      left.map(async ({ path, entry }) => {
-        const env: Record<string, string> = { ...entry.env, CNI_COMMAND: 'DEL' };
-        // Served with the namespace the shim sent, which this run cannot see: a DEL here would
-        // take the namespace for gone and free addresses its interface may still hold. The
-        // runtime's DEL, which follows the failure the shim reported, undoes the ADD instead.
-        const netns = env['CNI_NETNS'];
-        if (netns && !existsSync(netns)) {
-          journal.remove(path);
-          log.info("an unfinished ADD is left to the runtime's DEL: its network namespace is not visible here", {
-            container: env['CNI_CONTAINERID'],
-            netns,
-          });
-          return true;
-        }
-        const outcome = await run({ env, readStdin: () => entry.stdin, stderr: echo, pid: entry.pid }, entry.program, services);
-        const fields = { container: env['CNI_CONTAINERID'], interface: env['CNI_IFNAME'] };
-        if (outcome.exitCode !== 0) {
-          log.warning(`rolling back an unfinished ADD failed; trying again: ${outcome.stdout.trim()}`, fields);
-          return false;
-        }
-        journal.remove(path);
-        log.info('rolled back an unfinished ADD', fields);
-        return true;
-      }),
-    );
-    if (outcomes.every(Boolean)) return;
-    const wait = ROLLBACK_RETRY_MS[Math.min(round, ROLLBACK_RETRY_MS.length - 1)] as number;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, wait);
-      signal.addEventListener(
-        'abort',
-        () => {
-          clearTimeout(timer);
-          resolve();
-        },
-        { once: true },
-      );
-    });
-  }
 }
