@@ -31,7 +31,7 @@ import { buildNativeHelpers, LAUNCH_TIMER } from './lib/native-exec.ts';
 import { medianOf, writeReport, type Series } from './lib/report.ts';
 import { addDelSamples, runChecked, runtimeEnv, runToExit, stopNativeRuns, type Run } from './lib/run-plugin.ts';
 import { elapsedMs, summarize } from './lib/stats.ts';
-import type { CallTimings } from '../ts/node/call-timings.ts';
+import { breakdown, interfaceGone, PARTS, type AgentCycle } from './lib/agent-breakdown.ts';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 const SHIM = join(ROOT, 'dist/cni/netplug');
@@ -150,19 +150,6 @@ async function startAgent(endpoints: string, kubeconfig: string): Promise<void> 
   throw new Error(`netplug-node not ready after 60 s: ${log}`);
 }
 
-/** The agent's ADD and DEL of one pod, as spawned (for the breakdown). */
-type AgentCycle = { container: string; add: Run; del: Run };
-
-/**
- * Until the pod's eth0 is gone: a DEL through the agent answers while the kernel is still deleting
- * the veth (its routes and addresses gone), and the next command in the same namespace would meet
- * it (a runtime never reuses a namespace). Not timed.
- */
-async function interfaceGone(netns: string): Promise<void> {
-  while (spawnSync('ip', ['-n', netns, 'link', 'show', 'eth0'], { stdio: 'ignore' }).status === 0)
-    await new Promise((resolve) => setTimeout(resolve, 1));
-}
-
 async function perPod(endpoints: string) {
   const netns = addNamespace(`npbench-agent-${process.pid}`);
   const samples = addDelSamples(VARIANTS);
@@ -188,42 +175,6 @@ async function perPod(endpoints: string) {
     }
   }
   return { samples, agentCycles };
-}
-
-/** The parts of a command through the agent, each a series of per-command milliseconds. */
-const PARTS = [
-  'shim: spawn → the agent accepts its connection',
-  'handshake: request read, accept, go',
-  'datastore',
-  "kernel, outside the datastore's time",
-  "the rest: the agent's own work",
-  'shim: answer → exit',
-] as const;
-
-/** Per command of `cycles`, where its time went, from the agent's timings of it. */
-function breakdown(cycles: readonly AgentCycle[], command: 'ADD' | 'DEL'): Record<(typeof PARTS)[number], number[]> {
-  const timings = new Map(
-    readFileSync(TIMINGS, 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((line) => JSON.parse(line) as CallTimings)
-      .map((t) => [`${t.command}/${t.container}`, t]),
-  );
-  const parts = Object.fromEntries(PARTS.map((part) => [part, [] as number[]])) as Record<(typeof PARTS)[number], number[]>;
-  for (const cycle of cycles) {
-    const run = command === 'ADD' ? cycle.add : cycle.del;
-    const t = timings.get(`${command}/${cycle.container}`);
-    if (!t) throw new Error(`no timings of ${command} ${cycle.container} in ${TIMINGS}`);
-    const served = t.answered - t.go;
-    const rest = served - t.datastoreMs - t.kernelAloneMs;
-    parts[PARTS[0]].push(t.accepted - run.startMs);
-    parts[PARTS[1]].push(t.go - t.accepted);
-    parts[PARTS[2]].push(t.datastoreMs);
-    parts[PARTS[3]].push(t.kernelAloneMs);
-    parts[PARTS[4]].push(rest);
-    parts[PARTS[5]].push(run.startMs + run.ms - t.answered);
-  }
-  return parts;
 }
 
 /** Each pod's eth0 holds the address its ADD returned, and no two pods share one. */
@@ -299,7 +250,7 @@ async function main(): Promise<void> {
 
   const shim = shimCost();
   const { samples, agentCycles } = await perPod(etcd.endpoints);
-  const parts = { ADD: breakdown(agentCycles, 'ADD'), DEL: breakdown(agentCycles, 'DEL') };
+  const parts = { ADD: breakdown(TIMINGS, agentCycles, 'ADD'), DEL: breakdown(TIMINGS, agentCycles, 'DEL') };
   const bursts = await burst(etcd.endpoints);
 
   const series: Series[] = [

@@ -1,0 +1,61 @@
+// bench:agent's breakdown of a command through the agent: where its time went, from the agent's own
+// timings (NETPLUG_CNI_TIMINGS_FILE, ts/node/call-timings.ts) and the spawner's, on the monotonic
+// clock both share.
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+
+import type { CallTimings } from '../../ts/node/call-timings.ts';
+import type { Run } from './run-plugin.ts';
+
+/** The agent's ADD and DEL of one pod, as spawned (for the breakdown). */
+export type AgentCycle = { container: string; add: Run; del: Run };
+
+/**
+ * Until the pod's eth0 is gone: a DEL through the agent answers while the kernel is still deleting
+ * the veth (its routes and addresses gone), and the next command in the same namespace would meet
+ * it (a runtime never reuses a namespace). Not timed.
+ */
+export async function interfaceGone(netns: string): Promise<void> {
+  while (spawnSync('ip', ['-n', netns, 'link', 'show', 'eth0'], { stdio: 'ignore' }).status === 0)
+    await new Promise((resolve) => setTimeout(resolve, 1));
+}
+
+/** The parts of a command through the agent, each a series of per-command milliseconds. */
+export const PARTS = [
+  'shim: spawn → the agent accepts its connection',
+  'handshake: request read, accept, go',
+  'datastore',
+  "kernel, outside the datastore's time",
+  "the rest: the agent's own work",
+  'shim: answer → exit',
+] as const;
+
+/** Per command of `cycles`, where its time went, from the agent's timings of it. */
+export function breakdown(
+  timingsFile: string,
+  cycles: readonly AgentCycle[],
+  command: 'ADD' | 'DEL',
+): Record<(typeof PARTS)[number], number[]> {
+  const timings = new Map(
+    readFileSync(timingsFile, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as CallTimings)
+      .map((t) => [`${t.command}/${t.container}`, t]),
+  );
+  const parts = Object.fromEntries(PARTS.map((part) => [part, [] as number[]])) as Record<(typeof PARTS)[number], number[]>;
+  for (const cycle of cycles) {
+    const run = command === 'ADD' ? cycle.add : cycle.del;
+    const t = timings.get(`${command}/${cycle.container}`);
+    if (!t) throw new Error(`no timings of ${command} ${cycle.container} in ${timingsFile}`);
+    const served = t.answered - t.go;
+    const rest = served - t.datastoreMs - t.kernelAloneMs;
+    parts[PARTS[0]].push(t.accepted - run.startMs);
+    parts[PARTS[1]].push(t.go - t.accepted);
+    parts[PARTS[2]].push(t.datastoreMs);
+    parts[PARTS[3]].push(t.kernelAloneMs);
+    parts[PARTS[4]].push(rest);
+    parts[PARTS[5]].push(run.startMs + run.ms - t.answered);
+  }
+  return parts;
+}
