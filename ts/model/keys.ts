@@ -34,6 +34,20 @@ export const keys = {
   hostEndpoint: (name: string) => `${RESOURCES}/hostendpoints/${name}`,
   /** Only `default`: netplug-kube-controllers' configuration. */
   kubeControllersConfiguration: `${RESOURCES}/kubecontrollersconfigurations/default`,
+  // Network policy (ts/model/policy.ts): namespaced kinds under `<namespace>/<name>`.
+  networkPolicies: `${RESOURCES}/networkpolicies/`,
+  networkPolicy: (namespace: string, name: string) => `${RESOURCES}/networkpolicies/${namespace}/${name}`,
+  globalNetworkPolicies: `${RESOURCES}/globalnetworkpolicies/`,
+  globalNetworkPolicy: (name: string) => `${RESOURCES}/globalnetworkpolicies/${name}`,
+  networkSets: `${RESOURCES}/networksets/`,
+  networkSet: (namespace: string, name: string) => `${RESOURCES}/networksets/${namespace}/${name}`,
+  globalNetworkSets: `${RESOURCES}/globalnetworksets/`,
+  globalNetworkSet: (name: string) => `${RESOURCES}/globalnetworksets/${name}`,
+  tiers: `${RESOURCES}/tiers/`,
+  tier: (name: string) => `${RESOURCES}/tiers/${name}`,
+  /** Only on etcd (netplug-kube-controllers writes them); the Kubernetes datastore computes them from namespaces and service accounts. */
+  profiles: `${RESOURCES}/profiles/`,
+  profile: (name: string) => `${RESOURCES}/profiles/${name}`,
 };
 
 /** Whether `key` is a block's (either family). */

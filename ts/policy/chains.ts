@@ -1,0 +1,126 @@
+// The fixed chains of the policy part and the chains of each local endpoint.
+//
+// Packets from a workload (iifname) and to one (oifname) are dispatched by verdict maps keyed by
+// the host-side interface to the endpoint's chains; a workload interface not in the map is
+// dropped right after the lookup (fail closed: these rules stay in the kernel while the agent is
+// stopped). In forward, the source's egress chain runs, returns when a policy allowed, and then
+// the destination's ingress chain: both must allow. The host reaching its own workloads (output)
+// is not policed, so kubelet probes work; a workload reaching the host (input) goes through its
+// egress chain.
+//
+// An endpoint chain: (egress) drop sources that are not the workload's own addresses; ICMPv6
+// neighbour discovery accepted (it has no conntrack state); established and related accepted,
+// invalid dropped; the mark bits cleared; per tier with policies for the endpoint, each policy's
+// chain while no policy of the tier passed, returning as soon as one allowed, and a drop at the
+// end of the tier unless the tier passes by default; then its profiles; then drop.
+import { baseChain, jump, match, notMatch, PRIORITY, regularChain, rule } from '../nft/build.ts';
+import type { Chain, MapElement, Match, Rule } from '../nft/model.ts';
+import { CHAINS, endpointChainName, MAPS, MARK } from './names.ts';
+import type { Direction } from './program.ts';
+
+export interface TierPlan {
+  name: string;
+  /** The tier passes to the next when none of its policies decided (else it drops). */
+  passes: boolean;
+  policies: { display: string; chain: string }[];
+}
+
+export interface EndpointPlan {
+  interfaceName: string;
+  /** The workload's own addresses: the only sources it may send from (besides IPv6 link-local). */
+  addresses: { 4: string[]; 6: string[] };
+  /** Per direction, the tiers with policies for it, in order. */
+  tiers: Record<Direction, TierPlan[]>;
+  /** Its profiles' chains, in order; a profile with no rules in a direction has none. */
+  profiles: { display: string; ingress?: string; egress?: string }[];
+}
+
+/** The priority of the base chains: after iptables-nft's filter chains (0) and kube-proxy's. */
+export const POLICY_PRIORITY = PRIORITY.filter + 10;
+
+const ND_TYPES = [133, 134, 135, 136, 137];
+
+/** The base chains, dispatch chains and the neighbour-discovery chain (the maps are the engine's). */
+export function fixedChains(interfacePrefix: string): Chain[] {
+  const wildcard = `${interfacePrefix}*`;
+  return [
+    baseChain(CHAINS.forward, { type: 'filter', hook: 'forward', priority: POLICY_PRIORITY }, [
+      rule([], jump(CHAINS.fromDispatch), 'workload egress'),
+      rule([], jump(CHAINS.toDispatch), 'workload ingress'),
+    ]),
+    baseChain(CHAINS.input, { type: 'filter', hook: 'input', priority: POLICY_PRIORITY }, [
+      rule([], jump(CHAINS.fromDispatch), 'workload to host: its egress'),
+    ]),
+    baseChain(CHAINS.output, { type: 'filter', hook: 'output', priority: POLICY_PRIORITY }, [
+      rule([match('oifname', wildcard)], 'accept', 'the host reaches its own workloads unpoliced'),
+    ]),
+    regularChain(CHAINS.fromDispatch, [
+      rule([], { vmap: { key: 'iifname', map: MAPS.from } }),
+      rule([match('iifname', wildcard)], 'drop', 'fail closed: workload interface not programmed', [{ counter: {} }]),
+    ]),
+    regularChain(CHAINS.toDispatch, [
+      rule([], { vmap: { key: 'oifname', map: MAPS.to } }),
+      rule([match('oifname', wildcard)], 'drop', 'fail closed: workload interface not programmed', [{ counter: {} }]),
+    ]),
+    regularChain(
+      CHAINS.neighbourDiscovery,
+      ND_TYPES.map((type) => rule([match('icmpv6 type', type)], 'accept')),
+    ),
+  ];
+}
+
+const markClear = (bits: number): Rule => rule([], undefined, undefined, [{ mark: { clear: bits } }]);
+const bitClear = (bit: number): Match => ({ key: 'meta mark', mask: bit, value: 0 });
+const bitSet = (bit: number): Match => ({ key: 'meta mark', mask: bit, value: bit });
+
+/** The endpoint's chain for `direction` (`tw-<iface>` ingress, `fw-<iface>` egress). */
+export function endpointChain(plan: EndpointPlan, direction: Direction): Chain {
+  const rules: Rule[] = [];
+  if (direction === 'egress') {
+    const v4 = plan.addresses[4];
+    rules.push(
+      v4.length > 0
+        ? rule(
+            v4.map((a) => notMatch('ip saddr', a)),
+            'drop',
+            'anti-spoofing',
+          )
+        : rule([match('meta nfproto', 'ipv4')], 'drop', 'anti-spoofing: no IPv4 address'),
+      rule(
+        ['fe80::/10', '::', ...plan.addresses[6]].map((a) => notMatch('ip6 saddr', a)),
+        'drop',
+        'anti-spoofing',
+      ),
+    );
+  }
+  rules.push(
+    rule([match('meta l4proto', 58)], jump(CHAINS.neighbourDiscovery)),
+    rule([match('ct state', ['established', 'related'])], 'accept'),
+    rule([match('ct state', 'invalid')], 'drop'),
+    markClear(MARK.accept | MARK.pass),
+  );
+  plan.tiers[direction].forEach((tier, t) => {
+    if (t > 0) rules.push(markClear(MARK.pass));
+    tier.policies.forEach((policy, i) => {
+      rules.push(rule(i === 0 ? [] : [bitClear(MARK.pass)], jump(policy.chain), `tier ${tier.name}: ${policy.display}`.slice(0, 127)));
+      rules.push(rule([bitSet(MARK.accept)], 'return'));
+    });
+    if (!tier.passes) rules.push(rule([bitClear(MARK.pass)], 'drop', `end of tier ${tier.name}`.slice(0, 127), [{ counter: {} }]));
+  });
+  for (const profile of plan.profiles) {
+    const chain = profile[direction];
+    if (chain === undefined) continue;
+    rules.push(rule([], jump(chain), `profile ${profile.display}`.slice(0, 127)));
+    rules.push(rule([bitSet(MARK.accept)], 'return'));
+  }
+  rules.push(rule([], 'drop', 'no policy or profile allowed', [{ counter: {} }]));
+  return regularChain(endpointChainName(plan.interfaceName, direction), rules);
+}
+
+/** The dispatch map elements of an endpoint. */
+export function dispatchElements(interfaceName: string): { from: MapElement; to: MapElement } {
+  return {
+    from: { key: interfaceName, verdict: { goto: endpointChainName(interfaceName, 'egress') } },
+    to: { key: interfaceName, verdict: { goto: endpointChainName(interfaceName, 'ingress') } },
+  };
+}

@@ -1,0 +1,177 @@
+// A policy (or profile) as the compiler and explain read it: which endpoints it applies to, where
+// it stands (tier, order), and per direction its rules with every field reduced to what a packet
+// is compared with: address intervals per family, one canonical selector per rule end, port
+// ranges and port names. A rule that cannot be reduced is left out and reported; the rest stays.
+import {
+  DEFAULT_TIER,
+  resourceName,
+  type Action,
+  type EntityRule,
+  type IcmpMatch,
+  type NetworkPolicyResource,
+  type PolicyRule,
+  type ProfileResource,
+} from '../model/policy.ts';
+import { parsePort, protocolNumber } from '../model/policy-schema.ts';
+import { typesOf } from '../model/policy-check.ts';
+import { parseSelector } from '../selectors/parse.ts';
+import type { Selector } from '../selectors/syntax.ts';
+import { mergedPorts, netList, type NetList, type PortRange } from './addresses.ts';
+import { canonical, entitySelector, policySelector } from './selectors.ts';
+
+export type Direction = 'ingress' | 'egress';
+export const DIRECTIONS: readonly Direction[] = ['ingress', 'egress'];
+
+/** One end of a rule, reduced. Absent fields constrain nothing. */
+export interface SideProgram {
+  /** The addresses it must be in (per family; a family without any cannot match). */
+  nets?: NetList;
+  /** The addresses it must not be in. */
+  notNets?: NetList;
+  /** The canonical selector of the endpoints and network sets whose addresses it must be among. */
+  selector?: string;
+  notSelector?: string;
+  /** Ports: the port must be in `ports` or be one of `namedPorts` of the endpoint at this end. */
+  ports?: PortRange[];
+  namedPorts?: string[];
+  notPorts?: PortRange[];
+  notNamedPorts?: string[];
+}
+
+export interface RuleProgram {
+  /** The rule's place in its policy's list (from 0), for messages, log prefixes and explain. */
+  index: number;
+  action: Action;
+  ipVersion?: 4 | 6;
+  protocol?: number;
+  notProtocol?: number;
+  icmp?: IcmpMatch;
+  notICMP?: IcmpMatch;
+  source: SideProgram;
+  destination: SideProgram;
+}
+
+export interface PolicyProgram {
+  /** `NetworkPolicy/<ns>/<name>`, `GlobalNetworkPolicy/<name>`, `Profile/<name>`: unique. */
+  key: string;
+  kind: 'NetworkPolicy' | 'GlobalNetworkPolicy' | 'Profile';
+  /** `<ns>/<name>` or `<name>`: how people name it, and the tie-break of the order. */
+  display: string;
+  namespace?: string;
+  tier: string;
+  /** Absent: after every policy of the tier with an order. */
+  order?: number;
+  /** Which endpoints it applies to (profiles: those that name it). */
+  selects: Selector;
+  selectsText: string;
+  /** Per direction it applies in, its rules; absent when it does not apply in that direction. */
+  ingress?: RuleProgram[];
+  egress?: RuleProgram[];
+}
+
+/** A field that could not be programmed: the policy's other rules still are. */
+export interface ProgramIssue {
+  /** `spec.ingress[2].source.selector` */
+  field: string;
+  message: string;
+}
+
+export const policyKey = (kind: string, name: string, namespace?: string): string =>
+  namespace === undefined ? `${kind}/${name}` : `${kind}/${namespace}/${name}`;
+
+/** The program of a checked policy; a rule it cannot use is left out and reported in `issues`. */
+export function policyProgram(policy: NetworkPolicyResource, issues: ProgramIssue[] = []): PolicyProgram {
+  const { spec } = policy;
+  const namespace = policy.kind === 'NetworkPolicy' ? (policy.metadata.namespace ?? 'default') : undefined;
+  const selects = canonical(policySelector(spec, namespace));
+  const types = typesOf(spec);
+  return {
+    key: policyKey(policy.kind, policy.metadata.name, namespace),
+    kind: policy.kind,
+    display: resourceName({ metadata: { name: policy.metadata.name, ...(namespace ? { namespace } : {}) } }),
+    ...(namespace !== undefined ? { namespace } : {}),
+    tier: spec.tier ?? DEFAULT_TIER,
+    ...(spec.order !== undefined ? { order: spec.order } : {}),
+    selects: selects.selector,
+    selectsText: selects.text,
+    ...(types.includes('Ingress') ? { ingress: rules(spec.ingress ?? [], 'spec.ingress', namespace, issues) } : {}),
+    ...(types.includes('Egress') ? { egress: rules(spec.egress ?? [], 'spec.egress', namespace, issues) } : {}),
+  };
+}
+
+/** A profile's program: it applies to the endpoints that name it, in both directions, after every tier. */
+export function profileProgram(profile: ProfileResource, issues: ProgramIssue[] = []): PolicyProgram {
+  const name = profile.metadata.name;
+  return {
+    key: policyKey('Profile', name),
+    kind: 'Profile',
+    display: name,
+    tier: '',
+    selects: { kind: 'all' },
+    selectsText: 'all()',
+    ingress: rules(profile.spec.ingress ?? [], 'spec.ingress', undefined, issues),
+    egress: rules(profile.spec.egress ?? [], 'spec.egress', undefined, issues),
+  };
+}
+
+function rules(list: readonly PolicyRule[], field: string, namespace: string | undefined, issues: ProgramIssue[]): RuleProgram[] {
+  const out: RuleProgram[] = [];
+  list.forEach((rule, index) => {
+    try {
+      out.push(ruleProgram(rule, index, namespace));
+    } catch (err) {
+      issues.push({ field: `${field}[${index}]`, message: `left out: ${(err as Error).message}` });
+    }
+  });
+  return out;
+}
+
+function ruleProgram(rule: PolicyRule, index: number, namespace: string | undefined): RuleProgram {
+  const number = (p: PolicyRule['protocol']) => (p === undefined ? undefined : protocolNumber(p));
+  const protocol = number(rule.protocol);
+  const notProtocol = number(rule.notProtocol);
+  return {
+    index,
+    action: rule.action,
+    ...(rule.ipVersion !== undefined ? { ipVersion: rule.ipVersion } : {}),
+    ...(protocol !== undefined ? { protocol } : {}),
+    ...(notProtocol !== undefined ? { notProtocol } : {}),
+    ...(rule.icmp ? { icmp: rule.icmp } : {}),
+    ...(rule.notICMP ? { notICMP: rule.notICMP } : {}),
+    source: side(rule.source ?? {}, namespace),
+    destination: side(rule.destination ?? {}, namespace),
+  };
+}
+
+function side(entity: EntityRule, namespace: string | undefined): SideProgram {
+  const out: SideProgram = {};
+  if (entity.nets !== undefined) out.nets = netList(entity.nets);
+  if (entity.notNets !== undefined && entity.notNets.length > 0) out.notNets = netList(entity.notNets);
+  const selector = entitySelector(entity, namespace);
+  if (selector !== undefined) out.selector = canonical(selector).text;
+  if (entity.notSelector !== undefined) out.notSelector = canonical(entitySelectorOfNot(entity.notSelector)).text;
+  const [ports, named] = portsOf(entity.ports);
+  if (ports.length > 0 || named.length > 0) {
+    if (ports.length > 0) out.ports = ports;
+    if (named.length > 0) out.namedPorts = named;
+  }
+  const [notPorts, notNamed] = portsOf(entity.notPorts);
+  if (notPorts.length > 0) out.notPorts = notPorts;
+  if (notNamed.length > 0) out.notNamedPorts = notNamed;
+  return out;
+}
+
+/** A notSelector excludes what it matches in any namespace (the positive selector carries the scope). */
+const entitySelectorOfNot = (text: string): Selector => parseSelector(text);
+
+function portsOf(list: readonly (number | string)[] | undefined): [PortRange[], string[]] {
+  const ranges: PortRange[] = [];
+  const names = new Set<string>();
+  for (const port of list ?? []) {
+    const parsed = parsePort(port);
+    if (!parsed) throw new Error(`port ${JSON.stringify(port)} is not a port, a range or a port name`);
+    if ('name' in parsed) names.add(parsed.name);
+    else ranges.push({ from: parsed.from, to: parsed.to });
+  }
+  return [mergedPorts(ranges), [...names].sort()];
+}

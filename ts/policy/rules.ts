@@ -1,0 +1,208 @@
+// A policy's rules as nftables rules of its chain (`pi-`/`po-`): per rule and per address family
+// it needs, the matches of both ends, then its action. Peers (selectors), address lists of more
+// than one element, port lists and named ports are looked up in named sets shared by every rule
+// that names the same ones (anonymous sets cost the kernel a walk of the transaction each, and
+// thousands of them take seconds to load); one address or port range is compared inline.
+import { inSet, match, notMatch, rule } from '../nft/build.ts';
+import type { Atom, Match, Rule, Selector as NftSelector, Statement } from '../nft/model.ts';
+import { intervalText, portText, type Family, type PortRange } from './addresses.ts';
+import { denyCounterName, hashOf, MARK } from './names.ts';
+import type { Direction, PolicyProgram, RuleProgram, SideProgram } from './program.ts';
+
+/** A named set a rule looks up; its name is a hash of what it holds (static sets) or stands for. */
+export type SetDescriptor =
+  /** The addresses of the endpoints and network sets a selector matches. */
+  | { kind: 'selector'; family: Family; selector: string }
+  /** A fixed list of address intervals. */
+  | { kind: 'nets'; family: Family; elements: string[] }
+  /** A fixed list of port ranges. */
+  | { kind: 'ports'; elements: (number | string)[] }
+  /** `address . protocol . port` of the named ports of the endpoints a selector matches. */
+  | { kind: 'named-ports'; family: Family; selector: string; names: string[]; protocol?: number };
+
+export function setName(set: SetDescriptor): string {
+  switch (set.kind) {
+    case 'selector':
+      return `sel${set.family}-${hashOf(set.selector)}`;
+    case 'nets':
+      return `net${set.family}-${hashOf(set.elements.join(','))}`;
+    case 'ports':
+      return `port-${hashOf(set.elements.join(','))}`;
+    case 'named-ports':
+      return `np${set.family}-${hashOf(`${set.protocol ?? '*'}|${set.names.join(',')}|${set.selector}`)}`;
+  }
+}
+
+/** Gives the name of the set a rule uses, so the caller can keep it (and count its users). */
+export type UseSet = (set: SetDescriptor) => string;
+
+export interface RuleOptions {
+  families: readonly Family[];
+  /** NFLOG group of Log rules. */
+  logGroup: number;
+  /** Log rules log at most this many packets per second (with a burst of as many). */
+  logPerSecond: number;
+}
+
+/** At most this many `!=` comparisons inline for a notNets or notPorts list; more go to a set. */
+const INLINE_NEGATIONS = 3;
+
+/** The rules of `program`'s chain for `direction` (empty when it has none there). */
+export function policyRules(program: PolicyProgram, direction: Direction, options: RuleOptions, useSet: UseSet): Rule[] {
+  const out: Rule[] = [];
+  for (const ruleProgram of program[direction] ?? []) out.push(...nftRules(program, direction, ruleProgram, options, useSet));
+  return out;
+}
+
+/** The families a rule can match packets of; `specific` when its matches name one. */
+export function ruleFamilies(r: RuleProgram, families: readonly Family[]): { families: Family[]; specific: boolean } {
+  let out = [...families];
+  if (r.ipVersion !== undefined) out = out.filter((f) => f === r.ipVersion);
+  if (r.icmp || r.notICMP) out = out.filter((f) => f === (r.protocol === 1 ? 4 : 6));
+  for (const side of [r.source, r.destination])
+    if (side.nets) out = out.filter((f) => (side.nets as { 4: unknown[]; 6: unknown[] })[f].length > 0);
+  const addressed = (side: SideProgram) =>
+    side.nets !== undefined ||
+    side.notNets !== undefined ||
+    side.selector !== undefined ||
+    side.notSelector !== undefined ||
+    side.namedPorts !== undefined ||
+    side.notNamedPorts !== undefined;
+  const specific =
+    r.ipVersion !== undefined || r.icmp !== undefined || r.notICMP !== undefined || addressed(r.source) || addressed(r.destination);
+  return { families: out, specific };
+}
+
+function nftRules(program: PolicyProgram, direction: Direction, r: RuleProgram, options: RuleOptions, useSet: UseSet): Rule[] {
+  const { families, specific } = ruleFamilies(r, options.families);
+  const comment = commentOf(program, direction, r.index);
+  const action = actionOf(program, direction, r, options);
+  const out: Rule[] = [];
+  for (const family of specific ? families : [undefined]) {
+    const common: Match[] = [];
+    if (r.protocol !== undefined) common.push(match('meta l4proto', r.protocol));
+    if (r.notProtocol !== undefined) common.push(notMatch('meta l4proto', r.notProtocol));
+    const sources = sideMatches(r.source, 'source', family, r.protocol, useSet);
+    const destinations = sideMatches(r.destination, 'destination', family, r.protocol, useSet);
+    for (const icmp of icmpMatches(r, family)) {
+      for (const source of sources) {
+        for (const destination of destinations) {
+          const matches = [...common, ...source, ...destination, ...icmp];
+          if (family !== undefined && !matches.some((m) => FAMILY_SELECTORS.has(firstKey(m))))
+            matches.unshift(match('meta nfproto', family === 4 ? 'ipv4' : 'ipv6'));
+          out.push(rule(matches, action.verdict, comment, action.statements));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+const FAMILY_SELECTORS = new Set<NftSelector>(['ip saddr', 'ip daddr', 'ip6 saddr', 'ip6 daddr', 'icmp type', 'icmpv6 type']);
+const firstKey = (m: Match): NftSelector => (Array.isArray(m.key) ? (m.key[0] as NftSelector) : m.key);
+
+/** `netplug <policy> <direction> rule <n>`: shown by `nft list`, and the log prefix of Log rules. */
+function commentOf(program: PolicyProgram, direction: Direction, index: number): string {
+  const text = `${program.kind === 'Profile' ? 'profile ' : ''}${program.display} ${direction} rule ${index}`;
+  return text.length <= 100 ? text : `${text.slice(0, 80)}~${hashOf(program.key)}`;
+}
+
+function actionOf(
+  program: PolicyProgram,
+  direction: Direction,
+  r: RuleProgram,
+  options: RuleOptions,
+): { verdict?: Rule['verdict']; statements: Statement[] } {
+  switch (r.action) {
+    case 'Allow':
+      return { verdict: 'return', statements: [{ mark: { or: MARK.accept } }] };
+    case 'Pass':
+      return { verdict: 'return', statements: [{ mark: { or: MARK.pass } }] };
+    case 'Deny':
+      return { verdict: 'drop', statements: [{ counter: { name: denyCounterName(program.key) } }] };
+    case 'Log':
+      return {
+        statements: [
+          { limit: { rate: options.logPerSecond, per: 'second', burst: options.logPerSecond } },
+          { log: { prefix: `netplug ${commentOf(program, direction, r.index)}`.slice(0, 127), group: options.logGroup } },
+        ],
+      };
+  }
+}
+
+type Field = { address: NftSelector; port: NftSelector };
+
+function fields(end: 'source' | 'destination', family: Family | undefined): Field {
+  const s = end === 'source';
+  const address = (family === 6 ? (s ? 'ip6 saddr' : 'ip6 daddr') : s ? 'ip saddr' : 'ip daddr') as NftSelector;
+  return { address, port: s ? 'th sport' : 'th dport' };
+}
+
+/** The alternatives one end of a rule stands for (any of them matches), each a list of matches (all must hold). */
+function sideMatches(
+  side: SideProgram,
+  end: 'source' | 'destination',
+  family: Family | undefined,
+  protocol: number | undefined,
+  useSet: UseSet,
+): Match[][] {
+  const { address, port } = fields(end, family);
+  const all: Match[] = [];
+  if (family !== undefined) {
+    if (side.nets) {
+      const elements = side.nets[family].map((interval) => intervalText(family, interval));
+      all.push(
+        elements.length === 1 ? match(address, elements[0] as string) : match(address, inSet(useSet({ kind: 'nets', family, elements }))),
+      );
+    }
+    if (side.notNets) {
+      const elements = side.notNets[family].map((interval) => intervalText(family, interval));
+      if (elements.length <= INLINE_NEGATIONS) for (const element of elements) all.push(notMatch(address, element));
+      else all.push(notMatch(address, inSet(useSet({ kind: 'nets', family, elements }))));
+    }
+    if (side.selector !== undefined) all.push(match(address, inSet(useSet({ kind: 'selector', family, selector: side.selector }))));
+    if (side.notSelector !== undefined)
+      all.push(notMatch(address, inSet(useSet({ kind: 'selector', family, selector: side.notSelector }))));
+    if (side.notNamedPorts) {
+      const set = useSet(namedPorts(side, side.notNamedPorts, family, protocol));
+      all.push(notMatch([address, 'meta l4proto', port], inSet(set)));
+    }
+  }
+  if (side.notPorts) {
+    const elements = side.notPorts.map(portText);
+    if (elements.length <= INLINE_NEGATIONS) for (const element of elements) all.push(notMatch(port, element));
+    else all.push(notMatch(port, inSet(useSet({ kind: 'ports', elements }))));
+  }
+  if (!side.ports && !side.namedPorts) return [all];
+  const alternatives: Match[][] = [];
+  if (side.ports) alternatives.push([...all, portMatch(port, side.ports, useSet)]);
+  if (side.namedPorts && family !== undefined)
+    alternatives.push([...all, match([address, 'meta l4proto', port], inSet(useSet(namedPorts(side, side.namedPorts, family, protocol))))]);
+  return alternatives;
+}
+
+function portMatch(port: NftSelector, ranges: PortRange[], useSet: UseSet): Match {
+  const elements = ranges.map(portText);
+  return elements.length === 1 ? match(port, elements[0] as Atom) : match(port, inSet(useSet({ kind: 'ports', elements })));
+}
+
+/** The named ports of the endpoints at this end (every endpoint when it names none), of the rule's protocol. */
+function namedPorts(side: SideProgram, names: string[], family: Family, protocol: number | undefined): SetDescriptor {
+  return { kind: 'named-ports', family, selector: side.selector ?? 'all()', names, ...(protocol !== undefined ? { protocol } : {}) };
+}
+
+/** icmp / notICMP as alternatives: "not type T code C" is "not type T, or type T and not code C". */
+function icmpMatches(r: RuleProgram, family: Family | undefined): Match[][] {
+  const type = (family === 6 ? 'icmpv6 type' : 'icmp type') as NftSelector;
+  const code = (family === 6 ? 'icmpv6 code' : 'icmp code') as NftSelector;
+  const positive: Match[] = [];
+  if (r.icmp?.type !== undefined) positive.push(match(type, r.icmp.type));
+  if (r.icmp?.code !== undefined) positive.push(match(code, r.icmp.code));
+  const not = r.notICMP;
+  if (not?.type === undefined) return [positive];
+  if (not.code === undefined) return [[...positive, notMatch(type, not.type)]];
+  return [
+    [...positive, notMatch(type, not.type)],
+    [...positive, match(type, not.type), notMatch(code, not.code)],
+  ];
+}
