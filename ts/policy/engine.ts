@@ -85,6 +85,9 @@ interface ProfileRecord {
 
 const endpointEntity = (key: string) => `WorkloadEndpoint/${key}`;
 
+/** A value's JSON for comparing two states (addresses are BigInts, which JSON has no form for). */
+const textOf = (value: unknown): string => JSON.stringify(value, (_, v) => (typeof v === 'bigint' ? v.toString() : v));
+
 export class PolicyEngine {
   readonly #options: Required<PolicyEngineOptions>;
   readonly #ruleOptions: RuleOptions;
@@ -169,7 +172,7 @@ export class PolicyEngine {
     const record: ProfileRecord = { name, program, labels, issues, ...(before?.active ? { active: before.active } : {}) };
     this.#profiles.set(name, record);
     if (!before || JSON.stringify(before.labels) !== JSON.stringify(labels)) this.#relabel(name);
-    if (!before || JSON.stringify(before.program) !== JSON.stringify(program)) {
+    if (!before || textOf(before.program) !== textOf(program)) {
       if (record.active) {
         const old = record.active;
         delete record.active;
@@ -236,7 +239,7 @@ export class PolicyEngine {
       !before.program.ingress !== !program.ingress ||
       !before.program.egress !== !program.egress;
     for (const endpoint of this.#local) this.#selectOne(endpoint, key, record, before?.selected.has(endpoint) ?? false, placeChanged);
-    if (record.active && before?.program && program && JSON.stringify(before.program) !== JSON.stringify(program)) {
+    if (record.active && before?.program && program && textOf(before.program) !== textOf(program)) {
       const old = record.active;
       delete record.active;
       this.#activate(record);
@@ -386,7 +389,7 @@ export class PolicyEngine {
 
   /** Sets an entity's labels and contribution; `store` records the new state before membership events use it. */
   #setEntity(entity: string, labels: Labels, before: Contribution | undefined, after: Contribution, store: () => void): void {
-    const same = before !== undefined && JSON.stringify(before) === JSON.stringify(after);
+    const same = before !== undefined && textOf(before) === textOf(after);
     if (before && !same) this.#sets.contribute(entity, before, false);
     store();
     if (before && !same) {
@@ -424,7 +427,8 @@ export class PolicyEngine {
 
   /** A profile's labels changed: every entity naming it gets its labels again. */
   #relabel(profile: string): void {
-    for (const entity of this.#profileUsers.get(profile) ?? []) {
+    // A copy: upsertEndpoint files the entity under its profiles again.
+    for (const entity of [...(this.#profileUsers.get(profile) ?? [])]) {
       if (entity.startsWith('WorkloadEndpoint/')) {
         const record = this.#endpoints.get(entity.slice('WorkloadEndpoint/'.length));
         if (record) this.upsertEndpoint({ ...record.input });
