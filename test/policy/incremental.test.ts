@@ -9,7 +9,7 @@ import type { Element, ElementChanges, TablePart } from '../../ts/nft/model.ts';
 import { checkPolicyDocument } from '../../ts/model/policy-check.ts';
 import type { NetworkPolicyResource } from '../../ts/model/policy.ts';
 import { convertKubernetesPolicy, namespaceProfile, serviceAccountProfile } from '../../ts/policy/kubernetes.ts';
-import { PolicyEngine } from '../../ts/policy/engine.ts';
+import type { PolicyEngine } from '../../ts/policy/engine.ts';
 import type { TestPod } from './cluster.ts';
 import { generateKubePolicy, generateNetplugPolicy, generateWorld, podProbes, Random, TEST_NETWORK_SETS } from './generate.ts';
 import { compiledVerdict, describeProbe, endpointOf, engineFor } from './harness.ts';
@@ -38,7 +38,8 @@ function applied(part: TablePart, changes: ElementChanges): TablePart {
     if (!set) throw new Error(`element changes name set ${change.name}, which the part lacks`);
     const gone = new Set((change.delete ?? []).map(key));
     const kept = (set.elements ?? []).filter((e) => !gone.has(key(e)));
-    for (const element of change.add ?? []) if (kept.some((e) => key(e) === key(element))) throw new Error(`${change.name}: ${key(element)} added twice`);
+    for (const element of change.add ?? [])
+      if (kept.some((e) => key(e) === key(element))) throw new Error(`${change.name}: ${key(element)} added twice`);
     set.elements = [...kept, ...(change.add ?? [])] as Element[];
   }
   for (const change of changes.maps ?? []) {
@@ -130,7 +131,9 @@ const CHANGES: Change[] = [
   (world, engine, rng) => {
     const name = `gen${rng.int(6)}`;
     const policy = generateNetplugPolicy(rng, name);
-    const at = world.policies.findIndex((p) => p.kind === policy.kind && p.metadata.name === name && p.metadata.namespace === policy.metadata.namespace);
+    const at = world.policies.findIndex(
+      (p) => p.kind === policy.kind && p.metadata.name === name && p.metadata.namespace === policy.metadata.namespace,
+    );
     if (at >= 0) world.policies[at] = policy;
     else world.policies.push(policy);
     engine.upsertPolicy(checkPolicyDocument(policy) as NetworkPolicyResource);

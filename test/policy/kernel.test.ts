@@ -49,12 +49,16 @@ test('the writer loads compiled parts and their element changes: the kernel hold
   const world = generateWorld(7, { kubernetesPolicies: 6, netplugPolicies: 6 });
   const { engine } = engineFor(world, 'node-1');
   const first = engine.part();
-  t.true((first.sets ?? []).some((s) => Array.isArray(s.type)), 'a named-port set is among them');
+  t.true(
+    (first.sets ?? []).some((s) => Array.isArray(s.type)),
+    'a named-port set is among them',
+  );
   const calls: unknown[][] = [['apply', { family: 'inet', name: 'netplug', ...first }]];
   // Pods come and go elsewhere: element changes only.
   const pods = world.cluster.pods.filter((pod) => pod.node !== 'node-1');
   for (const pod of pods.slice(0, 3)) engine.removeEndpoint(pod.key);
-  for (const pod of pods.slice(0, 2)) engine.upsertEndpoint(endpointOf({ ...pod, key: `${pod.key}-2`, ipv4: pod.ipv4.replace(/\.0\./, '.1.') }));
+  for (const pod of pods.slice(0, 2))
+    engine.upsertEndpoint(endpointOf({ ...pod, key: `${pod.key}-2`, ipv4: pod.ipv4.replace(/\.0\./, '.1.') }));
   const update = engine.flush();
   t.false(update.structural);
   t.truthy(update.elements.sets?.length);
@@ -66,7 +70,10 @@ test('the writer loads compiled parts and their element changes: the kernel hold
   );
   const [kernel, expected] = [nft(written, ['list', 'table', 'inet', 'netplug']), rendered(reference, engine.part())];
   t.deepEqual(summary(kernel), summary(expected));
-  t.true(summary(kernel).sets.some((set) => set.includes('elements')), 'sets hold elements');
+  t.true(
+    summary(kernel).sets.some((set) => set.includes('elements')),
+    'sets hold elements',
+  );
 });
 
 test('worlds of every seed load whole', (t) => {

@@ -8,22 +8,20 @@
 //
 // Only what a local endpoint needs is programmed: policies selecting one (with the sets their
 // rules use) and the profiles local endpoints name.
-import type { Chain, ElementChanges, MapElement, TablePart } from '../nft/model.ts';
-import { matches } from '../selectors/evaluate.ts';
+import type { Chain, ElementChanges, TablePart } from '../nft/model.ts';
 import type { Labels } from '../selectors/syntax.ts';
 import type { NetworkPolicyResource, NetworkSetResource, ProfileResource, TierResource } from '../model/policy.ts';
 import { DEFAULT_TIER } from '../model/policy.ts';
 import { netInterval, type Family } from './addresses.ts';
-import { dispatchElements, endpointChain, fixedChains, type EndpointPlan } from './chains.ts';
-import { formatIp } from '../net/cidr.ts';
+import { fixedChains } from './chains.ts';
 import { endpointLabels, networkSetKey, networkSetLabels, profilesOf, type EndpointInput } from './endpoints.ts';
+import { LocalEndpoints } from './local-endpoints.ts';
 import { denyCounterName, MAPS, policyChainName } from './names.ts';
 import { byTier, DEFAULT_TIER_INFO, missingTier, tierInfo, type TierInfo } from './order.ts';
 import { DIRECTIONS, policyKey, policyProgram, profileProgram, type PolicyProgram, type ProgramIssue } from './program.ts';
 import { policyRules, type RuleOptions } from './rules.ts';
 import { SelectorIndex } from './selector-index.ts';
 import { SetRegistry, type Contribution } from './set-registry.ts';
-import { ElementJournal } from './sets.ts';
 
 export interface PolicyEngineOptions {
   /** The node whose endpoints (with an interface) are programmed. */
@@ -58,8 +56,6 @@ interface EndpointRecord {
   labels: Labels;
   contribution: Contribution;
   local: boolean;
-  /** Local endpoints: the policies selecting it. */
-  selectedBy: Set<string>;
 }
 
 interface Active {
@@ -67,23 +63,16 @@ interface Active {
   sets: string[];
 }
 
-interface PolicyRecord {
+interface ProgramRecord {
   program: PolicyProgram | undefined;
   issues: ProgramIssue[];
-  /** Local endpoints it selects. */
-  selected: Set<string>;
   active?: Active;
-}
-
-interface ProfileRecord {
-  name: string;
-  program: PolicyProgram;
-  labels: Labels;
-  issues: ProgramIssue[];
-  active?: Active;
+  /** Profiles: their labels for the endpoints naming them. */
+  labels?: Labels;
 }
 
 const endpointEntity = (key: string) => `WorkloadEndpoint/${key}`;
+const ENDPOINT_ENTITY = 'WorkloadEndpoint/';
 
 /** A value's JSON for comparing two states (addresses are BigInts, which JSON has no form for). */
 const textOf = (value: unknown): string => JSON.stringify(value, (_, v) => (typeof v === 'bigint' ? v.toString() : v));
@@ -91,24 +80,21 @@ const textOf = (value: unknown): string => JSON.stringify(value, (_, v) => (type
 export class PolicyEngine {
   readonly #options: Required<PolicyEngineOptions>;
   readonly #ruleOptions: RuleOptions;
+  /** Every endpoint and network set, for the sets of rule selectors. */
   readonly #index: SelectorIndex;
   readonly #sets: SetRegistry;
+  readonly #local: LocalEndpoints;
   readonly #endpoints = new Map<string, EndpointRecord>();
-  readonly #local = new Set<string>();
   readonly #networkSets = new Map<string, { resource: NetworkSetResource; contribution: Contribution }>();
-  readonly #policies = new Map<string, PolicyRecord>();
-  readonly #profiles = new Map<string, ProfileRecord>();
+  readonly #policies = new Map<string, ProgramRecord>();
+  /** Profiles by name (their program's key is `Profile/<name>`). */
+  readonly #profiles = new Map<string, ProgramRecord>();
   /** Profile name → the entities (endpoints, namespaced network sets) whose labels it gives. */
   readonly #profileUsers = new Map<string, Set<string>>();
   readonly #tiers = new Map<string, TierInfo>();
-  /** Local endpoint key → its chains, as last built. */
-  readonly #endpointChains = new Map<string, { ingress: Chain; egress: Chain; interfaceName: string }>();
-  readonly #dirty = new Set<string>();
-  /** Dispatch map changes since the last flush (additions hold map elements, deletions interface names). */
-  readonly #dispatch = new ElementJournal<MapElement>();
   #structural = true;
   #part: TablePart | undefined;
-  /** Entities whose set contributions are being replaced: membership events are not theirs to apply. */
+  /** The entity whose set contributions are being replaced: membership events are not theirs to apply. */
   #muted: string | undefined;
 
   constructor(options: PolicyEngineOptions) {
@@ -122,6 +108,14 @@ export class PolicyEngine {
       (entity) => this.#contributionOf(entity),
       () => this.#changedStructure(),
     );
+    this.#local = new LocalEndpoints({
+      program: (policy) => this.#policies.get(policy)?.program,
+      profile: (name) => this.#profiles.get(name)?.program,
+      tier: (name) => this.#tierOf(name),
+      selectionChanged: (policy) => this.#refreshPolicy(policy),
+      profileNeeded: (name) => this.#refreshProfile(name),
+      structureChanged: () => this.#changedStructure(),
+    });
   }
 
   // ---- Inputs ----
@@ -140,16 +134,12 @@ export class PolicyEngine {
       ports: input.ports ?? [],
     };
     const local = input.node === this.#options.nodeName && input.interfaceName !== undefined;
-    const record: EndpointRecord = { input, entity, labels, contribution, local, selectedBy: before?.selectedBy ?? new Set() };
+    const record: EndpointRecord = { input, entity, labels, contribution, local };
     if (before) this.#unuseProfiles(entity, profilesOf(before.input));
     this.#useProfiles(entity, profilesOf(input));
     this.#setEntity(entity, labels, before?.contribution, contribution, () => this.#endpoints.set(key, record));
-    if (before?.local && !local) this.#unlocal(key, record);
-    if (local) {
-      this.#local.add(key);
-      if (!before?.local || JSON.stringify(before.input) !== JSON.stringify(input)) this.#dirty.add(key);
-      this.#select(key);
-    }
+    if (local) this.#local.set(input, labels, contribution.addresses);
+    else if (before?.local) this.#local.remove(key);
   }
 
   removeEndpoint(key: string): void {
@@ -157,7 +147,7 @@ export class PolicyEngine {
     if (!record) return;
     this.#index.removeEntity(record.entity);
     this.#unuseProfiles(record.entity, profilesOf(record.input));
-    if (record.local) this.#unlocal(key, record);
+    if (record.local) this.#local.remove(key);
     this.#endpoints.delete(key);
     this.#changed();
   }
@@ -169,17 +159,17 @@ export class PolicyEngine {
     const program = profileProgram(profile, issues);
     const before = this.#profiles.get(name);
     const labels = profile.spec.labelsToApply ?? {};
-    const record: ProfileRecord = { name, program, labels, issues, ...(before?.active ? { active: before.active } : {}) };
+    const record: ProgramRecord = { program, issues, labels, ...(before?.active ? { active: before.active } : {}) };
     this.#profiles.set(name, record);
-    if (!before || JSON.stringify(before.labels) !== JSON.stringify(labels)) this.#relabel(name);
-    if (!before || textOf(before.program) !== textOf(program)) {
+    if (!before || textOf(before.labels) !== textOf(labels)) this.#relabel(name);
+    if (!before?.program || textOf(before.program) !== textOf(program)) {
       if (record.active) {
         const old = record.active;
-        delete record.active;
-        this.#activateProfile(record);
+        record.active = this.#build(program);
         this.#release(old);
       }
-      this.#dirtyUsersOf(name);
+      this.#refreshProfile(name);
+      this.#local.profileChanged(name);
     }
     this.#changed();
     return issues.map((issue) => ({ policy: program.key, ...issue }));
@@ -191,7 +181,7 @@ export class PolicyEngine {
     this.#profiles.delete(name);
     if (record.active) this.#release(record.active);
     this.#relabel(name);
-    this.#dirtyUsersOf(name);
+    this.#local.profileChanged(name);
     this.#changed();
   }
 
@@ -199,12 +189,10 @@ export class PolicyEngine {
     const key = networkSetKey(resource);
     const before = this.#networkSets.get(key);
     const contribution: Contribution = { addresses: (resource.spec.nets ?? []).flatMap((text) => netInterval(text) ?? []), ports: [] };
-    const profiles = this.#networkSetProfiles(resource);
-    if (before) this.#unuseProfiles(key, this.#networkSetProfiles(before.resource));
-    this.#useProfiles(key, profiles);
+    if (before) this.#unuseProfiles(key, networkSetProfiles(before.resource));
+    this.#useProfiles(key, networkSetProfiles(resource));
     const labels = this.#networkSetLabels(resource);
     this.#setEntity(key, labels, before?.contribution, contribution, () => this.#networkSets.set(key, { resource, contribution }));
-    this.#changed();
   }
 
   removeNetworkSet(kind: NetworkSetResource['kind'], name: string, namespace?: string): void {
@@ -212,7 +200,7 @@ export class PolicyEngine {
     const record = this.#networkSets.get(key);
     if (!record) return;
     this.#index.removeEntity(key);
-    this.#unuseProfiles(key, this.#networkSetProfiles(record.resource));
+    this.#unuseProfiles(key, networkSetProfiles(record.resource));
     this.#networkSets.delete(key);
     this.#changed();
   }
@@ -229,23 +217,16 @@ export class PolicyEngine {
       issues.push({ field: 'spec', message: `not programmed: ${(err as Error).message}` });
     }
     const before = this.#policies.get(key);
-    const record: PolicyRecord = { program, issues, selected: new Set(), ...(before?.active ? { active: before.active } : {}) };
+    const record: ProgramRecord = { program, issues, ...(before?.active ? { active: before.active } : {}) };
     this.#policies.set(key, record);
-    const placeChanged =
-      !before?.program ||
-      !program ||
-      before.program.tier !== program.tier ||
-      before.program.order !== program.order ||
-      !before.program.ingress !== !program.ingress ||
-      !before.program.egress !== !program.egress;
-    for (const endpoint of this.#local) this.#selectOne(endpoint, key, record, before?.selected.has(endpoint) ?? false, placeChanged);
-    if (record.active && before?.program && program && textOf(before.program) !== textOf(program)) {
+    const changed = !before?.program || !program || textOf(before.program) !== textOf(program);
+    if (changed && record.active && program) {
       const old = record.active;
-      delete record.active;
-      this.#activate(record);
+      record.active = this.#build(program);
       this.#release(old);
     }
-    this.#refreshActivation(record);
+    if (changed) this.#local.setPolicy(key, before?.program, program);
+    this.#refreshPolicy(key);
     this.#changed();
     return issues.map((issue) => ({ policy: key, ...issue }));
   }
@@ -254,67 +235,55 @@ export class PolicyEngine {
     const key = policyKey(kind, name, kind === 'NetworkPolicy' ? (namespace ?? 'default') : undefined);
     const record = this.#policies.get(key);
     if (!record) return;
+    this.#local.setPolicy(key, record.program, undefined);
     this.#policies.delete(key);
-    for (const endpoint of record.selected) {
-      this.#endpoints.get(endpoint)?.selectedBy.delete(key);
-      this.#dirty.add(endpoint);
-    }
     if (record.active) this.#release(record.active);
     this.#changed();
   }
 
   upsertTier(tier: TierResource): void {
     this.#tiers.set(tier.metadata.name, tierInfo(tier));
-    this.#dirtyAllLocal();
+    this.#local.dirtyAll();
+    this.#changed();
   }
 
   removeTier(name: string): void {
     this.#tiers.delete(name);
-    this.#dirtyAllLocal();
+    this.#local.dirtyAll();
+    this.#changed();
   }
 
   // ---- Outputs ----
 
   /** What to write for the changes since the last flush (see PolicyUpdate). */
   flush(): PolicyUpdate {
-    for (const key of this.#dirty) this.#rebuildEndpoint(key);
-    this.#dirty.clear();
+    this.#local.rebuild();
     const structural = this.#structural;
     this.#structural = false;
     const sets = this.#sets.journal.take();
-    const maps = this.#dispatch.take().map((c) => ({ name: c.name, add: c.add, delete: c.delete.map((e) => e.key) }));
+    const maps = this.#local.dispatch.take().map((c) => ({ name: c.name, add: c.add, delete: c.delete.map((e) => e.key) }));
     if (structural) return { structural: true, elements: {} };
     return { structural: false, elements: { ...(sets.length > 0 ? { sets } : {}), ...(maps.length > 0 ? { maps } : {}) } };
   }
 
   /** The whole policy part as it should be now (pending endpoint rebuilds included). */
   part(): TablePart {
-    if (this.#dirty.size > 0) {
-      for (const key of this.#dirty) this.#rebuildEndpoint(key);
-      this.#dirty.clear();
-    }
+    this.#local.rebuild();
     if (this.#part) return this.#part;
-    const chains: Chain[] = fixedChains(this.#options.interfacePrefix);
-    const from: MapElement[] = [];
-    const to: MapElement[] = [];
-    for (const built of [...this.#endpointChains.values()].sort((a, b) => (a.interfaceName < b.interfaceName ? -1 : 1))) {
-      chains.push(built.ingress, built.egress);
-      const elements = dispatchElements(built.interfaceName);
-      from.push(elements.from);
-      to.push(elements.to);
-    }
+    const endpoints = this.#local.chains();
+    const chains: Chain[] = [...fixedChains(this.#options.interfacePrefix), ...endpoints.chains];
     const counters: string[] = [];
-    for (const [key, record] of [...this.#policies, ...[...this.#profiles.values()].map((p) => [p.program.key, p] as const)]) {
-      if (!record.active) continue;
+    for (const record of [...this.#policies.values(), ...this.#profiles.values()]) {
+      if (!record.active || !record.program) continue;
       chains.push(...record.active.chains);
-      counters.push(denyCounterName(key));
+      counters.push(denyCounterName(record.program.key));
     }
     this.#part = {
       chains,
       sets: this.#sets.nftSets(),
       maps: [
-        { name: MAPS.from, type: 'ifname', elements: from },
-        { name: MAPS.to, type: 'ifname', elements: to },
+        { name: MAPS.from, type: 'ifname', elements: endpoints.from },
+        { name: MAPS.to, type: 'ifname', elements: endpoints.to },
       ],
       counters: counters.sort(),
     };
@@ -325,13 +294,13 @@ export class PolicyEngine {
   issues(): PolicyIssue[] {
     const out: PolicyIssue[] = [];
     for (const [key, record] of this.#policies) out.push(...record.issues.map((issue) => ({ policy: key, ...issue })));
-    for (const record of this.#profiles.values()) out.push(...record.issues.map((issue) => ({ policy: record.program.key, ...issue })));
+    for (const [name, record] of this.#profiles) out.push(...record.issues.map((issue) => ({ policy: `Profile/${name}`, ...issue })));
     return out;
   }
 
   /** The policies of a local endpoint per direction, in evaluation order (their keys). */
   endpointPolicies(key: string): Record<'ingress' | 'egress', string[]> {
-    const programs = [...(this.#endpoints.get(key)?.selectedBy ?? [])].flatMap((k) => this.#policies.get(k)?.program ?? []);
+    const programs = [...this.#local.selectedBy(key)].flatMap((k) => this.#policies.get(k)?.program ?? []);
     const ordered = (direction: 'ingress' | 'egress') =>
       byTier(
         programs.filter((p) => p[direction]),
@@ -342,8 +311,8 @@ export class PolicyEngine {
 
   /** The policy or profile whose Deny rules count into `counter`, if any. */
   policyOfCounter(counter: string): string | undefined {
-    for (const key of this.#policies.keys()) if (denyCounterName(key) === counter) return key;
-    for (const record of this.#profiles.values()) if (denyCounterName(record.program.key) === counter) return record.program.key;
+    for (const record of [...this.#policies.values(), ...this.#profiles.values()])
+      if (record.program && denyCounterName(record.program.key) === counter) return record.program.key;
     return undefined;
   }
 
@@ -383,7 +352,7 @@ export class PolicyEngine {
   }
 
   #contributionOf(entity: string): Contribution | undefined {
-    if (entity.startsWith('WorkloadEndpoint/')) return this.#endpoints.get(entity.slice('WorkloadEndpoint/'.length))?.contribution;
+    if (entity.startsWith(ENDPOINT_ENTITY)) return this.#endpoints.get(entity.slice(ENDPOINT_ENTITY.length))?.contribution;
     return this.#networkSets.get(entity)?.contribution;
   }
 
@@ -399,10 +368,6 @@ export class PolicyEngine {
       this.#sets.contribute(entity, after, true);
     } else this.#index.setEntity(entity, labels);
     this.#changed();
-  }
-
-  #networkSetProfiles(resource: NetworkSetResource): string[] {
-    return resource.kind === 'NetworkSet' ? [`kns.${resource.metadata.namespace ?? 'default'}`] : [];
   }
 
   #networkSetLabels(resource: NetworkSetResource): Labels {
@@ -429,9 +394,9 @@ export class PolicyEngine {
   #relabel(profile: string): void {
     // A copy: upsertEndpoint files the entity under its profiles again.
     for (const entity of [...(this.#profileUsers.get(profile) ?? [])]) {
-      if (entity.startsWith('WorkloadEndpoint/')) {
-        const record = this.#endpoints.get(entity.slice('WorkloadEndpoint/'.length));
-        if (record) this.upsertEndpoint({ ...record.input });
+      if (entity.startsWith(ENDPOINT_ENTITY)) {
+        const record = this.#endpoints.get(entity.slice(ENDPOINT_ENTITY.length));
+        if (record) this.upsertEndpoint(record.input);
       } else {
         const record = this.#networkSets.get(entity);
         if (record) this.#index.setEntity(entity, this.#networkSetLabels(record.resource));
@@ -439,55 +404,28 @@ export class PolicyEngine {
     }
   }
 
-  #dirtyUsersOf(profile: string): void {
-    for (const entity of this.#profileUsers.get(profile) ?? []) {
-      const key = entity.slice('WorkloadEndpoint/'.length);
-      if (entity.startsWith('WorkloadEndpoint/') && this.#local.has(key)) this.#dirty.add(key);
-    }
-  }
-
-  #dirtyAllLocal(): void {
-    for (const key of this.#local) this.#dirty.add(key);
-    this.#changed();
-  }
-
-  /** Which policies select local endpoint `key` (after its labels may have changed). */
-  #select(key: string): void {
-    for (const [policy, record] of this.#policies) {
-      this.#selectOne(key, policy, record, record.selected.has(key), false);
-      this.#refreshActivation(record);
-    }
-  }
-
-  #selectOne(endpoint: string, policy: string, record: PolicyRecord, was: boolean, placeChanged: boolean): void {
-    const ep = this.#endpoints.get(endpoint) as EndpointRecord;
-    const now = record.program !== undefined && matches(record.program.selects, ep.labels);
-    if (now) {
-      record.selected.add(endpoint);
-      ep.selectedBy.add(policy);
-    } else {
-      record.selected.delete(endpoint);
-      ep.selectedBy.delete(policy);
-    }
-    if (now !== was || (now && placeChanged)) this.#dirty.add(endpoint);
-  }
-
-  #refreshActivation(record: PolicyRecord): void {
-    if (record.selected.size > 0 && !record.active && record.program) this.#activate(record);
-    else if ((record.selected.size === 0 || !record.program) && record.active) {
+  /** A policy is programmed while it selects a local endpoint. */
+  #refreshPolicy(key: string): void {
+    const record = this.#policies.get(key);
+    if (!record) return;
+    const needed = record.program !== undefined && this.#local.selection(key).size > 0;
+    if (needed && !record.active) record.active = this.#build(record.program as PolicyProgram);
+    else if (!needed && record.active) {
       this.#release(record.active);
       delete record.active;
     }
   }
 
-  #activate(record: PolicyRecord): void {
-    record.active = this.#build(record.program as PolicyProgram);
-    this.#changedStructure();
-  }
-
-  #activateProfile(record: ProfileRecord): void {
-    record.active = this.#build(record.program);
-    this.#changedStructure();
+  /** A profile is programmed while a local endpoint names it. */
+  #refreshProfile(name: string): void {
+    const record = this.#profiles.get(name);
+    if (!record?.program) return;
+    const needed = this.#local.profileUsed(name);
+    if (needed && !record.active) record.active = this.#build(record.program);
+    else if (!needed && record.active) {
+      this.#release(record.active);
+      delete record.active;
+    }
   }
 
   #build(program: PolicyProgram): Active {
@@ -502,6 +440,7 @@ export class PolicyEngine {
       if (!program[direction]) continue;
       chains.push({ name: policyChainName(program.key, direction), rules: policyRules(program, direction, this.#ruleOptions, use) });
     }
+    this.#changedStructure();
     return { chains, sets };
   }
 
@@ -509,81 +448,8 @@ export class PolicyEngine {
     for (const name of active.sets) this.#sets.release(name);
     this.#changedStructure();
   }
+}
 
-  /** A local endpoint is gone (or moved away): its chains, dispatch and policy selections go. */
-  #unlocal(key: string, record: EndpointRecord): void {
-    this.#local.delete(key);
-    this.#dirty.delete(key);
-    for (const policy of record.selectedBy) {
-      const policyRecord = this.#policies.get(policy);
-      if (!policyRecord) continue;
-      policyRecord.selected.delete(key);
-      this.#refreshActivation(policyRecord);
-    }
-    record.selectedBy.clear();
-    const built = this.#endpointChains.get(key);
-    if (built) {
-      this.#endpointChains.delete(key);
-      this.#noteDispatch(built.interfaceName, false);
-      this.#changedStructure();
-    }
-    this.#refreshProfiles();
-  }
-
-  #rebuildEndpoint(key: string): void {
-    const record = this.#endpoints.get(key);
-    if (!record?.local || record.input.interfaceName === undefined) return;
-    const interfaceName = record.input.interfaceName;
-    const programs = [...record.selectedBy].flatMap((k) => this.#policies.get(k)?.program ?? []);
-    const tiers = (direction: 'ingress' | 'egress') =>
-      byTier(
-        programs.filter((p) => p[direction]),
-        (name) => this.#tierOf(name),
-      ).map(({ tier, programs: list }) => ({
-        name: tier.name,
-        passes: tier.passes,
-        policies: list.map((p) => ({ display: p.display, chain: policyChainName(p.key, direction) })),
-      }));
-    const addresses: EndpointPlan['addresses'] = { 4: [], 6: [] };
-    for (const { family, interval } of record.contribution.addresses) addresses[family].push(formatIp(family, interval.start));
-    this.#refreshProfiles();
-    const profiles = profilesOf(record.input).flatMap((name) => {
-      const profile = this.#profiles.get(name);
-      if (!profile) return [];
-      return [
-        {
-          display: name,
-          ...((profile.program.ingress?.length ?? 0) > 0 ? { ingress: policyChainName(profile.program.key, 'ingress') } : {}),
-          ...((profile.program.egress?.length ?? 0) > 0 ? { egress: policyChainName(profile.program.key, 'egress') } : {}),
-        },
-      ];
-    });
-    const plan: EndpointPlan = { interfaceName, addresses, tiers: { ingress: tiers('ingress'), egress: tiers('egress') }, profiles };
-    const built = { ingress: endpointChain(plan, 'ingress'), egress: endpointChain(plan, 'egress'), interfaceName };
-    const before = this.#endpointChains.get(key);
-    if (before && JSON.stringify(before) === JSON.stringify(built)) return;
-    if (before && before.interfaceName !== interfaceName) this.#noteDispatch(before.interfaceName, false);
-    if (!before || before.interfaceName !== interfaceName) this.#noteDispatch(interfaceName, true);
-    this.#endpointChains.set(key, built);
-    this.#changedStructure();
-  }
-
-  #noteDispatch(interfaceName: string, added: boolean): void {
-    const elements = dispatchElements(interfaceName);
-    this.#dispatch.note(MAPS.from, interfaceName, elements.from, added);
-    this.#dispatch.note(MAPS.to, interfaceName, elements.to, added);
-  }
-
-  /** Profiles named by a local endpoint are programmed; others are not. */
-  #refreshProfiles(): void {
-    const needed = new Set<string>();
-    for (const key of this.#local) for (const name of profilesOf((this.#endpoints.get(key) as EndpointRecord).input)) needed.add(name);
-    for (const [name, record] of this.#profiles) {
-      if (needed.has(name) && !record.active) this.#activateProfile(record);
-      else if (!needed.has(name) && record.active) {
-        this.#release(record.active);
-        delete record.active;
-      }
-    }
-  }
+function networkSetProfiles(resource: NetworkSetResource): string[] {
+  return resource.kind === 'NetworkSet' ? [`kns.${resource.metadata.namespace ?? 'default'}`] : [];
 }

@@ -1,9 +1,9 @@
 // Selector → members, kept up to date as labelled objects (endpoints, network sets) come, change
 // and go, without evaluating every selector on every change: each selector is filed under one
-// label it requires (its anchor: a key and the values it allows, from requiredLabels), so an
-// object is only tested against the selectors anchored on a label it carries, plus the few that
-// require none (`all()`, `!has(x)`); and a new selector is only tested against the objects that
-// carry its anchor.
+// label it requires (its anchor: a key and the values it allows, from requiredLabels; of those,
+// the one fewest objects carry when it is registered), so an object is only tested against the
+// selectors anchored on a label it carries, plus the few that require none (`all()`, `!has(x)`);
+// and a new selector is only tested against the objects that carry its anchor.
 import { matches } from '../selectors/evaluate.ts';
 import { requiredLabels } from '../selectors/label-keys.ts';
 import type { Labels, Selector } from '../selectors/syntax.ts';
@@ -53,7 +53,7 @@ export class SelectorIndex {
       known.refs++;
       return known.members;
     }
-    const anchor = anchorOf(selector);
+    const anchor = this.#anchorOf(selector);
     const entry: Registered = { selector, refs: 1, members: new Set(), anchor };
     this.#selectors.set(text, entry);
     this.#file(text, anchor, true);
@@ -177,6 +177,21 @@ export class SelectorIndex {
     else this.#anchoredOnValue.delete(anchor.key);
   }
 
+  /** The anchor with the fewest objects under it now (most selectors keep that property as objects come and go). */
+  #anchorOf(selector: Selector): Anchor {
+    const anchors = anchorsOf(selector);
+    if (typeof anchors === 'string') return anchors;
+    let best: { anchor: Anchor; count: number } | undefined;
+    for (const anchor of anchors) {
+      const values = this.#byLabel.get(anchor.key);
+      let count = 0;
+      if (values && anchor.values === undefined) for (const keys of values.values()) count += keys.size;
+      else if (values) for (const value of anchor.values ?? []) count += values.get(value)?.size ?? 0;
+      if (!best || count < best.count) best = { anchor, count };
+    }
+    return (best as { anchor: Anchor }).anchor;
+  }
+
   /** The objects that may match a selector with this anchor. */
   *#candidates(anchor: Anchor): Iterable<string> {
     if (anchor === 'nothing') return;
@@ -210,16 +225,14 @@ function sameLabels(a: Labels, b: Labels): boolean {
 }
 
 /**
- * The label to file a selector under: an exact value of a key the user chose (most selective),
- * else the namespace, else a key it needs whatever the value; none when it requires no label.
+ * The labels a selector could be filed under: per key it requires, the values it allows
+ * (undefined: any); 'nothing' when it can match nothing, 'none' when it requires no label.
  */
-function anchorOf(selector: Selector): Anchor {
-  let best: { key: string; values: ReadonlySet<string> | undefined; score: number } | undefined;
+function anchorsOf(selector: Selector): { key: string; values: ReadonlySet<string> | undefined }[] | 'nothing' | 'none' {
+  const out: { key: string; values: ReadonlySet<string> | undefined }[] = [];
   for (const [key, values] of requiredLabels(selector)) {
     if (values !== undefined && values.size === 0) return 'nothing';
-    if (key === ENDPOINT_LABELS.orchestrator) continue;
-    const score = values === undefined ? 1000 : values.size + (key === ENDPOINT_LABELS.namespace ? 100 : 0);
-    if (!best || score < best.score) best = { key, values, score };
+    if (key !== ENDPOINT_LABELS.orchestrator) out.push({ key, values });
   }
-  return best ? { key: best.key, values: best.values } : 'none';
+  return out.length > 0 ? out : 'none';
 }

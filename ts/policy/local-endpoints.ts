@@ -1,0 +1,254 @@
+// The endpoints of this node: which policies select each (a selector index of its own, over local
+// endpoints only, so a policy is tested against the few endpoints that carry its anchor label),
+// which profiles they name (a profile is programmed while one does), and each endpoint's chains
+// and dispatch map entries, rebuilt when its policies, their places, its profiles or its
+// addresses change.
+import type { Chain, MapElement } from '../nft/model.ts';
+import type { Labels } from '../selectors/syntax.ts';
+import { formatIp } from '../net/cidr.ts';
+import type { Family, Interval } from './addresses.ts';
+import { dispatchElements, endpointChain, type EndpointPlan } from './chains.ts';
+import { profilesOf, type EndpointInput } from './endpoints.ts';
+import { MAPS, policyChainName } from './names.ts';
+import { byTier, type TierInfo } from './order.ts';
+import type { PolicyProgram } from './program.ts';
+import { SelectorIndex } from './selector-index.ts';
+import { ElementJournal } from './sets.ts';
+
+export interface LocalContext {
+  program(policy: string): PolicyProgram | undefined;
+  /** A profile's program, if the profile is known. */
+  profile(name: string): PolicyProgram | undefined;
+  tier(name: string): TierInfo;
+  /** A policy selects one more or one fewer local endpoint. */
+  selectionChanged(policy: string): void;
+  /** A profile became named by some local endpoint, or by none any more. */
+  profileNeeded(name: string, needed: boolean): void;
+  structureChanged(): void;
+}
+
+interface Local {
+  input: EndpointInput;
+  addresses: readonly { family: Family; interval: Interval }[];
+  selectedBy: Set<string>;
+  built?: { ingress: Chain; egress: Chain; text: string; interfaceName: string };
+}
+
+export class LocalEndpoints {
+  readonly #context: LocalContext;
+  readonly #endpoints = new Map<string, Local>();
+  /** Policies' selectors over local endpoints. */
+  readonly #index: SelectorIndex;
+  /** A policy selector's text → the policies with it. */
+  readonly #bySelector = new Map<string, Set<string>>();
+  /** Policy → the local endpoints it selects. */
+  readonly #selected = new Map<string, Set<string>>();
+  /** Profile → how many local endpoints name it. */
+  readonly #profileUses = new Map<string, number>();
+  readonly #dirty = new Set<string>();
+  /** Dispatch map changes since the last flush. */
+  readonly dispatch = new ElementJournal<MapElement>();
+
+  constructor(context: LocalContext) {
+    this.#context = context;
+    this.#index = new SelectorIndex((selector, key, added) => this.#membership(selector, key, added));
+  }
+
+  get size(): number {
+    return this.#endpoints.size;
+  }
+
+  has(key: string): boolean {
+    return this.#endpoints.has(key);
+  }
+
+  /** The policies selecting a local endpoint. */
+  selectedBy(key: string): ReadonlySet<string> {
+    return this.#endpoints.get(key)?.selectedBy ?? new Set();
+  }
+
+  /** The local endpoints a policy selects. */
+  selection(policy: string): ReadonlySet<string> {
+    return this.#selected.get(policy) ?? new Set();
+  }
+
+  /** Adds or changes a local endpoint. */
+  set(input: EndpointInput, labels: Labels, addresses: Local['addresses']): void {
+    const before = this.#endpoints.get(input.key);
+    const local: Local = {
+      input,
+      addresses,
+      selectedBy: before?.selectedBy ?? new Set(),
+      ...(before?.built ? { built: before.built } : {}),
+    };
+    this.#endpoints.set(input.key, local);
+    // The new names first: a profile named before and after is never unused in between.
+    this.#countProfiles(profilesOf(input), 1);
+    this.#countProfiles(before ? profilesOf(before.input) : [], -1);
+    this.#dirty.add(input.key);
+    this.#index.setEntity(input.key, labels);
+  }
+
+  remove(key: string): void {
+    const local = this.#endpoints.get(key);
+    if (!local) return;
+    this.#index.removeEntity(key);
+    this.#endpoints.delete(key);
+    this.#dirty.delete(key);
+    this.#countProfiles(profilesOf(local.input), -1);
+    if (local.built) {
+      this.#noteDispatch(local.built.interfaceName, false);
+      this.#context.structureChanged();
+    }
+  }
+
+  /** A policy's selector (undefined: it has none any more); returns whether its selection changed. */
+  setPolicy(policy: string, before: PolicyProgram | undefined, after: PolicyProgram | undefined): void {
+    const placeChanged =
+      !before ||
+      !after ||
+      before.tier !== after.tier ||
+      before.order !== after.order ||
+      !before.ingress !== !after.ingress ||
+      !before.egress !== !after.egress;
+    const was = this.#selected.get(policy) ?? new Set<string>();
+    const now = new Set<string>();
+    if (after) {
+      const users = this.#bySelector.get(after.selectsText) ?? new Set<string>();
+      this.#bySelector.set(after.selectsText, users);
+      users.add(policy);
+      for (const key of this.#index.register(after.selectsText, after.selects)) now.add(key);
+    }
+    if (before) {
+      const users = this.#bySelector.get(before.selectsText);
+      // The new program's registration came first: a selector both use stays registered.
+      if (!after || after.selectsText !== before.selectsText) users?.delete(policy);
+      if (users?.size === 0) this.#bySelector.delete(before.selectsText);
+      this.#index.unregister(before.selectsText);
+    }
+    for (const key of was) if (!now.has(key)) this.#unselect(policy, key);
+    for (const key of now) if (!was.has(key)) this.#select(policy, key);
+    if (placeChanged) for (const key of now) this.#dirty.add(key);
+    if (now.size > 0) this.#selected.set(policy, now);
+    else this.#selected.delete(policy);
+    if (now.size !== was.size || [...now].some((key) => !was.has(key))) this.#context.selectionChanged(policy);
+  }
+
+  /** Every endpoint naming the profile gets its chains again (its rules' directions may have changed). */
+  profileChanged(name: string): void {
+    for (const [key, local] of this.#endpoints) if (profilesOf(local.input).includes(name)) this.#dirty.add(key);
+  }
+
+  dirtyAll(): void {
+    for (const key of this.#endpoints.keys()) this.#dirty.add(key);
+  }
+
+  /** Rebuilds the chains of every endpoint that may have changed. */
+  rebuild(): void {
+    for (const key of this.#dirty) this.#rebuild(key);
+    this.#dirty.clear();
+  }
+
+  /** The endpoints' chains and dispatch map elements, by interface name. */
+  chains(): { chains: Chain[]; from: MapElement[]; to: MapElement[] } {
+    const built = [...this.#endpoints.values()].flatMap((local) => (local.built ? [local.built] : []));
+    built.sort((a, b) => (a.interfaceName < b.interfaceName ? -1 : 1));
+    const chains: Chain[] = [];
+    const from: MapElement[] = [];
+    const to: MapElement[] = [];
+    for (const b of built) {
+      chains.push(b.ingress, b.egress);
+      const elements = dispatchElements(b.interfaceName);
+      from.push(elements.from);
+      to.push(elements.to);
+    }
+    return { chains, from, to };
+  }
+
+  #membership(selector: string, key: string, added: boolean): void {
+    for (const policy of this.#bySelector.get(selector) ?? []) {
+      const selected = this.#selected.get(policy) ?? new Set<string>();
+      if (added === selected.has(key)) continue;
+      if (added) {
+        selected.add(key);
+        this.#selected.set(policy, selected);
+        this.#select(policy, key);
+      } else {
+        selected.delete(key);
+        if (selected.size === 0) this.#selected.delete(policy);
+        this.#unselect(policy, key);
+      }
+      this.#context.selectionChanged(policy);
+    }
+  }
+
+  #select(policy: string, key: string): void {
+    this.#endpoints.get(key)?.selectedBy.add(policy);
+    this.#dirty.add(key);
+  }
+
+  #unselect(policy: string, key: string): void {
+    this.#endpoints.get(key)?.selectedBy.delete(policy);
+    this.#dirty.add(key);
+  }
+
+  #countProfiles(names: readonly string[], delta: 1 | -1): void {
+    for (const name of names) {
+      const count = (this.#profileUses.get(name) ?? 0) + delta;
+      if (count > 0) this.#profileUses.set(name, count);
+      else this.#profileUses.delete(name);
+      if (count === 0 && delta === -1) this.#context.profileNeeded(name, false);
+      if (count === 1 && delta === 1) this.#context.profileNeeded(name, true);
+    }
+  }
+
+  /** Whether some local endpoint names the profile. */
+  profileUsed(name: string): boolean {
+    return this.#profileUses.has(name);
+  }
+
+  #rebuild(key: string): void {
+    const local = this.#endpoints.get(key);
+    const interfaceName = local?.input.interfaceName;
+    if (!local || interfaceName === undefined) return;
+    const programs = [...local.selectedBy].flatMap((policy) => this.#context.program(policy) ?? []);
+    const tiers = (direction: 'ingress' | 'egress') =>
+      byTier(
+        programs.filter((p) => p[direction]),
+        (name) => this.#context.tier(name),
+      ).map(({ tier, programs: list }) => ({
+        name: tier.name,
+        passes: tier.passes,
+        policies: list.map((p) => ({ display: p.display, chain: policyChainName(p.key, direction) })),
+      }));
+    const addresses: EndpointPlan['addresses'] = { 4: [], 6: [] };
+    for (const { family, interval } of local.addresses) addresses[family].push(formatIp(family, interval.start));
+    const profiles = profilesOf(local.input).flatMap((name) => {
+      const program = this.#context.profile(name);
+      if (!program) return [];
+      return [
+        {
+          display: name,
+          ...((program.ingress?.length ?? 0) > 0 ? { ingress: policyChainName(program.key, 'ingress') } : {}),
+          ...((program.egress?.length ?? 0) > 0 ? { egress: policyChainName(program.key, 'egress') } : {}),
+        },
+      ];
+    });
+    const plan: EndpointPlan = { interfaceName, addresses, tiers: { ingress: tiers('ingress'), egress: tiers('egress') }, profiles };
+    const ingress = endpointChain(plan, 'ingress');
+    const egress = endpointChain(plan, 'egress');
+    const text = JSON.stringify([ingress, egress]);
+    const before = local.built;
+    if (before?.text === text) return;
+    if (before && before.interfaceName !== interfaceName) this.#noteDispatch(before.interfaceName, false);
+    if (!before || before.interfaceName !== interfaceName) this.#noteDispatch(interfaceName, true);
+    local.built = { ingress, egress, text, interfaceName };
+    this.#context.structureChanged();
+  }
+
+  #noteDispatch(interfaceName: string, added: boolean): void {
+    const elements = dispatchElements(interfaceName);
+    this.dispatch.note(MAPS.from, interfaceName, elements.from, added);
+    this.dispatch.note(MAPS.to, interfaceName, elements.to, added);
+  }
+}
