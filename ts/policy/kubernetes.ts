@@ -152,7 +152,9 @@ function convertPeer(peer: KubePeer, field: string): EntityRule {
     try {
       return formatSelector(fromLabelSelector(given, at));
     } catch (err) {
-      throw new Unconvertible(at, (err as Error).message);
+      // The message starts with the field it is about (spec...matchExpressions[0].operator).
+      const message = (err as Error).message;
+      throw new Unconvertible(/^[^\s:]+/.exec(message)?.[0] ?? at, message);
     }
   };
   if (peer.ipBlock) {

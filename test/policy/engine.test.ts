@@ -1,0 +1,243 @@
+// The engine's contract with the agent: the fixed chains (fail closed) are there from the start;
+// only policies selecting a local endpoint, and the sets they use, are programmed; membership
+// changes elsewhere are element changes; a policy that cannot be programmed is reported and the
+// others keep working; order, counters and logs are as documented.
+import test from 'ava';
+
+import type { Chain, TablePart } from '../../ts/nft/model.ts';
+import { renderRule } from '../../ts/nft/render.ts';
+import type { NetworkPolicyResource } from '../../ts/model/policy.ts';
+import { checkPolicyDocument } from '../../ts/model/policy-check.ts';
+import { PolicyEngine } from '../../ts/policy/engine.ts';
+import type { EndpointInput } from '../../ts/policy/endpoints.ts';
+import { namespaceProfile, serviceAccountProfile } from '../../ts/policy/kubernetes.ts';
+import { denyCounterName, policyChainName } from '../../ts/policy/names.ts';
+
+const chain = (part: TablePart, name: string): Chain | undefined => part.chains?.find((c) => c.name === name);
+const rules = (part: TablePart, name: string) => (chain(part, name)?.rules ?? []).map(renderRule);
+
+const pod = (
+  name: string,
+  node: string,
+  labels: Record<string, string>,
+  address: string,
+  extra: Partial<EndpointInput> = {},
+): EndpointInput => ({
+  key: `shop/${name}`,
+  namespace: 'shop',
+  name,
+  labels,
+  addresses: [address],
+  node,
+  ...(node === 'here' ? { interfaceName: `cali${name}` } : {}),
+  ...extra,
+});
+
+const policy = (name: string, spec: object): NetworkPolicyResource =>
+  checkPolicyDocument({
+    apiVersion: 'projectnet.org/v3',
+    kind: 'NetworkPolicy',
+    metadata: { name, namespace: 'shop' },
+    spec,
+  }) as NetworkPolicyResource;
+
+function engine(options: Partial<ConstructorParameters<typeof PolicyEngine>[0]> = {}): PolicyEngine {
+  const e = new PolicyEngine({ nodeName: 'here', ...options });
+  e.upsertProfile(namespaceProfile({ metadata: { name: 'shop', labels: { env: 'prod' } } }));
+  e.upsertProfile(serviceAccountProfile({ metadata: { name: 'default', namespace: 'shop' } }));
+  return e;
+}
+
+test('with no endpoint, the part already drops workload interfaces that are not dispatched (fail closed)', (t) => {
+  const part = engine({ interfacePrefix: 'np' }).part();
+  t.deepEqual(rules(part, 'from-wl-dispatch'), [
+    'iifname vmap @from-wl',
+    'iifname "np*" counter drop comment "fail closed: workload interface not programmed"',
+  ]);
+  t.deepEqual(rules(part, 'to-wl-dispatch'), [
+    'oifname vmap @to-wl',
+    'oifname "np*" counter drop comment "fail closed: workload interface not programmed"',
+  ]);
+  t.deepEqual(
+    ['filter-forward', 'filter-input', 'filter-output'].map((name) => chain(part, name)?.base),
+    [
+      { type: 'filter', hook: 'forward', priority: 10 },
+      { type: 'filter', hook: 'input', priority: 10 },
+      { type: 'filter', hook: 'output', priority: 10 },
+    ],
+  );
+  t.deepEqual(rules(part, 'filter-output'), ['oifname "np*" accept comment "the host reaches its own workloads unpoliced"']);
+  t.deepEqual(
+    part.maps?.map((m) => [m.name, m.elements]),
+    [
+      ['from-wl', []],
+      ['to-wl', []],
+    ],
+  );
+});
+
+test('a local endpoint gets dispatch entries and chains: anti-spoofing, conntrack, profiles, final drop', (t) => {
+  const e = engine();
+  e.upsertEndpoint(pod('a', 'here', { app: 'a' }, '10.0.0.1/32', { addresses: ['10.0.0.1/32', 'fd00::1/128'] }));
+  t.true(e.flush().structural);
+  const part = e.part();
+  t.deepEqual(part.maps?.[0]?.elements, [{ key: 'calia', verdict: { goto: 'fw-calia' } }]);
+  t.deepEqual(part.maps?.[1]?.elements, [{ key: 'calia', verdict: { goto: 'tw-calia' } }]);
+  t.deepEqual(rules(part, 'fw-calia'), [
+    'ip saddr != 10.0.0.1 drop comment "anti-spoofing"',
+    'ip6 saddr != fe80::/10 ip6 saddr != :: ip6 saddr != fd00::1 drop comment "anti-spoofing"',
+    'meta l4proto 58 jump wl-icmpv6-nd',
+    'ct state established,related accept',
+    'ct state invalid drop',
+    'meta mark set meta mark & 0xfffcffff',
+    `jump ${policyChainName('Profile/kns.shop', 'egress')} comment "profile kns.shop"`,
+    'meta mark & 0x10000 == 0x10000 return',
+    `jump ${policyChainName('Profile/ksa.shop.default', 'egress')} comment "profile ksa.shop.default"`,
+    'meta mark & 0x10000 == 0x10000 return',
+    'counter drop comment "no policy or profile allowed"',
+  ]);
+  t.is(rules(part, 'tw-calia')[0], 'meta l4proto 58 jump wl-icmpv6-nd', 'ingress has no anti-spoofing');
+  e.upsertEndpoint(pod('b', 'here', {}, '10.0.0.2', { addresses: ['10.0.0.2'] }));
+  t.is(
+    rules(e.part(), 'fw-calib')[1],
+    'ip6 saddr != fe80::/10 ip6 saddr != :: drop comment "anti-spoofing"',
+    'no IPv6 address: link-local only',
+  );
+  e.upsertEndpoint(pod('c', 'here', {}, 'fd00::3'));
+  t.is(rules(e.part(), 'fw-calic')[0], 'meta nfproto ipv4 drop comment "anti-spoofing: no IPv4 address"');
+});
+
+test('only policies selecting a local endpoint are programmed, with the sets they use; pods elsewhere are element changes', (t) => {
+  const e = engine({ families: [4] });
+  e.upsertEndpoint(pod('far', 'there', { app: 'db' }, '10.0.0.9'));
+  e.upsertPolicy(policy('db', { selector: 'app == "db"', ingress: [{ action: 'Allow', source: { selector: 'app == "web"' } }] }));
+  e.flush();
+  const key = 'NetworkPolicy/shop/db';
+  t.is(chain(e.part(), policyChainName(key, 'ingress')), undefined, 'selects no local endpoint');
+  t.deepEqual(e.part().sets, []);
+
+  e.upsertEndpoint(pod('web1', 'there', { app: 'web' }, '10.0.0.5'));
+  e.upsertEndpoint(pod('db1', 'here', { app: 'db' }, '10.0.0.6'));
+  t.true(e.flush().structural);
+  const part = e.part();
+  const set = part.sets?.[0];
+  t.is(part.sets?.length, 1, 'one family asked for: one set');
+  t.deepEqual(set?.elements, ['10.0.0.5']);
+  t.deepEqual(rules(part, policyChainName(key, 'ingress')), [
+    `ip saddr @${set?.name} meta mark set meta mark | 0x10000 return comment "shop/db ingress rule 0"`,
+  ]);
+  t.true(part.counters?.includes(denyCounterName(key)));
+  t.deepEqual(e.endpointPolicies('shop/db1'), { ingress: [key], egress: [] });
+
+  e.upsertEndpoint(pod('web2', 'there', { app: 'web' }, '10.0.0.7'));
+  e.removeEndpoint('shop/web1');
+  t.deepEqual(e.flush(), {
+    structural: false,
+    elements: { sets: [{ name: set?.name as string, add: ['10.0.0.7'], delete: ['10.0.0.5'] }] },
+  });
+  e.upsertEndpoint(pod('web2', 'there', { app: 'web', v: '2' }, '10.0.0.7'));
+  t.deepEqual(e.flush(), { structural: false, elements: {} }, 'a label no selector reads changes nothing');
+
+  e.removeEndpoint('shop/db1');
+  t.true(e.flush().structural);
+  t.is(chain(e.part(), policyChainName(key, 'ingress')), undefined);
+  t.deepEqual(e.part().sets, [], 'the set went with its last user');
+  t.deepEqual(e.part().maps?.[0]?.elements, []);
+});
+
+test('a network set overlapping pod addresses: one disjoint interval set; elements follow both', (t) => {
+  const e = engine({ families: [4] });
+  e.upsertEndpoint(pod('a', 'here', { app: 'a' }, '10.0.0.1'));
+  e.upsertEndpoint(pod('b', 'there', { peer: 'yes' }, '10.1.0.5'));
+  e.upsertNetworkSet({
+    kind: 'NetworkSet',
+    apiVersion: 'projectnet.org/v3',
+    metadata: { name: 'n', namespace: 'shop', labels: { peer: 'yes' } },
+    spec: { nets: ['10.1.0.0/24', '10.1.0.128/25'] },
+  });
+  e.upsertPolicy(policy('p', { selector: 'app == "a"', ingress: [{ action: 'Allow', source: { selector: 'peer == "yes"' } }] }));
+  e.flush();
+  const name = e.part().sets?.[0]?.name as string;
+  t.deepEqual(e.part().sets?.[0]?.elements, ['10.1.0.0/24'], 'the pod inside the network set adds no element');
+  e.upsertNetworkSet({
+    kind: 'NetworkSet',
+    apiVersion: 'projectnet.org/v3',
+    metadata: { name: 'n', namespace: 'shop', labels: { peer: 'yes' } },
+    spec: { nets: ['10.1.0.128/25'] },
+  });
+  t.deepEqual(e.flush(), {
+    structural: false,
+    elements: { sets: [{ name, add: ['10.1.0.5', '10.1.0.128/25'], delete: ['10.1.0.0/24'] }] },
+  });
+});
+
+test('policies in order: tiers by order, then the policy order (absent last), then names; Log and Deny statements', (t) => {
+  const e = engine({ families: [4], logGroup: 7, logPerSecond: 3 });
+  e.upsertTier({
+    kind: 'Tier',
+    apiVersion: 'projectnet.org/v3',
+    metadata: { name: 'security' },
+    spec: { order: 10, defaultAction: 'Pass' },
+  });
+  e.upsertEndpoint(pod('a', 'here', { app: 'a' }, '10.0.0.1'));
+  e.upsertPolicy(
+    policy('z-first', { order: 1, ingress: [{ action: 'Log' }, { action: 'Deny', protocol: 'TCP', destination: { ports: [22] } }] }),
+  );
+  e.upsertPolicy(policy('a-last', { ingress: [{ action: 'Allow' }] }));
+  e.upsertPolicy(policy('b-second', { order: 5, ingress: [{ action: 'Pass' }] }));
+  e.upsertPolicy(policy('sec', { tier: 'security', order: 100, ingress: [{ action: 'Pass' }] }));
+  e.flush();
+  t.deepEqual(e.endpointPolicies('shop/a').ingress, [
+    'NetworkPolicy/shop/sec',
+    'NetworkPolicy/shop/z-first',
+    'NetworkPolicy/shop/b-second',
+    'NetworkPolicy/shop/a-last',
+  ]);
+  const part = e.part();
+  const tw = rules(part, 'tw-calia');
+  t.true(tw.some((r) => r.endsWith('comment "tier security: shop/sec"')));
+  t.false(
+    tw.some((r) => r.includes('end of tier security')),
+    'a tier passing by default has no drop at its end',
+  );
+  t.true(tw.some((r) => r === 'meta mark & 0x20000 == 0x0 counter drop comment "end of tier default"'));
+  const first = rules(part, policyChainName('NetworkPolicy/shop/z-first', 'ingress'));
+  t.deepEqual(first, [
+    'limit rate 3/second burst 3 packets log prefix "netplug shop/z-first ingress rule 0" group 7 comment "shop/z-first ingress rule 0"',
+    `meta l4proto 6 th dport 22 counter name "${denyCounterName('NetworkPolicy/shop/z-first')}" drop comment "shop/z-first ingress rule 1"`,
+  ]);
+  t.is(e.policyOfCounter(denyCounterName('NetworkPolicy/shop/z-first')), 'NetworkPolicy/shop/z-first');
+});
+
+test('a policy that cannot be programmed is reported; the others keep working', (t) => {
+  const e = engine({ families: [4] });
+  e.upsertEndpoint(pod('a', 'here', { app: 'a' }, '10.0.0.1'));
+  const broken = { ...policy('bad', {}), spec: { selector: 'app ==' } } as NetworkPolicyResource;
+  const issues = e.upsertPolicy(broken);
+  t.is(issues.length, 1);
+  t.like(issues[0], { policy: 'NetworkPolicy/shop/bad', field: 'spec' });
+  t.regex(issues[0]?.message ?? '', /^not programmed: selector "app =="/);
+  const halfBroken = {
+    ...policy('half', {}),
+    spec: {
+      selector: 'all()',
+      types: ['Ingress'],
+      ingress: [
+        { action: 'Allow', source: { selector: '((' } },
+        { action: 'Allow', protocol: 'TCP' },
+      ],
+    },
+  } as NetworkPolicyResource;
+  t.deepEqual(
+    e.upsertPolicy(halfBroken).map((i) => i.field),
+    ['spec.ingress[0]'],
+  );
+  e.flush();
+  t.deepEqual(rules(e.part(), policyChainName('NetworkPolicy/shop/half', 'ingress')), [
+    'meta l4proto 6 meta mark set meta mark | 0x10000 return comment "shop/half ingress rule 1"',
+  ]);
+  t.deepEqual(
+    e.issues().map((i) => `${i.policy} ${i.field}`),
+    ['NetworkPolicy/shop/bad spec', 'NetworkPolicy/shop/half spec.ingress[0]'],
+  );
+});
