@@ -121,7 +121,21 @@ test('the conflist template on each datastore is JSON once install-cni substitut
 test('crds.yaml holds every CRD of deploy/crds', (t) => {
   const crds = docs('crds.yaml');
   t.true(crds.length >= 6);
-  t.true(crds.every((doc) => doc.kind === 'CustomResourceDefinition' && doc.metadata.name.endsWith('.crd.projectnet.org')));
+  // netplug's own kinds in crd.projectnet.org; the network policy resources users write in projectnet.org (v3).
+  t.true(
+    crds.every(
+      (doc) =>
+        doc.kind === 'CustomResourceDefinition' &&
+        ['crd.projectnet.org', 'projectnet.org'].includes(doc.spec.group) &&
+        doc.metadata.name === `${doc.spec.names.plural}.${doc.spec.group}`,
+    ),
+  );
+  t.deepEqual(
+    crds
+      .filter((doc) => doc.spec.group === 'projectnet.org')
+      .map((doc) => `${doc.spec.names.kind} ${doc.spec.versions.map((v: { name: string }) => v.name)}`),
+    ['GlobalNetworkPolicy v3', 'GlobalNetworkSet v3', 'NetworkPolicy v3', 'NetworkSet v3', 'Tier v3'],
+  );
 });
 
 test("netplug-operator.yaml: probes and Prometheus on the operator's health port, leader election on a Lease its namespace's Role grants", (t) => {

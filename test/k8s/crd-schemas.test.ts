@@ -332,3 +332,107 @@ test.serial('documents a schema cannot refuse reach the plugin as error 7 naming
   t.is(invoke({ ...repaired, command: 'DEL' }).status, 0);
   kctlOk(t, 'pool', 'delete', 'kq');
 });
+
+/** Creates a projectnet.org/v3 object as kubectl would: the fields the API server names in its refusal, or [] if accepted (then removed). */
+async function refusedPolicyFields(plural: string, document: Record<string, any>): Promise<{ fields: string[]; message: string }> {
+  const namespaced = plural === 'networkpolicies' || plural === 'networksets';
+  const body = {
+    apiVersion: 'projectnet.org/v3',
+    ...document,
+    metadata: { name: `schema-${Math.random().toString(36).slice(2, 10)}`, ...document['metadata'] },
+  };
+  const name = body.metadata.name as string;
+  const at = { group: 'projectnet.org', version: 'v3', plural };
+  try {
+    if (namespaced) await custom.createNamespacedCustomObject({ ...at, namespace: 'default', body });
+    else await custom.createClusterCustomObject({ ...at, body });
+  } catch (err) {
+    const raw = (err as { body?: unknown }).body;
+    const status = (typeof raw === 'string' ? JSON.parse(raw) : raw) as { message: string; details?: { causes?: { field: string }[] } };
+    return { fields: (status.details?.causes ?? []).map((cause) => cause.field), message: status.message };
+  }
+  if (namespaced) await custom.deleteNamespacedCustomObject({ ...at, namespace: 'default', name });
+  else await custom.deleteClusterCustomObject({ ...at, name });
+  return { fields: [], message: 'accepted' };
+}
+
+test('the API server refuses policy resources netplug could not use, naming the field', async (t) => {
+  const policy = (spec: Record<string, unknown>) => ({ kind: 'NetworkPolicy', spec });
+  const rule = (fields: Record<string, unknown>) => policy({ ingress: [{ action: 'Allow', ...fields }] });
+  const cases: Array<[string, Record<string, any>, string]> = [
+    ['networkpolicies', policy({ ingress: [{ action: 'Accept' }] }), 'spec.ingress[0].action'],
+    ['networkpolicies', policy({ ingress: [{}] }), 'spec.ingress[0].action'],
+    ['networkpolicies', rule({ protocol: 'tcp' }), 'spec.ingress[0].protocol'],
+    ['networkpolicies', rule({ protocol: 256 }), 'spec.ingress[0].protocol'],
+    ['networkpolicies', rule({ destination: { ports: [80] } }), 'spec.ingress[0].protocol'],
+    ['networkpolicies', rule({ protocol: 'ICMP', source: { notPorts: ['http'] } }), 'spec.ingress[0].protocol'],
+    ['networkpolicies', rule({ protocol: 'TCP', destination: { ports: [70000] } }), 'spec.ingress[0].destination.ports[0]'],
+    ['networkpolicies', rule({ protocol: 'TCP', destination: { ports: ['Not A Name'] } }), 'spec.ingress[0].destination.ports[0]'],
+    ['networkpolicies', rule({ icmp: { type: 8 } }), 'spec.ingress[0].protocol'],
+    ['networkpolicies', rule({ protocol: 'ICMP', icmp: { code: 1 } }), 'spec.ingress[0].icmp.code'],
+    ['networkpolicies', rule({ protocol: 'ICMP', icmp: { type: 300 } }), 'spec.ingress[0].icmp.type'],
+    ['networkpolicies', rule({ ipVersion: 5 }), 'spec.ingress[0].ipVersion'],
+    ['networkpolicies', rule({ source: { nets: ['10.0.0.0/33'] } }), 'spec.ingress[0].source.nets[0]'],
+    ['networkpolicies', rule({ source: { notNets: ['ten'] } }), 'spec.ingress[0].source.notNets[0]'],
+    ['networkpolicies', policy({ types: ['ingress'] }), 'spec.types[0]'],
+    ['networkpolicies', policy({ types: ['Ingress'], egress: [{ action: 'Allow' }] }), 'spec.types'],
+    ['networkpolicies', policy({ order: 'first' }), 'spec.order'],
+    ['networkpolicies', policy({ tier: 'Security' }), 'spec.tier'],
+    [
+      'globalnetworkpolicies',
+      { kind: 'GlobalNetworkPolicy', spec: { egress: [{ action: 'Pass', destination: { nets: ['x'] } }] } },
+      'spec.egress[0].destination.nets[0]',
+    ],
+    ['networksets', { kind: 'NetworkSet', spec: { nets: ['10.1.2.3/24', 'nope'] } }, 'spec.nets[1]'],
+    ['globalnetworksets', { kind: 'GlobalNetworkSet', spec: { nets: [7] } }, 'spec.nets[0]'],
+    ['tiers', { kind: 'Tier', spec: { order: 0 } }, 'spec.order'],
+    ['tiers', { kind: 'Tier', spec: { defaultAction: 'Allow' } }, 'spec.defaultAction'],
+  ];
+  for (const [plural, document, field] of cases) {
+    const { fields, message } = await refusedPolicyFields(plural, document);
+    t.true(fields.includes(field), `${plural} ${JSON.stringify(document)}: ${field} not among ${JSON.stringify(fields)}: ${message}`);
+  }
+  // Rules on the whole object name the field in their message.
+  const defaultTier = await refusedPolicyFields('tiers', { kind: 'Tier', metadata: { name: 'default' }, spec: { order: 5 } });
+  t.regex(defaultTier.message, /tier default has order 1000000 and default action Deny/);
+  const reserved = await refusedPolicyFields('networkpolicies', { ...policy({}), metadata: { name: 'knp.default.x' } });
+  t.regex(reserved.message, /metadata\.name: names starting with knp\.default\. are those of Kubernetes NetworkPolicies/);
+  const full = {
+    kind: 'NetworkPolicy',
+    spec: {
+      tier: 'default',
+      order: 10.5,
+      selector: 'app == "web"',
+      serviceAccountSelector: 'has(team)',
+      types: ['Ingress', 'Egress'],
+      ingress: [
+        {
+          action: 'Allow',
+          protocol: 'TCP',
+          source: {
+            selector: 'app == "lb"',
+            namespaceSelector: 'global()',
+            nets: ['10.0.0.0/8', 'fd00::1'],
+            notNets: ['10.1.0.0/16'],
+            serviceAccounts: { names: ['a'], selector: 'x == "y"' },
+          },
+          destination: { ports: [80, '8000:8080', 'http'], notPorts: [81] },
+        },
+        { action: 'Log', protocol: 'ICMP', icmp: { type: 8, code: 0 }, notICMP: { type: 0 } },
+        { action: 'Deny', protocol: 58, ipVersion: 6, notProtocol: 'UDP' },
+      ],
+      egress: [
+        { action: 'Pass', notProtocol: 17, destination: { notSelector: 'a == "b"' }, metadata: { annotations: { why: 'because' } } },
+      ],
+    },
+  };
+  t.deepEqual(await refusedPolicyFields('networkpolicies', full), { fields: [], message: 'accepted' });
+  for (const [plural, document] of [
+    ['globalnetworkpolicies', { kind: 'GlobalNetworkPolicy', spec: { namespaceSelector: 'all()', ingress: [{ action: 'Deny' }] } }],
+    ['networksets', { kind: 'NetworkSet', metadata: { labels: { set: 'a' } }, spec: { nets: ['10.0.0.0/8', '192.168.1.1'] } }],
+    ['globalnetworksets', { kind: 'GlobalNetworkSet', spec: {} }],
+    ['tiers', { kind: 'Tier', spec: { order: 100, defaultAction: 'Pass' } }],
+    ['tiers', { kind: 'Tier', metadata: { name: 'default' }, spec: { order: 1000000 } }],
+  ] as const)
+    t.deepEqual(await refusedPolicyFields(plural, document), { fields: [], message: 'accepted' }, plural);
+});

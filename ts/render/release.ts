@@ -59,8 +59,8 @@ export function releaseFiles(deployDir: string): Record<string, string> {
   const crds = crdTexts(join(deployDir, 'crds'));
   const operatorCrds = crdTexts(join(deployDir, 'operator-crds'));
   return {
-    'crds.yaml': `${GENERATED}\n# netplug's custom resource definitions (crd.projectnet.org); apply before a manifest.\n${concatenated(crds)}`,
-    'operator-crds.yaml': `${GENERATED}\n# The operator's custom resource definitions (${OPERATOR_GROUP}) and netplug's (crd.projectnet.org).\n${concatenated([...operatorCrds, ...crds])}`,
+    'crds.yaml': `${GENERATED}\n# netplug's custom resource definitions (crd.projectnet.org, and projectnet.org for network policy); apply before a manifest.\n${concatenated(crds)}`,
+    'operator-crds.yaml': `${GENERATED}\n# The operator's custom resource definitions (${OPERATOR_GROUP}) and netplug's (crd.projectnet.org, projectnet.org).\n${concatenated([...operatorCrds, ...crds])}`,
     'netplug-operator.yaml': documents(
       [`# netplug-operator ${NETPLUG_VERSION} in namespace netplug-operator. Image: ${RELEASE_IMAGE}.`],
       renderOperator(RELEASE_IMAGE),
