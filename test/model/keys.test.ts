@@ -22,3 +22,47 @@ test('each kind’s keys map to that kind on the Kubernetes datastore', (t) => {
   );
   t.is(kindOf(keys.kubeControllersConfiguration), 'KubeControllersConfiguration');
 });
+
+test('the network policy kinds are native objects of projectnet.org/v3, namespaced where the resource is', (t) => {
+  const found = (key: string) => {
+    const hit = kindOfKey(key);
+    return (
+      hit && {
+        kind: hit.kind.kind,
+        apiVersion: `${hit.kind.group}/${hit.kind.version}`,
+        native: hit.kind.native,
+        place: hit.kind.place(hit.rest),
+      }
+    );
+  };
+  t.deepEqual(found(keys.networkPolicy('shop', 'web')), {
+    kind: 'NetworkPolicy',
+    apiVersion: 'projectnet.org/v3',
+    native: true,
+    place: { namespace: 'shop', name: 'web', labels: {} },
+  });
+  t.deepEqual(found(keys.networkSet('shop', 'outside')), {
+    kind: 'NetworkSet',
+    apiVersion: 'projectnet.org/v3',
+    native: true,
+    place: { namespace: 'shop', name: 'outside', labels: {} },
+  });
+  t.deepEqual(found(keys.globalNetworkPolicy('deny')), {
+    kind: 'GlobalNetworkPolicy',
+    apiVersion: 'projectnet.org/v3',
+    native: true,
+    place: { name: 'deny', labels: {} },
+  });
+  t.is(found(keys.globalNetworkSet('g'))?.kind, 'GlobalNetworkSet');
+  t.is(found(keys.tier('security'))?.kind, 'Tier');
+  t.is(found(keys.profile('kns.shop')), undefined, 'profiles are computed on the Kubernetes datastore, never stored');
+  t.is(found(keys.pool('p'))?.apiVersion, 'crd.projectnet.org/v1');
+  t.deepEqual(
+    kindsOfPrefix(keys.networkPolicies).map(({ kind, restPrefix }) => [kind.kind, restPrefix]),
+    [['NetworkPolicy', '']],
+  );
+  t.deepEqual(
+    kindsOfPrefix(`${keys.networkPolicies}shop/`).map(({ kind, restPrefix }) => [kind.kind, restPrefix]),
+    [['NetworkPolicy', 'shop/']],
+  );
+});

@@ -2,10 +2,11 @@
 // document; a native kind's object (netplug's own resources) is the document itself, in netplug's
 // apiVersion and named by its key; a Node holds the addresses netplug-node publishes as annotations.
 import { API_VERSION, type Entry } from '../store.ts';
-import { GROUP, KEY_ANNOTATION, NODE_ADDRESS_ANNOTATIONS, NODES_PREFIX, VERSION, kindOfKey, type Kind } from './resources.ts';
+import { KEY_ANNOTATION, NODE_ADDRESS_ANNOTATIONS, NODES_PREFIX, kindOfKey, type Kind } from './resources.ts';
 
 interface ObjectMeta {
   name: string;
+  namespace?: string;
   uid?: string;
   resourceVersion?: string;
   creationTimestamp?: string;
@@ -19,9 +20,13 @@ export interface KubeObject {
   status?: unknown;
 }
 
-/** The key an object holds: its annotation, or for a native kind's object made without it (by kubectl), the prefix and its name. */
+/** The key an object holds: its annotation, or for a native kind's object made without it (by kubectl), the prefix, namespace and name. */
 export const keyOf = (kind: Kind, object: KubeObject): string | undefined =>
-  object.metadata.annotations?.[KEY_ANNOTATION] ?? (kind.native ? `${kind.prefix}${object.metadata.name}` : undefined);
+  object.metadata.annotations?.[KEY_ANNOTATION] ??
+  (kind.native ? nativeKey(kind, object.metadata.name, object.metadata.namespace) : undefined);
+
+const nativeKey = (kind: Kind, name: string, namespace: string | undefined) =>
+  `${kind.prefix}${kind.namespaced ? `${namespace ?? 'default'}/` : ''}${name}`;
 
 interface NativeDocument {
   metadata?: { labels?: Record<string, string>; annotations?: Record<string, string>; uid?: string };
@@ -35,8 +40,10 @@ export function documentOf(key: string, object: KubeObject): unknown {
   if (!found?.kind.native) return object.spec;
   const { uid, creationTimestamp, labels, annotations = {} } = object.metadata;
   const { [KEY_ANNOTATION]: _key, ...others } = annotations;
+  const slash = found.rest.indexOf('/');
+  const place = found.kind.namespaced ? { namespace: found.rest.slice(0, slash), name: found.rest.slice(slash + 1) } : { name: found.rest };
   const metadata = {
-    name: found.rest,
+    ...place,
     ...(uid ? { uid } : {}),
     ...(creationTimestamp ? { creationTimestamp } : {}),
     ...(labels ? { labels } : {}),
@@ -51,17 +58,29 @@ export function documentOf(key: string, object: KubeObject): unknown {
   };
 }
 
-export function resource(kind: Kind, name: string, labels: Record<string, string>, key: string, value: unknown, resourceVersion?: string) {
+export function resource(
+  kind: Kind,
+  place: { name: string; labels: Record<string, string>; namespace?: string },
+  key: string,
+  value: unknown,
+  resourceVersion?: string,
+) {
+  const { name, labels, namespace } = place;
+  const apiVersion = `${kind.group}/${kind.version}`;
   if (kind.native) {
     // The key annotation only where the name cannot give the key back; an update names the UID it read (a precondition).
     const document = value as NativeDocument;
-    const annotations = { ...document.metadata?.annotations, ...(key === `${kind.prefix}${name}` ? {} : { [KEY_ANNOTATION]: key }) };
+    const annotations = {
+      ...document.metadata?.annotations,
+      ...(key === nativeKey(kind, name, namespace) ? {} : { [KEY_ANNOTATION]: key }),
+    };
     const uid = resourceVersion ? document.metadata?.uid : undefined;
     return {
-      apiVersion: `${GROUP}/${VERSION}`,
+      apiVersion,
       kind: kind.kind,
       metadata: {
         name,
+        ...(namespace !== undefined ? { namespace } : {}),
         labels: { ...document.metadata?.labels, ...labels },
         annotations,
         ...(uid ? { uid } : {}),
@@ -72,7 +91,7 @@ export function resource(kind: Kind, name: string, labels: Record<string, string
     };
   }
   return {
-    apiVersion: `${GROUP}/${VERSION}`,
+    apiVersion,
     kind: kind.kind,
     metadata: { name, labels, annotations: { [KEY_ANNOTATION]: key }, ...(resourceVersion ? { resourceVersion } : {}) },
     spec: value,

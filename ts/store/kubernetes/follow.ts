@@ -6,7 +6,7 @@ import * as k8s from '@kubernetes/client-node';
 
 import type { Informers } from '../../runtime/informers.ts';
 import type { FollowEvents, Following } from '../store.ts';
-import { GROUP, kindsOfPrefix, NODES_PREFIX, VERSION } from './resources.ts';
+import { kindsOfPrefix, NODES_PREFIX } from './resources.ts';
 import { entryOfObject, type KubeObject } from './documents.ts';
 
 /** Follows prefixes through `informers` (started by their owner); `stop` removes the follower, the informer stays the program's. */
@@ -48,13 +48,14 @@ function resourceOf(prefix: string, core: k8s.CoreV1Api, custom: k8s.CustomObjec
   if (kinds.length !== 1 || !found) throw new Error(`datastore prefix ${prefix} is not one Kubernetes resource`);
   const { kind, restPrefix } = found;
   const labelSelector = kind.selector(restPrefix);
+  // A namespaced kind is followed in every namespace (the cluster-wide collection lists them all).
   return {
-    what: `${kind.plural}.${GROUP}`,
-    path: `/apis/${GROUP}/${VERSION}/${kind.plural}`,
+    what: `${kind.plural}.${kind.group}`,
+    path: `/apis/${kind.group}/${kind.version}/${kind.plural}`,
     list: () =>
       custom.listClusterCustomObject({
-        group: GROUP,
-        version: VERSION,
+        group: kind.group,
+        version: kind.version,
         plural: kind.plural,
         ...(labelSelector ? { labelSelector } : {}),
       }) as Promise<k8s.KubernetesListObject<k8s.KubernetesObject>>,

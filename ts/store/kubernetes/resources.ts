@@ -1,7 +1,9 @@
 // Where each datastore key lives in the Kubernetes API: the custom resource kind its prefix maps
-// to (group crd.projectnet.org, manifests in deploy/crds/), the object's name, and labels that let
+// to (manifests in deploy/crds/: netplug's own kinds in crd.projectnet.org/v1, the network policy
+// resources users write in projectnet.org/v3), the object's namespace and name, and labels that let
 // a prefix read ask the API server for just the objects under it. The key itself is kept in an
-// annotation, so names need not be reversible and every read can check it exactly.
+// annotation where the name cannot give it back, so names need not be reversible and every read can
+// check it exactly.
 import { createHash } from 'node:crypto';
 
 export const GROUP = 'crd.projectnet.org';
@@ -18,18 +20,30 @@ export interface Kind {
   prefix: string;
   kind: string;
   plural: string;
-  /** The object's name and labels from the key's rest (after `prefix`). */
-  place(rest: string): { name: string; labels: Record<string, string> };
+  /** The API group and version serving the kind. */
+  group: string;
+  version: string;
+  /**
+   * A namespaced kind: its keys' rest is `<namespace>/<name>`, its objects live in that namespace
+   * (a prefix read of `<namespace>/` lists that namespace only).
+   */
+  namespaced?: true;
+  /** The object's name, namespace and labels from the key's rest (after `prefix`). */
+  place(rest: string): { name: string; labels: Record<string, string>; namespace?: string };
   /** The label selector that narrows a read of `rest…` (a prefix of rests), if any. */
   selector(restPrefix: string): string | undefined;
   /**
    * The object is the document itself as kubectl shows it (metadata.labels, spec, status), not a
    * wrapper holding the document in spec: for the kinds users write with kubectl (host endpoints,
-   * the controllers' configuration). An object made without the key annotation has the key
-   * `prefix + name`.
+   * the controllers' configuration, network policy). An object made without the key annotation
+   * has the key `prefix + name` (`prefix + namespace/name` for a namespaced kind).
    */
   native?: true;
 }
+
+/** The group and version of the network policy resources (what users write: `apiVersion: projectnet.org/v3`). */
+export const POLICY_GROUP = 'projectnet.org';
+export const POLICY_VERSION = 'v3';
 
 /** The nodes prefix maps to the cluster's own Node objects (read-only): their labels are what pool node selectors match. */
 export const NODES_PREFIX = `${RESOURCES}nodes/`;
@@ -52,6 +66,8 @@ export const KINDS: readonly Kind[] = [
     prefix: `${RESOURCES}ippools/`,
     kind: 'IPPool',
     plural: 'ippools',
+    group: GROUP,
+    version: VERSION,
     place: (rest) => ({ name: objectName(rest), labels: {} }),
     selector: () => undefined,
   },
@@ -60,6 +76,8 @@ export const KINDS: readonly Kind[] = [
     prefix: `${RESOURCES}clusterinformations/`,
     kind: 'ClusterInformation',
     plural: 'clusterinformations',
+    group: GROUP,
+    version: VERSION,
     place: (rest) => ({ name: objectName(rest), labels: {} }),
     selector: () => undefined,
   },
@@ -67,6 +85,8 @@ export const KINDS: readonly Kind[] = [
     prefix: `${RESOURCES}hostendpoints/`,
     kind: 'HostEndpoint',
     plural: 'hostendpoints',
+    group: GROUP,
+    version: VERSION,
     place: (rest) => ({ name: objectName(rest), labels: {} }),
     selector: () => undefined,
     native: true,
@@ -76,6 +96,8 @@ export const KINDS: readonly Kind[] = [
     prefix: `${RESOURCES}kubecontrollersconfigurations/`,
     kind: 'KubeControllersConfiguration',
     plural: 'kubecontrollersconfigurations',
+    group: GROUP,
+    version: VERSION,
     place: (rest) => ({ name: objectName(rest), labels: {} }),
     selector: () => undefined,
     native: true,
@@ -85,6 +107,8 @@ export const KINDS: readonly Kind[] = [
     prefix: `${RESOURCES}workloadendpoints/`,
     kind: 'WorkloadEndpoint',
     plural: 'workloadendpoints',
+    group: GROUP,
+    version: VERSION,
     place: (rest) => ({ name: objectName(rest.replace('/', '.')), labels: {} }),
     selector: () => undefined,
   },
@@ -93,6 +117,8 @@ export const KINDS: readonly Kind[] = [
     prefix: `${IPAM}assignment/`,
     kind: 'IPAMBlock',
     plural: 'ipamblocks',
+    group: GROUP,
+    version: VERSION,
     place: (rest) => {
       const [fam, , cidr = ''] = rest.split('/');
       return { name: objectName(cidr), labels: labels({ [FAMILY_LABEL]: family(fam) }) };
@@ -104,6 +130,8 @@ export const KINDS: readonly Kind[] = [
     prefix: `${IPAM}host/`,
     kind: 'BlockAffinity',
     plural: 'blockaffinities',
+    group: GROUP,
+    version: VERSION,
     place: (rest) => {
       const [node = '', fam, , cidr = ''] = rest.split('/');
       return { name: objectName(`${node}-${cidr}`), labels: labels({ [NODE_LABEL]: labelValue(node), [FAMILY_LABEL]: family(fam) }) };
@@ -117,6 +145,8 @@ export const KINDS: readonly Kind[] = [
     prefix: `${IPAM}handle/`,
     kind: 'IPAMHandle',
     plural: 'ipamhandles',
+    group: GROUP,
+    version: VERSION,
     place: (rest) => ({ name: objectName(rest), labels: {} }),
     selector: () => undefined,
   },
@@ -125,6 +155,8 @@ export const KINDS: readonly Kind[] = [
     prefix: `${IPAM}pending/`,
     kind: 'IPAMPendingRequest',
     plural: 'ipampendingrequests',
+    group: GROUP,
+    version: VERSION,
     place: (rest) => {
       const node = rest.slice(0, rest.indexOf('/'));
       return { name: objectName(rest, true), labels: labels({ [NODE_LABEL]: labelValue(node) }) };
@@ -132,7 +164,33 @@ export const KINDS: readonly Kind[] = [
     selector: (restPrefix) =>
       restPrefix.includes('/') ? selector({ [NODE_LABEL]: labelValue(restPrefix.slice(0, restPrefix.indexOf('/'))) }) : undefined,
   },
+  ...policyKind('networkpolicies', 'NetworkPolicy', true),
+  ...policyKind('globalnetworkpolicies', 'GlobalNetworkPolicy', false),
+  ...policyKind('networksets', 'NetworkSet', true),
+  ...policyKind('globalnetworksets', 'GlobalNetworkSet', false),
+  ...policyKind('tiers', 'Tier', false),
 ];
+
+/** A network policy kind: native, in projectnet.org/v3, namespaced or not. */
+function policyKind(plural: string, kind: string, namespaced: boolean): Kind[] {
+  return [
+    {
+      prefix: `${RESOURCES}${plural}/`,
+      kind,
+      plural,
+      group: POLICY_GROUP,
+      version: POLICY_VERSION,
+      ...(namespaced ? { namespaced: true as const } : {}),
+      place: (rest) => {
+        if (!namespaced) return { name: objectName(rest), labels: {} };
+        const slash = rest.indexOf('/');
+        return { namespace: rest.slice(0, slash), name: objectName(rest.slice(slash + 1)), labels: {} };
+      },
+      selector: () => undefined,
+      native: true,
+    },
+  ];
+}
 
 /** The kind a key belongs to, and the key's rest. */
 export function kindOfKey(key: string): { kind: Kind; rest: string } | undefined {

@@ -12,7 +12,7 @@ import type { KubeClient } from '../../k8s/client.ts';
 import type { Committed, Entry, Read, ReadResult, Store, Write } from '../store.ts';
 import { changesNothing, StoreError } from '../store.ts';
 import { documentOf, keyOf, nodeEntry, resource, type KubeObject } from './documents.ts';
-import { GROUP, KEY_ANNOTATION, NODES_PREFIX, VERSION, kindOfKey, kindsOfPrefix, type Kind } from './resources.ts';
+import { KEY_ANNOTATION, NODES_PREFIX, kindOfKey, kindsOfPrefix, type Kind } from './resources.ts';
 
 interface NotFoundStatus {
   details?: { name?: string };
@@ -53,7 +53,7 @@ export class KubeStore implements Store {
       return node && (nodeEntry(node) as Entry<T>);
     }
     const { kind, rest } = this.kindOf(key);
-    const { status, json } = await client.send({ method: 'GET', path: objectPath(kind, kind.place(rest).name) }, needs('get', kind));
+    const { status, json } = await client.send({ method: 'GET', path: objectPath(kind, kind.place(rest)) }, needs('get', kind));
     if (status === 404) return this.absent(kind, json);
     const object = json as KubeObject;
     const stored = object.metadata.annotations?.[KEY_ANNOTATION];
@@ -168,23 +168,23 @@ export class KubeStore implements Store {
       return holds ? current?.revision : false;
     }
     const { kind, rest } = this.kindOf(write.key);
-    const { name, labels } = kind.place(rest);
+    const place = kind.place(rest);
     if ('create' in write) {
       const { status, json } = await client.send(
-        jsonRequest('POST', collectionPath(kind), resource(kind, name, labels, write.key, write.create)),
+        jsonRequest('POST', collectionPath(kind, place.namespace), resource(kind, place, write.key, write.create)),
         needs('create', kind),
       );
       if (status === 404) return this.absent(kind, json) ?? false;
       return status === 409 ? false : this.remember(write.key, json as KubeObject).revision;
     }
     if ('update' in write) {
-      const body = resource(kind, name, labels, write.key, write.update, write.revision);
-      const { status, json } = await client.send(jsonRequest('PUT', objectPath(kind, name), body), needs('update', kind));
+      const body = resource(kind, place, write.key, write.update, write.revision);
+      const { status, json } = await client.send(jsonRequest('PUT', objectPath(kind, place), body), needs('update', kind));
       if (status === 404) return this.absent(kind, json) ?? false;
       return status === 409 ? false : this.remember(write.key, json as KubeObject).revision;
     }
     const options = { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { resourceVersion: write.revision } };
-    const { status, json } = await client.send(jsonRequest('DELETE', objectPath(kind, name), options), needs('delete', kind));
+    const { status, json } = await client.send(jsonRequest('DELETE', objectPath(kind, place), options), needs('delete', kind));
     if (status === 404) return this.absent(kind, json) ?? false;
     if (status === 409) return false;
     return undefined;
@@ -215,7 +215,9 @@ export class KubeStore implements Store {
 
   private async listObjects(kind: Kind, restPrefix: string, keysOnly: boolean): Promise<KubeObject[]> {
     const select = kind.selector(restPrefix);
-    const path = `${collectionPath(kind)}${select ? `?labelSelector=${encodeURIComponent(select)}` : ''}`;
+    // A namespaced kind read under `<namespace>/` lists that namespace; otherwise every namespace.
+    const namespace = kind.namespaced && restPrefix.includes('/') ? restPrefix.slice(0, restPrefix.indexOf('/')) : undefined;
+    const path = `${collectionPath(kind, namespace)}${select ? `?labelSelector=${encodeURIComponent(select)}` : ''}`;
     const headers = keysOnly ? { Accept: METADATA_ONLY } : undefined;
     const { status, json } = await this.client.send({ method: 'GET', path, ...(headers ? { headers } : {}) }, needs('list', kind));
     if (status === 404) throw notInstalled(kind);
@@ -247,9 +249,11 @@ export class KubeStore implements Store {
   }
 }
 
-const collectionPath = (kind: Kind) => `/apis/${GROUP}/${VERSION}/${kind.plural}`;
-const objectPath = (kind: Kind, name: string) => `${collectionPath(kind)}/${encodeURIComponent(name)}`;
-const needs = (verb: string, kind: Kind) => `${verb} on ${kind.plural}.${GROUP}`;
+const collectionPath = (kind: Kind, namespace?: string) =>
+  `/apis/${kind.group}/${kind.version}/${namespace !== undefined ? `namespaces/${encodeURIComponent(namespace)}/` : ''}${kind.plural}`;
+const objectPath = (kind: Kind, place: { name: string; namespace?: string }) =>
+  `${collectionPath(kind, place.namespace)}/${encodeURIComponent(place.name)}`;
+const needs = (verb: string, kind: Kind) => `${verb} on ${kind.plural}.${kind.group}`;
 
 function jsonRequest(method: 'POST' | 'PUT' | 'DELETE', path: string, body: unknown) {
   return { method, path, headers: { 'Content-Type': 'application/json' }, body: Buffer.from(JSON.stringify(body)) };
@@ -257,6 +261,6 @@ function jsonRequest(method: 'POST' | 'PUT' | 'DELETE', path: string, body: unkn
 
 function notInstalled(kind: Kind): StoreError {
   return new StoreError(
-    `the Kubernetes API has no ${kind.plural}.${GROUP} resource: install netplug's custom resource definitions (deploy/crds/) first`,
+    `the Kubernetes API has no ${kind.plural}.${kind.group} resource: install netplug's custom resource definitions (deploy/crds/) first`,
   );
 }
