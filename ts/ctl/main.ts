@@ -36,6 +36,17 @@ commands:
                                free a leaked address
   version [--client]           this netplugctl's version, and the cluster's (ClusterInformation "default")
 
+network policy (projectnet.org/v3: networkpolicy|np, globalnetworkpolicy|gnp, networkset,
+globalnetworkset, tier, profile):
+  apply -f FILE [-f FILE]... [-n NS]
+                               create or update the resources of YAML or JSON files (several
+                               documents, a List; - for stdin), all checked before any is written
+  get KIND [NAME] [-n NS | -A] [-o table|yaml|json]
+  delete KIND NAME [-n NS] | delete -f FILE
+  explain pod NS/NAME [--peer NS/POD|IP --port PORT/PROTO] [--direction ingress|egress]
+                               the policies that apply to a pod, in order; with a peer and port,
+                               what each side decides and which policy and rule decided it
+
 cluster commands (each has --help):
   upgrade plan|apply|status|rollback
                                upgrade the cluster to this netplugctl's release, step by step, resumable
@@ -55,7 +66,7 @@ datastore (flags, else the netconf or conflist of --config FILE, else DATASTORE_
   --kubeconfig FILE (the Kubernetes datastore; implies --datastore-type kubernetes)
   --k8s-api-root URL (the Kubernetes datastore, without credentials)
 
-output: -o table (default) | -o json
+output: -o table (default) | -o json (| -o yaml for get)
 `;
 
 const GLOBAL = {
@@ -90,10 +101,14 @@ const COMMAND_FLAGS = {
   'ipam check': { 'grace-period': { type: 'string' } },
   'ipam release': { ip: { type: 'string' }, force: { type: 'boolean' } },
   version: { client: { type: 'boolean' } },
+  apply: { filename: { type: 'string', short: 'f', multiple: true }, namespace: { type: 'string', short: 'n' } },
+  get: { namespace: { type: 'string', short: 'n' }, 'all-namespaces': { type: 'boolean', short: 'A' } },
+  delete: { filename: { type: 'string', short: 'f', multiple: true }, namespace: { type: 'string', short: 'n' } },
+  'explain pod': { peer: { type: 'string' }, port: { type: 'string' }, direction: { type: 'string' } },
 } as const satisfies Record<string, ParseArgsConfig['options']>;
 
-/** Each command and how many NAME arguments it takes. */
-const COMMANDS: Record<string, number> = {
+/** Each command and how many NAME arguments it takes (a number, or the least and the most). */
+const COMMANDS: Record<string, number | [number, number]> = {
   'pool create': 1,
   'pool update': 1,
   'pool list': 0,
@@ -106,10 +121,14 @@ const COMMANDS: Record<string, number> = {
   'ipam check': 0,
   'ipam release': 0,
   version: 0,
+  apply: 0,
+  get: [1, 2],
+  delete: [0, 2],
+  'explain pod': 1,
 };
 
 /** The commands that write to the datastore: refused for a netplugctl older than the cluster. */
-const WRITES = new Set(['pool create', 'pool update', 'pool delete', 'node create', 'node delete', 'ipam release']);
+const WRITES = new Set(['pool create', 'pool update', 'pool delete', 'node create', 'node delete', 'ipam release', 'apply', 'delete']);
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 const ALL_FLAGS: Options = { ...Object.assign({}, ...Object.values(COMMAND_FLAGS)), ...GLOBAL };
@@ -155,7 +174,8 @@ async function run(argv: readonly string[], env: Env): Promise<string> {
   if (expected === undefined) throw new UsageError(`unknown command "${loose.positionals.slice(0, 2).join(' ')}"`);
   const { values, positionals } = parseFlags(argv, { ...ALL_FLAGS, ...(COMMAND_FLAGS as Record<string, Options>)[command], ...GLOBAL });
   const names = positionals.slice(command.split(' ').length);
-  if (names.length !== expected) {
+  if (Array.isArray(expected)) checkPolicyArguments(command, names, expected, values);
+  else if (names.length !== expected) {
     throw new UsageError(
       expected === 0
         ? `${command} takes no arguments, got "${names.join(' ')}"`
@@ -166,7 +186,9 @@ async function run(argv: readonly string[], env: Env): Promise<string> {
   const stray = Object.keys(values).find((flag) => !allowed.has(flag));
   if (stray) throw new UsageError(`${command} does not take --${stray}`);
   const output = values['output'] ?? 'table';
-  if (output !== 'table' && output !== 'json') throw new UsageError(`-o "${String(output)}" must be table or json`);
+  if (output === 'yaml' && command !== 'get') throw new UsageError(`-o yaml is for get; ${command} takes -o table or json`);
+  if (output !== 'table' && output !== 'json' && output !== 'yaml')
+    throw new UsageError(`-o "${String(output)}" must be table or json (or yaml for get)`);
   const json = output === 'json';
   if (command === 'version' && values['client'] === true) return (await import('./version.ts')).clientVersion(json);
 
@@ -209,12 +231,32 @@ async function run(argv: readonly string[], env: Env): Promise<string> {
       }
       case 'ipam release':
         return await (await import('./ipam-release.ts')).releaseIp(store, flags['ip'] as string | undefined, flags['force'] === true);
+      case 'apply':
+      case 'delete':
+      case 'get':
+      case 'explain pod':
+        return await (await import('./policy-command.ts')).runPolicyCommand(
+          store,
+          command,
+          names,
+          flags,
+          output as 'table' | 'json' | 'yaml',
+        );
       default:
         throw new UsageError(`unknown command "${command}"`);
     }
   } finally {
     store.close();
   }
+}
+
+/** get KIND [NAME], delete KIND NAME or delete -f FILE, apply -f FILE: the arguments that go together. */
+function checkPolicyArguments(command: string, names: string[], [least, most]: [number, number], values: Record<string, unknown>): void {
+  const files = values['filename'] !== undefined;
+  if (command === 'delete' && files !== (names.length === 0)) throw new UsageError('delete takes KIND NAME, or -f FILE (not both)');
+  if (command === 'delete' && !files && names.length !== 2) throw new UsageError('delete needs KIND and NAME (or -f FILE)');
+  if (names.length < least || names.length > most)
+    throw new UsageError(`${command} takes ${least === most ? least : `${least} to ${most}`} arguments (KIND [NAME]), got ${names.length}`);
 }
 
 function parseFlags(

@@ -30,8 +30,12 @@ const PORT_NUMBER = /^\d{1,5}$/;
 
 const PROTOCOLS_TEXT = `${Object.keys(PROTOCOL_NUMBERS).join(', ')} or a number from 1 to 255`;
 
+/** The CRDs' limits (deploy/crds/), so that what netplugctl accepts the API server accepts too. */
+export const LIMITS = { rules: 256, nets: 256, ports: 64, selector: 4096 } as const;
+
 const selectorText = (allowGlobal = false) =>
   z.string('must be a selector (a string)').check(
+    z.maxLength(LIMITS.selector, `must be at most ${LIMITS.selector} characters`),
     z.superRefine((value, ctx) => {
       try {
         parseSelector(value, { allowGlobal });
@@ -54,7 +58,7 @@ export function parseNet(text: string): { family: 4 | 6; base: bigint; length: n
 const net = z
   .string('must be a CIDR such as 10.0.0.0/8 or fd00::/64 (a string)')
   .check(z.refine((text) => parseNet(text) !== undefined, 'must be a CIDR such as 10.0.0.0/8 or fd00::/64, or an address'));
-const nets = z.array(net, 'must be a list of CIDRs');
+const nets = z.array(net, 'must be a list of CIDRs').check(z.maxLength(LIMITS.nets, `must list at most ${LIMITS.nets} CIDRs`));
 
 export const protocolNumber = (protocol: Protocol): number =>
   typeof protocol === 'number' ? protocol : PROTOCOL_NUMBERS[protocol as keyof typeof PROTOCOL_NUMBERS];
@@ -83,6 +87,8 @@ const port = z
     z.refine((value) => parsePort(value) !== undefined, 'must be a port from 0 to 65535, a range "from:to" (from ≤ to) or a port name'),
   );
 
+const ports = z.array(port, 'must be a list of ports').check(z.maxLength(LIMITS.ports, `must list at most ${LIMITS.ports} ports`));
+
 const labels = z.record(
   z.string().check(z.regex(LABEL_KEY, 'must be label keys (letters, digits, "-", "_", "." and "/")')),
   z.string('must be a string'),
@@ -102,12 +108,16 @@ const entityRule = z.strictObject({
   namespaceSelector: z.optional(selectorText(true)),
   serviceAccounts: z.optional(
     z.strictObject({
-      names: z.optional(z.array(z.string().check(z.regex(RESOURCE_NAME, 'must be service account names')))),
+      names: z.optional(
+        z
+          .array(z.string().check(z.regex(RESOURCE_NAME, 'must be service account names')))
+          .check(z.maxLength(256, 'must list at most 256 names')),
+      ),
       selector: z.optional(selectorText()),
     }),
   ),
-  ports: z.optional(z.array(port, 'must be a list of ports')),
-  notPorts: z.optional(z.array(port, 'must be a list of ports')),
+  ports: z.optional(ports),
+  notPorts: z.optional(ports),
 });
 
 const family = (text: string) => parseNet(text)?.family;
@@ -154,6 +164,8 @@ function ruleConsistency(rule: PolicyRule, ctx: z.core.$RefinementCtx<unknown>):
     issue(['ipVersion'], `must be ${icmpFamily} for protocol ${String(rule.protocol)}`, rule.ipVersion);
 }
 
+const rules = z.array(rule, 'must be a list of rules').check(z.maxLength(LIMITS.rules, `must hold at most ${LIMITS.rules} rules`));
+
 const metadata = (namespaced: boolean) =>
   z.looseObject({
     name: z.string('is required (a name)').check(z.regex(RESOURCE_NAME, 'must be lower-case letters, digits, "-" and "." (at most 253)')),
@@ -179,8 +191,8 @@ const policySpec = (global: boolean) =>
       ...(global ? { namespaceSelector: z.optional(selectorText(true)) } : {}),
       serviceAccountSelector: z.optional(selectorText()),
       types: z.optional(types),
-      ingress: z.optional(z.array(rule, 'must be a list of rules')),
-      egress: z.optional(z.array(rule, 'must be a list of rules')),
+      ingress: z.optional(rules),
+      egress: z.optional(rules),
     })
     .check(
       z.superRefine((spec, ctx) => {
@@ -249,8 +261,8 @@ export const policySchemas = {
     metadata: metadata(false),
     spec: z.strictObject({
       labelsToApply: z.optional(labels),
-      ingress: z.optional(z.array(rule, 'must be a list of rules')),
-      egress: z.optional(z.array(rule, 'must be a list of rules')),
+      ingress: z.optional(rules),
+      egress: z.optional(rules),
     }),
   }),
 };
