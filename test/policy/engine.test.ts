@@ -79,7 +79,9 @@ test('with no endpoint, the part already drops workload interfaces that are not 
 test('a local endpoint gets dispatch entries and chains: anti-spoofing, conntrack, profiles, final drop', (t) => {
   const e = engine();
   e.upsertEndpoint(pod('a', 'here', { app: 'a' }, '10.0.0.1/32', { addresses: ['10.0.0.1/32', 'fd00::1/128'] }));
+  t.is(e.programmedInterface('shop/a'), undefined, 'not before the flush that builds it');
   t.true(e.flush().structural);
+  t.is(e.programmedInterface('shop/a'), 'calia');
   const part = e.part();
   t.deepEqual(part.maps?.[0]?.elements, [{ key: 'calia', verdict: { goto: 'fw-calia' } }]);
   t.deepEqual(part.maps?.[1]?.elements, [{ key: 'calia', verdict: { goto: 'tw-calia' } }]);

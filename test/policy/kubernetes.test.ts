@@ -4,6 +4,7 @@
 import test from 'ava';
 
 import { checkPolicyDocument } from '../../ts/model/policy-check.ts';
+import { endpointOfPod } from '../../ts/policy/endpoints.ts';
 import { convertKubernetesPolicy, namespaceProfile, serviceAccountProfile } from '../../ts/policy/kubernetes.ts';
 
 test('a NetworkPolicy converts to knp.default.<name>, tier default, order 1000, its peers and ports as Allow rules', (t) => {
@@ -133,4 +134,38 @@ test('namespaces and service accounts become profiles with prefixed labels that 
     'pcsa.role': 'x',
     'pcsa.projectnet.org/name': 'api',
   });
+});
+
+test('a pod is an endpoint with its labels, service account, addresses and named ports; a host-network pod is none', (t) => {
+  t.deepEqual(
+    endpointOfPod(
+      {
+        metadata: { name: 'web', namespace: 'shop', labels: { app: 'web' } },
+        spec: {
+          nodeName: 'n1',
+          containers: [
+            { ports: [{ name: 'http', containerPort: 8080 }, { containerPort: 9 }] },
+            { ports: [{ name: 'dns', protocol: 'udp', containerPort: 53 }] },
+          ],
+        },
+        status: { podIP: '10.0.0.5', podIPs: [{ ip: '10.0.0.5' }, { ip: 'fd00::5' }] },
+      },
+      'cali123',
+    ),
+    {
+      key: 'shop/web',
+      namespace: 'shop',
+      name: 'web',
+      labels: { app: 'web' },
+      serviceAccount: 'default',
+      addresses: ['10.0.0.5', 'fd00::5'],
+      ports: [
+        { name: 'http', protocol: 'TCP', port: 8080 },
+        { name: 'dns', protocol: 'UDP', port: 53 },
+      ],
+      node: 'n1',
+      interfaceName: 'cali123',
+    },
+  );
+  t.is(endpointOfPod({ metadata: { name: 'h' }, spec: { hostNetwork: true } }), undefined);
 });

@@ -3,7 +3,6 @@
 // Kubernetes datastore from the API (pods, namespaces, service accounts, Kubernetes
 // NetworkPolicies, converted as netplug-node converts them), on etcd from the workload endpoints
 // and profiles stored there.
-import { podInfoOf, type Pod } from '../k8s/objects.ts';
 import { checkedPolicyEntry } from '../model/policy-check.ts';
 import {
   NAMESPACED_KINDS,
@@ -17,7 +16,7 @@ import {
 } from '../model/policy.ts';
 import { keys } from '../model/keys.ts';
 import type { WorkloadEndpoint } from '../model/workload-endpoint.ts';
-import { endpointOfWorkload, type EndpointInput } from '../policy/endpoints.ts';
+import { endpointOfPod, endpointOfWorkload, type KubePod } from '../policy/endpoints.ts';
 import type { PolicySnapshot } from '../policy/explain.ts';
 import { convertKubernetesPolicy, namespaceProfile, serviceAccountProfile, type KubeNetworkPolicy } from '../policy/kubernetes.ts';
 import { KubeStore } from '../store/kubernetes/store.ts';
@@ -58,30 +57,6 @@ async function kubeProfiles(store: KubeStore): Promise<ProfileResource[]> {
   return [...namespaces.map(namespaceProfile), ...accounts.map(serviceAccountProfile)];
 }
 
-/** An endpoint per running pod with an address (host-network pods are not workload endpoints). */
-function endpointOfPod(
-  pod: Pod & {
-    metadata: { name: string; namespace: string };
-    spec?: { nodeName?: string; hostNetwork?: boolean };
-    status?: { podIPs?: { ip: string }[]; podIP?: string };
-  },
-): EndpointInput | undefined {
-  if (pod.spec?.hostNetwork) return undefined;
-  const { namespace, name } = pod.metadata;
-  const info = podInfoOf(namespace, name, pod);
-  const addresses = pod.status?.podIPs?.map((p) => p.ip) ?? (pod.status?.podIP ? [pod.status.podIP] : []);
-  return {
-    key: `${namespace}/${name}`,
-    namespace,
-    name,
-    labels: info.labels,
-    serviceAccount: info.serviceAccount,
-    addresses,
-    ports: info.ports,
-    node: pod.spec?.nodeName ?? '',
-  };
-}
-
 /** Everything explain needs; `issues` collects what could not be used (broken documents, rules left out). */
 export async function readSnapshot(store: Store, issues: string[]): Promise<PolicySnapshot> {
   const policies = [
@@ -94,7 +69,7 @@ export async function readSnapshot(store: Store, issues: string[]): Promise<Poli
   ];
   const tiers = (await readResources(store, 'Tier', undefined, issues)) as TierResource[];
   if (store instanceof KubeStore) {
-    const pods = await kubeList<Parameters<typeof endpointOfPod>[0]>(store, '/api/v1/pods', 'list on pods');
+    const pods = await kubeList<KubePod>(store, '/api/v1/pods', 'list on pods');
     const kubePolicies = await kubeList<KubeNetworkPolicy>(
       store,
       '/apis/networking.k8s.io/v1/networkpolicies',

@@ -109,3 +109,41 @@ export function endpointOfWorkload(endpoint: WorkloadEndpoint): EndpointInput {
     orchestrator: spec.orchestrator,
   };
 }
+
+/** A pod as the Kubernetes API gives it: what an endpoint is made of (no import of client-node here). */
+export interface KubePod {
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> | null };
+  spec?: {
+    nodeName?: string;
+    hostNetwork?: boolean;
+    serviceAccountName?: string;
+    containers?: { ports?: { name?: string; protocol?: string; containerPort?: number }[] | null }[];
+  };
+  status?: { podIP?: string; podIPs?: { ip: string }[] | null };
+}
+
+/**
+ * The endpoint of a pod (`interfaceName`: its host-side interface, for a pod of this node), or
+ * undefined for a pod on the host's network, which is no workload endpoint.
+ */
+export function endpointOfPod(pod: KubePod, interfaceName?: string): EndpointInput | undefined {
+  if (pod.spec?.hostNetwork) return undefined;
+  const namespace = pod.metadata.namespace ?? 'default';
+  const name = pod.metadata.name;
+  const ports = (pod.spec?.containers ?? []).flatMap((c) =>
+    (c.ports ?? []).flatMap((p) =>
+      p.name && p.containerPort ? [{ name: p.name, protocol: (p.protocol ?? 'TCP').toUpperCase(), port: p.containerPort }] : [],
+    ),
+  );
+  return {
+    key: `${namespace}/${name}`,
+    namespace,
+    name,
+    labels: pod.metadata.labels ?? {},
+    serviceAccount: pod.spec?.serviceAccountName ?? DEFAULT_SERVICE_ACCOUNT,
+    addresses: pod.status?.podIPs?.map((p) => p.ip) ?? (pod.status?.podIP ? [pod.status.podIP] : []),
+    ports,
+    node: pod.spec?.nodeName ?? '',
+    ...(interfaceName !== undefined ? { interfaceName } : {}),
+  };
+}

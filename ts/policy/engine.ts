@@ -298,6 +298,14 @@ export class PolicyEngine {
     return out;
   }
 
+  /**
+   * The host interface of a local endpoint whose chains and dispatch entries are in `part()` (after
+   * a flush): once the part (or element batch) holding it is written, its status file may be.
+   */
+  programmedInterface(key: string): string | undefined {
+    return this.#local.programmed(key);
+  }
+
   /** The policies of a local endpoint per direction, in evaluation order (their keys). */
   endpointPolicies(key: string): Record<'ingress' | 'egress', string[]> {
     const programs = [...this.#local.selectedBy(key)].flatMap((k) => this.#policies.get(k)?.program ?? []);

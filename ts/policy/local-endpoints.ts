@@ -62,6 +62,11 @@ export class LocalEndpoints {
     return this.#endpoints.has(key);
   }
 
+  /** The host interface a local endpoint's chains and dispatch entries were last built for (once built). */
+  programmed(key: string): string | undefined {
+    return this.#endpoints.get(key)?.built?.interfaceName;
+  }
+
   /** The policies selecting a local endpoint. */
   selectedBy(key: string): ReadonlySet<string> {
     return this.#endpoints.get(key)?.selectedBy ?? new Set();
