@@ -8,7 +8,7 @@
 //
 // Only what a local endpoint needs is programmed: policies selecting one (with the sets their
 // rules use) and the profiles local endpoints name.
-import type { Chain, ElementChanges, TablePart } from '../nft/model.ts';
+import type { ElementChanges, TablePart } from '../nft/model.ts';
 import type { Labels } from '../selectors/syntax.ts';
 import type { NetworkPolicyResource, NetworkSetResource, ProfileResource, TierResource } from '../model/policy.ts';
 import { DEFAULT_TIER } from '../model/policy.ts';
@@ -16,12 +16,14 @@ import { netInterval, type Family } from './addresses.ts';
 import { fixedChains } from './chains.ts';
 import { endpointLabels, networkSetKey, networkSetLabels, profilesOf, type EndpointInput } from './endpoints.ts';
 import { LocalEndpoints } from './local-endpoints.ts';
-import { denyCounterName, MAPS, policyChainName } from './names.ts';
+import { MAPS } from './names.ts';
 import { byTier, DEFAULT_TIER_INFO, missingTier, tierInfo, type TierInfo } from './order.ts';
-import { DIRECTIONS, policyKey, policyProgram, profileProgram, type PolicyProgram, type ProgramIssue } from './program.ts';
-import { policyRules, type RuleOptions } from './rules.ts';
+import { policyKey, policyProgram, profileProgram, type PolicyProgram, type ProgramIssue } from './program.ts';
+import { Programs, textOf, type PolicyIssue } from './programs.ts';
 import { SelectorIndex } from './selector-index.ts';
 import { SetRegistry, type Contribution } from './set-registry.ts';
+
+export type { PolicyIssue } from './programs.ts';
 
 export interface PolicyEngineOptions {
   /** The node whose endpoints (with an interface) are programmed. */
@@ -44,12 +46,6 @@ export interface PolicyUpdate {
   elements: ElementChanges;
 }
 
-/** A policy (or profile) part of which cannot be programmed: what, and why. */
-export interface PolicyIssue extends ProgramIssue {
-  /** `NetworkPolicy/<ns>/<name>`, `GlobalNetworkPolicy/<name>`, `Profile/<name>`. */
-  policy: string;
-}
-
 interface EndpointRecord {
   input: EndpointInput;
   entity: string;
@@ -58,37 +54,18 @@ interface EndpointRecord {
   local: boolean;
 }
 
-interface Active {
-  chains: Chain[];
-  sets: string[];
-}
-
-interface ProgramRecord {
-  program: PolicyProgram | undefined;
-  issues: ProgramIssue[];
-  active?: Active;
-  /** Profiles: their labels for the endpoints naming them. */
-  labels?: Labels;
-}
-
 const endpointEntity = (key: string) => `WorkloadEndpoint/${key}`;
 const ENDPOINT_ENTITY = 'WorkloadEndpoint/';
 
-/** A value's JSON for comparing two states (addresses are BigInts, which JSON has no form for). */
-const textOf = (value: unknown): string => JSON.stringify(value, (_, v) => (typeof v === 'bigint' ? v.toString() : v));
-
 export class PolicyEngine {
   readonly #options: Required<PolicyEngineOptions>;
-  readonly #ruleOptions: RuleOptions;
   /** Every endpoint and network set, for the sets of rule selectors. */
   readonly #index: SelectorIndex;
   readonly #sets: SetRegistry;
   readonly #local: LocalEndpoints;
   readonly #endpoints = new Map<string, EndpointRecord>();
   readonly #networkSets = new Map<string, { resource: NetworkSetResource; contribution: Contribution }>();
-  readonly #policies = new Map<string, ProgramRecord>();
-  /** Profiles by name (their program's key is `Profile/<name>`). */
-  readonly #profiles = new Map<string, ProgramRecord>();
+  readonly #programs: Programs;
   /** Profile name → the entities (endpoints, namespaced network sets) whose labels it gives. */
   readonly #profileUsers = new Map<string, Set<string>>();
   readonly #tiers = new Map<string, TierInfo>();
@@ -99,7 +76,6 @@ export class PolicyEngine {
 
   constructor(options: PolicyEngineOptions) {
     this.#options = { families: [4, 6], interfacePrefix: 'cali', logGroup: 20, logPerSecond: 10, ...options };
-    this.#ruleOptions = { families: this.#options.families, logGroup: this.#options.logGroup, logPerSecond: this.#options.logPerSecond };
     this.#index = new SelectorIndex((selector, entity, added) => {
       if (entity !== this.#muted) this.#sets.membershipChanged(selector, entity, added);
     });
@@ -108,12 +84,14 @@ export class PolicyEngine {
       (entity) => this.#contributionOf(entity),
       () => this.#changedStructure(),
     );
+    const { families, logGroup, logPerSecond } = this.#options;
+    this.#programs = new Programs(this.#sets, { families, logGroup, logPerSecond }, () => this.#changedStructure());
     this.#local = new LocalEndpoints({
-      program: (policy) => this.#policies.get(policy)?.program,
-      profile: (name) => this.#profiles.get(name)?.program,
+      program: (policy) => this.#programs.policies.get(policy)?.program,
+      profile: (name) => this.#programs.profiles.get(name)?.program,
       tier: (name) => this.#tierOf(name),
-      selectionChanged: (policy) => this.#refreshPolicy(policy),
-      profileNeeded: (name) => this.#refreshProfile(name),
+      selectionChanged: (policy) => this.#programs.need(this.#programs.policies.get(policy), this.#local.selection(policy).size > 0),
+      profileNeeded: (name, needed) => this.#programs.need(this.#programs.profiles.get(name), needed),
       structureChanged: () => this.#changedStructure(),
     });
   }
@@ -125,7 +103,7 @@ export class PolicyEngine {
     const key = input.key;
     const before = this.#endpoints.get(key);
     const entity = endpointEntity(key);
-    const labels = endpointLabels(input, (profile) => this.#profiles.get(profile)?.labels);
+    const labels = endpointLabels(input, (profile) => this.#programs.profiles.get(profile)?.labels);
     const contribution: Contribution = {
       addresses: input.addresses.flatMap((text) => {
         const found = netInterval(text);
@@ -157,18 +135,12 @@ export class PolicyEngine {
     const name = profile.metadata.name;
     const issues: ProgramIssue[] = [];
     const program = profileProgram(profile, issues);
-    const before = this.#profiles.get(name);
     const labels = profile.spec.labelsToApply ?? {};
-    const record: ProgramRecord = { program, issues, labels, ...(before?.active ? { active: before.active } : {}) };
-    this.#profiles.set(name, record);
+    const record = { program, issues, labels };
+    const { before, changed } = this.#programs.set(this.#programs.profiles, name, record);
     if (!before || textOf(before.labels) !== textOf(labels)) this.#relabel(name);
-    if (!before?.program || textOf(before.program) !== textOf(program)) {
-      if (record.active) {
-        const old = record.active;
-        record.active = this.#build(program);
-        this.#release(old);
-      }
-      this.#refreshProfile(name);
+    if (changed) {
+      this.#programs.need(record, this.#local.profileUsed(name));
       this.#local.profileChanged(name);
     }
     this.#changed();
@@ -176,10 +148,7 @@ export class PolicyEngine {
   }
 
   removeProfile(name: string): void {
-    const record = this.#profiles.get(name);
-    if (!record) return;
-    this.#profiles.delete(name);
-    if (record.active) this.#release(record.active);
+    if (!this.#programs.remove(this.#programs.profiles, name)) return;
     this.#relabel(name);
     this.#local.profileChanged(name);
     this.#changed();
@@ -216,28 +185,20 @@ export class PolicyEngine {
     } catch (err) {
       issues.push({ field: 'spec', message: `not programmed: ${(err as Error).message}` });
     }
-    const before = this.#policies.get(key);
-    const record: ProgramRecord = { program, issues, ...(before?.active ? { active: before.active } : {}) };
-    this.#policies.set(key, record);
-    const changed = !before?.program || !program || textOf(before.program) !== textOf(program);
-    if (changed && record.active && program) {
-      const old = record.active;
-      record.active = this.#build(program);
-      this.#release(old);
-    }
+    const record = { program, issues };
+    const { before, changed } = this.#programs.set(this.#programs.policies, key, record);
     if (changed) this.#local.setPolicy(key, before?.program, program);
-    this.#refreshPolicy(key);
+    this.#programs.need(record, this.#local.selection(key).size > 0);
     this.#changed();
     return issues.map((issue) => ({ policy: key, ...issue }));
   }
 
   removePolicy(kind: NetworkPolicyResource['kind'], name: string, namespace?: string): void {
     const key = policyKey(kind, name, kind === 'NetworkPolicy' ? (namespace ?? 'default') : undefined);
-    const record = this.#policies.get(key);
+    const record = this.#programs.policies.get(key);
     if (!record) return;
     this.#local.setPolicy(key, record.program, undefined);
-    this.#policies.delete(key);
-    if (record.active) this.#release(record.active);
+    this.#programs.remove(this.#programs.policies, key);
     this.#changed();
   }
 
@@ -271,31 +232,22 @@ export class PolicyEngine {
     this.#local.rebuild();
     if (this.#part) return this.#part;
     const endpoints = this.#local.chains();
-    const chains: Chain[] = [...fixedChains(this.#options.interfacePrefix), ...endpoints.chains];
-    const counters: string[] = [];
-    for (const record of [...this.#policies.values(), ...this.#profiles.values()]) {
-      if (!record.active || !record.program) continue;
-      chains.push(...record.active.chains);
-      counters.push(denyCounterName(record.program.key));
-    }
+    const programmed = this.#programs.chains();
     this.#part = {
-      chains,
+      chains: [...fixedChains(this.#options.interfacePrefix), ...endpoints.chains, ...programmed.chains],
       sets: this.#sets.nftSets(),
       maps: [
         { name: MAPS.from, type: 'ifname', elements: endpoints.from },
         { name: MAPS.to, type: 'ifname', elements: endpoints.to },
       ],
-      counters: counters.sort(),
+      counters: programmed.counters,
     };
     return this.#part;
   }
 
   /** What of each policy and profile cannot be programmed. */
   issues(): PolicyIssue[] {
-    const out: PolicyIssue[] = [];
-    for (const [key, record] of this.#policies) out.push(...record.issues.map((issue) => ({ policy: key, ...issue })));
-    for (const [name, record] of this.#profiles) out.push(...record.issues.map((issue) => ({ policy: `Profile/${name}`, ...issue })));
-    return out;
+    return this.#programs.issues();
   }
 
   /**
@@ -308,7 +260,7 @@ export class PolicyEngine {
 
   /** The policies of a local endpoint per direction, in evaluation order (their keys). */
   endpointPolicies(key: string): Record<'ingress' | 'egress', string[]> {
-    const programs = [...this.#local.selectedBy(key)].flatMap((k) => this.#policies.get(k)?.program ?? []);
+    const programs = [...this.#local.selectedBy(key)].flatMap((k) => this.#programs.policies.get(k)?.program ?? []);
     const ordered = (direction: 'ingress' | 'egress') =>
       byTier(
         programs.filter((p) => p[direction]),
@@ -319,26 +271,18 @@ export class PolicyEngine {
 
   /** The policy or profile whose Deny rules count into `counter`, if any. */
   policyOfCounter(counter: string): string | undefined {
-    for (const record of [...this.#policies.values(), ...this.#profiles.values()])
-      if (record.program && denyCounterName(record.program.key) === counter) return record.program.key;
-    return undefined;
+    return this.#programs.ownerOfCounter(counter);
   }
 
   /** Sizes, for metrics and the cost measurements. */
   stats() {
-    let rules = 0;
-    let activePolicies = 0;
-    for (const record of this.#policies.values()) {
-      if (!record.active) continue;
-      activePolicies++;
-      for (const chain of record.active.chains) rules += chain.rules?.length ?? 0;
-    }
+    const programmed = this.#programs.programmed();
     return {
       endpoints: this.#endpoints.size,
       localEndpoints: this.#local.size,
-      policies: this.#policies.size,
-      activePolicies,
-      policyRules: rules,
+      policies: this.#programs.policies.size,
+      activePolicies: programmed.policies,
+      policyRules: programmed.rules,
       sets: this.#sets.size,
       selectorEvaluations: this.#index.evaluations,
     };
@@ -379,7 +323,7 @@ export class PolicyEngine {
   }
 
   #networkSetLabels(resource: NetworkSetResource): Labels {
-    return networkSetLabels(resource, (profile) => this.#profiles.get(profile)?.labels);
+    return networkSetLabels(resource, (profile) => this.#programs.profiles.get(profile)?.labels);
   }
 
   #useProfiles(entity: string, profiles: readonly string[]): void {
@@ -410,51 +354,6 @@ export class PolicyEngine {
         if (record) this.#index.setEntity(entity, this.#networkSetLabels(record.resource));
       }
     }
-  }
-
-  /** A policy is programmed while it selects a local endpoint. */
-  #refreshPolicy(key: string): void {
-    const record = this.#policies.get(key);
-    if (!record) return;
-    const needed = record.program !== undefined && this.#local.selection(key).size > 0;
-    if (needed && !record.active) record.active = this.#build(record.program as PolicyProgram);
-    else if (!needed && record.active) {
-      this.#release(record.active);
-      delete record.active;
-    }
-  }
-
-  /** A profile is programmed while a local endpoint names it. */
-  #refreshProfile(name: string): void {
-    const record = this.#profiles.get(name);
-    if (!record?.program) return;
-    const needed = this.#local.profileUsed(name);
-    if (needed && !record.active) record.active = this.#build(record.program);
-    else if (!needed && record.active) {
-      this.#release(record.active);
-      delete record.active;
-    }
-  }
-
-  #build(program: PolicyProgram): Active {
-    const sets: string[] = [];
-    const use = (set: Parameters<SetRegistry['use']>[0]) => {
-      const name = this.#sets.use(set);
-      sets.push(name);
-      return name;
-    };
-    const chains: Chain[] = [];
-    for (const direction of DIRECTIONS) {
-      if (!program[direction]) continue;
-      chains.push({ name: policyChainName(program.key, direction), rules: policyRules(program, direction, this.#ruleOptions, use) });
-    }
-    this.#changedStructure();
-    return { chains, sets };
-  }
-
-  #release(active: Active): void {
-    for (const name of active.sets) this.#sets.release(name);
-    this.#changedStructure();
   }
 }
 

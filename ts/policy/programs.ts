@@ -1,0 +1,133 @@
+// The policies and profiles the engine knows, each with its program, what of it could not be
+// programmed, and, while it is programmed (a local endpoint needs it), its chains and the sets
+// their rules use. A changed program rebuilds its chains before the old ones' sets are released,
+// so sets both use are kept, not recreated.
+import type { Chain } from '../nft/model.ts';
+import type { Labels } from '../selectors/syntax.ts';
+import { denyCounterName, policyChainName } from './names.ts';
+import { DIRECTIONS, type PolicyProgram, type ProgramIssue } from './program.ts';
+import { policyRules, type RuleOptions, type SetDescriptor } from './rules.ts';
+import type { SetRegistry } from './set-registry.ts';
+
+/** A policy (or profile) part of which cannot be programmed: what, and why. */
+export interface PolicyIssue extends ProgramIssue {
+  /** `NetworkPolicy/<ns>/<name>`, `GlobalNetworkPolicy/<name>`, `Profile/<name>`. */
+  policy: string;
+}
+
+export interface ProgramRecord {
+  program: PolicyProgram | undefined;
+  issues: ProgramIssue[];
+  /** Profiles: their labels for the endpoints naming them. */
+  labels?: Labels;
+  active?: { chains: Chain[]; sets: string[] };
+}
+
+/** A value's JSON for comparing two states (addresses are BigInts, which JSON has no form for). */
+export const textOf = (value: unknown): string => JSON.stringify(value, (_, v) => (typeof v === 'bigint' ? v.toString() : v));
+
+export class Programs {
+  readonly policies = new Map<string, ProgramRecord>();
+  /** By profile name (their program's key is `Profile/<name>`). */
+  readonly profiles = new Map<string, ProgramRecord>();
+  readonly #sets: SetRegistry;
+  readonly #ruleOptions: RuleOptions;
+  readonly #structureChanged: () => void;
+
+  constructor(sets: SetRegistry, ruleOptions: RuleOptions, structureChanged: () => void) {
+    this.#sets = sets;
+    this.#ruleOptions = ruleOptions;
+    this.#structureChanged = structureChanged;
+  }
+
+  /** Sets a record; a programmed one gets the new program's chains. Says whether the program changed. */
+  set(records: Map<string, ProgramRecord>, key: string, record: ProgramRecord): { before: ProgramRecord | undefined; changed: boolean } {
+    const before = records.get(key);
+    if (before?.active) record.active = before.active;
+    records.set(key, record);
+    const changed = !before?.program || !record.program || textOf(before.program) !== textOf(record.program);
+    if (changed && record.active && record.program) {
+      const old = record.active;
+      record.active = this.#build(record.program);
+      this.#release(old);
+    }
+    return { before, changed };
+  }
+
+  remove(records: Map<string, ProgramRecord>, key: string): ProgramRecord | undefined {
+    const record = records.get(key);
+    if (!record) return undefined;
+    records.delete(key);
+    if (record.active) this.#release(record.active);
+    return record;
+  }
+
+  /** Programs the record while `needed`, and only then. */
+  need(record: ProgramRecord | undefined, needed: boolean): void {
+    if (!record) return;
+    if (needed && record.program && !record.active) record.active = this.#build(record.program);
+    else if ((!needed || !record.program) && record.active) {
+      this.#release(record.active);
+      delete record.active;
+    }
+  }
+
+  /** The programmed chains and their deny counters. */
+  chains(): { chains: Chain[]; counters: string[] } {
+    const chains: Chain[] = [];
+    const counters: string[] = [];
+    for (const record of [...this.policies.values(), ...this.profiles.values()]) {
+      if (!record.active || !record.program) continue;
+      chains.push(...record.active.chains);
+      counters.push(denyCounterName(record.program.key));
+    }
+    return { chains, counters: counters.sort() };
+  }
+
+  issues(): PolicyIssue[] {
+    const out: PolicyIssue[] = [];
+    for (const [key, record] of this.policies) out.push(...record.issues.map((issue) => ({ policy: key, ...issue })));
+    for (const [name, record] of this.profiles) out.push(...record.issues.map((issue) => ({ policy: `Profile/${name}`, ...issue })));
+    return out;
+  }
+
+  /** The policy or profile whose Deny rules count into `counter`, if any. */
+  ownerOfCounter(counter: string): string | undefined {
+    for (const record of [...this.policies.values(), ...this.profiles.values()])
+      if (record.program && denyCounterName(record.program.key) === counter) return record.program.key;
+    return undefined;
+  }
+
+  /** Policies programmed, and the rules of their chains. */
+  programmed(): { policies: number; rules: number } {
+    let rules = 0;
+    let policies = 0;
+    for (const record of this.policies.values()) {
+      if (!record.active) continue;
+      policies++;
+      for (const chain of record.active.chains) rules += chain.rules?.length ?? 0;
+    }
+    return { policies, rules };
+  }
+
+  #build(program: PolicyProgram): { chains: Chain[]; sets: string[] } {
+    const sets: string[] = [];
+    const use = (set: SetDescriptor) => {
+      const name = this.#sets.use(set);
+      sets.push(name);
+      return name;
+    };
+    const chains: Chain[] = [];
+    for (const direction of DIRECTIONS) {
+      if (!program[direction]) continue;
+      chains.push({ name: policyChainName(program.key, direction), rules: policyRules(program, direction, this.#ruleOptions, use) });
+    }
+    this.#structureChanged();
+    return { chains, sets };
+  }
+
+  #release(active: { sets: string[] }): void {
+    for (const name of active.sets) this.#sets.release(name);
+    this.#structureChanged();
+  }
+}
