@@ -1,10 +1,10 @@
 // bench:agent's breakdown of a command through the agent: where its time went, from the agent's own
-// timings (NETPLUG_CNI_TIMINGS_FILE, ts/node/call-timings.ts) and the spawner's, on the monotonic
+// timings (NETPLUG_CNI_TIMINGS_FILE, ts/node/cni/call-timings.ts) and the spawner's, on the monotonic
 // clock both share.
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 
-import type { CallTimings } from '../../ts/node/call-timings.ts';
+import type { CallTimings } from '../../ts/node/cni/call-timings.ts';
 import type { Run } from './run-plugin.ts';
 
 /** The agent's ADD and DEL of one pod, as spawned (for the breakdown). */

@@ -16,7 +16,7 @@ const MAIN = new URL('./agent-main.ts', import.meta.url).pathname;
 export interface AgentProcess {
   pid: number;
   dir: string;
-  /** Its health server (/liveness, /readiness, /metrics). */
+  /** Its health server (/livez, /readyz, /metrics). */
   health: string;
   socket: string;
   /** Everything the agent wrote to stderr so far. */

@@ -10,7 +10,7 @@ import { isBlockKey, keys } from '../../ts/model/keys.ts';
 import { checkedBlock } from '../../ts/model/checked-documents.ts';
 import { poolResource } from '../../ts/model/pool-resource.ts';
 import { WaitingAdds } from '../../ts/ipam/waiting-adds.ts';
-import { nodeTurns } from '../../ts/node/cni-services.ts';
+import { nodeTurns } from '../../ts/node/cni/cni-services.ts';
 import { runMain } from '../../ts/plugin/main.ts';
 import type { PluginServices } from '../../ts/plugin/services.ts';
 import { openGrpcStore } from '../../ts/store/etcd/grpc.ts';

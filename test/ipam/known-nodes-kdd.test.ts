@@ -8,7 +8,7 @@ import { KnownNodes } from '../../ts/ipam/known-nodes.ts';
 import { keys } from '../../ts/model/keys.ts';
 import { checkedBlock } from '../../ts/model/checked-documents.ts';
 import { poolResource } from '../../ts/model/pool-resource.ts';
-import { nodeTurns } from '../../ts/node/cni-services.ts';
+import { nodeTurns } from '../../ts/node/cni/cni-services.ts';
 import { runMain } from '../../ts/plugin/main.ts';
 import type { PluginServices } from '../../ts/plugin/services.ts';
 import { openStore } from '../../ts/store/open.ts';

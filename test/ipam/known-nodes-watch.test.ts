@@ -8,7 +8,7 @@ import test, { type ExecutionContext } from 'ava';
 import { KnownNodes } from '../../ts/ipam/known-nodes.ts';
 import { WatchedIpam } from '../../ts/ipam/watched-ipam.ts';
 import { keys } from '../../ts/model/keys.ts';
-import { nodeTurns } from '../../ts/node/cni-services.ts';
+import { nodeTurns } from '../../ts/node/cni/cni-services.ts';
 import { runMain } from '../../ts/plugin/main.ts';
 import type { PluginServices } from '../../ts/plugin/services.ts';
 import { openStore } from '../../ts/store/open.ts';

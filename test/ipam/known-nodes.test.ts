@@ -13,7 +13,7 @@ import { handleId, keys } from '../../ts/model/keys.ts';
 import { addReads, assumedAhead } from '../../ts/ipam/read-ahead.ts';
 import { Logger } from '../../ts/log/logger.ts';
 import { lockDatastore, unlockDatastore } from '../../ts/migrate/datastore-lock.ts';
-import { nodeTurns } from '../../ts/node/cni-services.ts';
+import { nodeTurns } from '../../ts/node/cni/cni-services.ts';
 import { runMain } from '../../ts/plugin/main.ts';
 import type { PluginServices } from '../../ts/plugin/services.ts';
 import { openStore } from '../../ts/store/open.ts';

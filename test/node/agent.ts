@@ -14,7 +14,7 @@ import { freePort } from '../helpers/etcd.ts';
 /** On every datastore: the Node it follows (etcd), its pods, and kubeadm's record of the pod CIDR. */
 export const NODE_AGENT_RULES: k8s.V1PolicyRule[] = [
   { apiGroups: [''], resources: ['nodes'], verbs: ['list', 'watch'] },
-  // Its node's pods and the namespaces, for the ADDs it serves (ts/node/watch-pods.ts).
+  // Its node's pods and the namespaces, for the ADDs it serves (ts/node/cni/watch-pods.ts).
   { apiGroups: [''], resources: ['pods', 'namespaces'], verbs: ['list', 'watch'] },
   { apiGroups: [''], resources: ['configmaps'], resourceNames: ['kubeadm-config'], verbs: ['get'] },
 ];
@@ -77,6 +77,6 @@ export async function eventually(what: string, check: () => Promise<boolean> | b
   }
 }
 
-export const ready = (agent: Agent) => eventually('the agent is ready', async () => (await probe(agent, '/readiness')).status === 200);
+export const ready = (agent: Agent) => eventually('the agent is ready', async () => (await probe(agent, '/readyz')).status === 200);
 
 export const readVarFile = (agent: Agent, name: string) => readFileSync(join(agent.varDir, name), 'utf8');

@@ -3,12 +3,17 @@
 // datastore, pool usage that follows real allocations, and readiness naming every reason.
 import test, { type ExecutionContext } from 'ava';
 
-import { AgentMetrics } from '../../ts/node/metrics.ts';
-import { countingStore } from '../../ts/node/count-datastore.ts';
-import { observePools } from '../../ts/node/observe-pools.ts';
-import { followCluster, USAGE_PREFIXES } from '../../ts/node/routes/cluster-feed.ts';
+import { CniMetrics } from '../../ts/node/cni/cni-metrics.ts';
+import { observePools } from '../../ts/node/pool-usage/observe-pools.ts';
+import { PoolUsageMetrics } from '../../ts/node/pool-usage/pool-usage-metrics.ts';
+import { followCluster, USAGE_PREFIXES } from '../../ts/node/shared/cluster-feed.ts';
+import { countingStore } from '../../ts/node/shared/count-datastore.ts';
+import { DatastoreMetrics } from '../../ts/node/shared/datastore-metrics.ts';
+import { routesGauge } from '../../ts/node/shared/routes-gauge.ts';
+import { HealthChecks } from '../../ts/runtime/health.ts';
+import { serveHealth } from '../../ts/runtime/health-server.ts';
+import { RuntimeMetrics } from '../../ts/runtime/metrics.ts';
 import { openGrpcStore } from '../../ts/store/etcd/grpc.ts';
-import { serveHealth } from '../../ts/node/serve-health.ts';
 import { openStore } from '../../ts/store/open.ts';
 import type { Store } from '../../ts/store/store.ts';
 import { invoke } from '../helpers/cni.ts';
@@ -89,7 +94,7 @@ test('the agent serves /metrics on its health server and its metrics address; da
   const other = await scrape(`http://127.0.0.1:${metricsPort}/metrics`);
   t.is(other.status, 200);
   t.regex(other.text, /^netplug_datastore_requests_total\{operation="get"\} \d+$/m);
-  t.is((await scrape(`http://127.0.0.1:${metricsPort}/readiness`)).status, 404);
+  for (const path of ['/readyz', '/readiness']) t.is((await scrape(`http://127.0.0.1:${metricsPort}${path}`)).status, 404, path);
 
   // The readiness check reads ClusterInformation every 10 s: the count moves.
   const gets = (text: string) => samples(text, 'netplug_datastore_requests_total').get('{operation="get"}') ?? 0;
@@ -98,8 +103,8 @@ test('the agent serves /metrics on its health server and its metrics address; da
 
   // etcd gone: readiness names it, and the failed reads are counted as errors.
   await etcd.stop();
-  await eventually('readiness is 503 while etcd is down', async () => (await probe(agent, '/readiness')).status === 503);
-  t.regex((await probe(agent, '/readiness')).text, /^not ready: etcd at http:\/\/127\.0\.0\.1:\d+ does not answer/);
+  await eventually('readiness is 503 while etcd is down', async () => (await probe(agent, '/readyz')).status === 503);
+  t.regex((await probe(agent, '/readyz')).text, /^\[-\]datastore failed: etcd at http:\/\/127\.0\.0\.1:\d+ does not answer/m);
   await eventually(
     'a failed get is counted',
     async () =>
@@ -116,15 +121,16 @@ test('pool usage follows real allocations, and a deleted pool is dropped; a lost
   const etcd = await startEtcd(t);
   ctlOk(t, etcd, 'pool', 'create', 'blue', '--cidr', '10.211.0.0/24', '--block-size', '28');
   ctlOk(t, etcd, 'pool', 'create', 'green', '--cidr', '10.212.0.0/24', '--block-size', '28');
-  const metrics = new AgentMetrics();
-  const store = countingStore(await etcdStore(t, etcd), metrics);
+  const metrics = new RuntimeMetrics();
+  const store = countingStore(await etcdStore(t, etcd), new DatastoreMetrics(metrics.registry));
+  const pools = new PoolUsageMetrics(metrics.registry);
   const netconf = ipamNetconf(etcd, { node: 'node-m2', ipam: { ipv4_pools: ['blue'] } });
   const ipam = (command: string, id: string) => {
     const outcome = invoke({ executable: NETPLUG_IPAM, command, containerId: id, netns: '/run/netns/netplug-ipam-only', netconf });
     t.is(outcome.status, 0, `${command}: ${outcome.stdout}${outcome.stderr}`);
   };
   const usage = async () => {
-    await observePools(store, metrics);
+    await observePools(store, pools);
     const text = await metrics.text();
     return {
       allocations: Object.fromEntries(samples(text, 'netplug_ipam_allocations')),
@@ -165,10 +171,11 @@ test('pool usage from the watch of blocks and pools, both families: real allocat
   const etcd = await startEtcd(t);
   ctlOk(t, etcd, 'pool', 'create', 'four', '--cidr', '10.213.0.0/24', '--block-size', '28');
   ctlOk(t, etcd, 'pool', 'create', 'six', '--cidr', 'fd00:213::/112', '--block-size', '122');
-  const metrics = new AgentMetrics();
+  const metrics = new RuntimeMetrics();
+  const pools = new PoolUsageMetrics(metrics.registry);
   const grpc = await openGrpcStore(etcd.netconf);
   t.teardown(() => grpc.close());
-  const store = countingStore(grpc, metrics);
+  const store = countingStore(grpc, new DatastoreMetrics(metrics.registry));
   const follow = store.follow;
   if (!follow) throw new Error('the gRPC store cannot follow');
   const feed = followCluster(follow, USAGE_PREFIXES);
@@ -193,7 +200,7 @@ test('pool usage from the watch of blocks and pools, both families: real allocat
   // the agent reads (as it does here, before the first list).
   await eventually('both allocations of each family counted from the watch, with no request to etcd', async () => {
     const before = await requests();
-    await observePools(store, metrics, feed);
+    await observePools(store, pools, feed);
     const now = await allocations();
     return (await requests()) === before && now['{pool="four"}'] === 2 && now['{pool="six"}'] === 2;
   });
@@ -203,34 +210,42 @@ test('pool usage from the watch of blocks and pools, both families: real allocat
 
   // A watch that is not in step (here: one never started) leaves the agent to read.
   const unstarted = followCluster(() => ({ stop: () => undefined }), USAGE_PREFIXES);
-  await observePools(store, metrics, unstarted);
+  await observePools(store, pools, unstarted);
   t.deepEqual(await allocations(), { '{pool="four"}': 2, '{pool="six"}': 2 });
   t.true((await requests()) > before, 'read from etcd');
 });
 
-test('readiness names every reason not to be ready, in order; CNI latency by command and result', async (t) => {
+test('readiness names every reason not to be ready, in order, on /readyz and /readiness; CNI latency by command and result', async (t) => {
+  // The checks and the server as the agent has them (ts/node/main.ts): named checks of its
+  // subsystems on the runtime's HealthChecks, /readiness answered as /readyz.
   const reasons: (string | undefined)[] = ['start-up work is not done yet', undefined, 'no route to node-b: its address is unknown'];
-  const metrics = new AgentMetrics();
-  const port = await freePort();
-  const server = await serveHealth('127.0.0.1', port, { notReady: reasons.map((_, i) => () => reasons[i]), metrics });
-  t.teardown(() => server.close());
-  const get = (path: string) => scrape(`http://127.0.0.1:${port}${path}`);
-
-  t.deepEqual(await get('/readiness'), {
-    status: 503,
-    type: 'text/plain; charset=utf-8',
-    text: 'not ready: start-up work is not done yet; no route to node-b: its address is unknown\n',
+  const checks = new HealthChecks({
+    log: { error: () => undefined, warning: () => undefined, info: () => undefined, debug: () => undefined },
   });
-  reasons[0] = undefined;
-  t.is((await get('/readiness')).text, 'not ready: no route to node-b: its address is unknown\n');
-  reasons[2] = undefined;
-  t.deepEqual(await get('/readiness'), { status: 200, type: 'text/plain; charset=utf-8', text: 'ready\n' });
-  t.is((await get('/nothing')).text, 'not found: /liveness, /readiness and /metrics are served\n');
+  for (const [i, name] of ['start-up', 'datastore', 'routes'].entries()) checks.add(name, () => reasons[i]);
+  const metrics = new RuntimeMetrics();
+  const cni = new CniMetrics(metrics.registry);
+  const server = await serveHealth({ host: '127.0.0.1', port: 0 }, { checks, metrics, aliases: { '/readiness': '/readyz' } });
+  t.teardown(() => server.close());
+  const get = (path: string) => scrape(`http://127.0.0.1:${server.address.port}${path}`);
 
-  metrics.observeCni('ADD', 'success', 0.004);
-  metrics.observeCni('ADD', 'error', 12);
-  metrics.observeCni('DEL', 'success', 0.0005);
-  metrics.setRoutes('ipip', 3);
+  for (const path of ['/readyz', '/readiness'])
+    t.deepEqual(await get(path), {
+      status: 503,
+      type: 'text/plain; charset=utf-8',
+      text: '[-]start-up failed: start-up work is not done yet\n[-]routes failed: no route to node-b: its address is unknown\nreadyz check failed\n',
+    });
+  reasons[0] = undefined;
+  t.is((await get('/readyz')).text, '[-]routes failed: no route to node-b: its address is unknown\nreadyz check failed\n');
+  reasons[2] = undefined;
+  for (const path of ['/readyz', '/readiness'])
+    t.deepEqual(await get(path), { status: 200, type: 'text/plain; charset=utf-8', text: 'ok\n' });
+  t.is((await get('/nothing')).text, 'not found: /livez, /readyz, /metrics are served\n');
+
+  cni.observeCni('ADD', 'success', 0.004);
+  cni.observeCni('ADD', 'error', 12);
+  cni.observeCni('DEL', 'success', 0.0005);
+  routesGauge(metrics.registry).set({ kind: 'ipip' }, 3);
   const text = (await get('/metrics')).text;
   const histogram = samples(text, 'netplug_cni_request_duration_seconds_bucket');
   t.is(histogram.get('{le="0.001",command="ADD",result="success"}'), 0);

@@ -1,4 +1,4 @@
-// Runs netplug-node's natOutgoing (ts/node/routes/nat-outgoing.ts) once in this process's network
+// Runs netplug-node's natOutgoing (ts/node/nat/nat-outgoing.ts) once in this process's network
 // namespace, as the agent runs it in the node's, through the real composer, writer and addon:
 // nat-outgoing.test.ts starts it under `ip netns exec`. argv[2] is a JSON list of pools
 // ({ name, cidr, natOutgoing }); stdout is the JSON outcome, or { error }.
@@ -7,7 +7,7 @@ import { NftTable } from '../../ts/dataplane/nftables.ts';
 import type { PoolSpec } from '../../ts/model/ip-pool.ts';
 import type { Pool } from '../../ts/ipam/pools.ts';
 import { parsePrefix, type Prefix } from '../../ts/net/cidr.ts';
-import { NAT_PART, NatOutgoing } from '../../ts/node/routes/nat-outgoing.ts';
+import { NAT_PART, NatOutgoing } from '../../ts/node/nat/nat-outgoing.ts';
 
 const described = JSON.parse(process.argv[2] ?? '[]') as { name: string; cidr: string; natOutgoing: boolean }[];
 const pools: Pool[] = described.map(({ name, cidr, natOutgoing }) => {

@@ -76,7 +76,9 @@ test('a fresh cluster: files, ClusterInformation, the default pool from kubeadm,
 
   t.is(readVarFile(agent, 'nodename'), 'node-e1');
   t.is(readVarFile(agent, 'mtu'), String(defaultRouteMtu() ?? FALLBACK_MTU));
-  t.is((await probe(agent, '/liveness')).status, 200);
+  t.is((await probe(agent, '/livez')).status, 200);
+  // The path the netconf's readiness_gates name answers as /readyz.
+  t.deepEqual(await probe(agent, '/readiness'), { status: 200, text: 'ok\n' });
 
   t.is(
     ctlOk(t, etcd, 'version').stdout,
@@ -116,21 +118,22 @@ test('a fresh cluster: files, ClusterInformation, the default pool from kubeadm,
   // Quiet for longer than client-node's watch hears nothing before ending it (30 s): the Node is
   // watched again from where it was, without a warning, and a change after that still arrives.
   const logged = await stderrDuring(() => new Promise((resolve) => setTimeout(resolve, 35_000)));
-  t.false(/\[WARNING\].*Kubernetes Node "node-e1"/.test(logged), logged);
+  t.false(/ WARNING .*Kubernetes Node "node-e1"/.test(logged), logged);
   const quiet = await kube.core.readNode({ name: 'node-e1' });
   await kube.core.replaceNode({ name: 'node-e1', body: { ...quiet, metadata: { ...quiet.metadata, labels: { zone: 'c' } } } });
   await eventually('the etcd Node has the labels changed after the quiet spell', () => nodes()[0]?.labels['zone'] === 'c');
 
   // etcd gone: not ready (alive still); etcd back: ready again.
   await etcd.stop();
-  await eventually('readiness is 503 while etcd is down', async () => (await probe(agent, '/readiness')).status === 503);
-  t.regex((await probe(agent, '/readiness')).text, /^not ready: etcd at http:\/\/127\.0\.0\.1:\d+ does not answer/);
-  t.is((await probe(agent, '/liveness')).status, 200);
+  await eventually('readiness is 503 while etcd is down', async () => (await probe(agent, '/readyz')).status === 503);
+  t.regex((await probe(agent, '/readyz')).text, /^\[-\]datastore failed: etcd at http:\/\/127\.0\.0\.1:\d+ does not answer/m);
+  t.is((await probe(agent, '/readiness')).status, 503);
+  t.is((await probe(agent, '/livez')).status, 200);
   await etcd.start();
   await ready(agent);
 
   t.is(await agent.stop(), 0);
-  t.is((await probe(agent, '/liveness')).status, 0, 'the health server is closed');
+  t.is((await probe(agent, '/livez')).status, 0, 'the health server is closed');
 });
 
 test('an older ClusterInformation is brought to this release, cluster types unioned; an existing pool means no default pool', async (t) => {

@@ -56,7 +56,7 @@ test('ClusterInformation and the default pool as custom resources; netplugctl ve
   rmSync(join(agent.varDir, 'mtu'));
   await eventually('the mtu file is written again', () => existsSync(join(agent.varDir, 'mtu')));
   t.is(readVarFile(agent, 'mtu'), mtu);
-  t.is((await probe(agent, '/liveness')).status, 200);
+  t.is((await probe(agent, '/livez')).status, 200);
 
   const info = (await custom.getClusterCustomObject({
     group: 'crd.projectnet.org',

@@ -1,6 +1,6 @@
 // netplug-node with USE_POD_CIDR=true (host-local installs), against a real kube-apiserver with
 // netplug's CRDs and exactly the rules the host-local manifest gives netplug-node: no default
-// pool; not ready (on /readiness and in its log) until its Node has spec.podCIDRs; then
+// pool; not ready (on /readyz and in its log) until its Node has spec.podCIDRs; then
 // <varDir>/pod-cidrs holds them, is written again when removed, and follows a new Node's CIDRs.
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import test from 'ava';
 import * as k8s from '@kubernetes/client-node';
 
-import { podCidrsOf, POD_CIDRS_FILE } from '../../ts/node/follow-pod-cidrs.ts';
-import { nodeSettings } from '../../ts/node/settings.ts';
+import { podCidrsOf, POD_CIDRS_FILE } from '../../ts/node/startup/follow-pod-cidrs.ts';
+import { nodeSettings } from '../../ts/node/shared/settings.ts';
 import { renderManifest } from '../../ts/render/manifests.ts';
 import { installCrds, startKube, type Kube } from '../helpers/kube.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
@@ -87,11 +87,14 @@ test.serial('no default pool; not ready until the Node has pod CIDRs, then they 
     USE_POD_CIDR: 'true',
     KUBECONFIG: agentKubeconfig,
   });
-  const waiting = await eventually('/readiness says why', async () =>
-    /Node "node-pc" has no spec\.podCIDRs yet/.test((await probe(agent, '/readiness')).text),
-  ).then(() => probe(agent, '/readiness'));
+  const waiting = await eventually('/readyz says why', async () =>
+    /Node "node-pc" has no spec\.podCIDRs yet/.test((await probe(agent, '/readyz')).text),
+  ).then(() => probe(agent, '/readyz'));
   t.is(waiting.status, 503);
-  t.is(waiting.text, 'not ready: Node "node-pc" has no spec.podCIDRs yet (USE_POD_CIDR is true: they give the addresses)\n');
+  t.is(
+    waiting.text,
+    '[-]pod-cidrs failed: Node "node-pc" has no spec.podCIDRs yet (USE_POD_CIDR is true: they give the addresses)\nreadyz check failed\n',
+  );
   t.true(log.some((line) => /WARNING.*not ready: Node "node-pc" has no spec\.podCIDRs yet/.test(line)));
   t.true(log.some((line) => /USE_POD_CIDR is true: no default pool/.test(line)));
   t.false(existsSync(join(agent.varDir, POD_CIDRS_FILE)));
@@ -134,20 +137,20 @@ test.serial('a Node recreated with other (dual-stack) pod CIDRs is recorded agai
   await createNode('node-pc2', ['10.244.10.0/24', 'fd00:10:244:a::/64']);
   await eventually('the new CIDRs recorded', () => readVarFile(agent, POD_CIDRS_FILE) === '10.244.10.0/24\nfd00:10:244:a::/64\n');
   t.true(log.some((line) => /pod CIDRs changed from 10\.244\.9\.0\/24 to 10\.244\.10\.0\/24, fd00:10:244:a::\/64/.test(line)));
-  t.is((await probe(agent, '/readiness')).status, 200);
+  t.is((await probe(agent, '/readyz')).status, 200);
   t.is(await agent.stop(), 0);
 });
 
-test.serial("without the right to read its Node (the host-local manifest's role missing), /readiness says so", async (t) => {
+test.serial("without the right to read its Node (the host-local manifest's role missing), /readyz says so", async (t) => {
   const rules = hostLocalNodeRules().filter((rule) => !rule.resources?.includes('nodes'));
   const { kubeconfig } = await kube.identityWith('netplug-node-no-nodes', rules);
   const agent = await startAgent(t, { NODENAME: 'node-pc3', DATASTORE_TYPE: 'kubernetes', USE_POD_CIDR: 'true', KUBECONFIG: kubeconfig });
-  await eventually('/readiness names the refusal', async () => /cannot read Node "node-pc3"/.test((await probe(agent, '/readiness')).text));
-  const { status, text } = await probe(agent, '/readiness');
+  await eventually('/readyz names the refusal', async () => /cannot read Node "node-pc3"/.test((await probe(agent, '/readyz')).text));
+  const { status, text } = await probe(agent, '/readyz');
   t.is(status, 503);
   t.regex(
     text,
-    /^not ready: cannot read Node "node-pc3" for its spec\.podCIDRs \(USE_POD_CIDR is true\): HTTP 403: nodes "node-pc3" is forbidden: User "netplug-node-no-nodes" cannot list resource "nodes"/,
+    /^\[-\]pod-cidrs failed: cannot read Node "node-pc3" for its spec\.podCIDRs \(USE_POD_CIDR is true\): HTTP 403: nodes "node-pc3" is forbidden: User "netplug-node-no-nodes" cannot list resource "nodes"/,
   );
   t.is(await agent.stop(), 0);
 });

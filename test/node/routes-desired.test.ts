@@ -8,9 +8,9 @@ import { checkedNodeSpec } from '../../ts/model/checked-documents.ts';
 import { parsePrefix, type Prefix } from '../../ts/net/cidr.ts';
 import type { Pool } from '../../ts/ipam/pools.ts';
 import { countsOf, desiredState, type NodeAddresses, type RoutedBlock } from '../../ts/node/routes/desired-routes.ts';
-import { natOutgoingPart, natOutgoingRules } from '../../ts/node/routes/nat-outgoing.ts';
-import { nodeAddress, parseAddressSetting } from '../../ts/node/routes/node-address.ts';
-import { nodeSettings } from '../../ts/node/settings.ts';
+import { natOutgoingPart, natOutgoingRules } from '../../ts/node/nat/nat-outgoing.ts';
+import { nodeAddress, parseAddressSetting } from '../../ts/node/shared/node-address.ts';
+import { nodeSettings } from '../../ts/node/shared/settings.ts';
 
 const local = {
   name: 'a',

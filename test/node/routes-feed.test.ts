@@ -1,4 +1,4 @@
-// The cluster as netplug-node's routes follow it (ts/node/routes/cluster-feed.ts), driven by hand
+// The cluster as netplug-node's routes follow it (ts/node/shared/cluster-feed.ts), driven by hand
 // through its follow function (pure logic; the real watches are test/store/follow.test.ts): in step
 // only once nodes, blocks and pools are all listed, out of step while any has failed, changes
 // applied as they come; the digest moves with what routes depend on and not with an allocation.
@@ -8,7 +8,7 @@ import { assignOrdinal, newBlock } from '../../ts/ipam/block.ts';
 import { API_VERSION } from '../../ts/model/entry.ts';
 import { keys } from '../../ts/model/keys.ts';
 import { poolResource } from '../../ts/model/pool-resource.ts';
-import { digestOf, followCluster, USAGE_PREFIXES } from '../../ts/node/routes/cluster-feed.ts';
+import { digestOf, followCluster, USAGE_PREFIXES } from '../../ts/node/shared/cluster-feed.ts';
 import type { Entry, FollowEvents } from '../../ts/store/store.ts';
 
 function driven(prefixes?: readonly string[]) {

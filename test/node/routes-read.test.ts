@@ -7,7 +7,7 @@ import { assignOrdinal, newBlock } from '../../ts/ipam/block.ts';
 import { API_VERSION } from '../../ts/model/entry.ts';
 import { keys } from '../../ts/model/keys.ts';
 import { poolResource } from '../../ts/model/pool-resource.ts';
-import { readCluster } from '../../ts/node/routes/read-cluster.ts';
+import { readCluster } from '../../ts/node/shared/read-cluster.ts';
 import { openStore } from '../../ts/store/open.ts';
 import { startEtcd } from '../helpers/etcd.ts';
 

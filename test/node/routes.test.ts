@@ -113,8 +113,8 @@ function ipipSupported(): boolean {
   return ipip;
 }
 
-/** The agent's /readiness answer on its node (its health server on the node's loopback). */
-const readiness = (on: TestNode) => topology.exec(on.netns, ['curl', '-s', '-m', '5', 'http://127.0.0.1:9099/readiness']).stdout;
+/** The agent's /readyz answer on its node (its health server on the node's loopback). */
+const readiness = (on: TestNode) => topology.exec(on.netns, ['curl', '-s', '-m', '5', 'http://127.0.0.1:9099/readyz']).stdout;
 
 const node = (name: string) => topology.nodes.find((n) => n.name === name) as TestNode;
 const podOn = (name: string) => pods.find((p) => p.node.name === name) as Pod;
@@ -144,14 +144,14 @@ test.serial(
 );
 
 // This machine's kernel may lack the ipip driver (CONFIG_NET_IPIP): then the agent must say so on
-// /readiness and in its log, and still program every route that needs no IP-in-IP.
+// /readyz and in its log, and still program every route that needs no IP-in-IP.
 const IPIP_MISSING = /this kernel has no ipip \(CONFIG_NET_IPIP\) driver/;
 
 test.serial('IPIP Always: every node reaches every other through tunl0, via the node, onlink', async (t) => {
   await setPool({ ipipMode: 'Always', vxlanMode: 'Never', natOutgoing: false });
   if (!ipipSupported()) {
     t.log('this kernel has no ipip driver: checking that the agent reports it (pings over IP-in-IP need a kernel with it, as CI has)');
-    await until('n1 reports the missing driver on /readiness', () => IPIP_MISSING.test(readiness(node('n1'))), 90_000);
+    await until('n1 reports the missing driver on /readyz', () => IPIP_MISSING.test(readiness(node('n1'))), 90_000);
     // The log arrives through a pipe the test reads between its polls, so it too is awaited.
     await until('n1 logs the missing driver', () => IPIP_MISSING.test(node('n1').log()), 30_000);
     t.regex(node('n1').log(), IPIP_MISSING);
@@ -163,7 +163,7 @@ test.serial('IPIP Always: every node reaches every other through tunl0, via the 
     ['n2', 'n3', 'n4'].map((name) => `${blockOf(podOn(name))} via ${node(name).address} dev tunl0 onlink`),
   );
   t.is(await everyPodReachesEveryOther(t, pods), 12);
-  t.regex(readiness(node('n1')), /^ready/);
+  t.is(readiness(node('n1')), 'ok\n');
 });
 
 test.serial('IPIP CrossSubnet: same-subnet pairs go direct, the others through tunl0', async (t) => {
@@ -172,7 +172,7 @@ test.serial('IPIP CrossSubnet: same-subnet pairs go direct, the others through t
   if (!ipipSupported()) {
     t.log('this kernel has no ipip driver: same-subnet pairs must still go direct, and the agent say why the others do not');
     await routesBecome(node('n1'), direct);
-    await until('n1 reports the missing driver on /readiness', () => IPIP_MISSING.test(readiness(node('n1'))), 90_000);
+    await until('n1 reports the missing driver on /readyz', () => IPIP_MISSING.test(readiness(node('n1'))), 90_000);
     t.is(
       await everyPodReachesEveryOther(
         t,
@@ -203,7 +203,7 @@ test.serial('VXLAN Always: every node reaches every other over vxlan.netplug; IP
   const fdb = topology.exec(node('n1').netns, ['bridge', 'fdb', 'show', 'dev', 'vxlan.netplug']).stdout;
   for (const name of ['n2', 'n3', 'n4']) t.regex(fdb, new RegExp(`dst ${node(name).address.replaceAll('.', '\\.')} .*permanent`));
   t.false(topology.exec(node('n1').netns, ['ip', '-4', 'addr', 'show', 'dev', 'tunl0']).stdout.includes('inet '));
-  await until('n1 is ready', () => readiness(node('n1')).startsWith('ready'));
+  await until('n1 is ready', () => readiness(node('n1')) === 'ok\n');
   const metrics = topology.exec(node('n1').netns, ['curl', '-s', '-m', '5', 'http://127.0.0.1:9099/metrics']).stdout;
   t.regex(metrics, /netplug_routes\{kind="vxlan"\} 3/);
 });
@@ -310,7 +310,7 @@ test.serial(
     await node('n2').stopAgent();
     t.is(await everyPodReachesEveryOther(t, [podOn('n1'), podOn('n2'), podOn('n4')]), 6);
     node('n2').startAgent();
-    await until('n2 is ready again', () => readiness(node('n2')).startsWith('ready'), 90_000);
+    await until('n2 is ready again', () => readiness(node('n2')) === 'ok\n', 90_000);
     t.is(await everyPodReachesEveryOther(t, [podOn('n1'), podOn('n2'), podOn('n4')]), 6);
   },
 );

@@ -17,7 +17,7 @@ import { addressesOf, etcdKeys, ipamNetconf } from '../helpers/ipam.ts';
 import { addresses, containerId, createNetns, link } from '../helpers/kernel.ts';
 import { startKube, type Kube } from '../helpers/kube.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
-import { InflightJournal } from '../../ts/node/inflight-journal.ts';
+import { InflightJournal } from '../../ts/node/cni/inflight-journal.ts';
 import { NODE_AGENT_RULES } from './agent.ts';
 
 const POOL = '10.228.0.0/16';

@@ -7,10 +7,10 @@ import { join } from 'node:path';
 
 import test from 'ava';
 
-import { isAgentDatastore, nodeTurns } from '../../ts/node/cni-services.ts';
-import { StorePool } from '../../ts/node/cni-store-pool.ts';
-import { serveCni } from '../../ts/node/serve-cni.ts';
-import type { NodeSettings } from '../../ts/node/settings.ts';
+import { isAgentDatastore, nodeTurns } from '../../ts/node/cni/cni-services.ts';
+import { StorePool } from '../../ts/node/cni/cni-store-pool.ts';
+import { serveCni } from '../../ts/node/cni/serve-cni.ts';
+import type { NodeSettings } from '../../ts/node/shared/settings.ts';
 import { Logger } from '../../ts/log/logger.ts';
 import { HttpClient } from '../../ts/net/http-client.ts';
 import type { Store } from '../../ts/store/store.ts';

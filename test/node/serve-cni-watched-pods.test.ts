@@ -1,4 +1,4 @@
-// netplug-node's watch of its node's pods (ts/node/watch-pods.ts), on a real kube-apiserver: an ADD
+// netplug-node's watch of its node's pods (ts/node/cni/watch-pods.ts), on a real kube-apiserver: an ADD
 // for a pod the watch holds reads neither the pod nor its namespace from the API, and their
 // annotations apply as a GET's would. A pod of another node, and an agent whose identity may not
 // watch pods (an upgrade that kept the old RBAC), read with GETs, with the same results. A pod

@@ -1,4 +1,4 @@
-// Store.follow, what netplug-node's routes are kept by (ts/node/routes/cluster-feed.ts), against a
+// Store.follow, what netplug-node's routes are kept by (ts/node/shared/cluster-feed.ts), against a
 // real etcd (gRPC watch) and a real kube-apiserver (client-node informers): the entries under a
 // prefix listed, then each change and removal, exactly as the store's own reads give them; nothing
 // outside the prefix; nothing after stop(); on etcd, a watch that outlives the request deadline, and

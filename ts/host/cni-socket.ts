@@ -2,7 +2,7 @@
 // receive a descriptor, and the shim sends the pod's network namespace beside its request. The
 // addon listens, accepts and reads each request on threads of its own, and hands it over whole;
 // the connection's descriptor is then wrapped in a net.Socket for the rest of the conversation
-// (ts/node/cni-frames.ts).
+// (ts/node/cni/cni-frames.ts).
 import { closeSync } from 'node:fs';
 import { Socket } from 'node:net';
 

@@ -19,16 +19,16 @@ function clusterRules(component: string, datastore: RenderOptions['datastore']):
         // other node's addresses for the routes to their pods.
         { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
         // The pods of its node (by field selector) and the namespaces, watched so that the ADDs it
-        // serves need not read them (ts/node/watch-pods.ts).
+        // serves need not read them (ts/node/cni/watch-pods.ts).
         { apiGroups: [''], resources: ['pods', 'namespaces'], verbs: ['list', 'watch'] },
         ...(kdd
           ? [
               // The default pool on first start; ClusterInformation at every start.
               { apiGroups: [CRD_GROUP], resources: ['ippools'], verbs: ['list', 'create'] },
               { apiGroups: [CRD_GROUP], resources: ['clusterinformations'], verbs: ['get', 'create', 'update'] },
-              // Its addresses for other nodes' routes, as annotations on its Node (ts/node/routes/publish-addresses.ts).
+              // Its addresses for other nodes' routes, as annotations on its Node (ts/node/addresses/publish-addresses.ts).
               { apiGroups: [''], resources: ['nodes'], verbs: ['patch'] },
-              // The pools and blocks its routes follow (ts/node/routes/cluster-feed.ts); listing them is the plugin's right.
+              // The pools and blocks its routes follow (ts/node/shared/cluster-feed.ts); listing them is the plugin's right.
               { apiGroups: [CRD_GROUP], resources: ['ippools', 'ipamblocks'], verbs: ['watch'] },
             ]
           : []),

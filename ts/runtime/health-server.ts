@@ -6,9 +6,10 @@
 // check failed on (an endpoint, an address, the API server's words) is told only to a caller on
 // the loopback; any other caller (the pod network reaches 0.0.0.0) gets the status code and a
 // generic line. A server may serve /metrics alone (`serves: 'metrics'`): a second listener where
-// Prometheus reaches it while the probes stay on the loopback.
+// Prometheus reaches it while the probes stay on the loopback. `aliases` answers older paths as
+// the probe they name (`/readiness` as `/readyz`), for callers written against an earlier release.
 //
-// API: `serveHealth({ host, port }, { checks?, metrics?, serves? })` resolves to a HealthServer
+// API: `serveHealth({ host, port }, { checks?, metrics?, serves?, aliases? })` resolves to a HealthServer
 // (address, close()) once listening; `isLoopback(address)`.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -27,6 +28,8 @@ export interface Served {
   metrics?: Pick<RuntimeMetrics, 'text' | 'contentType'>;
   /** `all` (default): probes and metrics; `metrics`: /metrics alone. */
   serves?: 'all' | 'metrics';
+  /** Other paths answered as /livez or /readyz. */
+  aliases?: Readonly<Record<string, '/livez' | '/readyz'>>;
 }
 
 /** 127.0.0.0/8, ::1, and IPv4 loopback addresses as a dual-stack socket reports them. */
@@ -73,8 +76,9 @@ async function answer(request: IncomingMessage, response: ServerResponse, served
     return reply(response, 200, await served.metrics.text(), served.metrics.contentType);
   }
   const probes = served.serves !== 'metrics' && served.checks;
-  if (probes && (url.pathname === '/livez' || url.pathname === '/readyz')) {
-    const kind: CheckKind = url.pathname === '/livez' ? 'live' : 'ready';
+  const path = served.aliases?.[url.pathname] ?? url.pathname;
+  if (probes && (path === '/livez' || path === '/readyz')) {
+    const kind: CheckKind = path === '/livez' ? 'live' : 'ready';
     const results = probes.results(kind);
     const failed = results.filter((result) => result.problem !== undefined);
     const status = failed.length === 0 ? 200 : 503;

@@ -11,7 +11,7 @@
 // A reconcile still running `stopTimeoutMs` after its term was lost could overlap with the next
 // leader's: the program then stops and exits 1, and its pod is restarted.
 //
-// API: `new Manager({ log, clock?, health?, metricsAddress?, metrics?, leaderElection?,
+// API: `new Manager({ log, clock?, health? (with aliases?), metricsAddress?, metrics?, leaderElection?,
 // stopTimeoutMs? })`; health (HealthChecks), metrics (RuntimeMetrics), informers(config), add(controller,
 // { waitFor }), role(), run(signal) → exit code (0 stopped, 1 could not serve or a stuck reconcile).
 import type * as k8s from '@kubernetes/client-node';
@@ -20,7 +20,7 @@ import { aborted, type Clock, sleep, systemClock } from './clock.ts';
 import type { Controller } from './controller.ts';
 import { describeError } from './errors.ts';
 import { HealthChecks } from './health.ts';
-import { type HealthServer, serveHealth } from './health-server.ts';
+import { type HealthServer, type Served, serveHealth } from './health-server.ts';
 import { type Informer, Informers, type InformersOptions, waitForSync } from './informers.ts';
 import { LeaderElector, type LeaderElectionSettings, type Role } from './leader-election.ts';
 import type { Log } from './log.ts';
@@ -29,8 +29,8 @@ import { RuntimeMetrics } from './metrics.ts';
 export interface ManagerOptions {
   log: Log;
   clock?: Clock;
-  /** Where /livez, /readyz and /metrics are served (none: no server). */
-  health?: { host: string; port: number };
+  /** Where /livez, /readyz and /metrics are served (none: no server), and older paths answered as a probe (health-server.ts). */
+  health?: { host: string; port: number; aliases?: Served['aliases'] };
   /** A second listener serving /metrics alone. */
   metricsAddress?: { host: string; port: number };
   metrics?: RuntimeMetrics;
@@ -102,7 +102,8 @@ export class Manager {
         ...(this.options.health ? [[this.options.health, 'all'] as const] : []),
         ...(this.options.metricsAddress ? [[this.options.metricsAddress, 'metrics'] as const] : []),
       ]) {
-        servers.push(await serveHealth(address, { checks: this.health, metrics: this.metrics, serves }));
+        const aliases = serves === 'all' ? this.options.health?.aliases : undefined;
+        servers.push(await serveHealth(address, { checks: this.health, metrics: this.metrics, serves, ...(aliases ? { aliases } : {}) }));
         log.info(`serving ${serves === 'all' ? '/livez, /readyz and /metrics' : '/metrics'} on ${address.host}:${address.port}`);
       }
     } catch (err) {

@@ -1,7 +1,7 @@
 // A resident program's Prometheus metrics: one registry per program (never prom-client's global
 // one: two programs in one test process keep separate counts), served at /metrics by the health
 // server (health-server.ts). The runtime records its own there; a program registers its metrics
-// on `registry` (netplug-node's AgentMetrics can hand its registry in instead).
+// on `registry` (each subsystem of netplug-node registers its own there).
 //   netplug_controller_reconcile_total{controller,result}   result: success, error, requeue
 //   netplug_controller_reconcile_duration_seconds{controller}
 //   netplug_workqueue_depth{controller}                    keys waiting to be reconciled

@@ -88,7 +88,8 @@ function safeSpec(entry: Parameters<typeof checkedNodeSpec>[0]): NodeSpec | unde
   }
 }
 
-function sameSpec(a: NodeSpec | undefined, b: NodeSpec): boolean {
+/** Whether `a` holds the addresses of `b` (the four fields netplug publishes; the others are other tools'). */
+export function sameSpec(a: NodeSpec | undefined, b: NodeSpec): boolean {
   if (!a) return false;
   return (
     a.bgp?.ipv4Address === b.bgp?.ipv4Address &&

@@ -3,8 +3,6 @@
 // `vxlan-tunnel-addr-<node>`, attribute `type` ipipTunnelAddress / vxlanTunnelAddress. A node has
 // one only while an enabled pool that selects it uses that encapsulation; it keeps the address it
 // holds while that address's pool still qualifies, and gives it back when none does.
-import { createHash } from 'node:crypto';
-
 import { allocate } from '../../ipam/allocator.ts';
 import { addressesOf } from '../../ipam/known-state.ts';
 import { releaseHandle } from '../../ipam/release.ts';
@@ -13,10 +11,7 @@ import { matches } from '../../selectors/evaluate.ts';
 import { parseSelector } from '../../selectors/parse.ts';
 import type { Labels } from '../../selectors/syntax.ts';
 import type { Store } from '../../store/store.ts';
-
-export type Tunnel = 'ipip' | 'vxlan';
-
-export const tunnelHandle = (tunnel: Tunnel, node: string): string => `${tunnel}-tunnel-addr-${node}`;
+import { type Tunnel, tunnelHandle } from '../shared/tunnels.ts';
 
 /** The enabled IPv4 pools selecting the node whose `tunnel` mode is not Never. */
 export function tunnelPools(tunnel: Tunnel, pools: readonly Pool[], labels: Labels): Pool[] {
@@ -41,10 +36,20 @@ export async function ensureTunnelAddress(
   pools: readonly Pool[],
   held: readonly string[] = [],
 ): Promise<string | undefined> {
+  const settled = settledTunnelAddress(pools, held);
+  return settled ? settled.address : reconcileTunnelAddress(store, node, tunnel, pools);
+}
+
+/**
+ * What `held` settles with no read or write: the address the node keeps, or none (no pool asks
+ * and none is held); undefined when the allocator must act (allocate, release, or keep one of
+ * several).
+ */
+export function settledTunnelAddress(pools: readonly Pool[], held: readonly string[] = []): { address: string | undefined } | undefined {
   const inPools = (address: string) => pools.some((pool) => blockInPool(`${address}/32`, pool));
-  if (held.length === 1 && held[0] !== undefined && inPools(held[0])) return held[0];
-  if (held.length === 0 && pools.length === 0) return undefined;
-  return reconcileTunnelAddress(store, node, tunnel, pools);
+  if (held.length === 1 && held[0] !== undefined && inPools(held[0])) return { address: held[0] };
+  if (held.length === 0 && pools.length === 0) return { address: undefined };
+  return undefined;
 }
 
 async function reconcileTunnelAddress(store: Store, node: string, tunnel: Tunnel, pools: readonly Pool[]): Promise<string | undefined> {
@@ -58,10 +63,4 @@ async function reconcileTunnelAddress(store: Store, node: string, tunnel: Tunnel
   const [allocation] = await allocate({ store, handle, node, attributes }, [{ family: 4, pools }]);
   if (!allocation) throw new Error(`no ${tunnel === 'ipip' ? 'IP-in-IP' : 'VXLAN'} tunnel address was allocated for node "${node}"`);
   return allocation.address;
-}
-
-/** A locally administered unicast MAC derived from the node's name: the same after every restart. */
-export function vxlanMacOf(node: string): string {
-  const bytes = createHash('sha256').update(`netplug vxlan ${node}`).digest().subarray(0, 5);
-  return ['66', ...[...bytes].map((b) => b.toString(16).padStart(2, '0'))].join(':');
 }

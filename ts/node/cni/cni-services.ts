@@ -4,19 +4,19 @@
 // does not; and IPAM turns per node in memory instead of the host-wide file lock.
 import { statSync } from 'node:fs';
 
-import type { Netconf } from '../config/netconf.ts';
-import { KnownNodes } from '../ipam/known-nodes.ts';
-import type { IpamTurns } from '../ipam/turns.ts';
-import { WaitingAdds } from '../ipam/waiting-adds.ts';
-import type { WatchedIpam } from '../ipam/watched-ipam.ts';
-import { openKubeClient, type KubeClient } from '../k8s/client.ts';
-import type { KubernetesSettings } from '../k8s/kubeconfig.ts';
-import { urgently } from '../net/http-client.ts';
-import type { PluginServices } from '../plugin/services.ts';
-import type { Store } from '../store/store.ts';
+import type { Netconf } from '../../config/netconf.ts';
+import { KnownNodes } from '../../ipam/known-nodes.ts';
+import type { IpamTurns } from '../../ipam/turns.ts';
+import { WaitingAdds } from '../../ipam/waiting-adds.ts';
+import type { WatchedIpam } from '../../ipam/watched-ipam.ts';
+import { openKubeClient, type KubeClient } from '../../k8s/client.ts';
+import type { KubernetesSettings } from '../../k8s/kubeconfig.ts';
+import { urgently } from '../../net/http-client.ts';
+import type { PluginServices } from '../../plugin/services.ts';
+import type { Store } from '../../store/store.ts';
 import { CNI_CONNECTIONS, StorePool } from './cni-store-pool.ts';
-import { openNodeStore } from './open-datastore.ts';
-import type { NodeSettings } from './settings.ts';
+import { openNodeStore } from '../shared/open-datastore.ts';
+import type { NodeSettings } from '../shared/settings.ts';
 
 /** Clients kept per Kubernetes API the netconfs name (pod and namespace reads of ADDs). */
 const KUBE_CLIENTS = 4;
@@ -33,7 +33,7 @@ export interface AgentServiceOptions {
   wrapStore?: (store: Store) => Store;
   /** Told how many waiting ADDs each group commit served besides its own (metrics). */
   servedTogether?: (count: number) => void;
-  /** The pods of this node as the agent's watch holds them (ts/node/watch-pods.ts). */
+  /** The pods of this node as the agent's watch holds them (ts/node/cni/watch-pods.ts). */
   watchedPod?: PluginServices['watchedPod'];
   /** The blocks and pools as the agent's watch holds them: ADDs decide on them when their reads are old (etcd). */
   watched?: WatchedIpam;

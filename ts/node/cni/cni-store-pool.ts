@@ -7,8 +7,8 @@
 // KubeStore remembers what it read for undoing a failed commit, which is per command (and would
 // otherwise grow for as long as the agent runs). The other connections are its spares: a commit's
 // writes before the last go out at once over them.
-import { KubeStore } from '../store/kubernetes/store.ts';
-import type { Read, Store, Write } from '../store/store.ts';
+import { KubeStore } from '../../store/kubernetes/store.ts';
+import type { Read, Store, Write } from '../../store/store.ts';
 
 /**
  * Connections kept per datastore: on the Kubernetes API (HTTP/1.1, one request at a time per

@@ -11,12 +11,13 @@
 import { chmodSync, closeSync, mkdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
-import { lendNetns, type NetnsLoan } from '../dataplane/index.ts';
-import { monotonicMs } from '../dataplane/timing.ts';
-import { listenCni, type CniListener, type ReceivedRequest } from '../host/cni-socket.ts';
-import { lockHost, type HostLock } from '../host/lock.ts';
-import type { Logger } from '../log/logger.ts';
-import type { PluginServices } from '../plugin/services.ts';
+import { lendNetns, type NetnsLoan } from '../../dataplane/index.ts';
+import { monotonicMs } from '../../dataplane/timing.ts';
+import { listenCni, type CniListener, type ReceivedRequest } from '../../host/cni-socket.ts';
+import { lockHost, type HostLock } from '../../host/lock.ts';
+import type { Logger } from '../../log/logger.ts';
+import type { PluginServices } from '../../plugin/services.ts';
+import { answerOf, type AnswerHooks } from './answer-hooks.ts';
 import { CallTrace, type CallTimings } from './call-timings.ts';
 import { ACCEPT, DECLINE, frame, FrameReader, GO } from './cni-frames.ts';
 import { declineReason, parseRequest, type CniRequest, type Decline, type DeclineKind } from './decline.ts';
@@ -44,6 +45,8 @@ export interface CniServerOptions {
   timings?: (timings: CallTimings) => void;
   /** Where the plugin's log lines of roll-backs go (the agent's stderr). */
   echo?: (text: string) => void;
+  /** Other subsystems' part in a call, before it answers (answer-hooks.ts). */
+  hooks?: AnswerHooks;
 }
 
 export interface CniServer {
@@ -163,7 +166,8 @@ export async function serveCni(options: CniServerOptions): Promise<CniServer> {
         request.program,
         trace ? { ...callServices, store: (conf) => callServices.store?.(conf)?.then((store) => trace.timedStore(store)) } : callServices,
       );
-    const outcome = await (trace ? trace.run(served) : served());
+    const ran = await (trace ? trace.run(served) : served());
+    const outcome = await answerOf(options.hooks ?? {}, command, { program: request.program, env: request.env, stdin, outcome: ran });
     if (loan) {
       const lent = loan;
       void Promise.allSettled(kernelWork).then(() => lent.release());

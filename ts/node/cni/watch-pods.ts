@@ -6,20 +6,19 @@
 // while a watch is out of step with the API, is read with GETs as before.
 import * as k8s from '@kubernetes/client-node';
 
-import { namespaceInfoOf, podInfoOf, type NamespaceInfo, type PodInfo } from '../k8s/objects.ts';
-import { Informers, type InformersOptions } from '../runtime/informers.ts';
+import { namespaceInfoOf, podInfoOf, type NamespaceInfo, type PodInfo } from '../../k8s/objects.ts';
+import type { Informers } from '../../runtime/informers.ts';
 
 export interface WatchedPods {
   read(namespace: string, name: string, uid: string): [PodInfo, NamespaceInfo] | undefined;
   /** The pods held, 0 while a watch is out of step. */
   count(): number;
-  stop(): Promise<void>;
 }
 
-export function watchPods(config: k8s.KubeConfig, nodeName: string, log: InformersOptions['log']): WatchedPods {
+/** The watches are the agent's shared informers', started and stopped with them. */
+export function watchPods(informers: Informers, config: k8s.KubeConfig, nodeName: string): WatchedPods {
   const core = config.makeApiClient(k8s.CoreV1Api);
   const onNode = `spec.nodeName=${nodeName}`;
-  const informers = new Informers(config, { log });
   const pods = informers.informer<k8s.V1Pod>({
     what: `the pods of node ${nodeName}`,
     path: '/api/v1/pods',
@@ -31,7 +30,6 @@ export function watchPods(config: k8s.KubeConfig, nodeName: string, log: Informe
     path: '/api/v1/namespaces',
     list: () => core.listNamespace(),
   });
-  informers.start();
   const inStep = () => pods.synced() && namespaces.synced();
   return {
     read(namespace, name, uid) {
@@ -42,6 +40,5 @@ export function watchPods(config: k8s.KubeConfig, nodeName: string, log: Informe
       return [podInfoOf(namespace, name, pod), namespaceInfoOf(namespace, inNamespace)];
     },
     count: () => (inStep() ? pods.list().length : 0),
-    stop: () => informers.stop(),
   };
 }

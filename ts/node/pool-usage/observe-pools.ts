@@ -5,14 +5,14 @@
 // when it is in step, so that no agent reads every block of the cluster on a timer (on N nodes, N
 // full reads each interval); read from the datastore only while the watch is not in step, or where
 // the datastore has none.
-import { allocatedCount } from '../ipam/block.ts';
-import { keys } from '../model/keys.ts';
-import { checkedBlock } from '../model/checked-documents.ts';
-import { blockInPool, poolsOf } from '../ipam/pools.ts';
-import { size } from '../net/cidr.ts';
-import type { Entry, Store } from '../store/store.ts';
-import type { AgentMetrics } from './metrics.ts';
-import type { ClusterFeed } from './routes/cluster-feed.ts';
+import { allocatedCount } from '../../ipam/block.ts';
+import { keys } from '../../model/keys.ts';
+import { checkedBlock } from '../../model/checked-documents.ts';
+import { blockInPool, poolsOf } from '../../ipam/pools.ts';
+import { size } from '../../net/cidr.ts';
+import type { Entry, Store } from '../../store/store.ts';
+import type { PoolUsageMetrics } from './pool-usage-metrics.ts';
+import type { ClusterFeed } from '../shared/cluster-feed.ts';
 
 export const OBSERVE_POOLS_INTERVAL_MS = 30_000;
 
@@ -50,7 +50,7 @@ export function poolUsageOf(poolEntries: readonly Entry<unknown>[], blockEntries
 /** Sets the pools' usage in `metrics` now; drops pools that are gone. */
 export async function observePools(
   store: Store,
-  metrics: Pick<AgentMetrics, 'setPoolUsage' | 'keepOnlyPools'>,
+  metrics: Pick<PoolUsageMetrics, 'setPoolUsage' | 'keepOnlyPools'>,
   feed?: Pick<ClusterFeed, 'entries'>,
 ): Promise<void> {
   const usage = await poolUsage(store, feed);

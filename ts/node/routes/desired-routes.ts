@@ -14,25 +14,11 @@
 import { contains, parseIp, parsePrefix } from '../../net/cidr.ts';
 import type { Pool } from '../../ipam/pools.ts';
 import type { EncapsulationMode } from '../../model/ip-pool.ts';
+import type { NodeAddresses, RoutedBlock } from '../shared/read-cluster.ts';
+
+export type { NodeAddresses, RoutedBlock };
 
 export type RouteKind = 'direct' | 'ipip' | 'vxlan';
-
-export interface NodeAddresses {
-  name: string;
-  /** The underlay address and its prefix length; undefined until the node published it. */
-  address?: { address: string; prefixLength: number };
-  ipipTunnelAddr?: string;
-  vxlanTunnelAddr?: string;
-  vxlanMac?: string;
-}
-
-export interface RoutedBlock {
-  cidr: string;
-  /** The node the block is affine to; undefined when none (released, or not `host:`). */
-  node: string | undefined;
-  /** Addresses allocated to another node than the block's (its attribute's `node`). */
-  borrowed: { address: string; node: string }[];
-}
 
 export interface LocalNode {
   name: string;

@@ -1,9 +1,10 @@
-// What routes are computed from (nodes, blocks, pools), kept by the datastore's watch: each agent
-// reads the datastore whole once, then receives changes, instead of reading it whole every few
-// seconds (on a cluster of N nodes, N full reads every pass interval). A pass then runs when a
-// change alters what routes depend on, and on a slower timer that repairs the kernel. The pools'
-// usage on /metrics is counted from the same blocks and pools (observe-pools.ts); an agent that
-// programs no routes follows those two alone.
+// What routes, the node's addresses and natOutgoing are computed from (nodes, blocks, pools), kept
+// by the datastore's watch: each agent reads the datastore whole once, then receives changes,
+// instead of reading it whole every few seconds (on a cluster of N nodes, N full reads every pass
+// interval). Each subsystem that reads it is told of every change (`subscribe`) and acts only when
+// what it depends on changed (feed-trigger.ts). The pools' usage on /metrics is counted from the
+// same blocks and pools (ts/node/pool-usage/); an agent that programs no routes follows those two
+// alone.
 import { keys } from '../../model/keys.ts';
 import type { Entry, FollowEvents, Following } from '../../store/store.ts';
 import { clusterStateOf, type ClusterState } from './read-cluster.ts';
@@ -24,6 +25,8 @@ export interface ClusterFeed {
   version(): number;
   /** Resolves once the feed has heard something after `version` (at once if it has). */
   next(version: number): Promise<void>;
+  /** Calls `listener` after each change, list or failure the feed hears; returns what removes it. */
+  subscribe(listener: () => void): () => void;
   stop(): void;
 }
 
@@ -32,11 +35,13 @@ export function followCluster(follow: Follow, followed: readonly string[] = ROUT
   let version = 0;
   let wake = () => {};
   let heard = new Promise<void>((resolve) => (wake = resolve));
+  const listeners = new Set<() => void>();
   const hear = () => {
     version++;
     const woken = wake;
     heard = new Promise<void>((resolve) => (wake = resolve));
     woken();
+    for (const listener of listeners) listener();
   };
   const followings = followed.map((prefix, i) => {
     const state = prefixes[i] as (typeof prefixes)[number];
@@ -81,6 +86,10 @@ export function followCluster(follow: Follow, followed: readonly string[] = ROUT
     entries,
     version: () => version,
     next: (after) => (version > after ? Promise.resolve() : heard),
+    subscribe: (listener) => {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
     stop: () => {
       for (const following of followings) following.stop();
     },

@@ -1,11 +1,11 @@
 // The agent's datastore, counted: each request (get, list, listKeys, read, commit, commitElseRead)
 // adds to netplug_datastore_requests_total, and a request that throws (unreachable, refused,
-// timed out) to netplug_datastore_request_errors_total. A commit that loses its compare-and-swap
-// answered: it is a request, not an error.
-import type { Read, Store, Write } from '../store/store.ts';
-import type { AgentMetrics } from './metrics.ts';
+// timed out) to netplug_datastore_request_errors_total (datastore-metrics.ts). A commit that loses
+// its compare-and-swap answered: it is a request, not an error.
+import type { Read, Store, Write } from '../../store/store.ts';
+import type { DatastoreMetrics } from './datastore-metrics.ts';
 
-export function countingStore(store: Store, metrics: Pick<AgentMetrics, 'countDatastore'>): Store {
+export function countingStore(store: Store, metrics: Pick<DatastoreMetrics, 'countDatastore'>): Store {
   const counted = async <T>(operation: string, request: () => Promise<T>): Promise<T> => {
     try {
       const answer = await request();

@@ -4,11 +4,11 @@
 // pod); else the pod's service account is used, as client-go's in-cluster configuration does.
 import * as k8s from '@kubernetes/client-node';
 
-import { inClusterClient } from '../k8s/in-cluster.ts';
-import { openGrpcStore } from '../store/etcd/grpc.ts';
-import { openStore } from '../store/open.ts';
-import { KubeStore } from '../store/kubernetes/store.ts';
-import type { Store } from '../store/store.ts';
+import { inClusterClient } from '../../k8s/in-cluster.ts';
+import { openGrpcStore } from '../../store/etcd/grpc.ts';
+import { openStore } from '../../store/open.ts';
+import { KubeStore } from '../../store/kubernetes/store.ts';
+import type { Store } from '../../store/store.ts';
 import type { NodeSettings } from './settings.ts';
 
 export function kubeConfigOf(settings: NodeSettings): k8s.KubeConfig {

@@ -1,13 +1,29 @@
-// One read of what routes are computed from: every node (its labels and published addresses),
-// every IPv4 block (its affinity and the nodes its addresses went to) and every pool, in one round
-// trip on etcd. A broken document costs only itself: it is skipped and named in `broken`.
+// One read of what routes and the node's addresses are computed from: every node (its labels and
+// published addresses), every IPv4 block (its affinity and the nodes its addresses went to) and
+// every pool, in one round trip on etcd. A broken document costs only itself: it is skipped and named in `broken`.
 import { attributeAt, addressOf } from '../../ipam/block.ts';
 import { keys } from '../../model/keys.ts';
 import type { NodeSpec } from '../../model/node.ts';
 import { checkedBlock, checkedNodeLabels, checkedNodeSpec } from '../../model/checked-documents.ts';
 import { poolsOf, type Pool } from '../../ipam/pools.ts';
 import type { Entry, Store } from '../../store/store.ts';
-import type { NodeAddresses, RoutedBlock } from './desired-routes.ts';
+
+export interface NodeAddresses {
+  name: string;
+  /** The underlay address and its prefix length; undefined until the node published it. */
+  address?: { address: string; prefixLength: number };
+  ipipTunnelAddr?: string;
+  vxlanTunnelAddr?: string;
+  vxlanMac?: string;
+}
+
+export interface RoutedBlock {
+  cidr: string;
+  /** The node the block is affine to; undefined when none (released, or not `host:`). */
+  node: string | undefined;
+  /** Addresses allocated to another node than the block's (its attribute's `node`). */
+  borrowed: { address: string; node: string }[];
+}
 
 export interface ClusterState {
   nodes: (NodeAddresses & { labels: Record<string, string>; spec: NodeSpec })[];
@@ -20,7 +36,7 @@ export interface ClusterState {
 
 const TUNNEL_HANDLE = /^(ipip|vxlan)-tunnel-addr-/;
 
-/** Where routes are computed from: nodes, IPv4 blocks, pools (read together here; followed: cluster-feed.ts). */
+/** Where routes and addresses are computed from: nodes, IPv4 blocks, pools (read together here; followed: cluster-feed.ts). */
 export const CLUSTER_PREFIXES = [keys.nodes, keys.blocks(4), keys.pools] as const;
 
 export async function readCluster(store: Store): Promise<ClusterState> {

@@ -1,12 +1,17 @@
 // netplug-node's settings, from its environment (the DaemonSet's env; names as the reference's
-// calico-node takes them). Checked all at start: a bad value stops the agent with a message
-// naming the variable, before it writes anything.
+// calico-node takes them), parsed by one schema (runtime/settings.ts): a bad value stops the agent
+// with a line naming the variable and its value, every bad variable at once, before it writes
+// anything.
 import { hostname } from 'node:os';
 
-import { isNodeName, NODE_NAME_RULE } from '../config/nodename.ts';
-import { parsePrefix } from '../net/cidr.ts';
-import type { DatastoreSettings } from '../store/open.ts';
-import { parseAddressSetting, type AddressSetting } from './routes/node-address.ts';
+import * as z from 'zod/mini';
+
+import { isNodeName, NODE_NAME_RULE } from '../../config/nodename.ts';
+import { parsePrefix } from '../../net/cidr.ts';
+import { LOG_LEVEL } from '../../runtime/log.ts';
+import { flag, hostPort, Invalid, oneOf, parseEnv, SettingsError, setting, text } from '../../runtime/settings.ts';
+import type { DatastoreSettings } from '../../store/open.ts';
+import { parseAddressSetting, type AddressSetting } from './node-address.ts';
 
 export interface NodeSettings {
   nodeName: string;
@@ -18,6 +23,7 @@ export interface NodeSettings {
   /** CLUSTER_TYPE, with `kdd` added on the Kubernetes datastore. */
   clusterType: string;
   varDir: string;
+  /** NETPLUG_HEALTH_ADDR: /livez, /readyz and /metrics. */
   health: { host: string; port: number };
   /** NETPLUG_METRICS_ADDR: a second listener serving only /metrics (the health server serves it too). */
   metrics: { host: string; port: number } | undefined;
@@ -31,106 +37,110 @@ export interface NodeSettings {
   agentSocket: string;
   /**
    * NETPLUG_CNI_TIMINGS_FILE: where each served command's timings are appended, one JSON object a
-   * line (ts/node/call-timings.ts); none when unset. For diagnosis and the benchmark.
+   * line (ts/node/cni/call-timings.ts); none when unset. For diagnosis and the benchmark.
    */
   cniTimingsFile: string | undefined;
-  /** IP: the node's underlay address, published for other nodes' routes (ts/node/routes/). */
+  /** IP: the node's underlay address, published for other nodes' routes (ts/node/addresses/). */
   nodeAddress: AddressSetting;
   /** NETPLUG_NETWORKING_BACKEND: `routes` (default) programs routes to other nodes' blocks; `none` leaves routing to others. */
   routes: boolean;
   /**
    * NETPLUG_ROUTE_REFRESH_INTERVAL (seconds, default 30): routes follow the datastore's changes as
-   * they come; this often a pass also runs without one, putting back what was changed by hand.
+   * they come; this often the kernel is programmed again without one, putting back what was
+   * changed by hand.
    */
   routeRefreshMs: number;
-}
-
-export class NodeSettingsError extends Error {
-  override readonly name = 'NodeSettingsError';
+  logLevel: z.output<typeof schema>['LOG_LEVEL'];
 }
 
 export const DEFAULT_VAR_DIR = '/var/lib/netplug';
 export const DEFAULT_HEALTH_ADDR = '127.0.0.1:9099';
 
+/** A whole or decimal number of seconds within a day, in milliseconds. */
+const seconds = (fallback: string) =>
+  setting((given) => {
+    const parsed = Number(given);
+    if (!/^\d+(\.\d+)?$/.test(given) || !(parsed >= 1 && parsed <= 86_400))
+      throw new Invalid('must be a number of seconds from 1 to 86400');
+    return parsed * 1000;
+  }, fallback);
+
+const schema = z.object({
+  NODENAME: setting((given) => {
+    if (!isNodeName(given)) throw new Invalid(NODE_NAME_RULE);
+    return given;
+  }),
+  DATASTORE_TYPE: oneOf(['etcdv3', 'kubernetes'], { default: 'etcdv3' }),
+  ETCD_ENDPOINTS: text(),
+  ETCD_DISCOVERY_SRV: text(),
+  ETCD_CA_CERT_FILE: text(),
+  ETCD_CERT_FILE: text(),
+  ETCD_KEY_FILE: text(),
+  KUBECONFIG: text(),
+  CLUSTER_TYPE: setting((given) => given, 'k8s'),
+  NETPLUG_VAR_DIR: setting((given) => given, DEFAULT_VAR_DIR),
+  NETPLUG_HEALTH_ADDR: hostPort(DEFAULT_HEALTH_ADDR),
+  NETPLUG_METRICS_ADDR: setting((given) => {
+    const parsed = hostPort(':9091').safeParse(given);
+    if (!parsed.success) throw new Invalid('must be host:port, such as 127.0.0.1:9091 or :9091');
+    return parsed.data;
+  }),
+  NETPLUG_IPV4POOL_CIDR: setting((given) => {
+    if (parsePrefix(given)?.family !== 4) throw new Invalid('is not an IPv4 CIDR such as 10.244.0.0/16');
+    return given;
+  }),
+  NETPLUG_IPV4POOL_BLOCK_SIZE: text(),
+  NO_DEFAULT_POOLS: setting((given) => given.toLowerCase() === 'true', 'false'),
+  USE_POD_CIDR: flag(false),
+  FAST_PATH: flag(true),
+  NETPLUG_AGENT_SOCKET: setting((given) => {
+    if (!given.startsWith('/') || given.length > 100) throw new Invalid('must be an absolute path of at most 100 characters');
+    return given;
+  }, '/var/run/netplug/cni.sock'),
+  NETPLUG_CNI_TIMINGS_FILE: text(),
+  IP: setting((given) => {
+    try {
+      return parseAddressSetting(given);
+    } catch {
+      throw new Invalid('must be autodetect or an IPv4 address with its prefix length, such as 10.0.0.5/24');
+    }
+  }, 'autodetect'),
+  NETPLUG_NETWORKING_BACKEND: oneOf(['routes', 'none'], { default: 'routes' }),
+  NETPLUG_ROUTE_REFRESH_INTERVAL: seconds('30'),
+  LOG_LEVEL,
+});
+
+/** The settings `env` gives; SettingsError names every variable that is wrong and its value. */
 export function nodeSettings(env: NodeJS.ProcessEnv): NodeSettings {
-  const value = (name: string) => (env[name] ?? '').trim() || undefined;
-  const nodeName = value('NODENAME') ?? hostname().trim().toLowerCase();
+  const given = parseEnv(schema, env);
+  const nodeName = given.NODENAME ?? hostname().trim().toLowerCase();
   if (!isNodeName(nodeName))
-    throw new NodeSettingsError(
-      `${value('NODENAME') ? 'NODENAME' : 'the host name (NODENAME is not set)'} ${NODE_NAME_RULE}, got "${nodeName.slice(0, 100)}"`,
-    );
-  const type = value('DATASTORE_TYPE') ?? 'etcdv3';
-  if (type !== 'etcdv3' && type !== 'kubernetes') throw new NodeSettingsError(`DATASTORE_TYPE "${type}" must be etcdv3 or kubernetes`);
-  const etcd: DatastoreSettings = { datastore_type: 'etcdv3' };
-  for (const [field, name] of [
-    ['etcd_endpoints', 'ETCD_ENDPOINTS'],
-    ['etcd_discovery_srv', 'ETCD_DISCOVERY_SRV'],
-    ['etcd_ca_cert_file', 'ETCD_CA_CERT_FILE'],
-    ['etcd_cert_file', 'ETCD_CERT_FILE'],
-    ['etcd_key_file', 'ETCD_KEY_FILE'],
-  ] as const) {
-    const given = value(name);
-    if (given) etcd[field] = given;
-  }
-  const cidr = value('NETPLUG_IPV4POOL_CIDR');
-  if (cidr !== undefined && parsePrefix(cidr)?.family !== 4)
-    throw new NodeSettingsError(`NETPLUG_IPV4POOL_CIDR "${cidr.slice(0, 100)}" is not an IPv4 CIDR such as 10.244.0.0/16`);
-  const usePodCidr = value('USE_POD_CIDR')?.toLowerCase() ?? 'false';
-  if (usePodCidr !== 'true' && usePodCidr !== 'false')
-    throw new NodeSettingsError(`USE_POD_CIDR "${value('USE_POD_CIDR')?.slice(0, 100)}" must be true or false`);
-  let nodeAddress: AddressSetting;
-  try {
-    nodeAddress = parseAddressSetting(value('IP'));
-  } catch (err) {
-    throw new NodeSettingsError((err as Error).message);
-  }
-  const backend = value('NETPLUG_NETWORKING_BACKEND') ?? 'routes';
-  if (backend !== 'routes' && backend !== 'none')
-    throw new NodeSettingsError(`NETPLUG_NETWORKING_BACKEND "${backend.slice(0, 100)}" must be routes or none`);
-  const fastPath = value('FAST_PATH')?.toLowerCase() ?? 'true';
-  if (fastPath !== 'true' && fastPath !== 'false')
-    throw new NodeSettingsError(`FAST_PATH "${value('FAST_PATH')?.slice(0, 100)}" must be true or false`);
-  const agentSocket = value('NETPLUG_AGENT_SOCKET') ?? '/var/run/netplug/cni.sock';
-  if (!agentSocket.startsWith('/') || agentSocket.length > 100)
-    throw new NodeSettingsError(`NETPLUG_AGENT_SOCKET "${agentSocket.slice(0, 100)}" must be an absolute path of at most 100 characters`);
+    throw new SettingsError(`the host name (NODENAME is not set) ${NODE_NAME_RULE}, got "${nodeName.slice(0, 100)}"`);
+  const type = given.DATASTORE_TYPE;
+  const etcd = {
+    etcd_endpoints: given.ETCD_ENDPOINTS,
+    etcd_discovery_srv: given.ETCD_DISCOVERY_SRV,
+    etcd_ca_cert_file: given.ETCD_CA_CERT_FILE,
+    etcd_cert_file: given.ETCD_CERT_FILE,
+    etcd_key_file: given.ETCD_KEY_FILE,
+  };
   return {
     nodeName,
     datastoreType: type,
-    etcd,
-    kubeconfig: value('KUBECONFIG'),
-    clusterType: [value('CLUSTER_TYPE') ?? 'k8s', ...(type === 'kubernetes' ? ['kdd'] : [])].join(','),
-    cniTimingsFile: value('NETPLUG_CNI_TIMINGS_FILE'),
-    varDir: value('NETPLUG_VAR_DIR') ?? DEFAULT_VAR_DIR,
-    health: hostPort(value('NETPLUG_HEALTH_ADDR') ?? DEFAULT_HEALTH_ADDR),
-    metrics:
-      value('NETPLUG_METRICS_ADDR') === undefined ? undefined : hostPort(value('NETPLUG_METRICS_ADDR') as string, 'NETPLUG_METRICS_ADDR'),
-    defaultPool: {
-      create: value('NO_DEFAULT_POOLS')?.toLowerCase() !== 'true',
-      cidr,
-      blockSize: value('NETPLUG_IPV4POOL_BLOCK_SIZE'),
-    },
-    usePodCidr: usePodCidr === 'true',
-    fastPath: fastPath === 'true',
-    agentSocket,
-    nodeAddress,
-    routes: backend === 'routes',
-    routeRefreshMs: seconds(value('NETPLUG_ROUTE_REFRESH_INTERVAL') ?? '30', 'NETPLUG_ROUTE_REFRESH_INTERVAL') * 1000,
+    etcd: { datastore_type: 'etcdv3', ...Object.fromEntries(Object.entries(etcd).filter(([, value]) => value)) },
+    kubeconfig: given.KUBECONFIG,
+    clusterType: [given.CLUSTER_TYPE, ...(type === 'kubernetes' ? ['kdd'] : [])].join(','),
+    varDir: given.NETPLUG_VAR_DIR,
+    health: given.NETPLUG_HEALTH_ADDR,
+    metrics: given.NETPLUG_METRICS_ADDR,
+    defaultPool: { create: !given.NO_DEFAULT_POOLS, cidr: given.NETPLUG_IPV4POOL_CIDR, blockSize: given.NETPLUG_IPV4POOL_BLOCK_SIZE },
+    usePodCidr: given.USE_POD_CIDR,
+    fastPath: given.FAST_PATH,
+    agentSocket: given.NETPLUG_AGENT_SOCKET,
+    cniTimingsFile: given.NETPLUG_CNI_TIMINGS_FILE,
+    nodeAddress: given.IP,
+    routes: given.NETPLUG_NETWORKING_BACKEND === 'routes',
+    routeRefreshMs: given.NETPLUG_ROUTE_REFRESH_INTERVAL,
+    logLevel: given.LOG_LEVEL,
   };
-}
-
-/** A whole or decimal number of seconds within a day. */
-function seconds(text: string, name: string): number {
-  const parsed = Number(text);
-  if (!/^\d+(\.\d+)?$/.test(text) || !(parsed >= 1 && parsed <= 86_400))
-    throw new NodeSettingsError(`${name} "${text.slice(0, 100)}" must be a number of seconds from 1 to 86400`);
-  return parsed;
-}
-
-/** `127.0.0.1:9099`, `[::1]:9099` or `:9099` (every address). */
-function hostPort(text: string, name = 'NETPLUG_HEALTH_ADDR'): { host: string; port: number } {
-  const match = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(text);
-  const port = Number(match?.[3]);
-  if (!match || port > 65535)
-    throw new NodeSettingsError(`${name} "${text.slice(0, 100)}" must be host:port, such as 127.0.0.1:9099 or :9091`);
-  return { host: match[1] ?? (match[2] || '0.0.0.0'), port };
 }

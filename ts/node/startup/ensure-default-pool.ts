@@ -5,26 +5,32 @@
 // (ClusterConfiguration networking.podSubnet, its first IPv4 CIDR), else 192.168.0.0/16.
 import * as k8s from '@kubernetes/client-node';
 
-import { keys } from '../model/keys.ts';
-import { PoolOptionError, poolResource } from '../model/pool-resource.ts';
-import { formatPrefix, parsePrefix } from '../net/cidr.ts';
-import type { Logger } from '../log/logger.ts';
-import type { Store } from '../store/store.ts';
-import { NodeSettingsError, type NodeSettings } from './settings.ts';
+import { keys } from '../../model/keys.ts';
+import { PoolOptionError, poolResource } from '../../model/pool-resource.ts';
+import { formatPrefix, parsePrefix } from '../../net/cidr.ts';
+import type { Logger } from '../../log/logger.ts';
+import { SettingsError } from '../../runtime/settings.ts';
+import type { Store } from '../../store/store.ts';
+import type { NodeSettings } from '../shared/settings.ts';
 
 export const DEFAULT_POOL = 'default-ipv4-ippool';
 export const FALLBACK_POOL_CIDR = '192.168.0.0/16';
 
-/** The pool document, or a NodeSettingsError naming the variable at fault. */
+/** The pool document, or a SettingsError naming the variable at fault. */
 export function defaultPool(cidr: string, blockSize: string | undefined, now = new Date()) {
   try {
     return poolResource(DEFAULT_POOL, { cidr, ...(blockSize === undefined ? {} : { 'block-size': blockSize }), 'nat-outgoing': true }, now);
   } catch (err) {
     if (!(err instanceof PoolOptionError)) throw err;
-    throw new NodeSettingsError(
+    throw new SettingsError(
       `the default pool: ${err.message.replace('--block-size', 'NETPLUG_IPV4POOL_BLOCK_SIZE').replace('--cidr', 'its CIDR')}`,
     );
   }
+}
+
+/** Checks the default pool's settings at start, not when a pool is first missing; throws SettingsError. */
+export function checkDefaultPool(settings: NodeSettings): void {
+  defaultPool(settings.defaultPool.cidr ?? FALLBACK_POOL_CIDR, settings.defaultPool.blockSize);
 }
 
 /** Creates the default pool if the datastore has none; says what it did, for the log. */

@@ -1,17 +1,16 @@
-// Follows one Kubernetes Node (its labels, its pod CIDRs: what `select` picks) with an informer
-// (runtime/informers.ts, narrowed to the one name): listed, then watched from that version,
-// watched again where it left off when the watch ends quietly, listed again after a failure.
-// Each new value seen is handed on in order, one at a time; `select` gets undefined when a list
-// finds no such Node (a deletion seen by the watch is not handed on: the Node's next version is).
-import * as k8s from '@kubernetes/client-node';
+// Follows one part of the Kubernetes Node this agent runs on (its pod CIDRs: what `select` picks)
+// through the agent's shared informer of it (ts/node/shared/this-node.ts): listed, then watched
+// from that version, listed again after a failure. Each new value seen is handed on in order, one
+// at a time; `select` gets undefined when a list finds no such Node (a deletion seen by the watch
+// is not handed on: the Node's next version is).
+import type * as k8s from '@kubernetes/client-node';
 
-import type { Logger } from '../log/logger.ts';
-import { aborted } from '../runtime/clock.ts';
-import { describeError } from '../runtime/errors.ts';
-import { Informers } from '../runtime/informers.ts';
+import { describeError } from '../../runtime/errors.ts';
+import type { Informer } from '../../runtime/informers.ts';
+import type { Log } from '../../runtime/log.ts';
 
 export interface NodeFollower<T> {
-  /** What is followed, for log lines ("labels", "pod CIDRs"). */
+  /** What is followed, for log lines ("pod CIDRs"). */
   what: string;
   select(node: k8s.V1Node | undefined): T;
   onChange(value: T): Promise<void>;
@@ -19,63 +18,33 @@ export interface NodeFollower<T> {
   onError?(message: string): void;
 }
 
-/** Follows a Node's labels (the etcd datastore's Node registration). */
-export const labelsOf = (node: k8s.V1Node | undefined): Record<string, string> => node?.metadata?.labels ?? {};
-
-/** Runs until `signal` aborts. `onChange` failures are logged; the next change tries again. */
-export async function followNode<T>(
-  kube: k8s.KubeConfig,
-  name: string,
-  follower: NodeFollower<T>,
-  signal: AbortSignal,
-  log: Logger,
-): Promise<void> {
-  const core = kube.makeApiClient(k8s.CoreV1Api);
+/** Follows until `stop`, which resolves once the last change handed on is handled. `onChange` failures are logged; the next change tries again. */
+export function followNode<T>(node: Informer<k8s.V1Node>, name: string, follower: NodeFollower<T>, log: Log): { stop(): Promise<void> } {
   let queue = Promise.resolve();
   let last: string | undefined;
-  const hand = (node: k8s.V1Node | undefined) => {
-    const value = follower.select(node);
+  const hand = (found: k8s.V1Node | undefined) => {
+    const value = follower.select(found);
     const text = JSON.stringify(value);
     if (text === last) return;
     last = text;
     queue = queue.then(() =>
       follower.onChange(value).catch((err: unknown) => {
         last = undefined; // so that the next event (or list) tries again
-        log.warning(`node "${name}": ${follower.what} not written: ${(err as Error).message}`);
+        log.warning(`node "${name}": ${follower.what} not written: ${describeError(err)}`);
       }),
     );
   };
-  const fieldSelector = `metadata.name=${name}`;
-  // A list narrowed to the one name (not a get): a Node that does not exist yet is no error.
-  const informers = new Informers(kube, { log: { info: () => undefined, warning: (message) => log.warning(message) } });
-  const watched = informers.informer<k8s.V1Node>({
-    what: `the Kubernetes Node "${name}"`,
-    path: '/api/v1/nodes',
-    list: () => core.listNode({ fieldSelector }),
-    fieldSelector,
-  });
-  watched.addHandler({
+  const remove = node.addHandler({
     // Called once the list is in, and again after each failure.
-    synced: () => hand(watched.get(name)),
+    synced: () => hand(node.get(name)),
     add: hand,
     update: (object) => hand(object),
     failed: (err) => follower.onError?.(describeError(err)),
   });
-  informers.start();
-  await aborted(signal);
-  await informers.stop();
-  await queue;
-}
-
-export function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-  });
+  return {
+    stop: async () => {
+      remove();
+      await queue;
+    },
+  };
 }

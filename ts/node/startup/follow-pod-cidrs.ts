@@ -6,8 +6,8 @@ import { join } from 'node:path';
 
 import type * as k8s from '@kubernetes/client-node';
 
-import type { Logger } from '../log/logger.ts';
-import { formatPrefix, parsePrefix } from '../net/cidr.ts';
+import type { Logger } from '../../log/logger.ts';
+import { formatPrefix, parsePrefix } from '../../net/cidr.ts';
 import type { NodeFollower } from './follow-node.ts';
 import { writeIfChanged } from './write-node-files.ts';
 

@@ -2,10 +2,10 @@
 // registers its node (as `netplugctl node create` does) with the Kubernetes Node's labels, and
 // writes them again whenever they change there. (On the Kubernetes datastore the Node objects
 // themselves are read: nothing to register.)
-import { keys } from '../model/keys.ts';
-import type { NodeResource } from '../model/node.ts';
-import { checkedNodeLabels } from '../model/checked-documents.ts';
-import { API_VERSION, retryOnConflict, type Store } from '../store/store.ts';
+import { keys } from '../../model/keys.ts';
+import type { NodeResource } from '../../model/node.ts';
+import { checkedNodeLabels } from '../../model/checked-documents.ts';
+import { API_VERSION, retryOnConflict, type Store } from '../../store/store.ts';
 
 /** Creates or updates the node's resource so that its labels are `labels`; says what it did. */
 export async function registerNode(

@@ -5,7 +5,7 @@
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { defaultRouteMtu, FALLBACK_MTU } from '../config/mtu.ts';
+import { defaultRouteMtu, FALLBACK_MTU } from '../../config/mtu.ts';
 
 /** Writes `<varDir>/nodename` and `<varDir>/mtu`; returns the names of the files it changed. */
 export function writeNodeFiles(varDir: string, nodeName: string): string[] {

@@ -3,7 +3,7 @@
 // debug; each counted by kind on /metrics. A decline that means a setting is wrong (decline.ts'
 // MISCONFIGURED) and repeats makes the agent not ready, naming it, until none has occurred for a
 // while: every call it declines costs a one-shot, and a log line alone goes unseen.
-import type { Logger } from '../log/logger.ts';
+import type { Logger } from '../../log/logger.ts';
 import { MISCONFIGURED, type Decline, type DeclineKind } from './decline.ts';
 
 /** A misconfiguration shows on readiness once it has declined this many calls... */

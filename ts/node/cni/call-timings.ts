@@ -6,8 +6,8 @@
 // is the whole call's less the agent's.
 import { AsyncLocalStorage } from 'node:async_hooks';
 
-import { monotonicMs, recordKernelCallsWith } from '../dataplane/timing.ts';
-import type { Store } from '../store/store.ts';
+import { monotonicMs, recordKernelCallsWith } from '../../dataplane/timing.ts';
+import type { Store } from '../../store/store.ts';
 
 /** One served call's timings: instants in milliseconds on the monotonic clock, spans in milliseconds. */
 export interface CallTimings {

@@ -4,9 +4,9 @@
 // not visible here (see rollBack).
 import { existsSync } from 'node:fs';
 
-import type { Logger } from '../log/logger.ts';
-import { runMain, type MainIo, type MainOutcome } from '../plugin/main.ts';
-import type { PluginServices } from '../plugin/services.ts';
+import type { Logger } from '../../log/logger.ts';
+import { runMain, type MainIo, type MainOutcome } from '../../plugin/main.ts';
+import type { PluginServices } from '../../plugin/services.ts';
 import type { CniRequest } from './decline.ts';
 import type { InflightJournal } from './inflight-journal.ts';
 

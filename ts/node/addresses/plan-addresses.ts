@@ -1,0 +1,64 @@
+// What the node's addresses should be where other nodes read them, from the cluster alone (no
+// read, no write): its underlay address, and a tunnel address per encapsulation a pool selecting
+// it uses (with the VXLAN MAC beside the VXLAN one). What is still to be written follows: a tunnel
+// address the allocator must take or give back, or a published spec that differs. The addresses
+// subsystem's controller is woken only when something is left to write (feed-trigger.ts), so its
+// own writes, which leave nothing, do not wake it again.
+import type { NodeSpec } from '../../model/node.ts';
+import type { Pool } from '../../ipam/pools.ts';
+import { formatNodeAddress, type NodeAddress } from '../shared/node-address.ts';
+import type { ClusterState } from '../shared/read-cluster.ts';
+import { type Tunnel, tunnelHandle, vxlanMacFor } from '../shared/tunnels.ts';
+import { sameSpec } from './publish-addresses.ts';
+import { settledTunnelAddress, tunnelPools } from './tunnel-addresses.ts';
+
+export const TUNNELS: readonly Tunnel[] = ['ipip', 'vxlan'];
+
+export interface TunnelPlan {
+  /** The pools the node's address for this tunnel may come from. */
+  pools: Pool[];
+  /** What the blocks say the node holds. */
+  held: string[];
+  /** The address kept (or none) when `held` settles it; undefined when the allocator must act. */
+  settled: { address: string | undefined } | undefined;
+}
+
+export interface AddressesPlan {
+  tunnels: Record<Tunnel, TunnelPlan>;
+  /** The addresses to publish; undefined while a tunnel address is not settled. */
+  spec: NodeSpec | undefined;
+  /** What the node's document holds now. */
+  published: NodeSpec | undefined;
+}
+
+export function planAddresses(cluster: ClusterState, name: string, address: NodeAddress): AddressesPlan {
+  const own = cluster.nodes.find((node) => node.name === name);
+  const labels = own?.labels ?? {};
+  const tunnel = (kind: Tunnel): TunnelPlan => {
+    const pools = tunnelPools(kind, cluster.pools, labels);
+    const held = cluster.tunnelAddresses.get(tunnelHandle(kind, name)) ?? [];
+    return { pools, held, settled: settledTunnelAddress(pools, held) };
+  };
+  const tunnels = { ipip: tunnel('ipip'), vxlan: tunnel('vxlan') };
+  const [ipip, vxlan] = [tunnels.ipip.settled, tunnels.vxlan.settled];
+  const spec: NodeSpec | undefined =
+    ipip && vxlan
+      ? {
+          bgp: { ipv4Address: formatNodeAddress(address), ...(ipip.address ? { ipv4IPIPTunnelAddr: ipip.address } : {}) },
+          ...(vxlan.address ? { ipv4VXLANTunnelAddr: vxlan.address, vxlanTunnelMACAddr: vxlanMacFor(name, own?.vxlanMac) } : {}),
+        }
+      : undefined;
+  return { tunnels, spec, published: own?.spec };
+}
+
+/** What is left to do for `tunnel`, as text; undefined when nothing is. */
+export function tunnelWork(plan: AddressesPlan, tunnel: Tunnel): string | undefined {
+  const { pools, held, settled } = plan.tunnels[tunnel];
+  return settled ? undefined : JSON.stringify({ pools: pools.map((pool) => pool.name), held });
+}
+
+/** The spec still to publish, as text; undefined when it is published (or a tunnel address must be settled first). */
+export function publishWork(plan: AddressesPlan): string | undefined {
+  const { spec, published } = plan;
+  return spec && !sameSpec(published, spec) ? JSON.stringify(spec) : undefined;
+}

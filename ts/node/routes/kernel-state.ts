@@ -1,0 +1,40 @@
+// What this node's kernel should hold for its pods to reach every other node's pods, from the
+// cluster alone: the routes, neighbours and FDB entries (desired-routes.ts), and the tunnel
+// devices they need, each with the address the node holds for it (allocated by the addresses
+// subsystem; read here from the blocks) and the VXLAN device with the node's MAC. A pure function:
+// the routes subsystem programs the kernel when it changes (its text is what feed-trigger.ts
+// compares), and every refresh interval.
+import type { NodeAddress } from '../shared/node-address.ts';
+import type { ClusterState } from '../shared/read-cluster.ts';
+import { tunnelHandle, vxlanMacFor } from '../shared/tunnels.ts';
+import { desiredState, type DesiredState, type LocalNode, uses } from './desired-routes.ts';
+
+export const IPIP_DEVICE = 'tunl0';
+export const VXLAN_DEVICE = 'vxlan.netplug';
+
+export interface KernelState {
+  local: LocalNode;
+  routes: DesiredState;
+  /** The IP-in-IP device, when wanted (the node holds a tunnel address, or a route goes through it). */
+  ipip: { address: string | undefined } | undefined;
+  /** The VXLAN device, likewise, with the node's MAC. */
+  vxlan: { address: string | undefined; mac: string } | undefined;
+  /** Why some block is not routed, and documents that could not be read. */
+  notes: string[];
+}
+
+export function kernelState(cluster: ClusterState, name: string, address: NodeAddress): KernelState {
+  const local: LocalNode = { name, address, interface: address.interface, ipipDevice: IPIP_DEVICE, vxlanDevice: VXLAN_DEVICE };
+  const routes = desiredState(local, cluster.nodes, cluster.blocks, cluster.pools);
+  // While the allocator moves the node to another address (one given back, one taken), the first.
+  const held = (tunnel: 'ipip' | 'vxlan') => [...(cluster.tunnelAddresses.get(tunnelHandle(tunnel, name)) ?? [])].sort()[0];
+  const [ipip, vxlan] = [held('ipip'), held('vxlan')];
+  const published = cluster.nodes.find((node) => node.name === name)?.vxlanMac;
+  return {
+    local,
+    routes,
+    ipip: ipip !== undefined || uses(routes, 'ipip') ? { address: ipip } : undefined,
+    vxlan: vxlan !== undefined || uses(routes, 'vxlan') ? { address: vxlan, mac: vxlanMacFor(name, published) } : undefined,
+    notes: [...cluster.broken, ...routes.notes],
+  };
+}

@@ -1,0 +1,82 @@
+// Routes to other nodes' pods (the kernel only: it writes nothing to the datastore): a controller
+// with one key that computes from the cluster what the kernel should hold (kernel-state.ts) and
+// makes it so (program-kernel.ts). It runs from the end of start-up when what the kernel should
+// hold changes (feed-trigger.ts: not on a change that leaves it as it is, such as a pod's address
+// on another node, or this node's addresses being published), and every refresh interval, which
+// also repairs what someone changed by hand. Without a feed in step it reads the datastore whole,
+// and again every few seconds. A failure is retried after a backoff.
+// Readiness `routes`: the last pass programmed everything. Metrics: netplug_routes{kind} (direct,
+// ipip, vxlan).
+import { aborted } from '../../runtime/clock.ts';
+import { Controller } from '../../runtime/controller.ts';
+import { describeError } from '../../runtime/errors.ts';
+import { triggerOnFeed } from '../shared/feed-trigger.ts';
+import { type ClusterState, readCluster } from '../shared/read-cluster.ts';
+import { routesGauge } from '../shared/routes-gauge.ts';
+import type { Gate, NodeParts, Subsystem } from '../shared/subsystem.ts';
+import type { LocalAddress } from '../shared/this-node.ts';
+import { kernelState } from './kernel-state.ts';
+import { KernelProgrammer } from './program-kernel.ts';
+
+/** Without a feed in step: how often the datastore is read. */
+export const READ_INTERVAL_MS = 3_000;
+/** Changes this close together make one pass (a burst of pods changes a block per pod). */
+const SETTLE_MS = 200;
+const KEY = 'routes';
+
+export function routesToOtherNodes(parts: NodeParts, address: LocalAddress, startedUp: Gate): Subsystem {
+  const { settings, store, manager, feed } = parts;
+  const log = parts.log.child('routes');
+  const name = settings.nodeName;
+  const kernel = new KernelProgrammer();
+  const gauge = routesGauge(manager.metrics.registry);
+  let problem: string | undefined = 'routes to other nodes are not programmed yet';
+  let notes = '';
+  let summary = '';
+  const stateOf = (cluster: ClusterState) => kernelState(cluster, name, address.current());
+
+  const pass = async (): Promise<boolean> => {
+    const followed = feed?.current();
+    const want = stateOf(followed ?? (await readCluster(store)));
+    const noted = want.notes.join('; ');
+    if (noted !== notes && noted) log.warning(noted);
+    notes = noted;
+    const { counts, failed } = await kernel.program(want);
+    const now = `${counts.direct} direct, ${counts.ipip} IP-in-IP, ${counts.vxlan} VXLAN routes`;
+    if (now !== summary) log.info(`routes to other nodes: ${now}`);
+    summary = now;
+    for (const kind of ['direct', 'ipip', 'vxlan'] as const) gauge.set({ kind }, counts[kind]);
+    if (failed) throw new Error(failed);
+    trigger?.acted(KEY, JSON.stringify(want));
+    return followed === undefined;
+  };
+  const controller = new Controller({
+    name: 'routes',
+    log,
+    metrics: manager.metrics,
+    resyncMs: settings.routeRefreshMs,
+    backoff: { initialMs: 1000, maxMs: 30_000 },
+    reconcile: async () => {
+      try {
+        const read = await pass();
+        problem = undefined;
+        return read ? { requeueAfterMs: READ_INTERVAL_MS } : undefined;
+      } catch (err) {
+        // The controller logs the failure.
+        problem = `routes to other nodes are not programmed: ${describeError(err)}`;
+        throw err;
+      }
+    },
+  });
+  const trigger =
+    feed && triggerOnFeed(feed, controller, { [KEY]: (cluster) => JSON.stringify(stateOf(cluster)) }, { settleMs: SETTLE_MS });
+  controller.enqueue(KEY);
+  manager.health.add('routes', () => problem);
+  manager.add(controller, { waitFor: [startedUp, address] });
+  return {
+    async run(signal) {
+      await aborted(signal);
+      trigger?.stop();
+    },
+  };
+}

@@ -1,0 +1,19 @@
+// netplug_routes{kind}: what netplug-node has programmed on this node, by kind. Two subsystems set
+// it (routes: direct, ipip, vxlan; NAT: masquerade), so it is registered once on the program's
+// registry by whichever asks first.
+import { Gauge, type Registry } from 'prom-client';
+
+export type RouteKind = 'direct' | 'ipip' | 'vxlan' | 'masquerade';
+
+const NAME = 'netplug_routes';
+
+export function routesGauge(registry: Registry): Gauge<'kind'> {
+  const found = registry.getSingleMetric(NAME);
+  if (found) return found as Gauge<'kind'>;
+  return new Gauge({
+    name: NAME,
+    help: 'Routes and masquerade rules netplug-node has programmed on this node, by kind (direct, ipip, vxlan, masquerade).',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+  });
+}

@@ -1,0 +1,64 @@
+// The Kubernetes Node this agent runs on, through one shared informer narrowed to its name (one
+// list and watch however many subsystems read it): its labels (the etcd datastore's registration),
+// its pod CIDRs (host-local), its InternalIP (the node address's autodetection). A list narrowed
+// by name, not a get: a Node that does not exist yet is no error, and one permission (list, watch)
+// covers every reader.
+import * as k8s from '@kubernetes/client-node';
+
+import type { Log } from '../../runtime/log.ts';
+import type { Informer, Informers } from '../../runtime/informers.ts';
+import { formatNodeAddress, nodeAddress, type AddressSetting, type NodeAddress } from './node-address.ts';
+
+export function thisNodeInformer(informers: Informers, kube: k8s.KubeConfig, name: string): Informer<k8s.V1Node> {
+  const core = kube.makeApiClient(k8s.CoreV1Api);
+  const fieldSelector = `metadata.name=${name}`;
+  return informers.informer<k8s.V1Node>({
+    what: `the Kubernetes Node "${name}"`,
+    path: '/api/v1/nodes',
+    list: () => core.listNode({ fieldSelector }),
+    fieldSelector,
+  });
+}
+
+/**
+ * The node's underlay address as the `IP` setting gives it, or autodetected from the Kubernetes
+ * Node's InternalIP and the interfaces (node-address.ts). One per agent, read by the subsystems
+ * that route and publish it: a change is logged once.
+ */
+export class LocalAddress {
+  readonly #setting: AddressSetting;
+  readonly #name: string;
+  readonly #log: Log;
+  /** Autodetection only: the Node (its InternalIP), and whether it was ever read. */
+  readonly #node: Informer<k8s.V1Node> | undefined;
+  #read = false;
+  #last: string | undefined;
+
+  constructor(options: { setting: AddressSetting; name: string; log: Log; informers: Informers; kube: k8s.KubeConfig }) {
+    this.#setting = options.setting;
+    this.#name = options.name;
+    this.#log = options.log;
+    if ('autodetect' in options.setting) {
+      this.#node = thisNodeInformer(options.informers, options.kube, options.name);
+      this.#node.addHandler({ synced: () => (this.#read = true) });
+    }
+  }
+
+  /** Resolves once the address can be had: with autodetection, once the Node was read. */
+  whenSynced(): Promise<void> {
+    return this.#node?.whenSynced() ?? Promise.resolve();
+  }
+
+  /** The address now; throws a one-line message when there is none (or the Node has not been read yet). */
+  current(): NodeAddress {
+    const node = this.#node;
+    if (node && !this.#read && !node.synced())
+      throw new Error(`IP is autodetect: waiting for the Kubernetes Node "${this.#name}" to be read for its InternalIP`);
+    const internalIps = (node?.get(this.#name)?.status?.addresses ?? []).filter((a) => a.type === 'InternalIP').map((a) => a.address);
+    const found = nodeAddress(this.#setting, internalIps);
+    const text = `${formatNodeAddress(found)} on ${found.interface}`;
+    if (text !== this.#last) this.#log.info(`node address ${text} (from ${found.source})`);
+    this.#last = text;
+    return found;
+  }
+}
