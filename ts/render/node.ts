@@ -83,8 +83,8 @@ export function renderNode(options: RenderOptions): KubeObject {
       { name: 'cni-log-dir', mountPath: dirname(layout.cniLogFile) },
       ...(etcd ? [etcdSecretMount] : []),
     ],
-    livenessProbe: { ...probe('/liveness'), periodSeconds: 10, initialDelaySeconds: 10, failureThreshold: 6, timeoutSeconds: 10 },
-    readinessProbe: { ...probe('/readiness'), periodSeconds: 5, timeoutSeconds: 10 },
+    livenessProbe: { ...probe('/livez'), periodSeconds: 10, initialDelaySeconds: 10, failureThreshold: 6, timeoutSeconds: 10 },
+    readinessProbe: { ...probe('/readyz'), periodSeconds: 5, timeoutSeconds: 10 },
     resources: { requests: { cpu: '50m', memory: '64Mi' } },
   };
   const installer = {
