@@ -261,6 +261,54 @@ test.serial("natOutgoing: a pod reaching an address outside the pools is seen th
   );
 });
 
+/** How many reconciles a controller of the agent on `on` has run (its /metrics), whatever their result. */
+function reconciles(on: TestNode, controller: string): number {
+  const text = topology.exec(on.netns, ['curl', '-s', '-m', '5', 'http://127.0.0.1:9099/metrics']).stdout;
+  const pattern = new RegExp(`^netplug_controller_reconcile_total\\{controller="${controller}",result="\\w+"\\} (\\d+)$`, 'gm');
+  return [...text.matchAll(pattern)].reduce((sum, match) => sum + Number(match[1]), 0);
+}
+
+test.serial(
+  "a node's routes are programmed again only when they change: not for a pod on another node, nor for its own addresses being published again",
+  async (t) => {
+    await setPool({ ipipMode: 'Never', vxlanMode: 'CrossSubnet', natOutgoing: false });
+    const n1 = node('n1');
+    await until('n1 routes n4 over VXLAN', () => netplugRoutes(n1.netns).some((r) => r.includes('dev vxlan.netplug')), 90_000);
+    // Settled: what n1 published is what it holds.
+    await until('n1 has published its VXLAN tunnel address', async () => {
+      const spec = (await store.get<{ spec: Record<string, unknown> }>(keys.node('n1')))?.value.spec;
+      return spec?.['ipv4VXLANTunnelAddr'] !== undefined;
+    });
+    const [routes, addresses] = [reconciles(n1, 'routes'), reconciles(n1, 'addresses')];
+
+    // Its addresses removed by hand: the addresses subsystem publishes them again, once; n1's
+    // routes do not depend on what it publishes.
+    const entry = await store.get<{ spec: Record<string, unknown> }>(keys.node('n1'));
+    if (!entry) throw new Error('n1 is not registered');
+    t.true(await store.commit([{ key: entry.key, update: { ...entry.value, spec: {} }, revision: entry.revision }]));
+    await until('n1 published its addresses again', async () => {
+      const spec = (await store.get<{ spec: Record<string, unknown> }>(keys.node('n1')))?.value.spec;
+      return spec?.['ipv4VXLANTunnelAddr'] !== undefined && spec['bgp'] !== undefined;
+    });
+    // A pod on n2 takes an address in n2's block: nothing changes for n1's routes.
+    const same = topology.addPod(node('n2'));
+    t.is(blockOf(same), blockOf(podOn('n2')));
+    // A pool of its own for a pod on n2: a new block, a new route on n1 (the one pass expected).
+    const third = { name: 'routes-third', cidr: '10.247.0.0/16' };
+    await createPool(third.name, third.cidr);
+    const extra = topology.addPod(node('n2'), [third.name]);
+    await until('n1 routes the new block', () => netplugRoutes(n1.netns).some((r) => r.startsWith(`${blockOf(extra)} `)), 90_000);
+    t.is(reconciles(n1, 'routes'), routes + 1, "one pass on n1: the new block's route");
+    t.is(reconciles(n1, 'addresses'), addresses + 1, 'one reconcile of its addresses: publishing them again');
+
+    for (const pod of [same, extra]) topology.deletePod(pod);
+    await releaseBlock(blockOf(extra), 'n2');
+    await until('n1 no longer routes the released block', () => !netplugRoutes(n1.netns).some((r) => r.startsWith(`${blockOf(extra)} `)));
+    const pool = await store.get(keys.pool(third.name));
+    if (pool) await store.commit([{ key: pool.key, remove: true, revision: pool.revision }]);
+  },
+);
+
 test.serial('a block claimed gets a route on the other nodes, and loses it when released', async (t) => {
   await setPool({ ipipMode: 'Never', vxlanMode: 'Always', natOutgoing: false });
   // A pod on n2 from a second pool: n2 claims a block there.
