@@ -11,24 +11,17 @@
 // - nat/: natOutgoing, the `nat` part of netplug's nftables table `inet netplug`.
 // What they share (the followed cluster, the node's address, the table) is in shared/. Serves
 // /livez, /readyz and /metrics, and /readiness as /readyz: netconfs' readiness_gates name it.
-import { WatchedIpam } from '../ipam/watched-ipam.ts';
-import type { Store } from '../store/store.ts';
 import { describeError } from '../runtime/errors.ts';
 import { programLog } from '../runtime/log.ts';
 import { Manager } from '../runtime/manager.ts';
-import { followKubernetes } from '../store/kubernetes/follow.ts';
 import { NETPLUG_VERSION } from '../version.ts';
 import { nodeAddresses } from './addresses/addresses.ts';
 import { cniService } from './cni/cni-service.ts';
 import { NAT_PART, natOutgoing } from './nat/nat.ts';
 import { poolUsage } from './pool-usage/pool-usage.ts';
 import { routesToOtherNodes } from './routes/routes.ts';
-import { followCluster, ROUTE_PREFIXES, USAGE_PREFIXES } from './shared/cluster-feed.ts';
-import { countingStore } from './shared/count-datastore.ts';
-import { DatastoreMetrics } from './shared/datastore-metrics.ts';
 import { netplugTable } from './shared/netplug-table.ts';
-import { routesGauge } from './shared/routes-gauge.ts';
-import { kubeConfigOf, openNodeStore } from './shared/open-datastore.ts';
+import { closeNodeParts, openNodeParts } from './shared/node-parts.ts';
 import { nodeSettings, type NodeSettings } from './shared/settings.ts';
 import type { NodeParts, Subsystem } from './shared/subsystem.ts';
 import { LocalAddress } from './shared/this-node.ts';
@@ -54,22 +47,9 @@ export async function runNodeMain(_argv: readonly string[], env: NodeJS.ProcessE
   if (!keepFiles(settings, log)) return 1;
   const health = { ...settings.health, aliases: { '/readiness': '/readyz' } as const };
   const manager = new Manager({ log, health, ...(settings.metrics ? { metricsAddress: settings.metrics } : {}) });
-  const datastoreMetrics = new DatastoreMetrics(manager.metrics.registry);
-  // On /metrics whether or not this node programs routes (none: no sample).
-  routesGauge(manager.metrics.registry);
-  const countStore = (store: Store) => countingStore(store, datastoreMetrics);
   let parts: NodeParts;
   try {
-    const kube = kubeConfigOf(settings);
-    const store = countStore(await openNodeStore(settings, env));
-    const informers = manager.informers(kube);
-    // The cluster routes, addresses and natOutgoing are computed from, and pool usage counted from;
-    // the same watch of blocks and pools keeps what CNI ADDs are decided on (ts/ipam/watched-ipam.ts).
-    const watchedIpam = new WatchedIpam();
-    const follows = settings.datastoreType === 'kubernetes' ? followKubernetes(kube, informers) : store.follow?.bind(store);
-    const follow = follows && watchedIpam.teed(follows);
-    const feed = follow && followCluster(follow, settings.routes ? ROUTE_PREFIXES : USAGE_PREFIXES);
-    parts = { settings, env, log, manager, informers, kube, store, countStore, feed, watchedIpam };
+    parts = await openNodeParts(settings, env, log, manager);
   } catch (err) {
     log.error(`cannot reach the APIs: ${describeError(err)}`);
     return 1;
@@ -96,8 +76,7 @@ export async function runNodeMain(_argv: readonly string[], env: NodeJS.ProcessE
   stopping.abort();
   const code = await managed;
   await table?.close();
-  parts.feed?.stop();
-  parts.store.close();
+  closeNodeParts(parts);
   log.info('stopped');
   return code;
 }
