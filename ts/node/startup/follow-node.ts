@@ -18,7 +18,10 @@ export interface NodeFollower<T> {
   onError?(message: string): void;
 }
 
-/** Follows until `stop`, which resolves once the last change handed on is handled. `onChange` failures are logged; the next change tries again. */
+/**
+ * Follows until `stop`, which resolves once the last change handed on is handled. `onChange`
+ * failures are logged; the next change tries again.
+ */
 export function followNode<T>(node: Informer<k8s.V1Node>, name: string, follower: NodeFollower<T>, log: Log): { stop(): Promise<void> } {
   let queue = Promise.resolve();
   let last: string | undefined;

@@ -114,7 +114,7 @@ export function startUp(parts: NodeParts): StartUp {
   };
 }
 
-/** Writes the nodename and MTU files if they differ; false (logged) if they cannot be written (at start: the agent then stops). */
+/** Writes the nodename and MTU files if they differ; false (logged) if they cannot be written (at start, the agent stops). */
 export function keepFiles(settings: NodeSettings, log: Logger): boolean {
   try {
     const changed = writeNodeFiles(settings.varDir, settings.nodeName);
