@@ -144,7 +144,7 @@ async function startAgent(endpoints: string, kubeconfig: string): Promise<void> 
   agent.stderr?.on('data', (chunk: Buffer) => (log = (log + chunk).slice(-4000)));
   for (let i = 0; i < 600; i++) {
     if (agent.exitCode !== null) throw new Error(`netplug-node exited ${agent.exitCode}: ${log}`);
-    if (existsSync(socket) && (await httpStatus(`http://127.0.0.1:${port}/readiness`)) === 200) return;
+    if (existsSync(socket) && (await httpStatus(`http://127.0.0.1:${port}/readyz`)) === 200) return;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error(`netplug-node not ready after 60 s: ${log}`);

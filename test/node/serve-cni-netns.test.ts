@@ -2,7 +2,7 @@
 // the host's mounts do not propagate): the shim opens CNI_NETNS on the host and sends it beside the
 // request, and the agent works on that. A request without it (a shim of an earlier release) is
 // declined as before, and the one-shot serves it. Declines that mean a setting is wrong show on
-// /readiness and are counted by reason on /metrics. An unfinished ADD whose namespace a restarted
+// /readyz and are counted by reason on /metrics. An unfinished ADD whose namespace a restarted
 // agent cannot see is left to the runtime's DEL. Asked, the agent says where each call's time went.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -92,7 +92,7 @@ test.serial(
   async (t) => {
     const agent = await spawnAgent(t, agentEnv, { hide: [NETNS_DIR] });
     const readiness = async () => {
-      const response = await fetch(`${agent.health}/readiness`, { signal: AbortSignal.timeout(5_000) });
+      const response = await fetch(`${agent.health}/readyz`, { signal: AbortSignal.timeout(5_000) });
       return `${response.status} ${await response.text()}`;
     };
     t.regex(await readiness(), /^200 /);
@@ -118,7 +118,7 @@ test.serial(
     t.is(await agentMetric(agent, 'netplug_cni_requests_declined_total{reason="cni-path-not-visible"}'), 2);
     t.regex(
       await readiness(),
-      /^503 not ready: CNI calls declined \(2 so far\), the shim runs the one-shot plugin for each: CNI_PATH directory \/nonexistent\/cni\/bin is not visible in netplug-node/,
+      /^503 \[-\]cni failed: CNI calls declined \(2 so far\), the shim runs the one-shot plugin for each: CNI_PATH directory \/nonexistent\/cni\/bin is not visible in netplug-node/,
     );
     t.is(await agent.stop(), 0);
   },
