@@ -5,13 +5,18 @@
 import { existsSync } from 'node:fs';
 
 import type { Logger } from '../../log/logger.ts';
+import { retry } from '../../runtime/backoff.ts';
+import { describeError } from '../../runtime/errors.ts';
 import { runMain, type MainIo, type MainOutcome } from '../../plugin/main.ts';
 import type { PluginServices } from '../../plugin/services.ts';
 import type { CniRequest } from './decline.ts';
 import type { InflightJournal } from './inflight-journal.ts';
 
-/** Between rounds of rolling back unfinished ADDs that failed (the datastore away, say). */
-const ROLLBACK_RETRY_MS = [1_000, 2_000, 5_000, 10_000, 30_000];
+/** Between rounds of rolling back unfinished ADDs that failed (the datastore away, say): 1 s doubling to 30 s. */
+const ROLLBACK_BACKOFF = { initialMs: 1_000, maxMs: 30_000, jitter: 0.1 };
+
+/** A round left some ADDs not rolled back (each failure is logged on its own). */
+class NotRolledBack extends Error {}
 
 export interface RollBackOptions {
   services: PluginServices;
@@ -39,7 +44,7 @@ export async function runCommand(io: MainIo, program: CniRequest['program'], ser
 export async function rollBack(journal: InflightJournal, options: RollBackOptions): Promise<void> {
   const { log, services, signal } = options;
   const echo = options.echo ?? ((text: string) => process.stderr.write(text));
-  for (let round = 0; !signal.aborted; round++) {
+  const round = async (): Promise<void> => {
     const left = journal.leftBehind();
     if (left.length === 0) return;
     log.info(`rolling back ${left.length} ADD(s) a previous run left unfinished`);
@@ -69,18 +74,14 @@ export async function rollBack(journal: InflightJournal, options: RollBackOption
         return true;
       }),
     );
-    if (outcomes.every(Boolean)) return;
-    const wait = ROLLBACK_RETRY_MS[Math.min(round, ROLLBACK_RETRY_MS.length - 1)] as number;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, wait);
-      signal.addEventListener(
-        'abort',
-        () => {
-          clearTimeout(timer);
-          resolve();
-        },
-        { once: true },
-      );
-    });
-  }
+    if (!outcomes.every(Boolean)) throw new NotRolledBack();
+  };
+  await retry(round, {
+    signal,
+    backoff: ROLLBACK_BACKOFF,
+    failed: (err, delayMs) => {
+      if (!(err instanceof NotRolledBack))
+        log.warning(`rolling back unfinished ADDs: ${describeError(err)}; trying again in ${(delayMs / 1000).toFixed(1)} s`);
+    },
+  });
 }

@@ -15,6 +15,7 @@ import { lendNetns, type NetnsLoan } from '../../dataplane/index.ts';
 import { monotonicMs } from '../../dataplane/timing.ts';
 import { listenCni, type CniListener, type ReceivedRequest } from '../../host/cni-socket.ts';
 import { lockHost, type HostLock } from '../../host/lock.ts';
+import { retry } from '../../runtime/backoff.ts';
 import type { Logger } from '../../log/logger.ts';
 import type { PluginServices } from '../../plugin/services.ts';
 import { answerOf, type AnswerHooks } from './answer-hooks.ts';
@@ -236,13 +237,16 @@ export async function serveCni(options: CniServerOptions): Promise<CniServer> {
  * stops first.
  */
 async function ownSocket(path: string, signal: AbortSignal, log: Logger): Promise<HostLock | undefined> {
-  for (let told = false; !signal.aborted; told = true) {
-    const asked = Date.now();
-    const lock = await lockHost(path, 1_000);
-    if (lock) return lock;
-    if (!told) log.info(`another netplug-node holds ${path}: serving CNI once it stops`);
+  let told = false;
+  return retry(
+    async () => {
+      const lock = await lockHost(path, 1_000);
+      if (lock) return lock;
+      if (!told) log.info(`another netplug-node holds ${path}: serving CNI once it stops`);
+      told = true;
+      throw new Error(`${path} is held`);
+    },
     // A lock that cannot be taken at all (not only held) fails at once: do not spin.
-    if (Date.now() - asked < 500) await new Promise((resolve) => setTimeout(resolve, 1_000));
-  }
-  return undefined;
+    { signal, backoff: { initialMs: 250, maxMs: 1_000, jitter: 0.1 } },
+  );
 }
