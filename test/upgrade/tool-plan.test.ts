@@ -89,7 +89,10 @@ test.serial(
     // Each diff lists its first fields only (3.31 adds the fast path's mounts, and the controllers'
     // leader election its env); the image is among the Deployment's.
     t.regex(run.out, /DaemonSet kube-system\/netplug-node: \d+ changed, \d+ added/);
-    t.regex(run.out, /Deployment kube-system\/netplug-kube-controllers: \d+ changed(, \d+ added)?: .*\.containers\[netplug-kube-controllers\]\.image/);
+    t.regex(
+      run.out,
+      /Deployment kube-system\/netplug-kube-controllers: \d+ changed(, \d+ added)?: .*\.containers\[netplug-kube-controllers\]\.image/,
+    );
     const steps = [...run.out.matchAll(/^ {2}(\d+)\. /gm)].length;
     t.is(steps, 5);
     t.regex(run.out, /1\. Move fields owned by kubectl-create.*\n.*JSON patch: test \/metadata\/resourceVersion/);
