@@ -8,7 +8,10 @@
 // and with NETPLUG_NETWORKING_BACKEND=routes:
 // - addresses/: the node's tunnel addresses and published addresses (datastore writes only);
 // - routes/: routes to other nodes' pods (the kernel only);
-// - nat/: natOutgoing, the `nat` part of netplug's nftables table `inet netplug`.
+// - nat/: natOutgoing, the `nat` part of netplug's nftables table `inet netplug`;
+// and with NETPLUG_POLICY_ENFORCEMENT=true:
+// - policy/: network policy, the `policy` part of that table, endpoint status files, and its part
+//   in the CNI service's ADDs.
 // What they share (the followed cluster, the node's address, the table) is in shared/. Serves
 // /livez, /readyz and /metrics, and /readiness as /readyz: netconfs' readiness_gates name it.
 import { describeError } from '../runtime/errors.ts';
@@ -18,6 +21,7 @@ import { NETPLUG_VERSION } from '../version.ts';
 import { nodeAddresses } from './addresses/addresses.ts';
 import { cniService } from './cni/cni-service.ts';
 import { NAT_PART, natOutgoing } from './nat/nat.ts';
+import { networkPolicy, POLICY_PART } from './policy/policy.ts';
 import { poolUsage } from './pool-usage/pool-usage.ts';
 import { routesToOtherNodes } from './routes/routes.ts';
 import { netplugTable } from './shared/netplug-table.ts';
@@ -30,8 +34,16 @@ import { keepFiles, startUp } from './startup/start-up.ts';
 
 const PROGRAM = 'netplug-node';
 
-/** Runs netplug-node until `signal` aborts; resolves to the exit code (0 after a clean stop). */
-export async function runNodeMain(_argv: readonly string[], env: NodeJS.ProcessEnv, signal: AbortSignal): Promise<number> {
+/**
+ * Runs netplug-node until `signal` aborts; resolves to the exit code (0 after a clean stop).
+ * `informers.watchTimeoutMs`: the quiet-watch timeout (client-node's 30 s), which tests shorten.
+ */
+export async function runNodeMain(
+  _argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+  signal: AbortSignal,
+  informers: { watchTimeoutMs?: number } = {},
+): Promise<number> {
   const write = (text: string) => process.stderr.write(text);
   let log = programLog(PROGRAM, write);
   let settings: NodeSettings;
@@ -46,7 +58,7 @@ export async function runNodeMain(_argv: readonly string[], env: NodeJS.ProcessE
   log.info(`starting ${NETPLUG_VERSION} on node "${settings.nodeName}", datastore ${settings.datastoreType}`);
   if (!keepFiles(settings, log)) return 1;
   const health = { ...settings.health, aliases: { '/readiness': '/readyz' } as const };
-  const manager = new Manager({ log, health, ...(settings.metrics ? { metricsAddress: settings.metrics } : {}) });
+  const manager = new Manager({ log, health, informers, ...(settings.metrics ? { metricsAddress: settings.metrics } : {}) });
   let parts: NodeParts;
   try {
     parts = await openNodeParts(settings, env, log, manager);
@@ -57,16 +69,19 @@ export async function runNodeMain(_argv: readonly string[], env: NodeJS.ProcessE
 
   const started = startUp(parts);
   const subsystems: Subsystem[] = [started, poolUsage(parts, started.done)];
-  // netplug's table holds a part of each contributor named here (a policy subsystem adds its own).
-  const table = settings.routes ? netplugTable([NAT_PART]) : undefined;
-  if (table) {
+  // netplug's table holds a part of each contributor named here: NAT's with routes, policy's with enforcement.
+  const contributors = [...(settings.routes ? [NAT_PART] : []), ...(settings.policyEnforcement ? [POLICY_PART] : [])];
+  const table = contributors.length > 0 ? netplugTable(contributors) : undefined;
+  if (table && settings.routes) {
     const { informers, kube } = parts;
     const address = new LocalAddress({ setting: settings.nodeAddress, name: settings.nodeName, log, informers, kube });
     subsystems.push(nodeAddresses(parts, address, started.done), routesToOtherNodes(parts, address, started.done));
     subsystems.push(natOutgoing(parts, table, started.done));
   }
-  // Other subsystems' part in CNI calls (a policy subsystem's, before an ADD answers) goes in the hooks.
-  subsystems.push(cniService(parts, {}));
+  const policy = table && settings.policyEnforcement ? networkPolicy(parts, table) : undefined;
+  if (policy) subsystems.push(policy);
+  // Other subsystems' part in CNI calls: policy's, once an ADD has networked its pod.
+  subsystems.push(cniService(parts, policy ? { workloadNetworked: policy.workloadNetworked } : {}));
 
   // The subsystems stop first (the CNI service waits for the calls it serves), then the manager.
   const failed = new AbortController();

@@ -1,5 +1,6 @@
 // ADD: readiness gates, what Kubernetes says about the pod, addresses (with the workload endpoint,
-// when the address manager commits it), the data plane, then the policy wait. Any failure after
+// when the address manager commits it), the data plane, the host's part (netplug-node's policy,
+// when it serves the call), then the policy wait. Any failure after
 // addresses are taken undoes what was done: the interface is removed, the endpoint and the
 // addresses released, so a failed ADD leaves nothing.
 import { CniError, ErrorCode } from '../cni/errors.ts';
@@ -111,6 +112,25 @@ export async function cmdAdd(ctx: PluginContext, presence?: Promise<Presence>): 
       hostInterface: hostIfname,
       addresses,
     });
+    if (workload.pod && ctx.workloadNetworked) {
+      // The host's part is kernel work (netplug-node's nftables table); not code 11, which keeps
+      // the addresses for a datastore that is away: here they are released with the rest.
+      const unfinished = (err: unknown) =>
+        Promise.reject(
+          new CniError(ErrorCode.KernelFailure, `netplug-node could not finish networking the pod: ${(err as Error).message}`),
+        );
+      await ctx
+        .workloadNetworked({
+          namespace: workload.namespace,
+          pod: workload.pod,
+          ...(env.args.podUid ? { podUid: env.args.podUid } : {}),
+          containerInterface: env.ifname,
+          hostInterface: made.host.name,
+          mac: made.container.mac,
+          addresses,
+        })
+        .catch(unfinished);
+    }
     if (workload.pod && conf.policy_setup_timeout_seconds > 0) {
       await waitForPolicy(
         conf.endpoint_status_dir,

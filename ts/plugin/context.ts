@@ -6,7 +6,6 @@ import type { Command, CniEnvironment } from '../cni/environment.ts';
 import { CniError, ErrorCode } from '../cni/errors.ts';
 import { isNetplugIpam } from '../config/ipam.ts';
 import type { Netconf, ParsedNetconf } from '../config/netconf.ts';
-import { nodeName } from '../config/nodename.ts';
 import { DelegatedIpam } from '../ipam/delegated.ts';
 import type { Ipam } from '../ipam/ipam.ts';
 import { NetplugIpam } from '../ipam/netplug-ipam.ts';
@@ -20,6 +19,7 @@ import { openStore } from '../store/open.ts';
 import type { Store } from '../store/store.ts';
 import { usesDatastore as storesState } from './early-datastore.ts';
 import type { PodReads } from './early-kube.ts';
+import { nodeName } from './nodename.ts';
 import type { PluginServices } from './services.ts';
 import { workloadOf, type Workload } from './workload.ts';
 
@@ -46,6 +46,8 @@ export interface PluginContext {
   kube(): Promise<KubeClient>;
   /** A resident host's knowledge of its nodes and of the documents it wrote (spares reads). */
   known?: KnownNodes;
+  /** The host's part once a pod is networked (PluginServices.workloadNetworked); none in the one-shot. */
+  workloadNetworked?: PluginServices['workloadNetworked'];
   /** With a datastore, starts opening it and connecting, to overlap whatever comes first. */
   warmUp(): void;
   close(): void;
@@ -114,6 +116,7 @@ export function createContext(env: CniEnvironment, netconf: ParsedNetconf, log: 
     store,
     kube,
     ...(known ? { known } : {}),
+    ...(services?.workloadNetworked ? { workloadNetworked: services.workloadNetworked } : {}),
     warmUp: () => {
       if (usesDatastore)
         store().then(

@@ -11,10 +11,22 @@ import type { KubernetesSettings } from '../k8s/kubeconfig.ts';
 import type { NamespaceInfo, PodInfo } from '../k8s/objects.ts';
 import type { Store } from '../store/store.ts';
 
-export type { IpamTurns } from '../ipam/turns.ts';
-
 /** Which program served a command, as every plugin log line says (`via=...`). */
-export type Via = 'netplug-node' | 'one-shot';
+type Via = 'netplug-node' | 'one-shot';
+
+/** A pod's attachment as an ADD made it: what the host's policy needs to police it. */
+export interface NetworkedWorkload {
+  namespace: string;
+  pod: string;
+  /** K8S_POD_UID of CNI_ARGS, when the runtime gives it. */
+  podUid?: string;
+  containerInterface: string;
+  hostInterface: string;
+  /** The pod end's MAC. */
+  mac: string;
+  /** The pod's addresses, without prefix length. */
+  addresses: readonly string[];
+}
 
 export interface PluginServices {
   via: Via;
@@ -47,4 +59,11 @@ export interface PluginServices {
    * a process must not exit with a thread in the kernel.
    */
   lingering?(work: Promise<unknown>, what: string): void;
+  /**
+   * Told once a pod's interface and addresses are in place, before the policy wait and the answer:
+   * the host puts in place what the pod needs besides them (netplug-node's network policy), so
+   * that the pod's first packet meets it and the wait finds its status file at once. A failure
+   * fails the ADD, which then undoes what it did: no pod starts without what this had to put in place.
+   */
+  workloadNetworked?(workload: NetworkedWorkload): Promise<void>;
 }

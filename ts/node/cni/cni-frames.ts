@@ -4,13 +4,13 @@
 import type { Socket } from 'node:net';
 
 /** Larger than any environment and netconf a runtime sends (CNI_ARGS is at most 128 KiB). */
-export const MAX_FRAME_BYTES = 16 * 1024 * 1024;
+const MAX_FRAME_BYTES = 16 * 1024 * 1024;
 
 export const ACCEPT = 0x01;
 export const DECLINE = 0x00;
 export const GO = 0x01;
 
-export class ConnectionClosed extends Error {
+class ConnectionClosed extends Error {
   override readonly name = 'ConnectionClosed';
 }
 

@@ -12,7 +12,7 @@ export type CniResult = 'success' | 'error';
  * Upper bounds, in seconds, from 1 ms (an agent ADD on a warm datastore is a few ms) to 10 s (a
  * one-shot on a slow datastore, a DEL waiting out an API timeout).
  */
-export const CNI_DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const CNI_DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 export class CniMetrics {
   readonly #cni: Histogram<'command' | 'result'>;

@@ -4,7 +4,7 @@
 // watch-pods.ts). A failure to serve leaves runtimes the one-shot plugin, so the agent goes on:
 // serving is no reason for the node not to be ready, but a setting that keeps it from serving
 // calls is (readiness `cni`, decline-log.ts). Other subsystems join in a call through the hooks
-// main gives (answer-hooks.ts). Metrics: cni-metrics.ts. With NETPLUG_CNI_TIMINGS_FILE, each
+// main gives, which the plugin's core calls as services of its host (`workloadNetworked`). Metrics: cni-metrics.ts. With NETPLUG_CNI_TIMINGS_FILE, each
 // served call's timings are appended there (call-timings.ts).
 import { appendFileSync } from 'node:fs';
 
@@ -12,14 +12,17 @@ import type { Logger } from '../../log/logger.ts';
 import { aborted } from '../../runtime/clock.ts';
 import { describeError } from '../../runtime/errors.ts';
 import type { NodeParts, Subsystem } from '../shared/subsystem.ts';
-import type { AnswerHooks } from './answer-hooks.ts';
+import type { PluginServices } from '../../plugin/services.ts';
 import type { CallTimings } from './call-timings.ts';
 import { CniMetrics } from './cni-metrics.ts';
 import { openAgentServices } from './cni-services.ts';
 import { serveCni } from './serve-cni.ts';
 import { watchPods } from './watch-pods.ts';
 
-export function cniService(parts: NodeParts, hooks: AnswerHooks = {}): Subsystem {
+/** Other subsystems' part in the calls served (main gives them; the CNI service knows none of them). */
+type CallHooks = Pick<PluginServices, 'workloadNetworked'>;
+
+export function cniService(parts: NodeParts, hooks: CallHooks = {}): Subsystem {
   const { settings, env, informers, kube, manager } = parts;
   const log = parts.log.child('cni');
   const metrics = new CniMetrics(manager.metrics.registry);
@@ -47,14 +50,13 @@ export function cniService(parts: NodeParts, hooks: AnswerHooks = {}): Subsystem
         });
         server = await serveCni({
           socketPath: settings.agentSocket,
-          services: services.services,
+          services: { ...services.services, ...hooks },
           log,
           env,
           signal,
           observe: (command, result, seconds) => metrics.observeCni(command, result, seconds),
           declined: (kind) => metrics.countDeclined(kind),
           ...(settings.cniTimingsFile ? { timings: appendTimings(settings.cniTimingsFile, log) } : {}),
-          hooks,
         });
       } catch (err) {
         log.error(`cannot serve CNI on ${settings.agentSocket}: ${describeError(err)}; runtimes run the one-shot plugin`);

@@ -18,15 +18,12 @@ import { lockHost, type HostLock } from '../../host/lock.ts';
 import { retry } from '../../runtime/backoff.ts';
 import type { Logger } from '../../log/logger.ts';
 import type { PluginServices } from '../../plugin/services.ts';
-import { answerOf, type AnswerHooks } from './answer-hooks.ts';
 import { CallTrace, type CallTimings } from './call-timings.ts';
 import { ACCEPT, DECLINE, frame, FrameReader, GO } from './cni-frames.ts';
 import { declineReason, parseRequest, type CniRequest, type Decline, type DeclineKind } from './decline.ts';
 import { DeclineLog } from './decline-log.ts';
 import { InflightJournal } from './inflight-journal.ts';
 import { rollBack, runCommand } from './roll-back.ts';
-
-export const DEFAULT_AGENT_SOCKET = '/var/run/netplug/cni.sock';
 
 /** How long a connection may take to send its request, and then its go. */
 const REQUEST_PATIENCE_MS = 10_000;
@@ -46,8 +43,6 @@ export interface CniServerOptions {
   timings?: (timings: CallTimings) => void;
   /** Where the plugin's log lines of roll-backs go (the agent's stderr). */
   echo?: (text: string) => void;
-  /** Other subsystems' part in a call, before it answers (answer-hooks.ts). */
-  hooks?: AnswerHooks;
 }
 
 export interface CniServer {
@@ -167,8 +162,7 @@ export async function serveCni(options: CniServerOptions): Promise<CniServer> {
         request.program,
         trace ? { ...callServices, store: (conf) => callServices.store?.(conf)?.then((store) => trace.timedStore(store)) } : callServices,
       );
-    const ran = await (trace ? trace.run(served) : served());
-    const outcome = await answerOf(options.hooks ?? {}, command, { program: request.program, env: request.env, stdin, outcome: ran });
+    const outcome = await (trace ? trace.run(served) : served());
     if (loan) {
       const lent = loan;
       void Promise.allSettled(kernelWork).then(() => lent.release());

@@ -11,6 +11,7 @@ import { parsePrefix } from '../../net/cidr.ts';
 import { LOG_LEVEL } from '../../runtime/log.ts';
 import { flag, hostPort, Invalid, oneOf, parseEnv, SettingsError, setting, text } from '../../runtime/settings.ts';
 import type { DatastoreSettings } from '../../store/open.ts';
+import { interfacePrefix } from '../../plugin/host-interface.ts';
 import { parseAddressSetting, type AddressSetting } from './node-address.ts';
 
 export interface NodeSettings {
@@ -50,11 +51,24 @@ export interface NodeSettings {
    * changed by hand.
    */
   routeRefreshMs: number;
+  /**
+   * NETPLUG_POLICY_ENFORCEMENT (default false until proven under the real kubelet): the policy
+   * subsystem (ts/node/policy/) runs and the `policy` part is in netplug's table.
+   */
+  policyEnforcement: boolean;
+  /**
+   * NETPLUG_ENDPOINT_STATUS_PATH_PREFIX (the reference's endpointStatusPathPrefix, default
+   * /var/run/netplug): the policy subsystem writes `<prefix>/endpoint-status/`, which the plugin's
+   * endpoint_status_dir names on the host.
+   */
+  endpointStatusPathPrefix: string;
+  /** FELIX_INTERFACEPREFIX's first entry (default cali): the host side of workloads' veths, as the plugin names them. */
+  interfacePrefix: string;
   logLevel: z.output<typeof schema>['LOG_LEVEL'];
 }
 
-export const DEFAULT_VAR_DIR = '/var/lib/netplug';
-export const DEFAULT_HEALTH_ADDR = '127.0.0.1:9099';
+const DEFAULT_VAR_DIR = '/var/lib/netplug';
+const DEFAULT_HEALTH_ADDR = '127.0.0.1:9099';
 
 /** A whole or decimal number of seconds within a day, in milliseconds. */
 const seconds = (fallback: string) =>
@@ -107,6 +121,18 @@ const schema = z.object({
   }, 'autodetect'),
   NETPLUG_NETWORKING_BACKEND: oneOf(['routes', 'none'], { default: 'routes' }),
   NETPLUG_ROUTE_REFRESH_INTERVAL: seconds('30'),
+  NETPLUG_POLICY_ENFORCEMENT: flag(false),
+  NETPLUG_ENDPOINT_STATUS_PATH_PREFIX: setting((given) => {
+    if (!given.startsWith('/')) throw new Invalid('must be an absolute path, such as /var/run/netplug');
+    return given;
+  }, '/var/run/netplug'),
+  FELIX_INTERFACEPREFIX: setting((given) => {
+    try {
+      return interfacePrefix({ FELIX_INTERFACEPREFIX: given });
+    } catch (err) {
+      throw new Invalid((err as Error).message.replace(/^FELIX_INTERFACEPREFIX's first entry "[^"]*" /, 'its first entry '));
+    }
+  }, 'cali'),
   LOG_LEVEL,
 });
 
@@ -117,6 +143,11 @@ export function nodeSettings(env: NodeJS.ProcessEnv): NodeSettings {
   if (!isNodeName(nodeName))
     throw new SettingsError(`the host name (NODENAME is not set) ${NODE_NAME_RULE}, got "${nodeName.slice(0, 100)}"`);
   const type = given.DATASTORE_TYPE;
+  // Policy follows its resources through the Kubernetes API only (on etcd they live in etcd).
+  if (given.NETPLUG_POLICY_ENFORCEMENT && type !== 'kubernetes')
+    throw new SettingsError(
+      'NETPLUG_POLICY_ENFORCEMENT "true" needs DATASTORE_TYPE "kubernetes": policy is not enforced on the etcd datastore yet',
+    );
   const etcd = {
     etcd_endpoints: given.ETCD_ENDPOINTS,
     etcd_discovery_srv: given.ETCD_DISCOVERY_SRV,
@@ -141,6 +172,9 @@ export function nodeSettings(env: NodeJS.ProcessEnv): NodeSettings {
     nodeAddress: given.IP,
     routes: given.NETPLUG_NETWORKING_BACKEND === 'routes',
     routeRefreshMs: given.NETPLUG_ROUTE_REFRESH_INTERVAL,
+    policyEnforcement: given.NETPLUG_POLICY_ENFORCEMENT,
+    endpointStatusPathPrefix: given.NETPLUG_ENDPOINT_STATUS_PATH_PREFIX,
+    interfacePrefix: given.FELIX_INTERFACEPREFIX,
     logLevel: given.LOG_LEVEL,
   };
 }

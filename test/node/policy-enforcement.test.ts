@@ -1,0 +1,414 @@
+// Network policy enforced by netplug-node on the Kubernetes datastore, proved with real packets.
+// One "node" (a network namespace, reaching a real kube-apiserver through a relay; helpers/nodes.ts)
+// runs netplug-node from source (helpers/agent-main.ts, under `ip netns exec`) with
+// NETPLUG_POLICY_ENFORCEMENT=true. Its pods are network namespaces plugged into it as the plugin
+// plugs them (a veth whose host side is named with the agent's prefix, the pod's address routed to
+// it, proxy ARP) and Pod objects in the API with labels, nodeName and podIPs. TCP between pods:
+// a listener in the target's namespace echoes what it receives; a client connects, sends, waits
+// for the echo. Everything (namespaces, processes, the table with its namespace, API objects)
+// goes at the end.
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import test from 'ava';
+import * as k8s from '@kubernetes/client-node';
+
+import { hostInterfaceName } from '../../ts/dataplane/index.ts';
+import { keys } from '../../ts/model/keys.ts';
+import { poolResource } from '../../ts/model/pool-resource.ts';
+import { POLICY_WATCH_RULES } from '../../ts/node/policy/follow-resources.ts';
+import { CNI_PLUGIN, NODE } from '../../ts/render/objects.ts';
+import { renderRbac } from '../../ts/render/rbac.ts';
+import { statusFileName } from '../../ts/plugin/policy-wait.ts';
+import { openStore } from '../../ts/store/open.ts';
+import { CNI_PATH, requireBuilt } from '../helpers/cni.ts';
+import { containerId, nftBinary, requireRoot } from '../helpers/kernel.ts';
+import { installCrds, removeIpamLockFileAfter, startKube, type Kube } from '../helpers/kube.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { makeTopology, NETPLUG_CNI, type Netns, type TestNode } from '../helpers/nodes.ts';
+import { sharedTeardowns } from '../helpers/shared.ts';
+
+const AGENT_MAIN = fileURLToPath(new URL('../helpers/agent-main.ts', import.meta.url));
+const NAMESPACE = `policy-${process.pid}`;
+const PORT = 8080;
+const shared = sharedTeardowns(test);
+
+let kube: Kube;
+let networking: k8s.NetworkingV1Api;
+let node: TestNode;
+let agentEnv: Record<string, string>;
+let agent: ChildProcess | undefined;
+let agentLog = '';
+const until = (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 60_000) =>
+  eventually(what, check, { timeoutMs, context: () => agentLog.split('\n').slice(-30).join('\n') });
+const statusDir = () => join(node.varDir, 'run', 'endpoint-status');
+
+interface TestPod {
+  name: string;
+  netns: Netns;
+  address: string;
+  hostInterface: string;
+  listener?: ChildProcess;
+}
+const pods = new Map<string, TestPod>();
+
+function shippedRules(name: string): k8s.V1PolicyRule[] {
+  const role = renderRbac({ datastore: 'kubernetes', namespace: 'kube-system', image: 'netplug:test' }).find(
+    (object) => object.kind === 'ClusterRole' && object.metadata.name === name,
+  ) as { rules: k8s.V1PolicyRule[] } | undefined;
+  return role?.rules ?? [];
+}
+
+const inNs = (netns: Netns, command: string[], timeoutMs = 15_000) =>
+  spawnSync('ip', ['netns', 'exec', netns.name, ...command], { encoding: 'utf8', timeout: timeoutMs, killSignal: 'SIGKILL' });
+const sh = (netns: Netns, script: string) => {
+  const run = inNs(netns, ['sh', '-ec', script]);
+  if (run.status !== 0) throw new Error(`in ${netns.name}: ${script}: ${run.stderr}`);
+  return run.stdout;
+};
+const nftList = () => inNs(node.netns, [nftBinary(), 'list', 'table', 'inet', 'netplug']);
+
+function startAgent(): void {
+  agent = spawn('ip', ['netns', 'exec', node.netns.name, process.execPath, AGENT_MAIN], {
+    env: agentEnv,
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  agent.stderr?.setEncoding('utf8').on('data', (text: string) => {
+    agentLog += text;
+  });
+}
+
+async function stopAgent(): Promise<number | null> {
+  const running = agent;
+  agent = undefined;
+  if (!running || running.exitCode !== null) return running?.exitCode ?? null;
+  return new Promise((resolve) => {
+    running.once('exit', (code) => resolve(code));
+    running.kill('SIGTERM');
+    setTimeout(() => running.kill('SIGKILL'), 15_000).unref();
+  });
+}
+
+/** GET on the agent's health server, from inside the node. */
+function agentGet(path: string): { status: number; text: string } {
+  const script = `fetch('http://127.0.0.1:9099${path}').then(async (r) => { process.stdout.write(r.status + '\\n' + await r.text()); }, () => process.stdout.write('0\\n'))`;
+  const run = inNs(node.netns, [process.execPath, '-e', script]);
+  const [status = '0', ...rest] = (run.stdout ?? '').split('\n');
+  return { status: Number(status), text: rest.join('\n') };
+}
+
+/** A pod's namespace plugged into the node as the plugin plugs it; with a Pod object unless `object` is false. */
+async function plugPod(
+  name: string,
+  address: string,
+  labels: Record<string, string>,
+  object = true,
+  hostInterface?: string,
+): Promise<TestPod> {
+  const netns: Netns = { name: `nppol-${name}-${process.pid}`, path: `/run/netns/nppol-${name}-${process.pid}` };
+  execFileSync('ip', ['netns', 'add', netns.name]);
+  shared.teardown(() => spawnSync('ip', ['netns', 'del', netns.name]));
+  const host = hostInterface ?? hostInterfaceName('cali', `${NAMESPACE}.${name}`);
+  execFileSync('ip', ['link', 'add', 'eth0', 'netns', netns.name, 'type', 'veth', 'peer', 'name', host, 'netns', node.netns.name]);
+  sh(
+    netns,
+    `ip link set lo up; ip addr add ${address}/32 dev eth0; ip link set eth0 up
+     ip route add 169.254.1.1 dev eth0 scope link; ip route add default via 169.254.1.1 dev eth0`,
+  );
+  sh(
+    node.netns,
+    `ip link set ${host} up; sysctl -qw net.ipv4.conf.${host}.proxy_arp=1 net.ipv4.neigh.${host}.proxy_delay=0
+     ip route add ${address}/32 dev ${host}`,
+  );
+  if (object) {
+    await kube.core.createNamespacedPod({
+      namespace: NAMESPACE,
+      body: {
+        metadata: { name, labels },
+        spec: { nodeName: node.name, containers: [{ name: 'main', image: 'busybox' }] },
+      },
+    });
+    const pod = await kube.core.readNamespacedPod({ namespace: NAMESPACE, name });
+    pod.status = { ...pod.status, phase: 'Running', podIP: address, podIPs: [{ ip: address }] };
+    await kube.core.replaceNamespacedPodStatus({ namespace: NAMESPACE, name, body: pod });
+  }
+  const made: TestPod = { name, netns, address, hostInterface: host };
+  made.listener = listen(made);
+  pods.set(name, made);
+  return made;
+}
+
+/** An echo listener on PORT in the pod, for the whole file. */
+function listen(pod: TestPod): ChildProcess {
+  const script = `require('node:net').createServer((s) => { s.on('error', () => {}); s.pipe(s); }).listen(${PORT}, '0.0.0.0')`;
+  const child = spawn('ip', ['netns', 'exec', pod.netns.name, process.execPath, '-e', script], { stdio: 'ignore' });
+  shared.teardown(() => child.kill('SIGKILL'));
+  return child;
+}
+
+const CONNECT = `
+const [host, port] = process.argv.slice(1);
+const socket = require('node:net').connect(Number(port), host);
+const fail = () => process.exit(1);
+setTimeout(fail, 1500);
+socket.on('error', fail);
+socket.on('connect', () => socket.write('ping'));
+socket.on('data', (d) => { if (String(d) === 'ping') process.exit(0); });
+`;
+
+/** Whether a new TCP connection from `from` to `to` gets its echo (a refused or dropped one does not). */
+function connects(from: TestPod, to: TestPod): boolean {
+  return inNs(from.netns, [process.execPath, '-e', CONNECT, to.address, String(PORT)]).status === 0;
+}
+
+/** Connectivity settles on `expected` and stays so for two more tries. */
+async function settles(from: TestPod, to: TestPod, expected: boolean): Promise<boolean> {
+  await until(`${from.name} → ${to.name} ${expected ? 'connects' : 'is blocked'}`, () => connects(from, to) === expected, 60_000);
+  return connects(from, to) === expected && connects(from, to) === expected;
+}
+
+/** The host interfaces in the dispatch map `to-wl` as the kernel holds it. */
+function dispatched(): string[] {
+  const listing = nftList().stdout ?? '';
+  const map = /map to-wl \{[^}]*elements = \{([^}]*)\}/s.exec(listing)?.[1] ?? '';
+  return [...map.matchAll(/"?([A-Za-z0-9_.-]+)"?\s*:\s*goto/g)].map((m) => m[1] as string);
+}
+
+const fileOf = (pod: TestPod) => join(statusDir(), statusFileName('k8s', NAMESPACE, pod.name, 'eth0'));
+
+test.before(async () => {
+  requireRoot();
+  requireBuilt();
+  removeIpamLockFileAfter(shared);
+  kube = await startKube(shared);
+  await installCrds(kube);
+  // The pool the CNI ADDs served by the agent take addresses from.
+  const store = await openStore({ datastore_type: 'kubernetes', kubernetes: { kubeconfig: kube.server.admin.kubeconfig } });
+  shared.teardown(() => store.close());
+  await store.commit([
+    { key: keys.pool('policy-pods'), create: poolResource('policy-pods', { cidr: '10.78.0.0/16', 'block-size': '26' }, new Date()) },
+  ]);
+  const config = new k8s.KubeConfig();
+  config.loadFromFile(kube.server.admin.kubeconfig);
+  networking = config.makeApiClient(k8s.NetworkingV1Api);
+  await kube.core.createNamespace({ body: { metadata: { name: NAMESPACE } } });
+  shared.teardown(() => kube.core.deleteNamespace({ name: NAMESPACE }).catch(() => undefined));
+  await kube.core.createNode({ body: { metadata: { name: 'pn1', labels: { 'kubernetes.io/hostname': 'pn1' } } } });
+  const identity = await kube.identityWith('netplug-node-policy', [
+    ...shippedRules(NODE),
+    ...shippedRules(CNI_PLUGIN),
+    ...POLICY_WATCH_RULES,
+  ]);
+  const topology = await makeTopology(shared, {
+    nodes: [{ name: 'pn1', subnet: 1 }],
+    ports: [Number(new URL(kube.server.url).port)],
+    datastoreNetconf: { datastore_type: 'kubernetes', kubernetes: { kubeconfig: kube.server.admin.kubeconfig } },
+    agentEnv: {},
+  });
+  node = topology.nodes[0] as TestNode;
+  agentEnv = {
+    PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
+    NODENAME: node.name,
+    DATASTORE_TYPE: 'kubernetes',
+    KUBECONFIG: identity.kubeconfig,
+    NO_DEFAULT_POOLS: 'true',
+    NETPLUG_NETWORKING_BACKEND: 'none',
+    NETPLUG_POLICY_ENFORCEMENT: 'true',
+    NETPLUG_VAR_DIR: node.varDir,
+    NETPLUG_AGENT_SOCKET: join(node.varDir, 'run', 'cni.sock'),
+    NETPLUG_ENDPOINT_STATUS_PATH_PREFIX: join(node.varDir, 'run'),
+    NETPLUG_HEALTH_ADDR: '127.0.0.1:9099',
+  };
+  // Stopped before the namespaces go (teardowns run last-registered first).
+  shared.teardown(() => stopAgent());
+});
+
+test.afterEach.always((t) => {
+  if (!t.passed) t.log(agentLog.split('\n').slice(-40).join('\n'));
+});
+
+test.serial('without policy both pods reach each other, and each status file comes only once its chains are in the kernel', async (t) => {
+  const a = await plugPod('a', '10.77.0.10', { app: 'a' });
+  const b = await plugPod('b', '10.77.0.11', { app: 'b' });
+  t.false(existsSync(statusDir()), 'no status file before the agent runs');
+  startAgent();
+  // Each status file, the moment it is seen, names an interface the kernel's dispatch map holds.
+  const seen = new Set<string>();
+  await until(
+    'both status files',
+    () => {
+      for (const pod of [a, b]) {
+        if (seen.has(pod.name) || !existsSync(fileOf(pod))) continue;
+        t.true(dispatched().includes(pod.hostInterface), `${pod.name}'s interface is dispatched when its file exists`);
+        seen.add(pod.name);
+      }
+      return seen.size === 2;
+    },
+    90_000,
+  );
+  t.true(await settles(a, b, true));
+  t.true(await settles(b, a, true));
+  await until('the agent is ready', () => agentGet('/readyz').status === 200);
+  const metrics = agentGet('/metrics').text;
+  t.regex(metrics, /^netplug_policy_endpoints_programmed 2$/m);
+  t.regex(metrics, /^netplug_policy_flush_duration_seconds_count [1-9]/m);
+  t.regex(metrics, /^netplug_policy_pod_programmed_seconds_count 2$/m);
+});
+
+test.serial('an interface with the workload prefix that no pod owns passes nothing', async (t) => {
+  const a = pods.get('a') as TestPod;
+  const stray = await plugPod('stray', '10.77.0.99', {}, false, 'cali0000stray');
+  t.false(dispatched().includes(stray.hostInterface));
+  t.false(connects(stray, a));
+  t.false(connects(a, stray));
+  // The fail-closed rules counted what they dropped.
+  t.regex(nftList().stdout ?? '', /counter packets [1-9]\d* bytes \d+ drop comment "fail closed/);
+});
+
+test.serial('a default-deny ingress policy on b blocks a → b but not b → a; allowing a from a podSelector lets it through', async (t) => {
+  const [a, b] = [pods.get('a') as TestPod, pods.get('b') as TestPod];
+  await networking.createNamespacedNetworkPolicy({
+    namespace: NAMESPACE,
+    body: { metadata: { name: 'deny-b' }, spec: { podSelector: { matchLabels: { app: 'b' } }, policyTypes: ['Ingress'] } },
+  });
+  t.true(await settles(a, b, false));
+  // b's own connections and their replies still flow.
+  t.true(await settles(b, a, true));
+  await networking.createNamespacedNetworkPolicy({
+    namespace: NAMESPACE,
+    body: {
+      metadata: { name: 'a-to-b' },
+      spec: { podSelector: { matchLabels: { app: 'b' } }, ingress: [{ _from: [{ podSelector: { matchLabels: { app: 'a' } } }] }] },
+    },
+  });
+  t.true(await settles(a, b, true));
+  t.true(await settles(b, a, true));
+});
+
+test.serial('a pod deleted loses its status file and its dispatch entry', async (t) => {
+  const c = await plugPod('c', '10.77.0.12', { app: 'c' });
+  await until('c is programmed', () => existsSync(fileOf(c)));
+  t.true(dispatched().includes(c.hostInterface));
+  await kube.core.deleteNamespacedPod({ namespace: NAMESPACE, name: 'c', gracePeriodSeconds: 0 });
+  await until('c is forgotten', () => !existsSync(fileOf(c)) && !dispatched().includes(c.hostInterface));
+  t.deepEqual(
+    readdirSync(statusDir()).sort(),
+    [statusFileName('k8s', NAMESPACE, 'a', 'eth0'), statusFileName('k8s', NAMESPACE, 'b', 'eth0')].sort(),
+  );
+});
+
+test.serial(
+  'a pod networked by an ADD the agent serves is policed from its first packet: the ADD answers once its policy is in',
+  async (t) => {
+    const a = pods.get('a') as TestPod;
+    await networking.createNamespacedNetworkPolicy({
+      namespace: NAMESPACE,
+      body: { metadata: { name: 'deny-new' }, spec: { podSelector: { matchLabels: { app: 'new' } }, policyTypes: ['Ingress'] } },
+    });
+    await kube.core.createNamespacedPod({
+      namespace: NAMESPACE,
+      body: {
+        metadata: { name: 'new', labels: { app: 'new' } },
+        spec: { nodeName: node.name, containers: [{ name: 'main', image: 'busybox' }] },
+      },
+    });
+    const netns: Netns = { name: `nppol-new-${process.pid}`, path: `/run/netns/nppol-new-${process.pid}` };
+    execFileSync('ip', ['netns', 'add', netns.name]);
+    shared.teardown(() => spawnSync('ip', ['netns', 'del', netns.name]));
+    const id = containerId();
+    const netconf = JSON.stringify({
+      cniVersion: '1.1.0',
+      name: 'policy-test',
+      type: 'netplug',
+      nodename: node.name,
+      datastore_type: 'kubernetes',
+      kubernetes: { kubeconfig: kube.server.admin.kubeconfig },
+      ipam: { type: 'netplug-ipam' },
+      // A wait longer than the call's 60 s limit: the ADD answers only because the file is
+      // already there when the plugin starts waiting.
+      policy_setup_timeout_seconds: 3600,
+      endpoint_status_dir: statusDir(),
+    });
+    const cni = (command: string) =>
+      spawnSync('ip', ['netns', 'exec', node.netns.name, NETPLUG_CNI], {
+        input: netconf,
+        encoding: 'utf8',
+        timeout: 60_000,
+        killSignal: 'SIGKILL',
+        env: {
+          PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
+          CNI_COMMAND: command,
+          CNI_CONTAINERID: id,
+          CNI_NETNS: netns.path,
+          CNI_IFNAME: 'eth0',
+          CNI_PATH,
+          CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${NAMESPACE};K8S_POD_NAME=new;K8S_POD_INFRA_CONTAINER_ID=${id}`,
+          NETPLUG_AGENT_SOCKET: join(node.varDir, 'run', 'cni.sock'),
+        },
+      });
+    shared.teardown(() => cni('DEL'));
+    const added = cni('ADD');
+    t.is(added.status, 0, `${added.stdout} ${added.stderr}`);
+    const address = (JSON.parse(added.stdout) as { ips: { address: string }[] }).ips[0]?.address.split('/')[0] as string;
+    const made: TestPod = { name: 'new', netns, address, hostInterface: hostInterfaceName('cali', `${NAMESPACE}.new`) };
+    // Nothing waited for: as the ADD answers, its file is there and its chains know its address.
+    t.notRegex(added.stderr, /did not report the pod's policy programmed/);
+    t.true(existsSync(fileOf(made)), 'the status file is written before the ADD answers');
+    t.true(dispatched().includes(made.hostInterface));
+    t.true(connects(made, a), 'its first connection goes out (its own address is known before the kubelet writes it)');
+    made.listener = listen(made);
+    pods.set('new', made);
+    await until('the listener in the new pod', () => inNs(netns, ['sh', '-c', `ss -ltn | grep -q :${PORT}`]).status === 0);
+    t.false(connects(a, made), 'its ingress is denied');
+    await networking.deleteNamespacedNetworkPolicy({ namespace: NAMESPACE, name: 'deny-new' });
+    t.true(await settles(a, made, true), 'and opens when the policy goes: the networking itself works');
+  },
+);
+
+test.serial('a stopped agent leaves the table: a → b stays blocked and an established connection lives on across a restart', async (t) => {
+  const [a, b] = [pods.get('a') as TestPod, pods.get('b') as TestPod];
+  // A connection a → b opened while the allow policy is there, kept open, echoing each line sent.
+  const client = spawn(
+    'ip',
+    [
+      'netns',
+      'exec',
+      a.netns.name,
+      process.execPath,
+      '-e',
+      `const s = require('node:net').connect(${PORT}, '${b.address}'); s.on('error', () => process.exit(1));
+       s.on('connect', () => process.stdout.write('connected\\n')); s.pipe(process.stdout); process.stdin.on('data', (d) => s.write(d));`,
+    ],
+    { stdio: ['pipe', 'pipe', 'ignore'] },
+  );
+  shared.teardown(() => client.kill('SIGKILL'));
+  let echoed = '';
+  client.stdout?.setEncoding('utf8').on('data', (text: string) => {
+    echoed += text;
+  });
+  const roundTrip = async (word: string) => {
+    client.stdin?.write(`${word}\n`);
+    await until(`the established connection echoes ${word}`, () => echoed.includes(`${word}\n`), 20_000);
+    return true;
+  };
+  await until('the long connection is open', () => echoed.includes('connected'));
+  t.true(await roundTrip('one'));
+  await networking.deleteNamespacedNetworkPolicy({ namespace: NAMESPACE, name: 'a-to-b' });
+  t.true(await settles(a, b, false));
+  t.true(await roundTrip('two'), 'established connections survive a policy change');
+
+  t.is(await stopAgent(), 0);
+  t.is(nftList().status, 0, 'the table stays');
+  t.false(connects(a, b), 'a → b stays blocked while the agent is away');
+  t.true(connects(b, a));
+  t.true(await roundTrip('three'));
+
+  startAgent();
+  await until('the agent is ready again', () => agentGet('/readyz').status === 200, 90_000);
+  t.false(connects(a, b));
+  t.true(await roundTrip('four'), 'the established connection lived through the restart');
+  t.true(existsSync(fileOf(a)) && existsSync(fileOf(b)));
+  client.kill('SIGKILL');
+});

@@ -1,0 +1,290 @@
+// Feeds the policy compiler (ts/policy/engine.ts) from the followed resources, level-triggered:
+// an informer event only marks its object's key dirty; a pass reads each dirty key's object from
+// the cache as it is then and gives the engine what changed (an object the engine already holds
+// unchanged is skipped, so remote pods' status churn costs a comparison). A pass over every key of
+// a kind (first sync, a cache listed again after a failure) also removes what the cache lost.
+//
+// A local pod's addresses come from its status (podIPs) once the kubelet has written them; before
+// that, from its ADD as the CNI service told it (program-networked-pod.ts), so that the pod is programmed before
+// its containers start. Its host interface is the plugin's name for it (prefix + hash of
+// `<namespace>.<pod>`), or the one the ADD answered with.
+import type * as k8s from '@kubernetes/client-node';
+
+import { hostInterfaceName } from '../../dataplane/index.ts';
+import type { Logger } from '../../log/logger.ts';
+import { checkPolicyDocument, PolicyDocumentError } from '../../model/policy-check.ts';
+import {
+  KUBERNETES_POLICY_PREFIX,
+  namespaceProfileName,
+  serviceAccountProfileName,
+  type NetworkPolicyResource,
+  type NetworkSetResource,
+  type PolicyResource,
+} from '../../model/policy.ts';
+import { endpointOfPod, type EndpointInput, type KubePod } from '../../policy/endpoints.ts';
+import type { PolicyEngine } from '../../policy/engine.ts';
+import { convertKubernetesPolicy, namespaceProfile, serviceAccountProfile, type KubeNetworkPolicy } from '../../policy/kubernetes.ts';
+import { cached, FOLLOWED_KINDS, objectKey, type FollowedKind, type PolicyInformers } from './follow-resources.ts';
+
+/** What an ADD served on this node said of its pod (program-networked-pod.ts). */
+export interface AddedPod {
+  uid?: string;
+  hostInterface?: string;
+  /** The pod's side (CNI_IFNAME): the status file's name ends with it. */
+  containerInterface: string;
+  addresses: string[];
+  mac?: string;
+  /** The pod read from the API when the watch did not hold it yet. */
+  pod?: KubePod;
+}
+
+/** A pod of this node whose endpoint (with its host interface) the engine holds. */
+export interface LocalPod {
+  key: string;
+  namespace: string;
+  name: string;
+  containerInterface: string;
+  addresses: readonly string[];
+  mac?: string;
+}
+
+export interface EngineFeedOptions {
+  nodeName: string;
+  interfacePrefix: string;
+  log: Logger;
+}
+
+export class EngineFeed {
+  readonly engine: PolicyEngine;
+  readonly #informers: PolicyInformers;
+  readonly #options: EngineFeedOptions;
+  readonly #dirty = new Map<FollowedKind, Set<string>>(FOLLOWED_KINDS.map((kind) => [kind, new Set<string>()]));
+  readonly #whole = new Set<FollowedKind>();
+  /** Per kind, each key the engine holds and the text of what it was given. */
+  readonly #fed = new Map<FollowedKind, Map<string, string>>(FOLLOWED_KINDS.map((kind) => [kind, new Map<string, string>()]));
+  /** What of each resource could not be converted or checked (`<kind>/<key>` → messages). */
+  readonly #issues = new Map<string, string[]>();
+  readonly #added = new Map<string, AddedPod>();
+  readonly #local = new Map<string, LocalPod>();
+
+  constructor(engine: PolicyEngine, informers: PolicyInformers, options: EngineFeedOptions) {
+    this.engine = engine;
+    this.#informers = informers;
+    this.#options = options;
+  }
+
+  mark(kind: FollowedKind, key: string): void {
+    this.#dirty.get(kind)?.add(key);
+  }
+
+  /** Every key of `kind` (or of every kind) is looked at by the next pass. */
+  markWhole(kind?: FollowedKind): void {
+    for (const each of kind ? [kind] : FOLLOWED_KINDS) this.#whole.add(each);
+  }
+
+  pending(): boolean {
+    return this.#whole.size > 0 || [...this.#dirty.values()].some((keys) => keys.size > 0);
+  }
+
+  /** An ADD served here: its pod is programmed with these addresses until its status has its own. */
+  learn(key: string, added: AddedPod): void {
+    this.#added.set(key, added);
+    this.mark('Pod', key);
+  }
+
+  /** A pod was deleted: what its ADD said goes too, unless a newer pod of that name was added since. */
+  forget(key: string, uid: string | undefined): void {
+    const added = this.#added.get(key);
+    if (added && (added.uid === undefined || uid === undefined || added.uid === uid)) this.#added.delete(key);
+  }
+
+  /** The pods of this node the engine holds with their interface. */
+  localPods(): ReadonlyMap<string, LocalPod> {
+    return this.#local;
+  }
+
+  /** What could not be converted or checked, per resource. */
+  resourceIssues(): ReadonlyMap<string, string[]> {
+    return this.#issues;
+  }
+
+  /** Gives the engine what changed; returns how many keys were looked at. */
+  pass(): number {
+    let looked = 0;
+    for (const kind of FOLLOWED_KINDS) {
+      const keys = this.#dirty.get(kind) as Set<string>;
+      if (this.#whole.delete(kind)) {
+        for (const object of this.#informers[kind].list()) keys.add(objectKey(object));
+        for (const key of (this.#fed.get(kind) as Map<string, string>).keys()) keys.add(key);
+        if (kind === 'Pod') for (const key of this.#added.keys()) keys.add(key);
+      }
+      for (const key of keys) {
+        looked++;
+        this.#feed(kind, key);
+      }
+      keys.clear();
+    }
+    return looked;
+  }
+
+  #feed(kind: FollowedKind, key: string): void {
+    const object = cached(this.#informers[kind], key);
+    if (kind === 'Pod') {
+      this.#feedPod(key, object as KubePod | undefined);
+      return;
+    }
+    const name = key.slice(key.indexOf('/') + 1);
+    const namespace = key.includes('/') ? key.slice(0, key.indexOf('/')) : undefined;
+    if (!object) {
+      if (this.#forget(kind, key)) this.#remove(kind, name, namespace);
+      this.#issues.delete(`${kind}/${key}`);
+      return;
+    }
+    let given: PolicyResource | { profile: ReturnType<typeof namespaceProfile> };
+    const issues: string[] = [];
+    try {
+      given = this.#converted(kind, object, issues);
+    } catch (err) {
+      if (!(err instanceof PolicyDocumentError)) throw err;
+      // The version the engine holds (if any) stays: a bad update neither opens nor closes anything.
+      this.#issues.set(`${kind}/${key}`, [err.message]);
+      return;
+    }
+    const text = JSON.stringify(given);
+    const fed = this.#fed.get(kind) as Map<string, string>;
+    if (fed.get(key) !== text) {
+      fed.set(key, text);
+      if ('profile' in given) this.engine.upsertProfile(given.profile);
+      else if (given.kind === 'NetworkPolicy' || given.kind === 'GlobalNetworkPolicy') this.engine.upsertPolicy(given);
+      else if (given.kind === 'NetworkSet' || given.kind === 'GlobalNetworkSet') this.engine.upsertNetworkSet(given);
+      else if (given.kind === 'Tier') this.engine.upsertTier(given);
+    }
+    if (issues.length > 0) this.#issues.set(`${kind}/${key}`, issues);
+    else this.#issues.delete(`${kind}/${key}`);
+  }
+
+  #converted(
+    kind: FollowedKind,
+    object: k8s.KubernetesObject,
+    issues: string[],
+  ): PolicyResource | { profile: ReturnType<typeof namespaceProfile> } {
+    const metadata = { name: object.metadata?.name ?? '', namespace: object.metadata?.namespace, labels: object.metadata?.labels };
+    switch (kind) {
+      case 'Namespace':
+        return { profile: namespaceProfile({ metadata }) };
+      case 'ServiceAccount':
+        return { profile: serviceAccountProfile({ metadata }) };
+      case 'KubernetesNetworkPolicy': {
+        const converted = convertKubernetesPolicy(asListed(object));
+        issues.push(...converted.issues.map((issue) => `${issue.field}: ${issue.message}`));
+        return converted.policy;
+      }
+      default:
+        return checkPolicyDocument(userDocument(object), object.metadata?.namespace);
+    }
+  }
+
+  #remove(kind: FollowedKind, name: string, namespace: string | undefined): void {
+    switch (kind) {
+      case 'Namespace':
+        this.engine.removeProfile(namespaceProfileName(name));
+        break;
+      case 'ServiceAccount':
+        this.engine.removeProfile(serviceAccountProfileName(namespace ?? 'default', name));
+        break;
+      case 'KubernetesNetworkPolicy':
+        this.engine.removePolicy('NetworkPolicy', `${KUBERNETES_POLICY_PREFIX}${name}`, namespace);
+        break;
+      case 'NetworkPolicy':
+      case 'GlobalNetworkPolicy':
+        this.engine.removePolicy(kind as NetworkPolicyResource['kind'], name, namespace);
+        break;
+      case 'NetworkSet':
+      case 'GlobalNetworkSet':
+        this.engine.removeNetworkSet(kind as NetworkSetResource['kind'], name, namespace);
+        break;
+      case 'Tier':
+        this.engine.removeTier(name);
+        break;
+      case 'Pod':
+        this.engine.removeEndpoint(`${namespace ?? 'default'}/${name}`);
+        break;
+    }
+  }
+
+  /** Whether the engine held `key` of `kind` (it does no more). */
+  #forget(kind: FollowedKind, key: string): boolean {
+    return (this.#fed.get(kind) as Map<string, string>).delete(key);
+  }
+
+  #feedPod(key: string, watched: KubePod | undefined): void {
+    const added = this.#added.get(key);
+    const uid = (pod: KubePod | undefined) => (pod?.metadata as { uid?: string } | undefined)?.uid;
+    // The pod as its ADD read it serves until the watch holds it.
+    const pod = watched ?? added?.pod;
+    if (watched && added?.pod && uid(watched) === uid(added.pod)) delete added.pod;
+    const phase = (pod as { status?: { phase?: string } } | undefined)?.status?.phase;
+    const finished = phase === 'Succeeded' || phase === 'Failed';
+    const local = pod?.spec?.nodeName === this.#options.nodeName;
+    const namespace = pod?.metadata.namespace ?? 'default';
+    const name = pod?.metadata.name ?? '';
+    // An ADD's addresses belong to the pod it was made for (a pod of the same name made since is another).
+    const fromAdd = added && (added.uid === undefined || uid(pod) === undefined || added.uid === uid(pod)) ? added : undefined;
+    const hostInterface = local
+      ? (fromAdd?.hostInterface ?? hostInterfaceName(this.#options.interfacePrefix, `${namespace}.${name}`))
+      : undefined;
+    const endpoint: EndpointInput | undefined = pod && !finished ? endpointOfPod(pod, hostInterface) : undefined;
+    if (endpoint && local && endpoint.addresses.length === 0 && fromAdd) endpoint.addresses = fromAdd.addresses;
+    const fed = this.#fed.get('Pod') as Map<string, string>;
+    if (!endpoint) {
+      if (fed.delete(key)) this.engine.removeEndpoint(key);
+      this.#local.delete(key);
+      return;
+    }
+    const text = JSON.stringify(endpoint);
+    if (fed.get(key) !== text) {
+      fed.set(key, text);
+      this.engine.upsertEndpoint(endpoint);
+    }
+    if (local)
+      this.#local.set(key, {
+        key,
+        namespace,
+        name,
+        containerInterface: fromAdd?.containerInterface ?? 'eth0',
+        addresses: endpoint.addresses,
+        ...(fromAdd?.mac ? { mac: fromAdd.mac } : {}),
+      });
+    else this.#local.delete(key);
+  }
+}
+
+/**
+ * A NetworkPolicy as the API serves it. client-node's list deserializes an ingress rule's `from`
+ * into `_from` (its model's name) while its watch passes JSON as it is: read as `from`, a listed
+ * policy's peers would be lost and its rules would allow from anywhere.
+ */
+function asListed(object: k8s.KubernetesObject): KubeNetworkPolicy {
+  const policy = object as unknown as KubeNetworkPolicy;
+  const ingress = policy.spec?.ingress?.map((rule) => {
+    const { _from, ...rest } = rule as typeof rule & { _from?: unknown };
+    return { ...rest, from: rule.from ?? (_from as typeof rule.from) };
+  });
+  return { ...policy, spec: { ...policy.spec, ...(ingress ? { ingress } : {}) } };
+}
+
+/** The document a user wrote (what checkPolicyDocument reads): no server fields, no status. */
+function userDocument(object: k8s.KubernetesObject): unknown {
+  const { name, namespace, labels, annotations } = object.metadata ?? {};
+  return {
+    kind: object.kind,
+    apiVersion: object.apiVersion,
+    metadata: {
+      name,
+      ...(namespace ? { namespace } : {}),
+      ...(labels && Object.keys(labels).length > 0 ? { labels } : {}),
+      ...(annotations && Object.keys(annotations).length > 0 ? { annotations } : {}),
+    },
+    spec: (object as { spec?: unknown }).spec ?? {},
+  };
+}
