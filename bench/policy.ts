@@ -1,10 +1,10 @@
-// npm run bench:policy: the policy compiler's costs at the size issue 26's benchmarks name, in
+// npm run bench:policy: the policy compiler's costs at a large cluster's size, in
 // this process (no kernel): 1,000 policies (Kubernetes NetworkPolicies and netplug ones) over
 // 10,000 endpoints in 100 namespaces on 91 nodes (~110 on the compiled node). Measures the full
 // compile (every input fed, then the whole part built: what a resync costs before the write), a
 // membership change (a pod added or relabelled elsewhere: element changes only), a local pod
 // added (chains: a new part), a policy added, and the heap held, in CPU time of this process.
-// Writes bench/results/policy.json.
+// Writes bench/results/policy-<policies>.json.
 import { writeFileSync } from 'node:fs';
 
 import { PolicyEngine } from '../ts/policy/engine.ts';

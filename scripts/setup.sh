@@ -27,14 +27,13 @@ if ! command -v cargo >/dev/null 2>&1; then
   fi
 fi
 
-# npm dependencies, Node 24 among them (the `node` package). Reinstalled when the lockfile changes.
+# npm dependencies, Node 24 among them (the `node` package), exactly as package-lock.json has them:
+# npm ci refuses a lockfile that does not match package.json, installs the locked versions only and
+# checks each package against its integrity hash. Reinstalled when the lockfile changes.
 lock_hash=$(sha256sum package-lock.json | cut -d' ' -f1)
 if [ ! -x node_modules/.bin/node ] || [ "$(cat node_modules/.netplug-lock 2>/dev/null)" != "$lock_hash" ]; then
   say "installing npm dependencies (with Node 24)"
-  # Not `npm ci`: the registry reachable here lacks some other-platform builds that packages list as
-  # optional, so npm ci's strict lockfile check fails; this installs the locked versions and leaves
-  # the lockfile as it is.
-  npm install --no-save --no-audit --no-fund --loglevel=error
+  npm ci --no-audit --no-fund --loglevel=error
   echo "$lock_hash" > node_modules/.netplug-lock
 fi
 

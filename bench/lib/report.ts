@@ -13,7 +13,7 @@ export interface Series {
   extra?: Record<string, string>;
 }
 
-export interface Ratio {
+interface Ratio {
   label: string;
   value: number;
 }
@@ -33,7 +33,7 @@ export function medianOf(series: readonly Series[], group: string, label: string
   return summarize(found.samplesMs).medianMs;
 }
 
-export function machine(): Record<string, string> {
+function machine(): Record<string, string> {
   return {
     node: process.version,
     kernel: release(),

@@ -9,7 +9,7 @@ export interface Summary {
   maxMs: number;
 }
 
-export function percentile(sortedMs: readonly number[], p: number): number {
+function percentile(sortedMs: readonly number[], p: number): number {
   if (sortedMs.length === 0) throw new Error('no samples');
   const rank = Math.max(1, Math.ceil((p / 100) * sortedMs.length));
   return sortedMs[rank - 1] as number;

@@ -54,7 +54,7 @@ function withPlaceholders(value: unknown, key = ''): unknown {
 }
 
 /** templates/operator.yaml: the operator's objects but its Namespace, which the release's is. */
-export function operatorTemplate(): string {
+function operatorTemplate(): string {
   const objects = renderOperator(IMAGE).filter((object: KubeObject) => object.kind !== 'Namespace');
   // The header shares the first document: alone before a `---`, helm would render it as an empty one.
   const yaml = objects.map((object) => dumpYaml(withPlaceholders(object))).join('---\n');

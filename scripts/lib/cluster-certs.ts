@@ -11,7 +11,7 @@ import { kubeconfigText, makeTestCa } from './test-ca.ts';
 
 const run = promisify(execFile);
 
-export interface ClusterIdentity {
+interface ClusterIdentity {
   /** The certificate's CN: the Kubernetes user name. */
   user: string;
   cert: string;

@@ -101,7 +101,7 @@ function removeCachedResults(ids: string[]): void {
 }
 
 /** Unmounts every mount at or below `dir`, deepest first. */
-export function unmountUnder(dir: string): void {
+function unmountUnder(dir: string): void {
   for (let pass = 0; pass < 5; pass++) {
     const mounts = mountsUnder(dir);
     if (mounts.length === 0) return;
@@ -182,7 +182,7 @@ function exeName(pid: string): string {
 }
 
 /** The clusters (directories and network namespaces) of test processes that are gone. */
-export async function sweepClusterLeftovers(): Promise<void> {
+async function sweepClusterLeftovers(): Promise<void> {
   const owner = (name: string) => Number(name.slice(CLUSTER_PREFIX.length).split('-')[0]);
   const orphaned = (name: string) => name.startsWith(CLUSTER_PREFIX) && owner(name) > 0 && !existsSync(`/proc/${owner(name)}`);
   for (const name of readdirSync(tmpdir()).filter(orphaned)) await removeClusterLeftovers(join(tmpdir(), name));

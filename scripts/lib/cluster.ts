@@ -30,14 +30,14 @@ const ROOT = new URL('../../', import.meta.url).pathname;
 const run = promisify(execFile);
 
 /** Addresses inside the cluster's network namespace (so they clash with nothing outside it). */
-export const NODE_IP = '10.250.0.1';
+const NODE_IP = '10.250.0.1';
 export const CLUSTER_CIDR = '10.244.0.0/16';
-export const SERVICE_CIDR = '10.96.0.0/16';
+const SERVICE_CIDR = '10.96.0.0/16';
 /** The `kubernetes` Service's ClusterIP: the first address of SERVICE_CIDR. */
 export const API_SERVICE_IP = '10.96.0.1';
 const API_PORT = 6443;
 
-export { BUSYBOX_IMAGE, PAUSE_IMAGE };
+export { BUSYBOX_IMAGE };
 
 export interface ClusterOptions {
   /** The Node's name; netplug-node by default. */

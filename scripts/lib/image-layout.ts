@@ -12,7 +12,7 @@ import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 
-export interface Descriptor {
+interface Descriptor {
   mediaType: string;
   digest: string;
   size: number;
@@ -155,7 +155,7 @@ function runTar(args: string[]): Promise<void> {
   });
 }
 
-export function sha256(data: Buffer): string {
+function sha256(data: Buffer): string {
   return createHash('sha256').update(data).digest('hex');
 }
 

@@ -1,4 +1,4 @@
-// The release the upgrade tests start from (issue 12): an earlier commit of this repository,
+// The release the upgrade tests start from: an earlier commit of this repository,
 // tagged, built by scripts/previous-release.sh with its own dependencies, addon, executables, image
 // and chart into a cache directory outside the repository, as the cluster binaries are.
 //
@@ -55,7 +55,7 @@ export function previousReleaseCommit(repo = ROOT): string {
 }
 
 /** Where scripts/previous-release.sh builds it: ${XDG_CACHE_HOME:-~/.cache}/netplug/release-v3.30.0-<sha>. */
-export function previousReleaseDir(commit = previousReleaseCommit()): string {
+function previousReleaseDir(commit = previousReleaseCommit()): string {
   const cache = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
   return join(cache, 'netplug', `release-${PREVIOUS_RELEASE.tag}-${commit}`);
 }

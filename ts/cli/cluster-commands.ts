@@ -27,7 +27,7 @@ const GROUPS: Record<string, { usage: string; load: () => Promise<ClusterCommand
   },
 };
 
-export const CLUSTER_USAGE = Object.values(GROUPS)
+const CLUSTER_USAGE = Object.values(GROUPS)
   .map((group) => `  ${group.usage}`)
   .join('\n');
 

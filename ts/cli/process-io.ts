@@ -5,7 +5,7 @@ import { basename } from 'node:path';
 import type { MainIo } from '../plugin/main.ts';
 
 /** All of stdin. A runtime's pipe may be non-blocking, so EAGAIN waits briefly and reads on. */
-export function readStdin(): Buffer {
+function readStdin(): Buffer {
   const chunks: Buffer[] = [];
   const buffer = Buffer.allocUnsafe(64 * 1024);
   const pause = new Int32Array(new SharedArrayBuffer(4));
@@ -55,7 +55,7 @@ export function processIo(): MainIo {
 }
 
 /** The one-shot plugin's file name beside the shim `netplug`; run by that name, it is `netplug`. */
-export const ONESHOT_NAME = 'netplug-oneshot';
+const ONESHOT_NAME = 'netplug-oneshot';
 
 /**
  * The name this program was run as: the runtime executes `netplug` (the shim, which runs this

@@ -3,7 +3,7 @@ import { CniError, ErrorCode, quote } from './errors.ts';
 import { parseCniArgs, type CniArgs } from './args.ts';
 import { interfaceNameProblem, MAX_IFNAME_BYTES } from './interface-name.ts';
 
-export const COMMANDS = ['ADD', 'DEL', 'CHECK', 'VERSION', 'STATUS', 'GC'] as const;
+const COMMANDS = ['ADD', 'DEL', 'CHECK', 'VERSION', 'STATUS', 'GC'] as const;
 export type Command = (typeof COMMANDS)[number];
 
 /** What each command needs from the environment (as skel requires). */

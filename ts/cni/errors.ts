@@ -2,7 +2,7 @@
 import { shorten } from '../log/echo.ts';
 
 // How messages repeat input lives in log/echo.ts, below both the errors and the logger.
-export { describeValue, ECHO_LIMIT, quote, shorten } from '../log/echo.ts';
+export { describeValue, quote, shorten } from '../log/echo.ts';
 
 /** Well-known codes (CNI spec, "Error" section) and netplug's own (100 and up). */
 export const ErrorCode = {

@@ -12,9 +12,9 @@ import { CniError, ErrorCode, quote, shorten } from './errors.ts';
  * plugin that leads back to netplug (an IPAM type that is netplug under another name) would
  * otherwise run netplug without end, each waiting on the next.
  */
-export const DELEGATION_DEPTH_VARIABLE = 'NETPLUG_DELEGATION_DEPTH';
+const DELEGATION_DEPTH_VARIABLE = 'NETPLUG_DELEGATION_DEPTH';
 /** Deeper than any real chain (netplug, its IPAM plugin, one that plugin delegates to), and small. */
-export const MAX_DELEGATION_DEPTH = 4;
+const MAX_DELEGATION_DEPTH = 4;
 
 export interface PluginInvocation {
   /** The plugin's type: its executable's name. */

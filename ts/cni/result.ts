@@ -6,7 +6,7 @@ import * as z from 'zod/mini';
 import { CniError, ErrorCode } from './errors.ts';
 import { atLeast } from './versions.ts';
 
-export interface Interface {
+interface Interface {
   name: string;
   mac?: string;
   mtu?: number;
@@ -15,7 +15,7 @@ export interface Interface {
   pciID?: string;
 }
 
-export interface IpConfig {
+interface IpConfig {
   /** CIDR: the address with its prefix length. */
   address: string;
   gateway?: string;
@@ -23,7 +23,7 @@ export interface IpConfig {
   interface?: number;
 }
 
-export interface Route {
+interface Route {
   dst: string;
   gw?: string;
   mtu?: number;
@@ -33,7 +33,7 @@ export interface Route {
   scope?: number;
 }
 
-export interface Dns {
+interface Dns {
   nameservers?: string[];
   domain?: string;
   search?: string[];

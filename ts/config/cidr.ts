@@ -7,7 +7,7 @@ export interface Cidr {
   family: 4 | 6;
 }
 
-export function parseCidr(text: string): Cidr | undefined {
+function parseCidr(text: string): Cidr | undefined {
   const slash = text.lastIndexOf('/');
   if (slash <= 0) return undefined;
   const address = text.slice(0, slash);

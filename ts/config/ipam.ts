@@ -77,8 +77,8 @@ const hostLocalSchema = z
 const delegatedSchema = z.object({ type: z.string().check(z.minLength(1)), routes: ipamRoutes });
 
 export type NetplugIpamConfig = z.output<typeof netplugIpamSchema>;
-export type HostLocalIpamConfig = z.output<typeof hostLocalSchema>;
-export type DelegatedIpamConfig = z.output<typeof delegatedSchema>;
+type HostLocalIpamConfig = z.output<typeof hostLocalSchema>;
+type DelegatedIpamConfig = z.output<typeof delegatedSchema>;
 export type IpamConfig = NetplugIpamConfig | HostLocalIpamConfig | DelegatedIpamConfig;
 
 export function parseIpam(ipam: { type: string }): IpamConfig {

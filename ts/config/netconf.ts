@@ -16,10 +16,8 @@ import { isNodeName, NODE_NAME_RULE } from './nodename.ts';
 // the chained API's weight) and no compiled validators keep that cheap.
 z.config({ jitless: true });
 
-/** What installers write into `log_file_path`; a netconf without the field logs to stderr only. */
-export const DEFAULT_LOG_FILE_PATH = '/var/log/netplug/cni/cni.log';
-export const DEFAULT_ENDPOINT_STATUS_DIR = '/var/run/netplug/endpoint-status';
-export const LOG_LEVELS = ['ERROR', 'WARNING', 'INFO', 'DEBUG'] as const;
+const DEFAULT_ENDPOINT_STATUS_DIR = '/var/run/netplug/endpoint-status';
+const LOG_LEVELS = ['ERROR', 'WARNING', 'INFO', 'DEBUG'] as const;
 
 /** CNI network names: a letter or digit, then letters, digits, '_', '.' or '-'. */
 const NETWORK_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
@@ -28,7 +26,7 @@ const NETWORK_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
  * How deeply values may nest. Real netconfs stay under 10 levels (a conflist's plugin, its ipam,
  * ranges, a range); validating and describing a value nested 100,000 deep would exhaust the stack.
  */
-export const MAX_NESTING = 64;
+const MAX_NESTING = 64;
 
 const nonEmpty = () => z.string().check(z.minLength(1));
 /** A file path, where installers write "" for "none" (install-cni renders absent TLS files so). */
@@ -196,7 +194,7 @@ export function parseNetconf(raw: Buffer): ParsedNetconf {
  * The path to the first value nested deeper than `limit` (objects and arrays count a level each),
  * found without recursion; undefined if there is none.
  */
-export function tooDeep(root: unknown, limit: number): PropertyKey[] | undefined {
+function tooDeep(root: unknown, limit: number): PropertyKey[] | undefined {
   const stack: Array<{ value: unknown; path: PropertyKey[] }> = [{ value: root, path: [] }];
   for (let next = stack.pop(); next; next = stack.pop()) {
     const { value, path } = next;
@@ -220,7 +218,7 @@ export function declaredVersion(raw: Buffer): string | undefined {
 }
 
 /** The JSON object on stdin; error 6 if it is not one. */
-export function decodeJson(raw: Buffer): Record<string, unknown> {
+function decodeJson(raw: Buffer): Record<string, unknown> {
   let json: unknown;
   try {
     json = JSON.parse(raw.toString('utf8'));

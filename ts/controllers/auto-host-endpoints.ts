@@ -41,7 +41,7 @@ export interface AutoHostEndpointsState {
 }
 
 /** The host endpoint the controllers keep for `node`. */
-export function autoHostEndpointOf(node: k8s.V1Node): { name: string; labels: Record<string, string>; spec: HostEndpoint['spec'] } {
+function autoHostEndpointOf(node: k8s.V1Node): { name: string; labels: Record<string, string>; spec: HostEndpoint['spec'] } {
   const nodeName = node.metadata?.name ?? '';
   const expectedIPs = [
     ...new Set((node.status?.addresses ?? []).filter((address) => address.type === 'InternalIP').map((address) => address.address)),

@@ -15,7 +15,7 @@ import type { Store } from '../store/store.ts';
 import { releaseLeakedAddresses, type Candidates } from './release-leaked-addresses.ts';
 
 /** The one key: every allocation of the datastore. */
-export const IPAM_KEY = 'addresses';
+const IPAM_KEY = 'addresses';
 
 export function podsInformer(informers: Informers, core: k8s.CoreV1Api): Informer<k8s.V1Pod> {
   return informers.informer<k8s.V1Pod>({ what: 'pods', path: '/api/v1/pods', list: () => core.listPodForAllNamespaces() });

@@ -15,7 +15,7 @@ import { releaseDeletedNodes } from './release-deleted-nodes.ts';
 import { syncNodeLabels } from './sync-node-labels.ts';
 
 /** The one key: every node the datastore knows. */
-export const NODES_KEY = 'nodes';
+const NODES_KEY = 'nodes';
 const RESYNC_MS = 60_000;
 
 /** The cluster's Nodes: one cache for the node and host endpoint controllers. */

@@ -9,11 +9,11 @@ import { LOG_LEVEL } from '../runtime/log.ts';
 import { duration, hostPort, list, oneOf, parseEnv, text } from '../runtime/settings.ts';
 import type { DatastoreSettings } from '../store/open.ts';
 
-export const CONTROLLERS = ['node', 'ipam'] as const;
-export type ControllerName = (typeof CONTROLLERS)[number];
+const CONTROLLERS = ['node', 'ipam'] as const;
+type ControllerName = (typeof CONTROLLERS)[number];
 
 /** The Lease the replicas elect their leader on (in their own namespace; the RBAC Role names it). */
-export const LEASE_NAME = CONTROLLERS_NAME;
+const LEASE_NAME = CONTROLLERS_NAME;
 
 const schema = z.object({
   DATASTORE_TYPE: oneOf(['etcdv3', 'kubernetes'], { default: 'etcdv3', problem: 'is not known; use "etcdv3" or "kubernetes"' }),

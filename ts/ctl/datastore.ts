@@ -34,7 +34,7 @@ export const DATASTORE_FLAGS = {
 } as const;
 
 /** `--etcd-endpoints` for etcd_endpoints, and so on. */
-export const flagOf = (field: Field) => field.replaceAll('_', '-');
+const flagOf = (field: Field) => field.replaceAll('_', '-');
 
 export function datastoreSettings(flags: Record<string, unknown>, env: Readonly<Record<string, string | undefined>>): DatastoreSettings {
   const fromConfig = typeof flags['config'] === 'string' ? settingsInConfig(flags['config']) : {};

@@ -9,7 +9,7 @@ import { age } from './ipam-show.ts';
 import { affineNode, heldAddresses, poolOfAddress, poolOfBlock, readIpamState, type IpamState } from './ipam-state.ts';
 import { table } from './table.ts';
 
-export interface Problem {
+interface Problem {
   kind: string;
   subject: string;
   message: string;
@@ -21,7 +21,7 @@ export interface CheckOptions {
   now: Date;
 }
 
-export function findProblems(state: IpamState, { gracePeriodSeconds, now }: CheckOptions): Problem[] {
+function findProblems(state: IpamState, { gracePeriodSeconds, now }: CheckOptions): Problem[] {
   const problems: Problem[] = [];
   const report = (kind: string, subject: string, message: string) => problems.push({ kind, subject, message });
 

@@ -41,7 +41,7 @@ export interface FileDocument {
   origin: string;
 }
 
-export const labelOf = (resource: PolicyResource): string => `${resource.kind} "${resourceName(resource)}"`;
+const labelOf = (resource: PolicyResource): string => `${resource.kind} "${resourceName(resource)}"`;
 
 /** Every resource of the files (`-` is stdin), checked; the first mistake is a UsageError naming the file and document. */
 export function readPolicyFiles(paths: readonly string[], namespace: string | undefined, stdin: () => string): FileDocument[] {

@@ -6,7 +6,7 @@ import { DataplaneError } from './errors.ts';
 import { timedKernel } from './timing.ts';
 
 export { DataplaneError } from './errors.ts';
-export type { Difference, InterfaceInfo, WorkloadInterfaces, WorkloadSpec } from '../native/binding.d.ts';
+export type { Difference, WorkloadInterfaces, WorkloadSpec } from '../native/binding.d.ts';
 
 export type TeardownResult = 'removed' | 'namespace-gone' | 'link-gone';
 

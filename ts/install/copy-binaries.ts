@@ -65,8 +65,8 @@ export async function copyBinaries(settings: InstallSettings, previous: Installe
 }
 
 /** The image's shim and the one-shot plugin it falls back to. */
-export const SHIM = 'netplug';
-export const ONE_SHOT = 'netplug-oneshot';
+const SHIM = 'netplug';
+const ONE_SHOT = 'netplug-oneshot';
 
 /**
  * Which of the image's files (`from`) to install under which name, in order. An image without

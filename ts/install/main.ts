@@ -14,12 +14,13 @@ export function runInstallMain(argv: readonly string[], env: NodeJS.ProcessEnv, 
   return runInstall(argv, env, signal, (line) => process.stderr.write(line));
 }
 
-/** runInstallMain with the log's destination given (tests collect it). */
+/** runInstallMain with the log's destination given (tests collect it), and the quiet-watch timeout tests shorten. */
 export async function runInstall(
   argv: readonly string[],
   env: NodeJS.ProcessEnv,
   signal: AbortSignal,
   write: (line: string) => void,
+  informers: { watchTimeoutMs?: number } = {},
 ): Promise<number> {
   let log = programLog(PROGRAM, write);
   const check = argv[0] === '--check';
@@ -43,5 +44,5 @@ export async function runInstall(
   }
   // The installer proper loads @kubernetes/client-node; the readiness probe above does not.
   const { runInstaller } = await import('./run-installer.ts');
-  return runInstaller(settings, log, signal);
+  return runInstaller(settings, log, signal, informers);
 }

@@ -23,7 +23,7 @@ export interface KubeAccess {
 }
 
 /** The server URL for a service host and port: an IPv6 address in brackets. */
-export function serverUrl(protocol: string, host: string, port: string): string {
+function serverUrl(protocol: string, host: string, port: string): string {
   return `${protocol}://${isIPv6(host) ? `[${host}]` : host}:${port}`;
 }
 

@@ -1,4 +1,4 @@
-// The values of the template's placeholders, from the environment (reference §B's table with
+// The values of the template's placeholders, from the environment (the reference installer's, with
 // netplug names). Empty values remove their fields (render-conflist.ts).
 import { posix } from 'node:path';
 

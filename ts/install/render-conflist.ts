@@ -1,5 +1,5 @@
 // The conflist from its template: placeholders (`__NAME__`) replaced by their values, as the
-// reference's install-cni does, with one difference (§E.3 fix 2): a placeholder whose value is
+// reference's install-cni does, with one difference: a placeholder whose value is
 // empty removes the field (or array element) holding it instead of writing "", and an `mtu` of 0
 // or "" is dropped (absent means the node agent's MTU file). The result must be JSON.
 import { randomUUID } from 'node:crypto';

@@ -14,7 +14,12 @@ import { netplugIsBeingRemoved, uninstall } from './uninstall.ts';
 import { watchConfigMap } from './watch-config-map.ts';
 import { writeConflist } from './write-conflist.ts';
 
-export async function runInstaller(settings: InstallSettings, log: Log, signal: AbortSignal): Promise<number> {
+export async function runInstaller(
+  settings: InstallSettings,
+  log: Log,
+  signal: AbortSignal,
+  informers: { watchTimeoutMs?: number } = {},
+): Promise<number> {
   let kube: ReturnType<typeof openKubeAccess> | undefined;
   let outcome: Awaited<ReturnType<typeof installOnce>>;
   try {
@@ -43,6 +48,7 @@ export async function runInstaller(settings: InstallSettings, log: Log, signal: 
         (template) => writeConflist(settings, renderConflist(template, values), template.source, log).then(() => {}),
         log,
         signal,
+        informers,
       ),
     );
   }
@@ -52,7 +58,7 @@ export async function runInstaller(settings: InstallSettings, log: Log, signal: 
 }
 
 /** How long an installer refused by the API server waits for its pod's SIGTERM before it exits 1. */
-export const REFUSED_WAIT_MS = 30_000;
+const REFUSED_WAIT_MS = 30_000;
 
 async function refusedInstall(settings: InstallSettings, kube: KubeAccess, log: Log, signal: AbortSignal): Promise<number> {
   if (await sleep(REFUSED_WAIT_MS, signal)) return 1;

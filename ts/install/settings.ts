@@ -17,14 +17,14 @@ import { flag, Invalid, parseEnv, setting, text } from '../runtime/settings.ts';
 /** What a setting that cannot be used throws (the runtime's). */
 export { SettingsError } from '../runtime/settings.ts';
 
-export const CONFLIST_TEMPLATE_KEY = 'cni_network_config';
+const CONFLIST_TEMPLATE_KEY = 'cni_network_config';
 export const KUBECONFIG_NAME = 'netplug-kubeconfig';
 export const TLS_DIR_NAME = 'netplug-tls';
 export const TLS_FILES = ['etcd-ca', 'etcd-cert', 'etcd-key'] as const;
 /** Host paths (without the root) the record and the uninstall speak of. */
 export const HOST_BIN_DIR = '/opt/cni/bin';
 export const HOST_CONF_DIR = '/etc/cni/net.d';
-export const HOST_RECORD = '/var/lib/netplug/cni-installed.json';
+const HOST_RECORD = '/var/lib/netplug/cni-installed.json';
 
 export interface InstallSettings {
   env: NodeJS.ProcessEnv;

@@ -12,7 +12,7 @@ import type { KubeAccess } from './open-kube-access.ts';
 import { readRecord, removeRecordedFiles } from './record.ts';
 import { type InstallSettings, KUBECONFIG_NAME, TLS_DIR_NAME } from './settings.ts';
 
-export const DAEMONSET_NAME = 'netplug-node';
+const DAEMONSET_NAME = 'netplug-node';
 /** One question to the API server may take this long; an unclear answer is asked again until DECIDE_MS. */
 const ASK_TIMEOUT_MS = 5_000;
 /** Well inside the node pod's 30 s grace period, so the uninstall itself still has time. */

@@ -20,6 +20,7 @@ export async function watchConfigMap(
   onTemplate: (template: Template) => Promise<void>,
   log: Log,
   signal: AbortSignal,
+  informers: { watchTimeoutMs?: number } = {},
 ): Promise<void> {
   const fieldSelector = `metadata.name=${name}`;
   const where = `ConfigMap ${kube.namespace}/${name}`;
@@ -34,10 +35,11 @@ export async function watchConfigMap(
         .catch((err: unknown) => log.error(`${describeError(err)}: keeping the current conflist`));
   };
   // That it watches is news only when debugging; a failing watch is always worth a line.
-  const informers = new Informers(kube.config, {
+  const watching = new Informers(kube.config, {
+    ...informers,
     log: { info: (message) => log.debug(message), warning: (message) => log.warning(message) },
   });
-  informers
+  watching
     .informer<k8s.V1ConfigMap>({
       what: where,
       path: `/api/v1/namespaces/${kube.namespace}/configmaps`,
@@ -49,8 +51,8 @@ export async function watchConfigMap(
       update: (configMap) => apply(configMap),
       delete: () => log.warning(`${where} was deleted: keeping the current conflist`),
     });
-  informers.start();
+  watching.start();
   await aborted(signal);
-  await informers.stop();
+  await watching.stop();
   await applying;
 }

@@ -9,7 +9,7 @@ import { KUBECONFIG_NAME, type InstallSettings } from './settings.ts';
 import { writeFileAtomically } from './write-atomically.ts';
 
 /** The YAML text; JSON strings are YAML double-quoted scalars, so any value is quoted safely. */
-export function kubeconfigText(server: string, ca: string | undefined, skipTlsVerify: boolean, token: string): string {
+function kubeconfigText(server: string, ca: string | undefined, skipTlsVerify: boolean, token: string): string {
   const q = (value: string) => JSON.stringify(value);
   const trust =
     skipTlsVerify || ca === undefined

@@ -1,6 +1,6 @@
 // Operations on one block's allocation state. Pure: they change the object given; the caller
 // writes it back with compare-and-swap.
-import { formatIp, parseIp, widthOf, type Family } from '../net/cidr.ts';
+import { formatIp, parseIp, widthOf } from '../net/cidr.ts';
 import type { AllocationAttribute, Block } from '../model/ipam-documents.ts';
 import { prefixOf } from '../model/keys.ts';
 
@@ -31,10 +31,6 @@ export function ordinalOf(block: Block, ip: string): number | undefined {
   if (!parsed || parsed.family !== prefix.family) return undefined;
   const ordinal = parsed.value - prefix.base;
   return ordinal >= 0n && ordinal < BigInt(block.allocations.length) ? Number(ordinal) : undefined;
-}
-
-export function familyOfBlock(block: Block): Family {
-  return prefixOf(block.cidr).family;
 }
 
 export function attributeAt(block: Block, ordinal: number): AllocationAttribute | undefined {

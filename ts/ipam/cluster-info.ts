@@ -115,7 +115,7 @@ export function datastoreLockedError(): IpamError {
 }
 
 /** `a,b` with the types of `added` it lacks appended, in their order; empty items dropped. */
-export function unionTypes(existing: string, added: string): string {
+function unionTypes(existing: string, added: string): string {
   const types = existing.split(',').filter((t) => t !== '');
   for (const type of added.split(',')) if (type !== '' && !types.includes(type)) types.push(type);
   return types.join(',');

@@ -3,7 +3,7 @@ import { ErrorCode } from '../cni/errors.ts';
 import { IpamError } from '../model/errors.ts';
 
 // Defined with the model, whose checks of documents read back report broken ones with them.
-export { badDocument, IpamError } from '../model/errors.ts';
+export { IpamError } from '../model/errors.ts';
 
 /** A netconf or request names pools that cannot be used (error 7). */
 export const poolError = (message: string) => new IpamError(ErrorCode.InvalidConfig, message);

@@ -1,7 +1,7 @@
 // What the plugin flow needs from address management, whichever manager provides it.
 import type { Result } from '../cni/result.ts';
 import type { Write } from '../store/store.ts';
-import type { Companion } from './allocator.ts';
+import type { Companion } from './assignment.ts';
 
 export interface Ipam {
   /**

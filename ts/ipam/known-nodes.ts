@@ -28,7 +28,7 @@ export interface NodeFacts {
  * How long facts are used without a read: a pool created meanwhile is seen by the next read
  * (existing pools, the node and ClusterInformation are checked by every commit, whatever their age).
  */
-export const FACTS_FRESH_MS = 5_000;
+const FACTS_FRESH_MS = 5_000;
 /** Documents remembered at most (a node runs far fewer pods); the oldest go first. */
 const DOCUMENTS_KEPT = 4_000;
 

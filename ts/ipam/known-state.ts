@@ -51,17 +51,6 @@ export function knownFrom(
   };
 }
 
-/** The blocks the affinity keys among `results` (as firstReads() lays them out) name, in one read. */
-export async function affineBlocks(
-  store: Store,
-  results: readonly unknown[],
-  families: readonly Family[],
-): Promise<Record<string, Entry<Block> | null>> {
-  const cidrs = affineCidrs(results, families);
-  const entries = cidrs.length > 0 ? await store.read(blockReads(cidrs)) : [];
-  return blocksFrom(cidrs, entries);
-}
-
 /** The CIDRs of the blocks the affinity keys among `results` (as firstReads() lays them out) name. */
 export function affineCidrs(results: readonly unknown[], families: readonly Family[]): string[] {
   return (results.slice(1, 1 + families.length) as string[][]).flat().map(cidrOfKey);

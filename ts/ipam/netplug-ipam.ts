@@ -36,8 +36,6 @@ import { poolsOf, type Pool } from './pools.ts';
 import { inTurnUnlessServed, underHostLock, type IpamTurns } from './turns.ts';
 import { pendingRequest, type Served, type WaitingAdds } from './waiting-adds.ts';
 
-export type { IpamTurns } from './turns.ts';
-
 export interface NetplugIpamContext {
   env: CniEnvironment;
   netconf: ParsedNetconf;

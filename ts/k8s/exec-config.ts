@@ -4,7 +4,7 @@
 // Never and IfAvailable both mean "not interactive" and Always cannot be honoured. v1 requires
 // the mode to be written; v1beta1 defaults it to IfAvailable.
 
-export const EXEC_API_VERSIONS = ['client.authentication.k8s.io/v1', 'client.authentication.k8s.io/v1beta1'] as const;
+const EXEC_API_VERSIONS = ['client.authentication.k8s.io/v1', 'client.authentication.k8s.io/v1beta1'] as const;
 
 export interface ExecSettings {
   apiVersion: (typeof EXEC_API_VERSIONS)[number];

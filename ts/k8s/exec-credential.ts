@@ -20,7 +20,7 @@ import type { ExecSettings } from './exec-config.ts';
  * after 15 s is waiting for something (a login prompt no one sees), and the pod's ADD should fail
  * and be retried rather than hang.
  */
-export const EXEC_TIMEOUT_MS = 15_000;
+const EXEC_TIMEOUT_MS = 15_000;
 /** More output than any credential needs means something is wrong. */
 const MAX_OUTPUT = 1 << 20;
 

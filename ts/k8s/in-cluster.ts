@@ -7,7 +7,7 @@ import { KubeClient } from './client.ts';
 import { TokenFile } from './credentials.ts';
 import { KubeSettingsError } from './kubeconfig.ts';
 
-export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
 export function inClusterClient(env: NodeJS.ProcessEnv, user: string): KubeClient {
   const host = env['KUBERNETES_SERVICE_HOST'];

@@ -5,7 +5,7 @@ import type { KubeClient } from './client.ts';
 import { KubeError } from './client.ts';
 import { KubeSettingsError } from './kubeconfig.ts';
 
-export interface NamedPort {
+interface NamedPort {
   name: string;
   protocol: string;
   port: number;

@@ -2,7 +2,7 @@
 // can be megabytes, an error or log line should not be.
 
 /** How much of a value a message repeats: input can be megabytes, an error line should not be. */
-export const ECHO_LIMIT = 200;
+const ECHO_LIMIT = 200;
 
 /** `text` as a message repeats it: at most ECHO_LIMIT characters, then an ellipsis and the length. */
 export function shorten(text: string, limit = ECHO_LIMIT): string {

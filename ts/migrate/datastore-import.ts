@@ -111,7 +111,7 @@ function labelsOf(value: unknown): Record<string, string> {
 }
 
 /** Equal as JSON, whatever the order of object keys. */
-export function sameDocument(a: unknown, b: unknown): boolean {
+function sameDocument(a: unknown, b: unknown): boolean {
   return canonicalJson(a) === canonicalJson(b);
 }
 

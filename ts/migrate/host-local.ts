@@ -1,5 +1,5 @@
-// The spec's "Host-local installs: extra steps" on a live manifest install (operator-and-upgrade.md
-// §C.8), as functions netplugctl upgrade and `netplugctl migrate host-local` call: is this a
+// The upgrade's extra steps for host-local installs, on a live manifest install, as functions
+// netplugctl upgrade and `netplugctl migrate host-local` call: is this a
 // host-local install (the conflist template's ipam.type), and if so set USE_POD_CIDR=true on the
 // netplug-node container and take the init container upgrade-ipam off the DaemonSet. upgrade-ipam
 // moves host-local's allocations into netplug-ipam and deletes host-local's files, so host-local
@@ -8,7 +8,7 @@
 // first, as a separate change, would roll every node pod through upgrade-ipam once more).
 // The patch tests what it read (the resourceVersion, the names at their indexes) before it changes
 // anything; a DaemonSet changed meanwhile is read again. Deleting upgrade-ipam from the manifest
-// is not enough on a live install: kubectl create owns it, so a server-side apply keeps it (§C.0).
+// is not enough on a live install: kubectl create owns it, so a server-side apply keeps it.
 import * as k8s from '@kubernetes/client-node';
 
 export const NODE_DAEMONSET = 'netplug-node';
@@ -26,7 +26,7 @@ export class HostLocalError extends Error {
   override readonly name = 'HostLocalError';
 }
 
-export interface HostLocalInstall {
+interface HostLocalInstall {
   namespace: string;
   /** The DaemonSet's resourceVersion as read. */
   resourceVersion: string;
@@ -48,12 +48,6 @@ export interface HostLocalResult {
   removedUpgradeIpam: { image: string } | undefined;
   setUsePodCidr: boolean;
   dryRun: boolean;
-}
-
-/** Reads the DaemonSet netplug-node of `namespace` and its conflist template. */
-export async function detectHostLocal(kube: k8s.KubeConfig, namespace: string): Promise<HostLocalInstall> {
-  const daemonSet = await readDaemonSet(kube, namespace);
-  return describeInstall(daemonSet, namespace, await readTemplate(kube, namespace, daemonSet));
 }
 
 /**

@@ -19,9 +19,9 @@ import type { Dependent } from './owner-references-record.ts';
  * netplug's API groups: its datastore's custom resources, the operator's, and the group of
  * netplug's v3 names (projectnet.org), where a future API server would serve them.
  */
-export const NETPLUG_GROUPS: readonly string[] = ['crd.projectnet.org', 'operator.projectnet.org', 'projectnet.org'];
+const NETPLUG_GROUPS: readonly string[] = ['crd.projectnet.org', 'operator.projectnet.org', 'projectnet.org'];
 
-export const isNetplugOwner = (reference: Pick<OwnerReference, 'apiVersion'>) => NETPLUG_GROUPS.includes(groupOf(reference.apiVersion));
+const isNetplugOwner = (reference: Pick<OwnerReference, 'apiVersion'>) => NETPLUG_GROUPS.includes(groupOf(reference.apiVersion));
 
 /** One owner reference to a netplug resource, on the object that holds it. */
 export interface FoundReference {
@@ -95,7 +95,7 @@ function referencesOf(
 }
 
 /** The reference's own fields, nothing else the server might add. */
-export function ownerFields(owner: OwnerReference): OwnerReference {
+function ownerFields(owner: OwnerReference): OwnerReference {
   return {
     apiVersion: owner.apiVersion,
     kind: owner.kind,
@@ -106,7 +106,7 @@ export function ownerFields(owner: OwnerReference): OwnerReference {
   };
 }
 
-export const describeResource = (resource: Pick<ApiResource, 'apiVersion' | 'resource'>) => `${resource.resource} (${resource.apiVersion})`;
+const describeResource = (resource: Pick<ApiResource, 'apiVersion' | 'resource'>) => `${resource.resource} (${resource.apiVersion})`;
 
 /** `ConfigMap default/cm-1`, `IPAMBlock 10.0.0.0-26`. */
 export const describeDependent = (dependent: Pick<Dependent, 'kind' | 'namespace' | 'name'>) =>

@@ -19,7 +19,7 @@ import {
 import { describeDependent, describeOwner } from './owner-references-find.ts';
 import { deleteRecordIfEmpty, readRecord, writeRecord, type RecordedReference } from './owner-references-record.ts';
 
-export interface Restored {
+interface Restored {
   entry: RecordedReference;
   /** The reference as it is now on the object. */
   owner: OwnerReference;

@@ -15,13 +15,11 @@ import { stripIn, type StripOptions, type StripResult } from './owner-references
 export {
   describeDependent,
   describeOwner,
-  isNetplugOwner,
-  NETPLUG_GROUPS,
   type FoundReference,
   type Unsearched,
 } from './owner-references-find.ts';
-export { RECORD_NAME, RECORD_NAMESPACE, type Dependent, type RecordedReference } from './owner-references-record.ts';
-export type { RestoreResult, Restored } from './owner-references-restore.ts';
+export { RECORD_NAME, RECORD_NAMESPACE } from './owner-references-record.ts';
+export type { RestoreResult } from './owner-references-restore.ts';
 export type { StripOptions, StripResult } from './owner-references-strip.ts';
 
 export interface FindReport {

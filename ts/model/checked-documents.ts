@@ -13,7 +13,7 @@ import type { NodeSpec } from './node.ts';
 import { parseSelector, SelectorError } from '../selectors/parse.ts';
 
 /** The smallest block (the most addresses) a pool may have, per family; and the largest a block array may be. */
-export const MIN_BLOCK_SIZE: Record<Family, number> = { 4: 20, 6: 116 };
+const MIN_BLOCK_SIZE: Record<Family, number> = { 4: 20, 6: 116 };
 
 type Json = Record<string, unknown>;
 const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -8,7 +8,7 @@ import { describeValue } from '../log/echo.ts';
 import type { Entry } from './entry.ts';
 import { StoreDocumentError } from './errors.ts';
 
-export const labelsSchema = z.record(z.string(), z.string());
+const labelsSchema = z.record(z.string(), z.string());
 export const metadataSchema = z.looseObject({
   name: z.string(),
   uid: z.optional(z.string()),

@@ -81,7 +81,7 @@ export const handleId = (network: string, containerId: string): string => `${net
 export const hostAffinity = (node: string): string => `host:${node}`;
 
 /** What a key holds, for messages: `IPAMBlock "10.0.0.0-26"`. */
-export function documentName(key: string): string {
+function documentName(key: string): string {
   const last = key.slice(key.lastIndexOf('/') + 1);
   if (key.startsWith(keys.pools)) return `IPPool "${key.slice(keys.pools.length)}"`;
   if (key.startsWith(`${IPAM}/assignment/`)) return `IPAMBlock "${last}"`;

@@ -1,5 +1,5 @@
-// KubeControllersConfiguration `default`: what netplug-kube-controllers is asked to do (for now,
-// whether to keep automatic host endpoints), and in its status what it runs with. A native custom
+// KubeControllersConfiguration `default`: what netplug-kube-controllers is asked to do
+// (whether to keep automatic host endpoints), and in its status what it runs with. A native custom
 // resource on the Kubernetes datastore (deploy/crds/kubecontrollersconfigurations.yaml).
 import * as z from 'zod/mini';
 

@@ -85,7 +85,7 @@ export function checkPolicyDocument(document: unknown, namespace = 'default'): P
 }
 
 /** The defaults a policy's meaning needs, filled in: types, tier, selector. */
-export function withPolicyDefaults<R extends PolicyResource>(resource: R): R {
+function withPolicyDefaults<R extends PolicyResource>(resource: R): R {
   if (resource.kind !== 'NetworkPolicy' && resource.kind !== 'GlobalNetworkPolicy') return resource;
   const spec = (resource as NetworkPolicyResource).spec;
   return { ...resource, spec: { ...spec, tier: spec.tier ?? DEFAULT_TIER, selector: spec.selector ?? 'all()', types: typesOf(spec) } };

@@ -8,8 +8,6 @@ import { parseIp, parsePrefix } from '../net/cidr.ts';
 import { LABEL_KEY, parseSelector, SelectorError } from '../selectors/parse.ts';
 import {
   ACTIONS,
-  DEFAULT_TIER,
-  DEFAULT_TIER_ORDER,
   PORT_PROTOCOLS,
   POLICY_TYPES,
   PROTOCOL_NUMBERS,
@@ -20,18 +18,18 @@ import {
 } from './policy.ts';
 
 /** A Kubernetes object name (DNS subdomain): what both datastores accept. */
-export const RESOURCE_NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
+const RESOURCE_NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 /** A namespace name (DNS label). */
 export const NAMESPACE_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 /** A named port (an IANA service name, as Kubernetes container ports have them). */
-export const PORT_NAME = /^(?=.*[a-z])[a-z0-9]([-a-z0-9]{0,13}[a-z0-9])?$/;
+const PORT_NAME = /^(?=.*[a-z])[a-z0-9]([-a-z0-9]{0,13}[a-z0-9])?$/;
 const PORT_RANGE = /^(\d{1,5}):(\d{1,5})$/;
 const PORT_NUMBER = /^\d{1,5}$/;
 
 const PROTOCOLS_TEXT = `${Object.keys(PROTOCOL_NUMBERS).join(', ')} or a number from 1 to 255`;
 
 /** The CRDs' limits (deploy/crds/), so that what netplugctl accepts the API server accepts too. */
-export const LIMITS = { rules: 256, nets: 256, ports: 64, selector: 4096 } as const;
+const LIMITS = { rules: 256, nets: 256, ports: 64, selector: 4096 } as const;
 
 const selectorText = (allowGlobal = false) =>
   z.string('must be a selector (a string)').check(
@@ -266,7 +264,3 @@ export const policySchemas = {
     }),
   }),
 };
-
-/** What the default tier must be (it exists whether or not a document names it). */
-export const DEFAULT_TIER_SPEC = { order: DEFAULT_TIER_ORDER, defaultAction: 'Deny' } as const;
-export { DEFAULT_TIER };

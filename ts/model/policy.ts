@@ -12,14 +12,14 @@ export type Action = (typeof ACTIONS)[number];
 
 /** Protocols by name, as rules may write them, with their numbers. */
 export const PROTOCOL_NUMBERS = { TCP: 6, UDP: 17, ICMP: 1, ICMPv6: 58, SCTP: 132, UDPLite: 136 } as const;
-export type ProtocolName = keyof typeof PROTOCOL_NUMBERS;
+type ProtocolName = keyof typeof PROTOCOL_NUMBERS;
 /** A name or a number from 1 to 255. */
 export type Protocol = ProtocolName | number;
 /** The protocols whose rules may name ports (they have ports at the same place in their header). */
 export const PORT_PROTOCOLS: readonly number[] = [6, 17, 132, 136];
 
 /** A port number, a range `"1000:2000"` (inclusive), or a named port (`"http"`) resolved per endpoint. */
-export type Port = number | string;
+type Port = number | string;
 
 export interface IcmpMatch {
   type?: number;
@@ -77,7 +77,7 @@ export interface PolicySpec {
   egress?: PolicyRule[];
 }
 
-export interface ResourceMetadata {
+interface ResourceMetadata {
   name: string;
   namespace?: string;
   labels?: Record<string, string>;
@@ -102,7 +102,7 @@ export interface NetworkSetResource {
 }
 
 export const TIER_ACTIONS = ['Deny', 'Pass'] as const;
-export type TierAction = (typeof TIER_ACTIONS)[number];
+type TierAction = (typeof TIER_ACTIONS)[number];
 
 export interface TierResource {
   kind: 'Tier';
@@ -150,8 +150,8 @@ export const NAME_LABEL = 'projectnet.org/name';
 export const NAMESPACE_LABEL_PREFIX = 'pcns.';
 /** Service account labels, as profiles `ksa.<namespace>.<name>` apply them to endpoints. */
 export const SERVICE_ACCOUNT_LABEL_PREFIX = 'pcsa.';
-export const NAMESPACE_PROFILE_PREFIX = 'kns.';
-export const SERVICE_ACCOUNT_PROFILE_PREFIX = 'ksa.';
+const NAMESPACE_PROFILE_PREFIX = 'kns.';
+const SERVICE_ACCOUNT_PROFILE_PREFIX = 'ksa.';
 
 export const namespaceProfileName = (namespace: string): string => `${NAMESPACE_PROFILE_PREFIX}${namespace}`;
 export const serviceAccountProfileName = (namespace: string, serviceAccount: string): string =>

@@ -27,7 +27,7 @@ export function addonCandidates(env: NodeJS.ProcessEnv = process.env): string[] 
   const file = `netplug-dataplane.${suffix}.node`;
   const candidates = [join(dirname(process.execPath), file)];
   if (typeof __dirname === 'string') candidates.push(join(__dirname, file));
-  // Empty in a CommonJS bundle, where the lines above apply.
+  // Undefined in the CommonJS bundles (scripts/build.ts defines it so), where the lines above apply.
   const moduleUrl: string | undefined = import.meta.url;
   if (typeof moduleUrl === 'string') candidates.push(fileURLToPath(new URL(`../../native/${file}`, moduleUrl)));
   return candidates;

@@ -25,7 +25,6 @@ export function rule(matches: Match[], verdict?: Verdict, comment?: string, stat
 }
 
 export const jump = (chain: string): Verdict => ({ jump: chain });
-export const goto = (chain: string): Verdict => ({ goto: chain });
 
 export function baseChain(name: string, base: BaseChain, rules: Rule[] = []): Chain {
   return { name, base, rules };

@@ -22,7 +22,7 @@ export interface Chain {
   rules?: Rule[];
 }
 
-export type Hook = 'prerouting' | 'input' | 'forward' | 'output' | 'postrouting';
+type Hook = 'prerouting' | 'input' | 'forward' | 'output' | 'postrouting';
 
 export interface BaseChain {
   type: 'filter' | 'nat' | 'route';
@@ -107,9 +107,9 @@ export type Statement =
   | { notrack: Record<string, never> }
   | { reject: Record<string, never> };
 
-export type LogLevel = 'emerg' | 'alert' | 'crit' | 'err' | 'warn' | 'notice' | 'info' | 'debug';
+type LogLevel = 'emerg' | 'alert' | 'crit' | 'err' | 'warn' | 'notice' | 'info' | 'debug';
 
-export type SimpleVerdict = 'accept' | 'drop' | 'return' | 'continue';
+type SimpleVerdict = 'accept' | 'drop' | 'return' | 'continue';
 export type MapVerdict = SimpleVerdict | { jump: string } | { goto: string };
 export type Verdict = MapVerdict | { vmap: { key: 'iifname' | 'oifname'; map: string } };
 

@@ -12,7 +12,7 @@ import type * as k8s from '@kubernetes/client-node';
 import type { Condition } from './installation.ts';
 
 /** Why a component is not (yet) available, or AllObjectsAvailable. */
-export type StateReason =
+type StateReason =
   | 'AllObjectsAvailable'
   | 'NotYetCreated'
   | 'RolloutPending'
@@ -23,7 +23,7 @@ export type StateReason =
   | 'NotReconciled';
 
 /** Why the operator cannot make what it should: the Degraded condition's reason. */
-export type ProblemReason = 'InvalidConfiguration' | 'IPPoolConflict' | 'ResourceUpdateError' | 'PodFailure' | 'NotReconciled';
+type ProblemReason = 'InvalidConfiguration' | 'IPPoolConflict' | 'ResourceUpdateError' | 'PodFailure' | 'NotReconciled';
 
 export interface ComponentState {
   available: boolean;

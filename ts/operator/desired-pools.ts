@@ -22,7 +22,7 @@ export interface PoolObject {
 }
 
 /** One listed pool as netplug's document. */
-export function poolDocument(pool: InstallationPool, index: number, now: Date): PoolResource {
+function poolDocument(pool: InstallationPool, index: number, now: Date): PoolResource {
   try {
     return poolResource(
       pool.name ?? '',

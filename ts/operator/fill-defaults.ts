@@ -1,12 +1,12 @@
-// The Installation's defaults (§A.1 and §A.4 with netplug's names and the contract's pool
+// The Installation's defaults (the specification's, with netplug's names and the contract's pool
 // defaults: IPv4 pools default to no encapsulation, so netplug-node routes directly between
 // nodes of one subnet and needs no tunnel driver; choose IPIP or VXLAN for nodes across subnets).
 // Pure: what the cluster holds (kubeadm's pod subnet, existing pools) comes in `cluster`.
 import { formatPrefix, parsePrefix } from '../net/cidr.ts';
 import type { InstallationPool, InstallationSpec } from './installation.ts';
 
-export const DEFAULT_POOL_CIDR = '192.168.0.0/16';
-export const DEFAULT_POOL_NAMES = { 4: 'default-ipv4-ippool', 6: 'default-ipv6-ippool' } as const;
+const DEFAULT_POOL_CIDR = '192.168.0.0/16';
+const DEFAULT_POOL_NAMES = { 4: 'default-ipv4-ippool', 6: 'default-ipv6-ippool' } as const;
 
 export interface ClusterFacts {
   /** The cluster's pod CIDRs (kubeadm-config's networking.podSubnet), if known. */
@@ -18,7 +18,7 @@ export interface ClusterFacts {
 }
 
 /** `10.0.0.0/16` → `10.0.0.0-16`; IPv6 with `.` for `:` (the reference's cidrToName). */
-export function cidrToName(cidr: string): string {
+function cidrToName(cidr: string): string {
   return cidr.replaceAll(':', '.').replace('/', '-');
 }
 

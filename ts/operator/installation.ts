@@ -12,9 +12,8 @@ export const SYSTEM_NAMESPACE = 'netplug-system';
 export const CNI_CONFIG_MAP = 'cni-config';
 export const CNI_CONFIG_KEY = 'config';
 
-export type Toggle = 'Enabled' | 'Disabled';
+type Toggle = 'Enabled' | 'Disabled';
 export type Encapsulation = 'IPIP' | 'IPIPCrossSubnet' | 'VXLAN' | 'VXLANCrossSubnet' | 'None';
-export type IpamType = 'Netplug' | 'HostLocal';
 
 export interface InstallationPool {
   name?: string;

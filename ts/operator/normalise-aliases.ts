@@ -1,4 +1,4 @@
-// The specification's spellings of two fields, accepted beside the real layout (§A.6, E.9.1):
+// The specification's spellings of two fields, accepted beside the real layout:
 // spec.calicoNetwork.cni.type for spec.cni.type, and spec.calicoNetwork.cni.ipam.type and
 // spec.cni.ipam.plugin (the spec's Spec.CNI.IPAM.Plugin) for spec.cni.ipam.type. The result has
 // the value in the real field only; forms that disagree are refused, naming both.

@@ -66,7 +66,7 @@ export async function readOrNothing<T>(read: () => Promise<T>): Promise<T | unde
 }
 
 /** One of the operator's cluster-scoped resources (installations, netplugstatuses). */
-export const operatorResource = (plural: string, name: string) => ({ group: GROUP, version: VERSION, plural, name });
+const operatorResource = (plural: string, name: string) => ({ group: GROUP, version: VERSION, plural, name });
 
 /** A JSON merge patch (RFC 7386) of a cluster-scoped custom object, or of its status. */
 export function mergePatch(kube: OperatorKube, plural: string, name: string, body: object, status = false): Promise<object> {

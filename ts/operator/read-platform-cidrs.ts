@@ -1,6 +1,6 @@
 // The cluster's pod CIDRs as kubeadm recorded them (ConfigMap kube-system/kubeadm-config,
 // ClusterConfiguration networking.podSubnet, comma-separated, one per family): the default pools
-// follow them, and listed pools must lie inside them (§A.4).
+// follow them, and listed pools must lie inside them.
 import * as k8s from '@kubernetes/client-node';
 
 import { formatPrefix, parsePrefix } from '../net/cidr.ts';

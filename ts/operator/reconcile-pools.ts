@@ -1,4 +1,4 @@
-// The Installation's IP pools (§A.4, E.2 step 3): each listed pool created, or adopted when a
+// The Installation's IP pools, before the components: each listed pool created, or adopted when a
 // pool with its CIDR already says what it asks (the fields it sets, not whole objects), or
 // refused when such a pool is not the operator's and differs. A pool the operator made and the
 // Installation no longer lists is disabled first (no new addresses), and deleted, with its empty
@@ -29,7 +29,7 @@ export interface PoolsOutcome {
 }
 
 const [LABEL, OWNER] = Object.entries(MANAGED_BY)[0] as [string, string];
-export const isOwned = (pool: PoolObject) => pool.metadata.labels?.[LABEL] === OWNER;
+const isOwned = (pool: PoolObject) => pool.metadata.labels?.[LABEL] === OWNER;
 
 /** The pools of a list that hold a pool document (others are not netplug's to judge). */
 export const poolObjects = (items: readonly PoolObject[]): PoolObject[] =>

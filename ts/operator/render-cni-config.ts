@@ -1,5 +1,5 @@
 // The conflist template of ConfigMap netplug-system/cni-config (key config), from a defaulted,
-// valid Installation: §A.2 with netplug's names. install-cni substitutes __KUBECONFIG_FILEPATH__
+// valid Installation, netplug-named. install-cni substitutes __KUBECONFIG_FILEPATH__
 // on each node (and drops "mtu": 0, auto).
 import { createHash } from 'node:crypto';
 

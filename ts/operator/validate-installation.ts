@@ -1,4 +1,4 @@
-// The Installation's rules (§A.1's, netplug-named), checked after defaulting: every problem is
+// The Installation's rules (the specification's), checked after defaulting: every problem is
 // reported with the field's path and value, so the Degraded condition says what to change.
 import { formatPrefix, parsePrefix, type Prefix, within } from '../net/cidr.ts';
 import { parseSelector, SelectorError } from '../selectors/parse.ts';

@@ -8,7 +8,7 @@ import { type ComponentState, conditionsOf, type Problem, sameConditions } from 
 import { API_VERSION, type Installation, type InstallationStatus, MANAGED_BY, type NetplugStatus } from './installation.ts';
 import { apply, applyStatus, mergePatch, type OperatorKube } from './open-kube.ts';
 
-export const STATUS_PLURAL = 'netplugstatuses';
+const STATUS_PLURAL = 'netplugstatuses';
 export const INSTALLATION_PLURAL = 'installations';
 
 /**

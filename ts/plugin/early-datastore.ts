@@ -4,13 +4,13 @@
 import type { CniEnvironment, Command } from '../cni/environment.ts';
 import { isNetplugIpam } from '../config/ipam.ts';
 import type { ParsedNetconf } from '../config/netconf.ts';
-import { nodeName } from '../config/nodename.ts';
 import { handleId } from '../model/keys.ts';
 import { requestedFamilies } from '../ipam/address-requests.ts';
 import { addReads, assumedAhead, prefetchRelease, readAhead, type Prefetched } from '../ipam/read-ahead.ts';
 import { openStore } from '../store/open.ts';
 import type { Store } from '../store/store.ts';
 import { handled } from './handled.ts';
+import { nodeName } from './nodename.ts';
 import type { PluginServices } from './services.ts';
 import { endpointKey, workloadOf } from './workload.ts';
 

@@ -13,11 +13,11 @@ const MAX_IFNAME_LENGTH = 15;
  * derives exactly prefix + 11 digits, so any other length names an interface it never finds; and
  * 44 bits keep names apart on a node (with 250 pods present, a new pod's name matches one of them
  * with odds of 250 / 2^44, about 1 in 7e10), where 8 digits would give 1 in 1.7e7 per ADD, which
- * a large cluster reaches. A shorter hash used to be made silently by cutting the name to 15
- * characters: with a 15-character prefix, every pod on the node got the same interface.
+ * a large cluster reaches. Cutting the name to 15 characters instead would shorten the hash
+ * silently: with a 15-character prefix, every pod on the node would get the same interface.
  */
-export const HASH_DIGITS = 11;
-export const MAX_PREFIX_LENGTH = MAX_IFNAME_LENGTH - HASH_DIGITS;
+const HASH_DIGITS = 11;
+const MAX_PREFIX_LENGTH = MAX_IFNAME_LENGTH - HASH_DIGITS;
 
 /** The first entry of FELIX_INTERFACEPREFIX (as the reference reads it), else "cali". */
 export function interfacePrefix(env: Readonly<Record<string, string | undefined>>): string {

@@ -6,7 +6,7 @@ import { CniError, ErrorCode } from '../cni/errors.ts';
 import type { Logger } from '../log/logger.ts';
 import { HttpClient } from '../net/http-client.ts';
 
-export const READINESS_INTERVAL_MS = 200;
+const READINESS_INTERVAL_MS = 200;
 
 export async function waitForReadinessGates(urls: readonly string[], timeoutSeconds: number, log: Logger): Promise<void> {
   if (urls.length === 0) return;

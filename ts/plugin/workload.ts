@@ -6,7 +6,7 @@ import { keys } from '../model/keys.ts';
 import { workloadEndpointName } from '../model/workload-endpoint.ts';
 
 /** Where endpoints of workloads without an orchestrator namespace live. */
-export const CNI_ENDPOINT_NAMESPACE = 'default';
+const CNI_ENDPOINT_NAMESPACE = 'default';
 
 export interface Workload {
   orchestrator: 'k8s' | 'cni';

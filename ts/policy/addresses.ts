@@ -53,24 +53,6 @@ export function merged(intervals: readonly Interval[]): Interval[] {
   return out;
 }
 
-/** `from` without what `minus` covers (both disjoint and sorted). */
-export function subtract(from: readonly Interval[], minus: readonly Interval[]): Interval[] {
-  const out: Interval[] = [];
-  for (const interval of from) {
-    let pieces = [interval];
-    for (const cut of minus) {
-      pieces = pieces.flatMap((piece) => {
-        if (cut.end < piece.start || cut.start > piece.end) return [piece];
-        const left = cut.start > piece.start ? [{ start: piece.start, end: cut.start - 1n }] : [];
-        const right = cut.end < piece.end ? [{ start: cut.end + 1n, end: piece.end }] : [];
-        return [...left, ...right];
-      });
-    }
-    out.push(...pieces);
-  }
-  return out;
-}
-
 /** Whether `value` is in one of the sorted, disjoint `intervals`. */
 export function covers(intervals: readonly Interval[], value: bigint): boolean {
   let [low, high] = [0, intervals.length - 1];

@@ -18,7 +18,7 @@ import type { Chain, MapElement, Match, Rule } from '../nft/model.ts';
 import { CHAINS, endpointChainName, MAPS, MARK } from './names.ts';
 import type { Direction } from './program.ts';
 
-export interface TierPlan {
+interface TierPlan {
   name: string;
   /** The tier passes to the next when none of its policies decided (else it drops). */
   passes: boolean;
@@ -36,7 +36,7 @@ export interface EndpointPlan {
 }
 
 /** The priority of the base chains: after iptables-nft's filter chains (0) and kube-proxy's. */
-export const POLICY_PRIORITY = PRIORITY.filter + 10;
+const POLICY_PRIORITY = PRIORITY.filter + 10;
 
 const ND_TYPES = [133, 134, 135, 136, 137];
 

@@ -42,7 +42,7 @@ export interface EndpointInput {
   orchestrator?: string;
 }
 
-export const DEFAULT_SERVICE_ACCOUNT = 'default';
+const DEFAULT_SERVICE_ACCOUNT = 'default';
 
 /** The profiles of an endpoint that names none: its namespace's and its service account's. */
 export function profilesOf(endpoint: Pick<EndpointInput, 'namespace' | 'serviceAccount' | 'profiles'>): readonly string[] {

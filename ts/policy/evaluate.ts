@@ -51,7 +51,7 @@ function sideMatches(side: SideProgram, end: 'source' | 'destination', packet: P
 }
 
 /** Whether the rule matches the packet. */
-export function ruleMatches(rule: RuleProgram, packet: Packet, resolver: Resolver): boolean {
+function ruleMatches(rule: RuleProgram, packet: Packet, resolver: Resolver): boolean {
   if (rule.ipVersion !== undefined && rule.ipVersion !== packet.family) return false;
   if (rule.protocol !== undefined && rule.protocol !== packet.protocol) return false;
   if (rule.notProtocol !== undefined && rule.notProtocol === packet.protocol) return false;

@@ -40,7 +40,7 @@ export interface ExplainQuery {
   direction?: Direction;
 }
 
-export interface ExplainedPolicy {
+interface ExplainedPolicy {
   key: string;
   display: string;
   kind: PolicyProgram['kind'];
@@ -67,7 +67,7 @@ export interface Decision {
   logged: { policy: string; rule: number }[];
 }
 
-export interface Flow {
+interface Flow {
   /** `ingress`: peer → endpoint; `egress`: endpoint → peer. */
   direction: Direction;
   packet: { from: string; to: string; protocol: string; port: number };

@@ -28,12 +28,12 @@ export const missingTier = (name: string): TierInfo => ({ name, order: Number.PO
 
 const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
-export function compareTiers(a: TierInfo, b: TierInfo): number {
+function compareTiers(a: TierInfo, b: TierInfo): number {
   return a.order !== b.order ? (a.order < b.order ? -1 : 1) : byText(a.name, b.name);
 }
 
 /** Evaluation order of two policies, given where their tiers stand. */
-export function comparePolicies(a: PolicyProgram, b: PolicyProgram, tierOf: (name: string) => TierInfo): number {
+function comparePolicies(a: PolicyProgram, b: PolicyProgram, tierOf: (name: string) => TierInfo): number {
   const tiers = compareTiers(tierOf(a.tier), tierOf(b.tier));
   if (tiers !== 0) return tiers;
   const [x, y] = [a.order ?? Number.POSITIVE_INFINITY, b.order ?? Number.POSITIVE_INFINITY];

@@ -55,7 +55,7 @@ export function policyRules(program: PolicyProgram, direction: Direction, option
 }
 
 /** The families a rule can match packets of; `specific` when its matches name one. */
-export function ruleFamilies(r: RuleProgram, families: readonly Family[]): { families: Family[]; specific: boolean } {
+function ruleFamilies(r: RuleProgram, families: readonly Family[]): { families: Family[]; specific: boolean } {
   let out = [...families];
   if (r.ipVersion !== undefined) out = out.filter((f) => f === r.ipVersion);
   if (r.icmp || r.notICMP) out = out.filter((f) => f === (r.protocol === 1 ? 4 : 6));

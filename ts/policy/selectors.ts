@@ -34,7 +34,7 @@ function rewritten(selector: Selector, prefix: string, replace: { all: Selector;
   }
 }
 
-export function and(...selectors: (Selector | undefined)[]): Selector | undefined {
+function and(...selectors: (Selector | undefined)[]): Selector | undefined {
   const given = selectors.filter((s): s is Selector => s !== undefined);
   if (given.length === 0) return undefined;
   return given.length === 1 ? given[0] : { kind: 'and', operands: given };
@@ -44,7 +44,7 @@ export function and(...selectors: (Selector | undefined)[]): Selector | undefine
  * A namespaceSelector over endpoint labels: `all()` means every namespaced endpoint, `global()`
  * those of no namespace (global network sets), anything else the namespace's labels.
  */
-export function namespaceSelector(text: string): Selector {
+function namespaceSelector(text: string): Selector {
   return rewritten(parseSelector(text, { allowGlobal: true }), NAMESPACE_LABEL_PREFIX, {
     all: HAS_NAMESPACE,
     global: { kind: 'not', operand: HAS_NAMESPACE },
@@ -52,7 +52,7 @@ export function namespaceSelector(text: string): Selector {
 }
 
 /** A service account match over endpoint labels: its names and its labels' selector, both holding. */
-export function serviceAccountSelector(match: ServiceAccountMatch): Selector | undefined {
+function serviceAccountSelector(match: ServiceAccountMatch): Selector | undefined {
   const bySelector = match.selector === undefined ? undefined : prefixed(parseSelector(match.selector), SERVICE_ACCOUNT_LABEL_PREFIX);
   const byName: Selector | undefined =
     match.names && match.names.length > 0 ? { kind: 'in', key: ENDPOINT_LABELS.serviceAccount, values: new Set(match.names) } : undefined;

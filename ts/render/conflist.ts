@@ -1,5 +1,5 @@
 // The conflist template install-cni renders on each node (ConfigMap key cni_network_config). The
-// placeholders are install-cni's (operator-and-upgrade.md §B): `mtu` is written unquoted, as the
+// placeholders are install-cni's (placeholder-values.ts): `mtu` is written unquoted, as the
 // reference's templates do, and dropped when 0 (auto: the plugin reads the node agent's MTU file).
 import type { Datastore, RenderOptions } from './objects.ts';
 

@@ -5,7 +5,7 @@
 import { datastoreEnv, etcdSecretMount, etcdSecretVolume } from './config.ts';
 import { CONTROLLERS, type KubeObject, labelsOf, type RenderOptions } from './objects.ts';
 
-export const CONTROLLERS_HEALTH_PORT = 9094;
+const CONTROLLERS_HEALTH_PORT = 9094;
 
 export function renderControllers(options: RenderOptions): KubeObject {
   const etcd = options.datastore === 'etcdv3';

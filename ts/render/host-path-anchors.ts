@@ -9,7 +9,7 @@
 // and each change must apply exactly once, or generating the manifests fails.
 
 /** The volumes whose host path is given once, by anchor name (the volume's name). */
-export const ANCHORED_VOLUMES = ['cni-bin-dir', 'cni-net-dir'] as const;
+const ANCHORED_VOLUMES = ['cni-bin-dir', 'cni-net-dir'] as const;
 
 const COMMENT: Record<(typeof ANCHORED_VOLUMES)[number], string> = {
   'cni-bin-dir': "The runtime's CNI plugin directory (k3s: /var/lib/rancher/k3s/data/current/bin); netplug-node mounts it at the same path",

@@ -21,7 +21,7 @@ import {
   STANDARD_NODE_LAYOUT,
 } from './objects.ts';
 
-export const NODE_HEALTH_PORT = 9099;
+const NODE_HEALTH_PORT = 9099;
 
 const hostPath = (name: string, path: string) => ({ name, hostPath: { path, type: 'DirectoryOrCreate' } });
 const nodeName = (name: string) => ({ name, valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } });

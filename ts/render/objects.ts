@@ -28,7 +28,7 @@ export const NODE_METRICS_PORT = 9091;
  * What netplug-operator renders differently from the manifests: its ConfigMap holds only the
  * conflist template, it owns the pools, and the CNI host paths come from the Installation.
  */
-export interface OperatorVariant {
+interface OperatorVariant {
   /** The ConfigMap and key of the conflist template. */
   configMap: string;
   configKey: string;

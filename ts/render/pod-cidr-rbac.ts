@@ -5,7 +5,7 @@
 // updates it in place instead of leaving a role behind.
 import { type KubeObject, NODE, type RenderOptions } from './objects.ts';
 
-export const POD_CIDR_ROLE = `${NODE}-pod-cidrs`;
+const POD_CIDR_ROLE = `${NODE}-pod-cidrs`;
 
 export function renderPodCidrRbac(options: RenderOptions, usePodCidr: boolean): KubeObject[] {
   return [

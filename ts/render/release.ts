@@ -21,7 +21,7 @@ function documents(header: string[], objects: object[]): string {
 }
 
 /** The CRD files of a directory (deploy/crds, deploy/operator-crds) in name order. */
-export function crdTexts(dir: string): string[] {
+function crdTexts(dir: string): string[] {
   if (!existsSync(dir)) return [];
   return readdirSync(dir)
     .filter((name) => name.endsWith('.yaml'))
@@ -32,7 +32,7 @@ export function crdTexts(dir: string): string[] {
 const concatenated = (texts: string[]) => texts.map((text) => `---\n${text}\n`).join('');
 
 /** The Installation the operator install starts from: one IPv4 pool (edit its CIDR to your cluster's). */
-export const DEFAULT_INSTALLATION = {
+const DEFAULT_INSTALLATION = {
   apiVersion: `${OPERATOR_GROUP}/v1`,
   kind: 'Installation',
   metadata: { name: 'default' },

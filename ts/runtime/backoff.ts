@@ -20,7 +20,7 @@ export interface BackoffOptions {
 export const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 1000, maxMs: 60_000, jitter: 0.1 };
 
 /** The delay after the `failures`-th failure in a row (1 for the first). */
-export function backoffDelay(options: BackoffOptions, failures: number): number {
+function backoffDelay(options: BackoffOptions, failures: number): number {
   const base = Math.min(options.maxMs, options.initialMs * 2 ** Math.max(0, failures - 1));
   return Math.round(base * (1 + (options.jitter ?? 0.1) * (options.random ?? Math.random)()));
 }

@@ -47,7 +47,7 @@ export interface Handler<T> {
   failed?(err: Error): void;
 }
 
-export interface HandlerOptions<T> {
+interface HandlerOptions<T> {
   /** Updates that change only `status` (and bookkeeping: resourceVersion, managedFields) are not passed on. */
   ignoreStatusOnly?: boolean;
   /** Updates are passed on only when this part of the object changed. */

@@ -11,7 +11,7 @@
 import { LABEL_KEY } from './parse.ts';
 import { ALL, SelectorError, type Selector } from './syntax.ts';
 
-export interface LabelSelectorRequirement {
+interface LabelSelectorRequirement {
   key: string;
   operator: string;
   values?: readonly string[] | null | undefined;

@@ -25,8 +25,6 @@ export type Selector =
   | { readonly kind: 'not'; readonly operand: Selector }
   | { readonly kind: 'and' | 'or'; readonly operands: readonly Selector[] };
 
-export type SelectorKind = Selector['kind'];
-
 export class SelectorError extends Error {
   override readonly name = 'SelectorError';
 }

@@ -1,5 +1,5 @@
 // netplugctl upgrade plan|apply|status|rollback: the spec's upgrade procedures, detected and done
-// with checks (operator-and-upgrade.md §E.5). Flags are parsed here (node:util parseArgs); the
+// with checks. Flags are parsed here (node:util parseArgs); the
 // work is in plan.ts, apply.ts, status.ts and rollback.ts.
 import { parseArgs } from 'node:util';
 

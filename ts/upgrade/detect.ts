@@ -1,4 +1,4 @@
-// What is installed, read from the cluster rather than asked (operator-and-upgrade.md §D.3.1): the
+// What is installed, read from the cluster rather than asked: the
 // install method (a helm release of the netplug-operator chart, the operator's Deployment, or the
 // manifest's DaemonSet in kube-system), the datastore, the IPAM, the `upgrade-ipam` init container
 // and the version each node runs.
@@ -7,12 +7,12 @@ import { gunzipSync } from 'node:zlib';
 import type { Json, UpgradeKube } from './kube.ts';
 import { versionOfImage } from './versions.ts';
 
-export type Method = 'helm' | 'operator' | 'manifest';
+type Method = 'helm' | 'operator' | 'manifest';
 
 export const NODE_DAEMONSET = 'netplug-node';
 export const CONTROLLERS_DEPLOYMENT = 'netplug-kube-controllers';
 export const OPERATOR_DEPLOYMENT = 'netplug-operator';
-export const CHART_NAME = 'netplug-operator';
+const CHART_NAME = 'netplug-operator';
 const MANIFEST_NAMESPACE = 'kube-system';
 const OPERATOR_SYSTEM_NAMESPACE = 'netplug-system';
 

@@ -1,4 +1,4 @@
-// The stale-field trap of server-side apply (operator-and-upgrade.md §C.0): fields that
+// The stale-field trap of server-side apply: fields that
 // `kubectl create`, client-side `kubectl apply` or `kubectl edit` set are owned by those managers, so
 // an apply of a new manifest that drops them leaves them on the object. The audit lists them; the
 // migration moves the legacy managers' fields to netplugctl's apply entry (kubectl's csaupgrade does
@@ -6,7 +6,7 @@
 // netplugctl prunes what the new manifest no longer has.
 import { describe, type Json, type ObjectRef, refOf, type UpgradeKube, FIELD_MANAGER, isConflict } from './kube.ts';
 
-export const LEGACY_MANAGERS = ['kubectl-create', 'kubectl-client-side-apply', 'kubectl-edit'] as const;
+const LEGACY_MANAGERS = ['kubectl-create', 'kubectl-client-side-apply', 'kubectl-edit'] as const;
 
 export interface LegacyFields {
   object: ObjectRef;
@@ -58,7 +58,7 @@ async function defaultedCopy(kube: UpgradeKube, object: Json): Promise<Json> {
  * The leaves of a managedFields set (fieldsV1) that `desired` does not have, at the shallowest
  * level missing: `.spec.template.spec.volumes[name=legacy-status]`.
  */
-export function droppedPaths(fields: Json, desired: unknown, path: string): string[] {
+function droppedPaths(fields: Json, desired: unknown, path: string): string[] {
   const out: string[] = [];
   for (const [key, sub] of Object.entries(fields)) {
     if (key === '.') continue;
@@ -96,7 +96,7 @@ export function droppedPaths(fields: Json, desired: unknown, path: string): stri
 }
 
 /** The managedFields with every legacy Update entry folded into netplugctl's Apply entry; undefined when there is none. */
-export function migratedManagedFields(managedFields: readonly Json[], now: Date): Json[] | undefined {
+function migratedManagedFields(managedFields: readonly Json[], now: Date): Json[] | undefined {
   const legacy = managedFields.filter(isLegacy);
   if (legacy.length === 0) return undefined;
   const kept = managedFields.filter((entry) => !isLegacy(entry));

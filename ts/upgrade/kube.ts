@@ -26,7 +26,7 @@ export const refOf = (object: Json): ObjectRef => ({
   ...(object.metadata?.namespace ? { namespace: object.metadata.namespace } : {}),
 });
 
-export class KubeApiError extends Error {
+class KubeApiError extends Error {
   override readonly name = 'KubeApiError';
   readonly status: number;
 

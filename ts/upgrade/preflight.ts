@@ -1,4 +1,4 @@
-// The plan's preflight (operator-and-upgrade.md §D.3.2): the version window, every node Ready, no
+// The plan's preflight: the version window, every node Ready, no
 // rollout of netplug's workloads in progress, the datastore reachable and not paused for a
 // migration, the stored versions of the CRDs still served by the new ones, the dry run accepted,
 // and for helm a release that is not in the middle of another operation.

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { isConflict, isNotFound, type Json, type ObjectRef, type UpgradeKube } from './kube.ts';
 import type { Step } from './steps.ts';
 
-export const RECORD_NAME = 'netplug-upgrade';
+const RECORD_NAME = 'netplug-upgrade';
 
 const stepState = z.object({
   state: z.enum(['pending', 'running', 'done', 'failed', 'rolled-back']),
@@ -35,10 +35,9 @@ const recordSchema = z.object({
 });
 
 export type UpgradeRecord = z.infer<typeof recordSchema>;
-export type StepProgress = z.infer<typeof stepState>;
 
 /** A saved object: as it was before the first change (null: it did not exist). */
-export interface Backup {
+interface Backup {
   ref: ObjectRef;
   object: Json | null;
 }
@@ -125,10 +124,6 @@ export function addBackup(stored: StoredRecord, ref: ObjectRef, object: Json | u
 }
 
 export const backupOf = (stored: StoredRecord, ref: ObjectRef) => stored.backups.get(backupKey(ref));
-
-export async function deleteRecord(kube: UpgradeKube, namespace: string): Promise<void> {
-  await kube.delete({ apiVersion: 'v1', kind: 'ConfigMap', name: RECORD_NAME, namespace });
-}
 
 /** What a restore can put back: no status, no server-managed metadata. */
 function savedCopy(object: Json): Json {

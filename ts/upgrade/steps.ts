@@ -1,10 +1,10 @@
 // The ordered steps of each procedure (the spec's "Upgrade: ..." sections, with the extra steps
-// operator-and-upgrade.md §E.5 adds), each with the API operations behind it and what a rollback
+// netplugctl upgrade adds), each with the API operations behind it and what a rollback
 // can do about it. Steps are data: the plan prints them, apply records and runs them by id.
 import type { Install } from './detect.ts';
 import { describe, type ObjectRef } from './kube.ts';
 
-export type StepId =
+type StepId =
   | 'strip-owner-references'
   | 'host-local'
   | 'migrate-field-managers'
@@ -17,7 +17,7 @@ export type StepId =
   | 'check-version';
 
 /** restore: rollback puts the saved objects back; keep: left as it is (saying why); one-way: rollback refuses. */
-export type RollbackKind = 'restore' | 'keep' | 'one-way' | 'helm-rollback';
+type RollbackKind = 'restore' | 'keep' | 'one-way' | 'helm-rollback';
 
 export interface Step {
   id: StepId;

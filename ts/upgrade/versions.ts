@@ -5,7 +5,7 @@
 import { compareVersions } from '../ctl/version.ts';
 import { NETPLUG_VERSION } from '../version.ts';
 
-export const OLDEST_SUPPORTED = 'v3.15.0';
+const OLDEST_SUPPORTED = 'v3.15.0';
 export const TARGET = NETPLUG_VERSION;
 
 export type Window = { state: 'upgrade'; from: string } | { state: 'current'; from: string } | { state: 'refused'; reason: string };

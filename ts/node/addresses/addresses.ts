@@ -21,7 +21,7 @@ import { publishAddresses } from './publish-addresses.ts';
 import { ensureTunnelAddress } from './tunnel-addresses.ts';
 
 /** Without a feed in step: how often the datastore is read. */
-export const READ_INTERVAL_MS = 3_000;
+const READ_INTERVAL_MS = 3_000;
 /** Changes this close together are looked at once (a burst of pods changes a block per pod). */
 const SETTLE_MS = 200;
 const PUBLISH = 'publish';

@@ -14,7 +14,7 @@ import { settledTunnelAddress, tunnelPools } from './tunnel-addresses.ts';
 
 export const TUNNELS: readonly Tunnel[] = ['ipip', 'vxlan'];
 
-export interface TunnelPlan {
+interface TunnelPlan {
   /** The pools the node's address for this tunnel may come from. */
   pools: Pool[];
   /** What the blocks say the node holds. */

@@ -18,9 +18,9 @@ import { renderRule } from '../../nft/render.ts';
 /** The contributor name of this part of netplug's table. */
 export const NAT_PART = 'nat';
 /** The base chain of the part in `inet netplug`. */
-export const NAT_CHAIN = 'nat-outgoing';
+const NAT_CHAIN = 'nat-outgoing';
 /** The chain the previous release left in iptables' nat table. */
-export const LEGACY_CHAIN = 'NETPLUG-NAT-OUTGOING';
+const LEGACY_CHAIN = 'NETPLUG-NAT-OUTGOING';
 
 /** The chain's rules; empty when no enabled pool has natOutgoing. */
 export function natOutgoingRuleSet(pools: readonly Pool[]): Rule[] {

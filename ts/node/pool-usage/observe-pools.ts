@@ -16,14 +16,14 @@ import type { ClusterFeed } from '../shared/cluster-feed.ts';
 
 export const OBSERVE_POOLS_INTERVAL_MS = 30_000;
 
-export interface PoolUsage {
+interface PoolUsage {
   pool: string;
   allocated: number;
   free: number;
 }
 
 /** Each pool's usage, by pool name, from the followed blocks and pools if in step, else read from the store. */
-export async function poolUsage(store: Store, feed?: Pick<ClusterFeed, 'entries'>): Promise<PoolUsage[]> {
+async function poolUsage(store: Store, feed?: Pick<ClusterFeed, 'entries'>): Promise<PoolUsage[]> {
   const [pools, blocks] = [feed?.entries(keys.pools), feed?.entries(keys.allBlocks)];
   if (pools && blocks) return poolUsageOf(pools, blocks);
   const [read, readBlocks] = await Promise.all([store.list(keys.pools), store.list(keys.allBlocks)]);
@@ -31,7 +31,7 @@ export async function poolUsage(store: Store, feed?: Pick<ClusterFeed, 'entries'
 }
 
 /** Each pool's usage, by pool name, from the entries under keys.pools and keys.allBlocks. */
-export function poolUsageOf(poolEntries: readonly Entry<unknown>[], blockEntries: readonly Entry<unknown>[]): PoolUsage[] {
+function poolUsageOf(poolEntries: readonly Entry<unknown>[], blockEntries: readonly Entry<unknown>[]): PoolUsage[] {
   const pools = poolsOf(poolEntries);
   const blocks = blockEntries.map((entry) => checkedBlock(entry).value);
   const allocatedIn = new Map<string, number>();

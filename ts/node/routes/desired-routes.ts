@@ -29,7 +29,7 @@ export interface LocalNode {
   vxlanDevice: string;
 }
 
-export interface DesiredRoute {
+interface DesiredRoute {
   dst: string;
   via: string;
   dev: string;

@@ -18,8 +18,8 @@ import { countsOf, type RouteKind } from './desired-routes.ts';
 import { IPIP_DEVICE, type KernelState, VXLAN_DEVICE } from './kernel-state.ts';
 
 /** The reference's defaults (its Felix VXLANVNI and VXLANPort). */
-export const VXLAN_VNI = 4096;
-export const VXLAN_PORT = 4789;
+const VXLAN_VNI = 4096;
+const VXLAN_PORT = 4789;
 const IPIP_OVERHEAD = 20;
 const VXLAN_OVERHEAD = 50;
 

@@ -19,7 +19,7 @@ import { kernelState } from './kernel-state.ts';
 import { KernelProgrammer } from './program-kernel.ts';
 
 /** Without a feed in step: how often the datastore is read. */
-export const READ_INTERVAL_MS = 3_000;
+const READ_INTERVAL_MS = 3_000;
 /** Changes this close together make one pass (a burst of pods changes a block per pod). */
 const SETTLE_MS = 200;
 const KEY = 'routes';

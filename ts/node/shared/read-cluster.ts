@@ -37,7 +37,7 @@ export interface ClusterState {
 const TUNNEL_HANDLE = /^(ipip|vxlan)-tunnel-addr-/;
 
 /** Where routes and addresses are computed from: nodes, IPv4 blocks, pools (read together here; followed: cluster-feed.ts). */
-export const CLUSTER_PREFIXES = [keys.nodes, keys.blocks(4), keys.pools] as const;
+const CLUSTER_PREFIXES = [keys.nodes, keys.blocks(4), keys.pools] as const;
 
 export async function readCluster(store: Store): Promise<ClusterState> {
   const [nodeEntries, blockEntries, poolEntries] = (await store.read(CLUSTER_PREFIXES.map((list) => ({ list })))) as Entry<unknown>[][];

@@ -3,8 +3,6 @@
 // registry by whichever asks first.
 import { Gauge, type Registry } from 'prom-client';
 
-export type RouteKind = 'direct' | 'ipip' | 'vxlan' | 'masquerade';
-
 const NAME = 'netplug_routes';
 
 export function routesGauge(registry: Registry): Gauge<'kind'> {

@@ -13,11 +13,11 @@ import { SettingsError } from '../../runtime/settings.ts';
 import type { Store } from '../../store/store.ts';
 import type { NodeSettings } from '../shared/settings.ts';
 
-export const DEFAULT_POOL = 'default-ipv4-ippool';
-export const FALLBACK_POOL_CIDR = '192.168.0.0/16';
+const DEFAULT_POOL = 'default-ipv4-ippool';
+const FALLBACK_POOL_CIDR = '192.168.0.0/16';
 
 /** The pool document, or a SettingsError naming the variable at fault. */
-export function defaultPool(cidr: string, blockSize: string | undefined, now = new Date()) {
+function defaultPool(cidr: string, blockSize: string | undefined, now = new Date()) {
   try {
     return poolResource(DEFAULT_POOL, { cidr, ...(blockSize === undefined ? {} : { 'block-size': blockSize }), 'nat-outgoing': true }, now);
   } catch (err) {
@@ -47,7 +47,7 @@ export async function ensureDefaultPool(store: Store, settings: NodeSettings, ku
 }
 
 /** The first IPv4 CIDR of kube-system/kubeadm-config's networking.podSubnet; undefined when there is none (not kubeadm, or not readable). */
-export async function kubeadmPodSubnet(kube: k8s.KubeConfig, log: Logger): Promise<string | undefined> {
+async function kubeadmPodSubnet(kube: k8s.KubeConfig, log: Logger): Promise<string | undefined> {
   let configMap: k8s.V1ConfigMap;
   try {
     configMap = await kube.makeApiClient(k8s.CoreV1Api).readNamespacedConfigMap({ namespace: 'kube-system', name: 'kubeadm-config' });

@@ -18,10 +18,16 @@ import { EtcdStore } from './store.ts';
 
 /** The deadline of each request, as the gateway's (http.ts). */
 const REQUEST_TIMEOUT_MS = 10_000;
+/** Pings while a call is open, and how long one may go unanswered (see the constructor). */
+const KEEPALIVE_TIME_MS = 30_000;
+const KEEPALIVE_TIMEOUT_MS = 10_000;
 const DIAL_TIMEOUT_MS = 2_000;
 /** After a failed watch, the next list and watch: soon, then less often while it keeps failing. */
 const FIRST_RETRY_MS = 500;
 const LAST_RETRY_MS = 30_000;
+
+/** The request deadline and keepalive above; a test shortens them so as not to wait tens of seconds. */
+type GrpcTiming = { requestTimeoutMs?: number; keepaliveTimeMs?: number; keepaliveTimeoutMs?: number };
 
 /**
  * A policy that runs the call as it is: no circuit breaker holding a member back after it
@@ -30,14 +36,19 @@ const LAST_RETRY_MS = 30_000;
  */
 const direct = { execute: async <T>(fn: (context: unknown) => PromiseLike<T> | T) => fn({}) };
 
-export class GrpcKvClient implements KvClient {
+class GrpcKvClient implements KvClient {
   readonly origin: string;
   requests = 0;
   private readonly etcd: Etcd3;
   private readonly endpoints: string;
 
   /** The endpoints and TLS material as the gateway's options give them (options.ts checked them). */
-  constructor(options: GatewayOptions) {
+  constructor(options: GatewayOptions, timing: GrpcTiming = {}) {
+    const {
+      requestTimeoutMs = REQUEST_TIMEOUT_MS,
+      keepaliveTimeMs = KEEPALIVE_TIME_MS,
+      keepaliveTimeoutMs = KEEPALIVE_TIMEOUT_MS,
+    } = timing;
     this.origin = options.endpoints[0]?.origin ?? '';
     this.endpoints = options.endpoints.map((url) => url.origin).join(', ');
     const tls = options.tls;
@@ -50,10 +61,14 @@ export class GrpcKvClient implements KvClient {
       // Pings every 30 s while a call is open (a watch always is): a connection the network dropped
       // silently is found within 40 s, not after TCP's retransmissions (many minutes), and the
       // follower lists again. etcd refuses pings more often than every 5 s.
-      grpcOptions: { 'grpc.max_receive_message_length': -1, 'grpc.keepalive_time_ms': 30_000, 'grpc.keepalive_timeout_ms': 10_000 },
+      grpcOptions: {
+        'grpc.max_receive_message_length': -1,
+        'grpc.keepalive_time_ms': keepaliveTimeMs,
+        'grpc.keepalive_timeout_ms': keepaliveTimeoutMs,
+      },
       // A request's deadline, not a watch's: a watch stream is open for as long as the agent runs,
       // and with a deadline it failed every 10 s and the follower listed everything again.
-      defaultCallOptions: (context) => (context.isStream ? {} : { deadline: Date.now() + REQUEST_TIMEOUT_MS }),
+      defaultCallOptions: (context) => (context.isStream ? {} : { deadline: Date.now() + requestTimeoutMs }),
       faultHandling: { host: () => direct as never },
       ...(tls
         ? {
@@ -229,6 +244,6 @@ function keyValue(kv: IKeyValue): KeyValue {
 }
 
 /** The etcd datastore over gRPC, for the settings the gateway's client would take (options.ts). */
-export async function openGrpcStore(settings: EtcdSettings): Promise<Store> {
-  return new EtcdStore(new GrpcKvClient(await gatewayOptions(settings)));
+export async function openGrpcStore(settings: EtcdSettings, timing: GrpcTiming = {}): Promise<Store> {
+  return new EtcdStore(new GrpcKvClient(await gatewayOptions(settings), timing));
 }

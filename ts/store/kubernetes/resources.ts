@@ -43,7 +43,7 @@ export interface Kind {
 
 /** The group and version of the network policy resources (what users write: `apiVersion: projectnet.org/v3`). */
 export const POLICY_GROUP = 'projectnet.org';
-export const POLICY_VERSION = 'v3';
+const POLICY_VERSION = 'v3';
 
 /** The nodes prefix maps to the cluster's own Node objects (read-only): their labels are what pool node selectors match. */
 export const NODES_PREFIX = `${RESOURCES}nodes/`;
