@@ -79,8 +79,7 @@ test('npm run build:chart makes a repository that helm adds, searches and instal
     app_version: NETPLUG_VERSION,
   });
 
-  const config = new k8s.KubeConfig();
-  config.loadFromFile(kube.server.admin.kubeconfig);
+  const config = kube.config;
   const apps = config.makeApiClient(k8s.AppsV1Api);
   const extensions = config.makeApiClient(k8s.ApiextensionsV1Api);
   const custom = config.makeApiClient(k8s.CustomObjectsApi);

@@ -29,9 +29,10 @@ import { openStore } from '../../ts/store/open.ts';
 import type { Entry, Store } from '../../ts/store/store.ts';
 import { ROOT } from '../helpers/cni.ts';
 import { startEtcd } from '../helpers/etcd.ts';
-import { installCrds, startKube, type Kube } from '../helpers/kube.ts';
+import { createNode as createNodeFor, installCrds, startKube, type Kube } from '../helpers/kube.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
-import { CONTROLLER_DATASTORE_RULES, CONTROLLER_RULES, controllersIdentity, startControllers, until } from './fixtures.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { CONTROLLER_DATASTORE_RULES, CONTROLLER_RULES, controllersIdentity, startControllers } from './fixtures.ts';
 
 const GROUP = 'crd.projectnet.org';
 const shared = sharedTeardowns(test);
@@ -41,9 +42,7 @@ let custom: k8s.CustomObjectsApi;
 test.before(async () => {
   kube = await startKube(shared);
   await installCrds(kube);
-  const config = new k8s.KubeConfig();
-  config.loadFromFile(kube.server.admin.kubeconfig);
-  custom = config.makeApiClient(k8s.CustomObjectsApi);
+  custom = kube.custom;
 });
 
 type Rule = { apiGroups?: string[]; resources?: string[]; verbs: string[] };
@@ -68,15 +67,10 @@ test('the identity the controller tests run as holds exactly the shipped Cluster
   }
 });
 
-async function createNode(t: ExecutionContext, name: string, labels: Record<string, string>, addresses: string[]) {
-  await kube.core.createNode({
-    body: {
-      metadata: { name, labels },
-      status: { addresses: [...addresses.map((address) => ({ type: 'InternalIP', address })), { type: 'Hostname', address: name }] },
-    },
+const createNode = (t: ExecutionContext, name: string, labels: Record<string, string>, addresses: string[]) =>
+  createNodeFor(kube, t, name, labels, {
+    addresses: [...addresses.map((address) => ({ type: 'InternalIP', address })), { type: 'Hostname', address: name }],
   });
-  t.teardown(() => kube.core.deleteNode({ name }).catch(() => undefined));
-}
 
 const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
 
@@ -139,7 +133,7 @@ async function automaticHostEndpoints(
   const usersBefore = await users();
 
   const controllers = await startControllers(t, { ...env, ENABLED_CONTROLLERS: 'node' });
-  await until('KubeControllersConfiguration default created, Disabled, and running so', async () => {
+  await eventually('KubeControllersConfiguration default created, Disabled, and running so', async () => {
     const configuration = await readConfiguration(store);
     return (
       configuration?.value.spec.controllers?.node?.hostEndpoint?.autoCreate === 'Disabled' &&
@@ -149,7 +143,7 @@ async function automaticHostEndpoints(
   t.deepEqual(await automaticNames(store), [], 'no automatic host endpoint while Disabled');
 
   await setAutoCreate('Enabled');
-  await until('a has its automatic host endpoint', async () =>
+  await eventually('a has its automatic host endpoint', async () =>
     isAutoEndpointOf((await byName(store)).get(`${a}-auto-hep`), a, { zone: 'z1', 'kubernetes.io/hostname': a }, ['10.0.0.1', 'fd00::1']),
   );
   t.is(
@@ -162,21 +156,21 @@ async function automaticHostEndpoints(
   if (kubectlGetAutomatic) t.is(kubectlGetAutomatic(), `hostendpoint.crd.projectnet.org/${a}-auto-hep\n`);
 
   await setNodeLabels(a, { zone: 'z9', rack: 'r1' });
-  await until('the labels follow the node', async () =>
+  await eventually('the labels follow the node', async () =>
     isAutoEndpointOf((await byName(store)).get(`${a}-auto-hep`), a, { zone: 'z9', 'kubernetes.io/hostname': a, rack: 'r1' }, [
       '10.0.0.1',
       'fd00::1',
     ]),
   );
   await setNodeAddresses(a, ['10.0.0.11']);
-  await until('the expected IPs follow the node', async () =>
+  await eventually('the expected IPs follow the node', async () =>
     isAutoEndpointOf((await byName(store)).get(`${a}-auto-hep`), a, { zone: 'z9', 'kubernetes.io/hostname': a, rack: 'r1' }, ['10.0.0.11']),
   );
 
   await createNode(t, c, {}, ['10.0.0.3']);
-  await until('a new node gets one', async () => isAutoEndpointOf((await byName(store)).get(`${c}-auto-hep`), c, {}, ['10.0.0.3']));
+  await eventually('a new node gets one', async () => isAutoEndpointOf((await byName(store)).get(`${c}-auto-hep`), c, {}, ['10.0.0.3']));
   await kube.core.deleteNode({ name: c });
-  await until("a deleted node's is deleted", async () => !(await byName(store)).has(`${c}-auto-hep`));
+  await eventually("a deleted node's is deleted", async () => !(await byName(store)).has(`${c}-auto-hep`));
   t.true(controllers.lines.some((line) => line.includes(`deleted host endpoint ${c}-auto-hep: node ${c} was deleted`)));
 
   // The user's squatter removed: b gets its own.
@@ -184,12 +178,12 @@ async function automaticHostEndpoints(
   t.true(await store.commit([{ key: squatter.key, remove: true, revision: squatter.revision }]));
   await createUserEndpoint(store, `${b}-eth0`, { node: b, interfaceName: 'eth0' }, { mine: 'yes' });
   await setNodeLabels(b, { zone: 'z3' }); // a node event: the next pass comes now rather than within the period
-  await until('b gets its automatic host endpoint once the name is free', async () =>
+  await eventually('b gets its automatic host endpoint once the name is free', async () =>
     isAutoEndpointOf((await byName(store)).get(`${b}-auto-hep`), b, { zone: 'z3' }, ['10.0.0.2']),
   );
 
   await setAutoCreate('Disabled');
-  await until('Disabled: every automatic host endpoint is deleted', async () => (await automaticNames(store)).length === 0);
+  await eventually('Disabled: every automatic host endpoint is deleted', async () => (await automaticNames(store)).length === 0);
   t.is((await readConfiguration(store))?.value.status?.runningConfig?.controllers?.node?.hostEndpoint?.autoCreate, 'Disabled');
   t.is((await users())[0], usersBefore[0], "the user's all-interfaces host endpoint was never written");
   t.truthy((await byName(store)).get(`${b}-eth0`), "nor the user's other one deleted");

@@ -114,15 +114,6 @@ export async function startControllers(t: ExecutionContext, env: Record<string, 
   return { lines, health: `http://127.0.0.1:${port}`, stop };
 }
 
-/** Polls `check` until it holds; generous, as a loaded machine is slow (no claim about speed). */
-export async function until(what: string, check: () => Promise<boolean> | boolean, ms = 120_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`gave up waiting: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
-
 export async function status(url: string): Promise<{ code: number; text: string }> {
   try {
     const response = await fetch(url, { signal: AbortSignal.timeout(10_000) });

@@ -1,26 +1,21 @@
 // /livez and /readyz: ready only once the first passes are done and while both the
 // datastore and the API server answer. The API server is reached through a TCP relay this test
 // opens and closes; the datastore (etcd) is stopped and started again.
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-
 import test from 'ava';
 
 import { runControllersMain } from '../../ts/controllers/main.ts';
 import { tempDir } from '../helpers/cni.ts';
-import { freePort, startEtcd } from '../helpers/etcd.ts';
+import { startEtcd } from '../helpers/etcd.ts';
 import { startKube } from '../helpers/kube.ts';
-import { relay } from '../helpers/relay.ts';
-import { CONTROLLER_RULES, controllersIdentity, leaseNamespaceOf, startControllers, status, until } from './fixtures.ts';
+import { kubeconfigThrough, startRelay } from '../helpers/relay.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { CONTROLLER_RULES, controllersIdentity, leaseNamespaceOf, startControllers, status } from './fixtures.ts';
 
 test('readiness: 503 until the first passes and while the API server or the datastore is unreachable; liveness 200', async (t) => {
   const [kube, etcd] = await Promise.all([startKube(t), startEtcd(t)]);
   const identity = await controllersIdentity(kube, 'netplug-kube-controllers-health', CONTROLLER_RULES);
-  const apiPort = Number(new URL(kube.server.url).port);
-  const relayPort = await freePort();
-  const kubeconfig = join(tempDir(t, 'kubeconfig'), 'relayed.kubeconfig');
-  writeFileSync(kubeconfig, readFileSync(identity.kubeconfig, 'utf8').replaceAll(kube.server.url, `https://127.0.0.1:${relayPort}`));
-  const api = relay(t, relayPort, apiPort);
+  const api = await startRelay(t, Number(new URL(kube.server.url).port), { closed: true });
+  const kubeconfig = kubeconfigThrough(api, identity.kubeconfig, kube.server.url, tempDir(t, 'kubeconfig'));
 
   // Started with the API server unreachable: never synced, not ready; but live.
   const controllers = await startControllers(t, {
@@ -29,28 +24,31 @@ test('readiness: 503 until the first passes and while the API server or the data
     KUBECONFIG: kubeconfig,
     LEADER_ELECTION_NAMESPACE: leaseNamespaceOf(identity),
   });
-  await until('the health server answers', async () => (await status(`${controllers.health}/livez`)).code === 200);
+  await eventually('the health server answers', async () => (await status(`${controllers.health}/livez`)).code === 200);
   const before = await status(`${controllers.health}/readyz`);
   t.is(before.code, 503);
   t.regex(before.text, /Kubernetes API server/);
   t.regex(before.text, /has not completed its first pass/);
 
   await api.open();
-  await until('ready once the API server answers', async () => (await status(`${controllers.health}/readyz`)).code === 200);
+  await eventually('ready once the API server answers', async () => (await status(`${controllers.health}/readyz`)).code === 200);
 
   await api.close();
-  await until('not ready while the API server is unreachable', async () => (await status(`${controllers.health}/readyz`)).code === 503);
+  await eventually(
+    'not ready while the API server is unreachable',
+    async () => (await status(`${controllers.health}/readyz`)).code === 503,
+  );
   await api.open();
-  await until('ready again', async () => (await status(`${controllers.health}/readyz`)).code === 200);
+  await eventually('ready again', async () => (await status(`${controllers.health}/readyz`)).code === 200);
 
   await etcd.stop();
-  await until('not ready while the datastore is unreachable', async () => {
+  await eventually('not ready while the datastore is unreachable', async () => {
     const { code, text } = await status(`${controllers.health}/readyz`);
     return code === 503 && text.includes('the datastore');
   });
   t.is((await status(`${controllers.health}/livez`)).code, 200, 'still live');
   await etcd.start();
-  await until('ready again with the datastore back', async () => (await status(`${controllers.health}/readyz`)).code === 200);
+  await eventually('ready again with the datastore back', async () => (await status(`${controllers.health}/readyz`)).code === 200);
   t.is(await controllers.stop(), 0);
 });
 

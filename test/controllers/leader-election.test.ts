@@ -13,6 +13,7 @@ import type { Store } from '../../ts/store/store.ts';
 import { ROOT } from '../helpers/cni.ts';
 import { freePort, startEtcd } from '../helpers/etcd.ts';
 import { startKube, type Kube } from '../helpers/kube.ts';
+import { eventually } from '../helpers/eventually.ts';
 import {
   allocateFor,
   CONTROLLER_RULES,
@@ -22,7 +23,6 @@ import {
   isReleased,
   leaseNamespaceOf,
   status,
-  until,
 } from './fixtures.ts';
 
 const EXECUTABLE = join(ROOT, 'dist/bin/netplug-kube-controllers');
@@ -88,7 +88,7 @@ test('two replicas: one leads and reconciles, the other stands by ready; a stopp
     LEADER_ELECTION_RETRY_PERIOD: '500ms',
   };
   const replicas = [startReplica(t, 'replica-a', await freePort(), env), startReplica(t, 'replica-b', await freePort(), env)];
-  await until('both ready, one of them leading', async () => {
+  await eventually('both ready, one of them leading', async () => {
     const ready = await Promise.all(replicas.map(async (r) => (await status(`${r.health}/readyz`)).code === 200));
     const leading = await Promise.all(replicas.map(leads));
     return ready.every(Boolean) && leading.filter(Boolean).length === 1;
@@ -99,7 +99,7 @@ test('two replicas: one leads and reconciles, the other stands by ready; a stopp
   t.true(leader.output.join('').includes('leading: holding Lease'));
 
   const first = await deletedNodeWithAddress(kube, store, 'replicas-gone-1');
-  await until("the leader releases the deleted node's address", () => isReleased(store, first));
+  await eventually("the leader releases the deleted node's address", () => isReleased(store, first));
   t.true((await reconciles(leader)) > 0);
   t.is(await reconciles(standby), 0, 'the standby reconciled nothing');
   t.false(await leads(standby));
@@ -108,9 +108,9 @@ test('two replicas: one leads and reconciles, the other stands by ready; a stopp
   leader.process.kill('SIGTERM');
   t.is(await leader.exited, 0);
   t.true(leader.output.join('').includes('released Lease'));
-  await until('the other replica leads', () => leads(standby));
+  await eventually('the other replica leads', () => leads(standby));
   const second = await deletedNodeWithAddress(kube, store, 'replicas-gone-2');
-  await until("the new leader releases the next deleted node's address", () => isReleased(store, second));
+  await eventually("the new leader releases the next deleted node's address", () => isReleased(store, second));
   t.true((await reconciles(standby)) > 0);
   standby.process.kill('SIGTERM');
   t.is(await standby.exited, 0);

@@ -11,6 +11,7 @@ import type { Store } from '../../ts/store/store.ts';
 import { startEtcd } from '../helpers/etcd.ts';
 import { createPod, installCrds, startKube, type Kube } from '../helpers/kube.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
+import { eventually } from '../helpers/eventually.ts';
 import {
   allocateFor,
   CONTROLLER_DATASTORE_RULES,
@@ -21,7 +22,6 @@ import {
   isReleased,
   startControllers,
   status,
-  until,
 } from './fixtures.ts';
 
 const shared = sharedTeardowns(test);
@@ -55,7 +55,7 @@ async function leakRepair(t: ExecutionContext, store: Store, env: Record<string,
   await createPod(kube, { namespace, name: recreated.name });
 
   const controllers = await startControllers(t, env);
-  await until('the address of the pod that never existed is released', () => isReleased(store, ofNever));
+  await eventually('the address of the pod that never existed is released', () => isReleased(store, ofNever));
   t.true(
     controllers.lines.some(
       (line) => / INFO released .* of pod .*never-existed .*pod missing for/.test(line) && line.includes(ofNever.address),
@@ -65,7 +65,7 @@ async function leakRepair(t: ExecutionContext, store: Store, env: Record<string,
   t.true(await isHeld(store, ofDeleted), 'the pod still exists');
 
   await kube.core.deleteNamespacedPod({ namespace, name: deleted.name, gracePeriodSeconds: 0 });
-  await until('the address of the deleted pod is released', () => isReleased(store, ofDeleted));
+  await eventually('the address of the deleted pod is released', () => isReleased(store, ofDeleted));
 
   // Passes went by (at least the grace period twice over): the others stay.
   for (const [what, allocation] of Object.entries({ ofAlive, ofRecreated, tunnel }))

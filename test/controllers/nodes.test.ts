@@ -11,8 +11,9 @@ import { openStore } from '../../ts/store/open.ts';
 import { KubeStore } from '../../ts/store/kubernetes/store.ts';
 import type { Entry, Store } from '../../ts/store/store.ts';
 import { startEtcd } from '../helpers/etcd.ts';
-import { createPod, installCrds, startKube, type Kube } from '../helpers/kube.ts';
+import { createNode, createPod, installCrds, startKube, type Kube } from '../helpers/kube.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
+import { eventually } from '../helpers/eventually.ts';
 import {
   allocateFor,
   CONTROLLER_DATASTORE_RULES,
@@ -24,7 +25,6 @@ import {
   isReleased,
   startControllers,
   status,
-  until,
 } from './fixtures.ts';
 
 const shared = sharedTeardowns(test);
@@ -34,11 +34,6 @@ test.before(async () => {
   kube = await startKube(shared);
   await installCrds(kube);
 });
-
-async function createNode(t: ExecutionContext, name: string, labels: Record<string, string> = {}) {
-  await kube.core.createNode({ body: { metadata: { name, labels } } });
-  t.teardown(() => kube.core.deleteNode({ name }).catch(() => undefined));
-}
 
 async function blocksOf(store: Store, node: string): Promise<string[]> {
   const [v4] = (await store.read([{ list: keys.blocks(4) }])) as [Entry<unknown>[]];
@@ -52,8 +47,8 @@ const affinitiesOf = (store: Store, node: string) => store.listKeys(keys.affinit
 async function deletedNode(t: ExecutionContext, store: Store, env: Record<string, string>, label: string, cidr: string) {
   const etcd = env['DATASTORE_TYPE'] === 'etcdv3';
   const [gone, kept] = [`gone-${label}`, `kept-${label}`];
-  await createNode(t, gone);
-  await createNode(t, kept);
+  await createNode(kube, t, gone);
+  await createNode(kube, t, kept);
   if (etcd) for (const node of [gone, kept]) await createNodeResource(store, node, {});
   await createPool(store, `nodes-${label}`, cidr);
   const running = await createPod(kube);
@@ -66,11 +61,11 @@ async function deletedNode(t: ExecutionContext, store: Store, env: Record<string
   const onKept = [await allocateFor(store, kept, { namespace, name: 'never-existed-either' }), await allocateFor(store, kept)];
 
   const controllers = await startControllers(t, { ...env, ENABLED_CONTROLLERS: 'node' });
-  await until('ready', async () => (await status(`${controllers.health}/readyz`)).code === 200);
+  await eventually('ready', async () => (await status(`${controllers.health}/readyz`)).code === 200);
   t.true(await isHeld(store, onGone.neverExisted), 'nothing is released while the node exists');
 
   await kube.core.deleteNode({ name: gone });
-  await until(
+  await eventually(
     'the addresses of the deleted node are released',
     async () => (await isReleased(store, onGone.neverExisted)) && (await isReleased(store, onGone.tunnel)),
   );
@@ -81,7 +76,7 @@ async function deletedNode(t: ExecutionContext, store: Store, env: Record<string
   );
 
   await kube.core.deleteNamespacedPod({ namespace, name: running.name, gracePeriodSeconds: 0 });
-  await until(
+  await eventually(
     'the block, its affinity and the rest are released',
     async () =>
       (await isReleased(store, onGone.running)) &&
@@ -126,8 +121,8 @@ test("etcd datastore: Node resources' labels follow the Kubernetes Nodes'; none 
   const store = await openStore({ etcd_endpoints: etcd.endpoints });
   t.teardown(() => store.close());
   const [registered, unregistered] = ['labels-registered', 'labels-unregistered'];
-  await createNode(t, registered, { zone: 'a' });
-  await createNode(t, unregistered, { zone: 'a' });
+  await createNode(kube, t, registered, { zone: 'a' });
+  await createNode(kube, t, unregistered, { zone: 'a' });
   await createNodeResource(store, registered, { stale: 'x' });
   const identity = await controllersIdentity(kube, 'netplug-kube-controllers-labels', CONTROLLER_RULES);
   const labelsOf = async (name: string) =>
@@ -140,12 +135,12 @@ test("etcd datastore: Node resources' labels follow the Kubernetes Nodes'; none 
     ETCD_ENDPOINTS: etcd.endpoints,
     KUBECONFIG: identity.kubeconfig,
   });
-  await until("the labels are the Kubernetes Node's", async () => same(await labelsOf(registered), { zone: 'a' }));
+  await eventually("the labels are the Kubernetes Node's", async () => same(await labelsOf(registered), { zone: 'a' }));
 
   const node = await kube.core.readNode({ name: registered });
   node.metadata = { ...node.metadata, labels: { zone: 'b', rack: 'r1' } };
   await kube.core.replaceNode({ name: registered, body: node });
-  await until('the labels follow a change', async () => same(await labelsOf(registered), { zone: 'b', rack: 'r1' }));
+  await eventually('the labels follow a change', async () => same(await labelsOf(registered), { zone: 'b', rack: 'r1' }));
   t.true(controllers.lines.some((line) => line.includes(`labels of Node resource ${registered}`)));
 
   t.is(await store.get(keys.node(unregistered)), undefined, 'the node agent registers nodes, not the controllers');

@@ -332,9 +332,7 @@ test('Kubernetes datastore: the same commands on projectnet.org/v3 objects, kube
 
   // What netplugctl wrote is what kubectl shows: the resource itself, in its namespace.
   t.regex(ok(t, ctl, ['apply', '-f', '-'], RESOURCES), /created/);
-  const config = new k8s.KubeConfig();
-  config.loadFromFile(kube.server.admin.kubeconfig);
-  const custom = config.makeApiClient(k8s.CustomObjectsApi);
+  const custom = kube.custom;
   const object = (await custom.getNamespacedCustomObject({
     group: 'projectnet.org',
     version: 'v3',
@@ -386,7 +384,7 @@ test('Kubernetes datastore: the same commands on projectnet.org/v3 objects, kube
   }
   explainChecks(t, ctl);
   // A Kubernetes NetworkPolicy joins tier default at order 1000.
-  const networking = config.makeApiClient(k8s.NetworkingV1Api);
+  const networking = kube.config.makeApiClient(k8s.NetworkingV1Api);
   await networking.createNamespacedNetworkPolicy({
     namespace: 'shop',
     body: {

@@ -1,4 +1,4 @@
-// The end-to-end scenario of issue 10, run once per datastore under the real kubelet: install,
+// The end-to-end scenario, run once per datastore under the real kubelet: install,
 // 20 pods, connectivity, hostPort, clean release, a clear event for a missing pool, the node pod
 // killed without disturbing pods, and uninstall.
 import { execFile } from 'node:child_process';

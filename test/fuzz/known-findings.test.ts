@@ -1,4 +1,4 @@
-// The findings of black-box fuzzing (issue 9, item 10), each as a named case through the built
+// The findings of black-box fuzzing, each as a named case through the built
 // executable on a real etcd and real namespaces: what a runtime sends, and what must come back.
 // Every run is contained (pids cgroup, time limit), so a regression fails its case, not the machine.
 import { execFileSync, spawnSync } from 'node:child_process';

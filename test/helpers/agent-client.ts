@@ -4,6 +4,7 @@
 import { connect, type Socket } from 'node:net';
 
 import { runtimeInput, type Invocation } from './cni.ts';
+import { eventually } from './eventually.ts';
 
 export interface AgentReply {
   /** False: the agent declined (or was not there); the shim would run the one-shot. */
@@ -112,12 +113,9 @@ function bytesOf(socket: Socket) {
 }
 
 /** Waits until the agent at `socketPath` accepts requests (it declines while it rolls back). */
-export async function waitServing(socketPath: string, ms = 60_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const reply = await callAgent(socketPath, { command: 'VERSION' });
-    if (reply.accepted) return;
-    if (Date.now() > deadline) throw new Error(`the agent at ${socketPath} does not serve after ${ms / 1000} s`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+export async function waitServing(socketPath: string, timeoutMs = 60_000): Promise<void> {
+  await eventually(`the agent at ${socketPath} to serve`, async () => (await callAgent(socketPath, { command: 'VERSION' })).accepted, {
+    timeoutMs,
+    intervalMs: 100,
+  });
 }

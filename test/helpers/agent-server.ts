@@ -10,6 +10,7 @@ import type { ExecutionContext } from 'ava';
 import { waitServing } from './agent-client.ts';
 import { DIST_CNI, tempDir } from './cni.ts';
 import { freePort } from './etcd.ts';
+import { eventually } from './eventually.ts';
 
 const MAIN = new URL('./agent-main.ts', import.meta.url).pathname;
 
@@ -104,9 +105,10 @@ export async function spawnAgent(
     const failed = exited.then((code) => {
       throw new Error(`netplug-node exited ${code} before serving:\n${output}`);
     });
-    const startedUp = (async () => {
-      while (!output.includes('start-up work done') && alive()) await new Promise((resolve) => setTimeout(resolve, 50));
-    })();
+    // Over once it exited too: `failed` then says why.
+    const startedUp = eventually('netplug-node to finish its start-up work', () => output.includes('start-up work done') || !alive(), {
+      intervalMs: 50,
+    });
     await Promise.race([Promise.all([waitServing(socket), startedUp]), failed]);
     failed.catch(() => undefined);
   }

@@ -15,8 +15,12 @@ import { ROOT, tempDir } from './cni.ts';
 
 export interface Kube {
   server: KubeServer;
+  /** The administrator's kubeconfig, loaded: for the clients a test makes besides these. */
+  config: k8s.KubeConfig;
   core: k8s.CoreV1Api;
   rbac: k8s.RbacAuthorizationV1Api;
+  /** netplug's custom resources (and any other). */
+  custom: k8s.CustomObjectsApi;
   /** An identity bound to `rules` only. */
   identityWith(user: string, rules: k8s.V1PolicyRule[]): Promise<Identity>;
 }
@@ -36,6 +40,7 @@ export async function startKube(t: Pick<ExecutionContext, 'teardown'>): Promise<
   config.loadFromFile(server.admin.kubeconfig);
   const core = config.makeApiClient(k8s.CoreV1Api);
   const rbac = config.makeApiClient(k8s.RbacAuthorizationV1Api);
+  const custom = config.makeApiClient(k8s.CustomObjectsApi);
   const identityWith = async (user: string, rules: k8s.V1PolicyRule[]) => {
     const identity = user === server.plugin.user ? server.plugin : server.identity(user);
     await rbac.createClusterRole({ body: { metadata: { name: user }, rules } });
@@ -49,7 +54,7 @@ export async function startKube(t: Pick<ExecutionContext, 'teardown'>): Promise<
     return identity;
   };
   await identityWith(server.plugin.user, PLUGIN_RULES);
-  return { server, core, rbac, identityWith };
+  return { server, config, core, rbac, custom, identityWith };
 }
 
 /** netplug's custom resource definitions (deploy/crds/), installed as an operator would, and ready to use. */
@@ -100,6 +105,18 @@ export async function createPod(
     },
   });
   return { namespace, name };
+}
+
+/** A Node with `labels` (and `status`, as its kubelet would report it), deleted after the test. */
+export async function createNode(
+  kube: Kube,
+  t: Pick<ExecutionContext, 'teardown'>,
+  name: string,
+  labels: Record<string, string> = {},
+  status?: k8s.V1NodeStatus,
+): Promise<void> {
+  await kube.core.createNode({ body: { metadata: { name, labels }, ...(status ? { status } : {}) } });
+  t.teardown(() => kube.core.deleteNode({ name }).catch(() => undefined));
 }
 
 /** CNI_ARGS as a Kubernetes runtime gives them. */

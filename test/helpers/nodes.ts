@@ -13,7 +13,9 @@ import { join } from 'node:path';
 import type { ExecutionContext } from 'ava';
 
 import { CNI_PATH, DIST_CNI, ROOT, tempDir } from './cni.ts';
+import { eventually } from './eventually.ts';
 import { containerId } from './kernel.ts';
+import { RELAY_PROGRAM } from './relay.ts';
 
 export const NETPLUG_NODE = join(ROOT, 'dist/bin/netplug-node');
 export const NETPLUG_CNI = join(DIST_CNI, 'netplug');
@@ -123,11 +125,11 @@ export async function makeTopology(t: Pick<ExecutionContext, 'teardown'>, option
 
   // Each node reaches the host's loopback ports through a unix socket per port, served by a
   // process of its own (this one blocks in spawnSync while the plugin runs).
-  const hostRelay = spawn(process.execPath, ['-e', HOST_RELAY, ...options.ports.flatMap((p) => [String(p), join(dir, `port-${p}.sock`)])], {
+  const hostRelay = spawn(process.execPath, [RELAY_PROGRAM, ...options.ports.flatMap((p) => [join(dir, `port-${p}.sock`), String(p)])], {
     stdio: 'ignore',
   });
   processes.push(hostRelay);
-  for (const port of options.ports) await until(`the host relay of port ${port}`, () => existsSync(join(dir, `port-${port}.sock`)));
+  for (const port of options.ports) await eventually(`the host relay of port ${port}`, () => existsSync(join(dir, `port-${port}.sock`)));
 
   const nodes = options.nodes.map(({ name, subnet }, index): TestNode => {
     const ns = netns(name);
@@ -138,7 +140,14 @@ export async function makeTopology(t: Pick<ExecutionContext, 'teardown'>, option
     sysctl(ns, 'net.ipv4.ip_forward', '1');
     const relay = spawn(
       'ip',
-      ['netns', 'exec', ns.name, process.execPath, '-e', RELAY, ...options.ports.flatMap((p) => [String(p), join(dir, `port-${p}.sock`)])],
+      [
+        'netns',
+        'exec',
+        ns.name,
+        process.execPath,
+        RELAY_PROGRAM,
+        ...options.ports.flatMap((p) => [String(p), join(dir, `port-${p}.sock`)]),
+      ],
       {
         stdio: 'ignore',
       },
@@ -181,7 +190,7 @@ export async function makeTopology(t: Pick<ExecutionContext, 'teardown'>, option
   // Every relay listens before an agent starts.
   for (const node of nodes)
     for (const port of options.ports)
-      await until(
+      await eventually(
         `the relay of port ${port} in ${node.name}`,
         () => exec(node.netns, ['bash', '-c', `exec 3<>/dev/tcp/127.0.0.1/${port}`]).status === 0,
       );
@@ -241,41 +250,6 @@ export async function makeTopology(t: Pick<ExecutionContext, 'teardown'>, option
   return topology;
 }
 
-/** The relay in the host's namespace: args are pairs of port and the unix socket path it listens on. */
-const HOST_RELAY = `
-const net = require('node:net');
-const args = process.argv.slice(1);
-for (let i = 0; i + 1 < args.length; i += 2) {
-  const [port, path] = [Number(args[i]), args[i + 1]];
-  net.createServer((client) => {
-    const upstream = net.connect(port, '127.0.0.1');
-    client.pipe(upstream).pipe(client);
-    const close = () => { client.destroy(); upstream.destroy(); };
-    client.on('error', close);
-    upstream.on('error', close);
-  }).listen(path);
-}
-`;
-
-/** The relay in a node's namespace: args are pairs of port and unix socket path. */
-const RELAY = `
-const net = require('node:net');
-const args = process.argv.slice(1);
-for (let i = 0; i + 1 < args.length; i += 2) {
-  const [port, path] = [Number(args[i]), args[i + 1]];
-  net.createServer((client) => {
-    const upstream = net.connect(path);
-    client.pipe(upstream).pipe(client);
-    const close = () => {
-        client.destroy();
-        upstream.destroy();
-      };
-    client.on('error', close);
-    upstream.on('error', close);
-  }).listen(port, '127.0.0.1');
-}
-`;
-
 function stop(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
@@ -283,16 +257,6 @@ function stop(child: ChildProcess): Promise<void> {
     child.kill('SIGTERM');
     setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
   });
-}
-
-/** Polls `check` until true, failing with `what` after `ms`. */
-export async function until(what: string, check: () => boolean | Promise<boolean>, ms = 60_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`${what}: not so after ${ms / 1000} s`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
 }
 
 /** The routes of protocol 80 (netplug's) in a namespace, as `dst via gw dev d [onlink]`. */

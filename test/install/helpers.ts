@@ -75,14 +75,15 @@ export function writeSourceFile(source: string, name: string, mode: number, size
   chmodSync(join(source, name), mode);
 }
 
-/** Runs the installer in this process; resolves to its exit code. */
+/** Runs the installer in this process; resolves to its exit code. `informers`: the quiet-watch timeout, if shortened. */
 export function install(
   node: Node,
   env: NodeJS.ProcessEnv = {},
   signal = new AbortController().signal,
   argv: string[] = [],
+  informers: { watchTimeoutMs?: number } = {},
 ): Promise<number> {
-  return runInstall(argv, { ...node.env, ...env }, signal, (line) => node.log.push(line.trimEnd()));
+  return runInstall(argv, { ...node.env, ...env }, signal, (line) => node.log.push(line.trimEnd()), informers);
 }
 
 let namespaces = 0;
@@ -156,13 +157,4 @@ export async function createDaemonSet(apps: k8s.AppsV1Api, namespace: string, fi
       },
     },
   });
-}
-
-/** Polls `condition` every 100 ms until true; fails after `seconds`. */
-export async function eventually(what: string, condition: () => boolean | Promise<boolean>, seconds = 60): Promise<void> {
-  for (let waited = 0; waited < seconds * 10; waited++) {
-    if (await condition()) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
 }

@@ -11,7 +11,8 @@ import * as k8s from '@kubernetes/client-node';
 import { openKubeClient } from '../../ts/k8s/client.ts';
 import { createPod, startKube, type Kube } from '../helpers/kube.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
-import { createDaemonSet, eventually, install, makeNode, type Node, podNamespace } from './helpers.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { createDaemonSet, install, makeNode, type Node, podNamespace } from './helpers.ts';
 
 let kube: Kube;
 let apps: k8s.AppsV1Api;
@@ -19,8 +20,7 @@ const shared = sharedTeardowns(test);
 
 test.before(async () => {
   kube = await startKube(shared);
-  const config = new k8s.KubeConfig();
-  config.loadFromFile(kube.server.admin.kubeconfig);
+  const config = kube.config;
   apps = config.makeApiClient(k8s.AppsV1Api);
 });
 
@@ -53,10 +53,10 @@ const kubeconfigToken = (node: Node) => /token: "([^"]+)"/.exec(readFileSync(nod
 const tokenSubject = (token: string | undefined) => JSON.parse(Buffer.from((token ?? '').split('.')[1] ?? '', 'base64url').toString()).sub;
 
 /** Starts a long-running installer (SLEEP true); resolves once it is ready (--check); stop() aborts it and resolves to its exit code. */
-async function startInstaller(node: Node, env: NodeJS.ProcessEnv) {
+async function startInstaller(node: Node, env: NodeJS.ProcessEnv, informers: { watchTimeoutMs?: number } = {}) {
   const stop = new AbortController();
   let finished = false;
-  const exit = install(node, { SLEEP: 'true', ...env }, stop.signal).finally(() => {
+  const exit = install(node, { SLEEP: 'true', ...env }, stop.signal, [], informers).finally(() => {
     finished = true;
   });
   await eventually('the installer to be ready', async () => finished || (await install(node, env, undefined, ['--check'])) === 0);
@@ -129,7 +129,8 @@ test('running: the token is refreshed, a ConfigMap edit rewrites the conflist, a
   await setTemplate(pod.namespace, TEMPLATE('info'), true);
   await createDaemonSet(apps, pod.namespace);
   const node = makeNode(t);
-  const installer = await startInstaller(node, { ...pod.env, CNI_TOKEN_REFRESH_INTERVAL: '1s' });
+  // client-node ends a watch that heard nothing for 30 s; 3 s here, so the quiet spell below is short.
+  const installer = await startInstaller(node, { ...pod.env, CNI_TOKEN_REFRESH_INTERVAL: '1s' }, { watchTimeoutMs: 3_000 });
   t.teardown(() => installer.stop());
 
   const first = kubeconfigToken(node);
@@ -145,9 +146,9 @@ test('running: the token is refreshed, a ConfigMap edit rewrites the conflist, a
   );
   t.is(conflist(node).plugins[0].log_level, 'debug', 'the conflist was kept');
 
-  // Quiet for longer than client-node's watch hears nothing before ending it (30 s): watched again
+  // Quiet for longer than the watch hears nothing before ending it (twice over): watched again
   // from where it was, without a warning, and an edit after that is still followed.
-  await new Promise((resolve) => setTimeout(resolve, 35_000));
+  await new Promise((resolve) => setTimeout(resolve, 7_000));
   await setTemplate(pod.namespace, TEMPLATE('warning'));
   await eventually('the conflist to follow an edit after the quiet spell', () => conflist(node).plugins[0].log_level === 'warning');
   t.false(

@@ -8,6 +8,7 @@ import test, { type ExecutionContext } from 'ava';
 
 import { invoke, NETPLUG, ROOT, tempDir } from '../helpers/cni.ts';
 import { startEtcd } from '../helpers/etcd.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { addressesOf, ctl, ctlOk, ipamNetconf, totalAllocated } from '../helpers/ipam.ts';
 import { containerId, createNetns } from '../helpers/kernel.ts';
 
@@ -69,11 +70,8 @@ async function dnsServer(t: ExecutionContext, records: string[]): Promise<string
   t.teardown(() => {
     server.kill('SIGKILL');
   });
-  for (let i = 0; i < 100; i++) {
-    if (await probe(address)) return address;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error('dnsmasq did not start');
+  await eventually('dnsmasq to answer', () => probe(address), { intervalMs: 50 });
+  return address;
 }
 
 async function probe(address: string): Promise<boolean> {

@@ -6,7 +6,7 @@
 import { spawnSync } from 'node:child_process';
 
 import test, { type ExecutionContext } from 'ava';
-import * as k8s from '@kubernetes/client-node';
+import type * as k8s from '@kubernetes/client-node';
 
 import { newBlock } from '../../ts/ipam/block.ts';
 import { handleId, hostAffinity, keys } from '../../ts/model/keys.ts';
@@ -40,9 +40,7 @@ test.before(async () => {
   removeIpamLockFileAfter(shared);
   kube = await startKube(shared);
   await installCrds(kube);
-  const config = new k8s.KubeConfig();
-  config.loadFromFile(kube.server.admin.kubeconfig);
-  custom = config.makeApiClient(k8s.CustomObjectsApi);
+  custom = kube.custom;
   const open = async () => new KubeStore(await openKubeClient({ kubeconfig: kube.server.admin.kubeconfig }));
   stores = [await open(), await open()];
   shared.teardown(() => {

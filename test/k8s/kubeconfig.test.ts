@@ -14,6 +14,7 @@ import { ExecCredentialSource, findCommand, parseExecCredential } from '../../ts
 import { openKubeClient } from '../../ts/k8s/client.ts';
 import { apiAccess } from '../../ts/k8s/kubeconfig.ts';
 import { tempDir } from '../helpers/cni.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 const SECRET = 'very-secret-token-text';
 const CA = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
@@ -250,7 +251,7 @@ test('an exec plugin runs for a bounded time, with what it started; a failing on
   const timedOut = await t.throwsAsync(hung.current(), { instanceOf: KubeUnavailableError });
   t.regex(timedOut?.message ?? '', /: user "u": exec plugin "\.\/hangs" did not finish within 0.3 s and was killed/);
   const sleeper = Number(readFileSync(join(dir, 'sleeper'), 'utf8'));
-  t.true(await gone(sleeper), 'what the plugin started was killed with it');
+  await eventually('what the plugin started to be killed with it', () => gone(sleeper), { intervalMs: 50 });
 
   const failing = source(script('fails', `echo ${SECRET}; echo ${SECRET} >&2; exit 3`));
   const failed = await t.throwsAsync(failing.current(), { instanceOf: KubeUnavailableError });
@@ -263,17 +264,13 @@ test('an exec plugin runs for a bounded time, with what it started; a failing on
   t.false(refused?.message.includes(SECRET));
 });
 
-/** Whether process `pid` is gone (or a zombie about to be reaped), waiting for it a while. */
-async function gone(pid: number): Promise<boolean> {
-  for (let attempt = 0; attempt < 100; attempt++) {
-    try {
-      if (readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('Z')) return true;
-    } catch {
-      return true;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
+/** Whether process `pid` is gone (or a zombie about to be reaped). */
+function gone(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('Z') ?? false;
+  } catch {
+    return true;
   }
-  return false;
 }
 
 test("a client certificate an exec plugin returns that TLS cannot use is a settings error naming the plugin's fields", async (t) => {

@@ -7,7 +7,7 @@
 import { spawnSync } from 'node:child_process';
 
 import test from 'ava';
-import * as k8s from '@kubernetes/client-node';
+import type * as k8s from '@kubernetes/client-node';
 
 import { invoke } from '../helpers/cni.ts';
 import { addressesOf, invokeAsync, NETPLUGCTL, startInvocation } from '../helpers/ipam.ts';
@@ -50,9 +50,7 @@ test.before(async (t) => {
   removeIpamLockFileAfter(shared);
   kube = await startKube(shared);
   await installCrds(kube);
-  const config = new k8s.KubeConfig();
-  config.loadFromFile(kube.server.admin.kubeconfig);
-  custom = config.makeApiClient(k8s.CustomObjectsApi);
+  custom = kube.custom;
   pluginKubeconfig = (await kube.identityWith('netplug-cni-kdd', [...PLUGIN_RULES, ...DATASTORE_RULES])).kubeconfig;
   for (const name of NODES) await kube.core.createNode({ body: { metadata: { name, labels: { rack: rackOf(name) } } } });
   for (const args of [

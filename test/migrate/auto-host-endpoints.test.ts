@@ -9,7 +9,7 @@
 import { spawnSync } from 'node:child_process';
 
 import test, { type ExecutionContext } from 'ava';
-import * as k8s from '@kubernetes/client-node';
+import type * as k8s from '@kubernetes/client-node';
 
 import { CONFIGURATION_KEY } from '../../ts/model/kube-controllers-configuration.ts';
 import { hostEndpointKey, type HostEndpoint } from '../../ts/model/host-endpoint.ts';
@@ -22,7 +22,7 @@ import type { Store } from '../../ts/store/store.ts';
 import { CONTROLLER_DATASTORE_RULES, CONTROLLER_RULES, controllersIdentity, startControllers } from '../controllers/fixtures.ts';
 import { startEtcd } from '../helpers/etcd.ts';
 import { NETPLUGCTL } from '../helpers/ipam.ts';
-import { installCrds, startKube, type Kube } from '../helpers/kube.ts';
+import { createNode as createNodeFor, installCrds, startKube, type Kube } from '../helpers/kube.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
 
 const GROUP = 'crd.projectnet.org';
@@ -33,9 +33,7 @@ let custom: k8s.CustomObjectsApi;
 test.before(async () => {
   kube = await startKube(shared);
   await installCrds(kube);
-  const config = new k8s.KubeConfig();
-  config.loadFromFile(kube.server.admin.kubeconfig);
-  custom = config.makeApiClient(k8s.CustomObjectsApi);
+  custom = kube.custom;
 });
 
 /** The built netplugctl (dist/bin): the commands as the README gives them. */
@@ -65,10 +63,8 @@ async function migrate(...args: string[]): Promise<{ code: number; out: string; 
   return { code, out, err };
 }
 
-async function createNode(t: ExecutionContext, name: string, labels: Record<string, string>, address: string) {
-  await kube.core.createNode({ body: { metadata: { name, labels }, status: { addresses: [{ type: 'InternalIP', address }] } } });
-  t.teardown(() => kube.core.deleteNode({ name }).catch(() => undefined));
-}
+const createNode = (t: ExecutionContext, name: string, labels: Record<string, string>, address: string) =>
+  createNodeFor(kube, t, name, labels, { addresses: [{ type: 'InternalIP', address }] });
 
 const nodeLabels = async (name: string) => (await kube.core.readNode({ name })).metadata?.labels ?? {};
 const endpoints = async (store: Store) => new Map((await listHostEndpoints(store)).map((entry) => [entry.value.metadata.name, entry]));

@@ -245,8 +245,7 @@ function ok<R extends { status: number | null; stdout: string; stderr: string }>
 }
 
 async function objectNames(kube: Kube, plural: string): Promise<string[]> {
-  const config = new k8s.KubeConfig();
-  config.loadFromFile(kube.server.admin.kubeconfig);
+  const config = kube.config;
   const list = (await config
     .makeApiClient(k8s.CustomObjectsApi)
     .listClusterCustomObject({ group: 'crd.projectnet.org', version: 'v1', plural })) as {

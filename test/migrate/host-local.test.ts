@@ -1,5 +1,5 @@
-// The host-local extra steps (spec "Host-local installs: extra steps", operator-and-upgrade.md
-// §C.8) against a real kube-apiserver: a v3.30-style host-local install made with `kubectl create`
+// The upgrade's extra steps for host-local installs
+// against a real kube-apiserver: a v3.30-style host-local install made with `kubectl create`
 // (its DaemonSet carrying the init container upgrade-ipam, no USE_POD_CIDR), the server-side apply
 // of the 3.31 manifest that keeps upgrade-ipam (kubectl-create owns it), the spec's jq pipeline, and
 // `netplugctl migrate host-local`: dry run, one guarded patch, idempotent, refusals. The objects are
@@ -107,8 +107,7 @@ const shared = sharedTeardowns(test);
 test.before(async () => {
   kube = await startKube(shared);
   dir = tempDir(shared, 'host-local');
-  const config = new k8s.KubeConfig();
-  config.loadFromFile(kube.server.admin.kubeconfig);
+  const config = kube.config;
   apps = config.makeApiClient(k8s.AppsV1Api);
   core = config.makeApiClient(k8s.CoreV1Api);
 });
@@ -233,7 +232,7 @@ test.serial("the spec's jq pipeline says `configured` but leaves upgrade-ipam on
     stdio: 'ignore',
   });
   t.deepEqual(initNames(await daemonSet('pipeline')), ['upgrade-ipam']);
-  // The precise form (§C.8) does it.
+  // The precise form (a JSON patch that tests the name at its index first) does it.
   kubectl(
     'patch',
     'daemonset',

@@ -26,8 +26,7 @@ export interface Fixture {
 export async function startFixture(shared: Teardowns, dir: string): Promise<Fixture> {
   const kube = await startKube(shared);
   await installCrds(kube);
-  const config = new k8s.KubeConfig();
-  config.loadFromFile(kube.server.admin.kubeconfig);
+  const config = kube.config;
   return {
     kube,
     config,
@@ -202,19 +201,4 @@ export async function startGarbageCollector(fixture: Fixture, shared: Teardowns)
   });
   const log = () => readFileSync(logFile, 'utf8').split('\n').slice(-40).join('\n');
   return { log };
-}
-
-/** Polls until `done` (every 200 ms, up to `seconds`); fails saying what it waited for, with `context()`. */
-export async function waitUntil(
-  what: string,
-  done: () => Promise<boolean>,
-  seconds = 120,
-  context: () => string = () => '',
-): Promise<void> {
-  const deadline = Date.now() + seconds * 1000;
-  while (Date.now() < deadline) {
-    if (await done()) return;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  throw new Error(`timed out waiting for ${what}\n${context()}`);
 }

@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import test from 'ava';
 
 import { tempDir } from '../helpers/cni.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
 import {
   createConfigMap,
@@ -24,7 +25,6 @@ import {
   removeRecord,
   startFixture,
   startGarbageCollector,
-  waitUntil,
 } from './owner-references-fixtures.ts';
 
 const shared = sharedTeardowns(test);
@@ -33,11 +33,13 @@ let collectorLog: () => string;
 
 /** Until the collector has deleted the ConfigMap (up to 2 minutes; it usually takes well under a second). */
 const collected = (namespace: string, name: string) =>
-  waitUntil(
+  eventually(
     `the garbage collector to delete ConfigMap ${namespace}/${name}`,
     async () => !(await readConfigMap(fixture, namespace, name)),
-    120,
-    () => collectorLog(),
+    {
+      timeoutMs: 120_000,
+      context: () => collectorLog(),
+    },
   );
 
 test.before(async () => {

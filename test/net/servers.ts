@@ -11,6 +11,7 @@ import type { ExecutionContext } from 'ava';
 import type { HttpClient } from '../../ts/net/http-client.ts';
 
 import { freePort } from '../helpers/etcd.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { makeTestCa } from '../../scripts/lib/test-ca.ts';
 
 const SERVE = new URL('./serve.py', import.meta.url).pathname;
@@ -87,7 +88,7 @@ export async function startProxy(t: Teardown, dir: string): Promise<Proxy> {
   t.teardown(() => {
     child.kill('SIGKILL');
   });
-  for (let i = 0; i < 100 && !(await accepts(port)); i++) await new Promise((r) => setTimeout(r, 50));
+  await eventually('tinyproxy to accept connections', () => accepts(port), { intervalMs: 50 });
   return { url: new URL(`http://127.0.0.1:${port}`), log: () => readFileSync(logFile, 'utf8') };
 }
 

@@ -10,6 +10,7 @@ import type * as k8s from '@kubernetes/client-node';
 import { runNodeMain } from '../../ts/node/main.ts';
 import { tempDir } from '../helpers/cni.ts';
 import { freePort } from '../helpers/etcd.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 /** On every datastore: the Node it follows (etcd), its pods, and kubeadm's record of the pod CIDR. */
 export const NODE_AGENT_RULES: k8s.V1PolicyRule[] = [
@@ -32,7 +33,12 @@ export interface Agent {
   stop(): Promise<number>;
 }
 
-export async function startAgent(t: Pick<ExecutionContext, 'teardown'>, env: Record<string, string>): Promise<Agent> {
+/** `informers.watchTimeoutMs` shortens client-node's 30 s quiet-watch timeout. */
+export async function startAgent(
+  t: Pick<ExecutionContext, 'teardown'>,
+  env: Record<string, string>,
+  informers: { watchTimeoutMs?: number } = {},
+): Promise<Agent> {
   const varDir = join(tempDir(t, 'node'), 'var');
   const port = await freePort();
   const controller = new AbortController();
@@ -48,6 +54,7 @@ export async function startAgent(t: Pick<ExecutionContext, 'teardown'>, env: Rec
       ...env,
     },
     controller.signal,
+    informers,
   );
   const stop = () => {
     controller.abort();
@@ -64,16 +71,6 @@ export async function probe(agent: Agent, path: string): Promise<{ status: numbe
     return { status: response.status, text: await response.text() };
   } catch (err) {
     return { status: 0, text: (err as Error).message };
-  }
-}
-
-/** Polls `check` until it is true, failing with `what` after `ms`. */
-export async function eventually(what: string, check: () => Promise<boolean> | boolean, ms = 60_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`${what}: not so after ${ms / 1000} s`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
   }
 }
 

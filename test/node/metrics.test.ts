@@ -22,7 +22,8 @@ import { containerId } from '../helpers/kernel.ts';
 import { ctlOk, ipamNetconf, NETPLUG_IPAM } from '../helpers/ipam.ts';
 import { startKube, type Kube } from '../helpers/kube.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
-import { eventually, NODE_AGENT_RULES, probe, ready, startAgent } from './agent.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { NODE_AGENT_RULES, probe, ready, startAgent } from './agent.ts';
 
 let kube: Kube;
 let agentKubeconfig: string;

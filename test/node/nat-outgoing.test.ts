@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 
 import test from 'ava';
 
+import { eventually } from '../helpers/eventually.ts';
 import { createNetns, ip, nftBinary, requireRoot, type TestNetns } from '../helpers/kernel.ts';
 
 const CHILD = fileURLToPath(new URL('./nat-outgoing-in-netns.ts', import.meta.url));
@@ -78,16 +79,13 @@ test("an upgrading node masquerades a pod's new flows without a gap while the ol
   flows.stdout.setEncoding('utf8').on('data', (text: string) => {
     results = results.concat(text.split('\n').filter(Boolean));
   });
-  const until = async (what: string, done: () => boolean) => {
-    for (let i = 0; i < 600 && !done(); i++) await new Promise((resolve) => setTimeout(resolve, 50));
-    if (!done()) throw new Error(`timed out waiting until ${what}`);
-  };
-  await until('the old chain masqueraded 20 flows', () => results.length >= 20);
+  const often = { timeoutMs: 30_000, intervalMs: 50 };
+  await eventually('the old chain masqueraded 20 flows', () => results.length >= 20, often);
 
   const upgraded = natOutgoing(node);
   t.deepEqual(upgraded, { outcome: 'written', legacyRemovedFrom: ['POSTROUTING'] });
   const atUpgrade = results.length;
-  await until('20 more flows went out after the upgrade', () => results.length >= atUpgrade + 20);
+  await eventually('20 more flows went out after the upgrade', () => results.length >= atUpgrade + 20, often);
   execFileSync('touch', [`/tmp/netplug-nat-stop-${process.pid}`]);
   await new Promise((resolve) => flows.on('exit', resolve));
   execFileSync('rm', ['-f', `/tmp/netplug-nat-stop-${process.pid}`]);

@@ -7,13 +7,14 @@ import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 
 import test from 'ava';
-import * as k8s from '@kubernetes/client-node';
+import type * as k8s from '@kubernetes/client-node';
 
 import { NETPLUG_VERSION } from '../../ts/version.ts';
 import { NETPLUGCTL } from '../helpers/ipam.ts';
 import { installCrds, startKube, type Kube } from '../helpers/kube.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
-import { eventually, NODE_AGENT_DATASTORE_RULES, NODE_AGENT_RULES, probe, readVarFile, ready, startAgent } from './agent.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { NODE_AGENT_DATASTORE_RULES, NODE_AGENT_RULES, probe, readVarFile, ready, startAgent } from './agent.ts';
 
 let kube: Kube;
 let agentKubeconfig: string;
@@ -24,9 +25,7 @@ test.before(async () => {
   kube = await startKube(shared);
   await installCrds(kube);
   agentKubeconfig = (await kube.identityWith('netplug-node-kdd', [...NODE_AGENT_RULES, ...NODE_AGENT_DATASTORE_RULES])).kubeconfig;
-  const config = new k8s.KubeConfig();
-  config.loadFromFile(kube.server.admin.kubeconfig);
-  custom = config.makeApiClient(k8s.CustomObjectsApi);
+  custom = kube.custom;
 });
 
 function kctl(...args: string[]) {

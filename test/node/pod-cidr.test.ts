@@ -13,7 +13,8 @@ import { nodeSettings } from '../../ts/node/shared/settings.ts';
 import { renderManifest } from '../../ts/render/manifests.ts';
 import { installCrds, startKube, type Kube } from '../helpers/kube.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
-import { eventually, probe, readVarFile, ready, startAgent } from './agent.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { probe, readVarFile, ready, startAgent } from './agent.ts';
 
 test('USE_POD_CIDR: true or false in any letter case, unset is false; anything else is refused naming it', (t) => {
   const base = { NODENAME: 'n1' };
@@ -55,9 +56,7 @@ test.before(async () => {
   kube = await startKube(shared);
   await installCrds(kube);
   agentKubeconfig = (await kube.identityWith('netplug-node-host-local', hostLocalNodeRules())).kubeconfig;
-  const config = new k8s.KubeConfig();
-  config.loadFromFile(kube.server.admin.kubeconfig);
-  custom = config.makeApiClient(k8s.CustomObjectsApi);
+  custom = kube.custom;
 });
 
 /** The agent's log lines (it writes to this process's stderr), from now until the test ends. */

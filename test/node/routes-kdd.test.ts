@@ -18,7 +18,8 @@ import type { Store } from '../../ts/store/store.ts';
 import { requireBuilt } from '../helpers/cni.ts';
 import { requireRoot } from '../helpers/kernel.ts';
 import { installCrds, removeIpamLockFileAfter, startKube, type Kube } from '../helpers/kube.ts';
-import { makeTopology, netplugRoutes, until, type Pod, type TestNode, type Topology } from '../helpers/nodes.ts';
+import { makeTopology, netplugRoutes, type Pod, type TestNode, type Topology } from '../helpers/nodes.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
 
 const POOL = 'routes-kdd';
@@ -71,13 +72,13 @@ const node = (name: string) => topology.nodes.find((n) => n.name === name) as Te
 
 test.serial('each agent publishes its address and VXLAN tunnel address as annotations on its Kubernetes Node', async (t) => {
   for (const { name, address } of topology.nodes) {
-    await until(
+    await eventually(
       `node ${name} is annotated`,
       async () => {
         const annotations = (await kube.core.readNode({ name })).metadata?.annotations ?? {};
         return annotations[NODE_ADDRESS_ANNOTATIONS.vxlanTunnelMACAddr] !== undefined;
       },
-      90_000,
+      { timeoutMs: 90_000 },
     ).catch((err: Error) => {
       throw new Error(`${err.message}; log: ${node(name).log().slice(-2000)}`);
     });
@@ -98,7 +99,7 @@ test.serial(
       return `${a}.${b}.${c}.${d - (d % 64)}/26`;
     };
     const on = (name: string) => pods.find((p) => p.node.name === name) as Pod;
-    await until(
+    await eventually(
       'n1 routes n2 and n3 directly and n4 over VXLAN',
       () => {
         const routes = netplugRoutes(node('n1').netns);
@@ -108,7 +109,7 @@ test.serial(
           routes.some((r) => r.startsWith(`${blockOf(on('n4'))} via 10.246.`) && r.endsWith('dev vxlan.netplug onlink'))
         );
       },
-      90_000,
+      { timeoutMs: 90_000 },
     ).catch((err: Error) => {
       throw new Error(`${err.message}; routes ${JSON.stringify(netplugRoutes(node('n1').netns))}; log: ${node('n1').log().slice(-2000)}`);
     });
@@ -116,7 +117,7 @@ test.serial(
     for (const from of pods)
       for (const to of pods) {
         if (from.node === to.node) continue;
-        await until(
+        await eventually(
           `${from.node.name} pings ${to.node.name}`,
           () => topology.exec(from.netns, ['ping', '-c', '1', '-W', '1', to.address]).status === 0,
         );

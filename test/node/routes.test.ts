@@ -19,12 +19,12 @@ import { poolResource } from '../../ts/model/pool-resource.ts';
 import { openStore } from '../../ts/store/open.ts';
 import { retryOnConflict, type Store } from '../../ts/store/store.ts';
 import { requireBuilt } from '../helpers/cni.ts';
-import { launchEtcd, type EtcdServer } from '../../scripts/lib/etcd-server.ts';
+import { type EtcdServer, startEtcd } from '../helpers/etcd.ts';
 import { nftBinary, requireRoot } from '../helpers/kernel.ts';
 import { startKube } from '../helpers/kube.ts';
-import { makeTopology, netplugRoutes, until, type Pod, type TestNode, type Topology } from '../helpers/nodes.ts';
+import { makeTopology, netplugRoutes, type Pod, type TestNode, type Topology } from '../helpers/nodes.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
-import { tempDir } from '../helpers/cni.ts';
 
 const POOL = 'routes-pool';
 const POOL_CIDR = '10.244.0.0/16';
@@ -39,8 +39,7 @@ let pods: Pod[] = [];
 test.before(async () => {
   requireRoot();
   requireBuilt();
-  etcd = await launchEtcd(tempDir(shared, 'etcd'));
-  shared.teardown(() => etcd.stop());
+  etcd = await startEtcd(shared);
   const kube = await startKube(shared);
   store = await openStore({ datastore_type: 'etcdv3', etcd_endpoints: etcd.endpoints });
   shared.teardown(() => store.close());
@@ -91,7 +90,7 @@ async function everyPodReachesEveryOther(t: { log(...v: unknown[]): void }, amon
   for (const from of among)
     for (const to of among) {
       if (from.node === to.node) continue;
-      await until(
+      await eventually(
         `a pod on ${from.node.name} pings ${to.address} on ${to.node.name}`,
         () => topology.exec(from.netns, ['ping', '-c', '1', '-W', '1', to.address]).status === 0,
       ).catch((err: Error) => {
@@ -120,10 +119,10 @@ const node = (name: string) => topology.nodes.find((n) => n.name === name) as Te
 const podOn = (name: string) => pods.find((p) => p.node.name === name) as Pod;
 
 async function routesBecome(on: TestNode, wanted: string[]): Promise<void> {
-  await until(
+  await eventually(
     `${on.name}'s netplug routes are ${JSON.stringify(wanted)}`,
     () => JSON.stringify(netplugRoutes(on.netns)) === JSON.stringify([...wanted].sort()),
-    90_000,
+    { timeoutMs: 90_000 },
   ).catch((err: Error) => {
     throw new Error(`${err.message}; they are ${JSON.stringify(netplugRoutes(on.netns))}; log: ${on.log().slice(-2000)}`);
   });
@@ -151,9 +150,9 @@ test.serial('IPIP Always: every node reaches every other through tunl0, via the 
   await setPool({ ipipMode: 'Always', vxlanMode: 'Never', natOutgoing: false });
   if (!ipipSupported()) {
     t.log('this kernel has no ipip driver: checking that the agent reports it (pings over IP-in-IP need a kernel with it, as CI has)');
-    await until('n1 reports the missing driver on /readyz', () => IPIP_MISSING.test(readiness(node('n1'))), 90_000);
+    await eventually('n1 reports the missing driver on /readyz', () => IPIP_MISSING.test(readiness(node('n1'))), { timeoutMs: 90_000 });
     // The log arrives through a pipe the test reads between its polls, so it too is awaited.
-    await until('n1 logs the missing driver', () => IPIP_MISSING.test(node('n1').log()), 30_000);
+    await eventually('n1 logs the missing driver', () => IPIP_MISSING.test(node('n1').log()), { timeoutMs: 30_000 });
     t.regex(node('n1').log(), IPIP_MISSING);
     await routesBecome(node('n1'), []);
     return;
@@ -172,7 +171,7 @@ test.serial('IPIP CrossSubnet: same-subnet pairs go direct, the others through t
   if (!ipipSupported()) {
     t.log('this kernel has no ipip driver: same-subnet pairs must still go direct, and the agent say why the others do not');
     await routesBecome(node('n1'), direct);
-    await until('n1 reports the missing driver on /readyz', () => IPIP_MISSING.test(readiness(node('n1'))), 90_000);
+    await eventually('n1 reports the missing driver on /readyz', () => IPIP_MISSING.test(readiness(node('n1'))), { timeoutMs: 90_000 });
     t.is(
       await everyPodReachesEveryOther(
         t,
@@ -192,10 +191,10 @@ test.serial('IPIP CrossSubnet: same-subnet pairs go direct, the others through t
 
 test.serial('VXLAN Always: every node reaches every other over vxlan.netplug; IPIP is gone', async (t) => {
   await setPool({ ipipMode: 'Never', vxlanMode: 'Always', natOutgoing: false });
-  await until(
+  await eventually(
     'n1 routes all three other blocks over VXLAN',
     () => netplugRoutes(node('n1').netns).filter((r) => r.includes('dev vxlan.netplug onlink')).length === 3,
-    90_000,
+    { timeoutMs: 90_000 },
   ).catch((err: Error) => {
     throw new Error(`${err.message}; routes ${JSON.stringify(netplugRoutes(node('n1').netns))}; log: ${node('n1').log().slice(-3000)}`);
   });
@@ -203,14 +202,14 @@ test.serial('VXLAN Always: every node reaches every other over vxlan.netplug; IP
   const fdb = topology.exec(node('n1').netns, ['bridge', 'fdb', 'show', 'dev', 'vxlan.netplug']).stdout;
   for (const name of ['n2', 'n3', 'n4']) t.regex(fdb, new RegExp(`dst ${node(name).address.replaceAll('.', '\\.')} .*permanent`));
   t.false(topology.exec(node('n1').netns, ['ip', '-4', 'addr', 'show', 'dev', 'tunl0']).stdout.includes('inet '));
-  await until('n1 is ready', () => readiness(node('n1')) === 'ok\n');
+  await eventually('n1 is ready', () => readiness(node('n1')) === 'ok\n');
   const metrics = topology.exec(node('n1').netns, ['curl', '-s', '-m', '5', 'http://127.0.0.1:9099/metrics']).stdout;
   t.regex(metrics, /netplug_routes\{kind="vxlan"\} 3/);
 });
 
 test.serial('VXLAN CrossSubnet: same-subnet pairs go direct, the others over VXLAN', async (t) => {
   await setPool({ ipipMode: 'Never', vxlanMode: 'CrossSubnet', natOutgoing: false });
-  await until(
+  await eventually(
     'n1 routes n2 and n3 directly, n4 over VXLAN',
     () => {
       const routes = netplugRoutes(node('n1').netns);
@@ -218,7 +217,7 @@ test.serial('VXLAN CrossSubnet: same-subnet pairs go direct, the others over VXL
         routes.filter((r) => r.includes('dev eth0')).length === 2 && routes.filter((r) => r.includes('dev vxlan.netplug')).length === 1
       );
     },
-    90_000,
+    { timeoutMs: 90_000 },
   );
   t.is(await everyPodReachesEveryOther(t, pods), 12);
 });
@@ -240,7 +239,7 @@ test.serial("natOutgoing: a pod reaching an address outside the pools is seen th
       server.stdout.setEncoding('utf8').on('data', async (text: string) => {
         out += text;
         if (text.includes('listening')) {
-          await until(
+          await eventually(
             `${pod.node.name}'s pod connects to ${topology.outside}`,
             () => topology.exec(pod.netns, ['bash', '-c', `exec 3<>/dev/tcp/${topology.outside}/8089`], 5_000).status === 0,
           ).catch(reject);
@@ -255,7 +254,7 @@ test.serial("natOutgoing: a pod reaching an address outside the pools is seen th
   // Pod to pod keeps its source: still every pair answers.
   t.is(await everyPodReachesEveryOther(t, pods), 12);
   await setPool({ ipipMode: 'Never', vxlanMode: 'CrossSubnet', natOutgoing: false });
-  await until(
+  await eventually(
     'the chain is removed when no pool asks',
     () => topology.exec(node('n1').netns, [nftBinary(), 'list', 'chain', 'inet', 'netplug', 'nat-outgoing']).status !== 0,
   );
@@ -273,9 +272,11 @@ test.serial(
   async (t) => {
     await setPool({ ipipMode: 'Never', vxlanMode: 'CrossSubnet', natOutgoing: false });
     const n1 = node('n1');
-    await until('n1 routes n4 over VXLAN', () => netplugRoutes(n1.netns).some((r) => r.includes('dev vxlan.netplug')), 90_000);
+    await eventually('n1 routes n4 over VXLAN', () => netplugRoutes(n1.netns).some((r) => r.includes('dev vxlan.netplug')), {
+      timeoutMs: 90_000,
+    });
     // Settled: what n1 published is what it holds.
-    await until('n1 has published its VXLAN tunnel address', async () => {
+    await eventually('n1 has published its VXLAN tunnel address', async () => {
       const spec = (await store.get<{ spec: Record<string, unknown> }>(keys.node('n1')))?.value.spec;
       return spec?.['ipv4VXLANTunnelAddr'] !== undefined;
     });
@@ -286,7 +287,7 @@ test.serial(
     const entry = await store.get<{ spec: Record<string, unknown> }>(keys.node('n1'));
     if (!entry) throw new Error('n1 is not registered');
     t.true(await store.commit([{ key: entry.key, update: { ...entry.value, spec: {} }, revision: entry.revision }]));
-    await until('n1 published its addresses again', async () => {
+    await eventually('n1 published its addresses again', async () => {
       const spec = (await store.get<{ spec: Record<string, unknown> }>(keys.node('n1')))?.value.spec;
       return spec?.['ipv4VXLANTunnelAddr'] !== undefined && spec['bgp'] !== undefined;
     });
@@ -297,13 +298,18 @@ test.serial(
     const third = { name: 'routes-third', cidr: '10.247.0.0/16' };
     await createPool(third.name, third.cidr);
     const extra = topology.addPod(node('n2'), [third.name]);
-    await until('n1 routes the new block', () => netplugRoutes(n1.netns).some((r) => r.startsWith(`${blockOf(extra)} `)), 90_000);
+    await eventually('n1 routes the new block', () => netplugRoutes(n1.netns).some((r) => r.startsWith(`${blockOf(extra)} `)), {
+      timeoutMs: 90_000,
+    });
     t.is(reconciles(n1, 'routes'), routes + 1, "one pass on n1: the new block's route");
     t.is(reconciles(n1, 'addresses'), addresses + 1, 'one reconcile of its addresses: publishing them again');
 
     for (const pod of [same, extra]) topology.deletePod(pod);
     await releaseBlock(blockOf(extra), 'n2');
-    await until('n1 no longer routes the released block', () => !netplugRoutes(n1.netns).some((r) => r.startsWith(`${blockOf(extra)} `)));
+    await eventually(
+      'n1 no longer routes the released block',
+      () => !netplugRoutes(n1.netns).some((r) => r.startsWith(`${blockOf(extra)} `)),
+    );
     const pool = await store.get(keys.pool(third.name));
     if (pool) await store.commit([{ key: pool.key, remove: true, revision: pool.revision }]);
   },
@@ -316,21 +322,21 @@ test.serial('a block claimed gets a route on the other nodes, and loses it when 
   const extra = topology.addPod(node('n2'), [SECOND_POOL]);
   const block = blockOf(extra);
   t.true(block.startsWith('10.245.'));
-  await until(
+  await eventually(
     'n1 and n4 route the claimed block',
     () =>
       ['n1', 'n4'].every((name) =>
         netplugRoutes(node(name).netns).some((r) => r.startsWith(`${block} `) && r.endsWith('dev vxlan.netplug onlink')),
       ),
-    90_000,
+    { timeoutMs: 90_000 },
   );
   t.is(await everyPodReachesEveryOther(t, [extra, podOn('n1'), podOn('n4')]), 6);
   topology.deletePod(extra);
   await releaseBlock(block, 'n2');
-  await until(
+  await eventually(
     'n1 and n4 no longer route the released block',
     () => ['n1', 'n4'].every((name) => !netplugRoutes(node(name).netns).some((r) => r.startsWith(`${block} `))),
-    90_000,
+    { timeoutMs: 90_000 },
   );
   t.true(
     netplugRoutes(node('n1').netns).some((r) => r.startsWith(`${blockOf(podOn('n2'))} `)),
@@ -347,10 +353,10 @@ test.serial(
     await n1.stopAgent();
     n1.startAgent({ NETPLUG_ROUTE_REFRESH_INTERVAL: '2' });
     const n2Block = `${blockOf(podOn('n2'))} via ${node('n2').address} dev eth0`;
-    await until('n1 routes n2 directly', () => netplugRoutes(n1.netns).includes(n2Block), 90_000);
+    await eventually('n1 routes n2 directly', () => netplugRoutes(n1.netns).includes(n2Block), { timeoutMs: 90_000 });
     topology.exec(n1.netns, ['ip', 'route', 'add', '10.244.250.0/26', 'via', node('n3').address, 'proto', '80']);
     topology.exec(n1.netns, ['ip', 'route', 'del', blockOf(podOn('n2'))]);
-    await until('the stale route is gone and the deleted one back', () => {
+    await eventually('the stale route is gone and the deleted one back', () => {
       const routes = netplugRoutes(n1.netns);
       return routes.includes(n2Block) && !routes.some((r) => r.startsWith('10.244.250.0/26'));
     });
@@ -358,23 +364,25 @@ test.serial(
     await node('n2').stopAgent();
     t.is(await everyPodReachesEveryOther(t, [podOn('n1'), podOn('n2'), podOn('n4')]), 6);
     node('n2').startAgent();
-    await until('n2 is ready again', () => readiness(node('n2')) === 'ok\n', 90_000);
+    await eventually('n2 is ready again', () => readiness(node('n2')) === 'ok\n', { timeoutMs: 90_000 });
     t.is(await everyPodReachesEveryOther(t, [podOn('n1'), podOn('n2'), podOn('n4')]), 6);
   },
 );
 
 test.serial('a node removed from the datastore loses its routes on every other node', async (t) => {
   const gone = node('n3');
-  await until('n1 routes n3', () => netplugRoutes(node('n1').netns).some((r) => r.startsWith(`${blockOf(podOn('n3'))} `)), 90_000);
+  await eventually('n1 routes n3', () => netplugRoutes(node('n1').netns).some((r) => r.startsWith(`${blockOf(podOn('n3'))} `)), {
+    timeoutMs: 90_000,
+  });
   await gone.stopAgent();
   const entry = await store.get(keys.node('n3'));
   t.truthy(entry);
   if (entry) t.true(await store.commit([{ key: entry.key, remove: true, revision: entry.revision }]));
   for (const name of ['n1', 'n2', 'n4'])
-    await until(
+    await eventually(
       `${name} has no route to n3's block`,
       () => !netplugRoutes(node(name).netns).some((r) => r.startsWith(`${blockOf(podOn('n3'))} `)),
-      90_000,
+      { timeoutMs: 90_000 },
     );
   t.is(
     await everyPodReachesEveryOther(

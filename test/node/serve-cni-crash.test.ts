@@ -3,8 +3,8 @@
 // networked with its address; every other one left nothing (no interface, no host veth, no address
 // held), since the agent rolls back each ADD its journal says did not finish before it serves
 // again; no address is held twice.
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { existsSync, readdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 
 import test, { type ExecutionContext } from 'ava';
 
@@ -17,8 +17,8 @@ import { startEtcd } from '../helpers/etcd.ts';
 import { addressesOf, ipamNetconf } from '../helpers/ipam.ts';
 import { addresses, containerId, createNetns, link } from '../helpers/kernel.ts';
 import { DATASTORE_RULES, installCrds, PLUGIN_RULES, startKube } from '../helpers/kube.ts';
-import { until } from '../helpers/nodes.ts';
-import { startWireHold, type WireHold } from '../helpers/wire-hold.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { kubeconfigThrough, type Relay, startRelay } from '../helpers/relay.ts';
 import { NODE_AGENT_DATASTORE_RULES, NODE_AGENT_RULES } from './agent.ts';
 
 const PODS = 40;
@@ -35,7 +35,7 @@ async function crashAndRestart(
   env: Record<string, string>,
   netconf: Record<string, unknown>,
   store: Store,
-  wire: WireHold,
+  wire: Relay,
 ) {
   const handles = () => store.listKeys(`/netplug/ipam/v2/handle/${netconf['name']}.`);
   const first = await spawnAgent(t, env);
@@ -47,10 +47,10 @@ async function crashAndRestart(
   const cutOff = pods.slice(FINISHED);
   const during = Promise.all(cutOff.map(add));
   const journal = join(dirname(first.socket), 'inflight');
-  await until(
+  await eventually(
     'an ADD has its interface set up while its commit is held',
     () => cutOff.some((p) => link(hostVeth(p.containerId)) !== undefined),
-    30_000,
+    { timeoutMs: 30_000 },
   );
   t.not(readdirSync(journal).length, 0, 'the journal holds the ADDs in flight');
   await first.kill();
@@ -96,7 +96,7 @@ test('etcd: kill -9 with ADDs in flight; after the restart the finished ones are
   const node = 'node-crash';
   const store = await openStore({ etcd_endpoints: etcd.endpoints });
   t.teardown(() => store.close());
-  const wire = await startWireHold(t, { host: '127.0.0.1', port: etcd.port });
+  const wire = await startRelay(t, etcd.port);
   const relayed = `http://${wire.address}`;
   const env = {
     NODENAME: node,
@@ -118,14 +118,10 @@ test('Kubernetes datastore: kill -9 with ADDs in flight; after the restart the f
   const store = await openStore({ datastore_type: 'kubernetes', kubernetes: { kubeconfig: kube.server.admin.kubeconfig } });
   t.teardown(() => store.close());
   const agentRules = [...NODE_AGENT_RULES, ...NODE_AGENT_DATASTORE_RULES, ...PLUGIN_RULES, ...DATASTORE_RULES];
-  const wire = await startWireHold(t, { host: '127.0.0.1', port: Number(new URL(kube.server.url).port) });
+  const wire = await startRelay(t, Number(new URL(kube.server.url).port));
   const dir = tempDir(t, 'relayed');
   // The same identity, through the relay.
-  const relayed = (kubeconfig: string) => {
-    const copy = join(dir, basename(kubeconfig));
-    writeFileSync(copy, readFileSync(kubeconfig, 'utf8').replaceAll(kube.server.url, `https://${wire.address}`));
-    return copy;
-  };
+  const relayed = (kubeconfig: string) => kubeconfigThrough(wire, kubeconfig, kube.server.url, dir);
   const env = {
     NODENAME: node,
     DATASTORE_TYPE: 'kubernetes',

@@ -12,7 +12,8 @@ import { addressesOf } from '../helpers/ipam.ts';
 import { containerId, createNetns } from '../helpers/kernel.ts';
 import { DATASTORE_RULES, installCrds, PLUGIN_RULES, removeIpamLockFileAfter, startKube, type Kube } from '../helpers/kube.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
-import { eventually, NODE_AGENT_DATASTORE_RULES, NODE_AGENT_RULES } from './agent.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { NODE_AGENT_DATASTORE_RULES, NODE_AGENT_RULES } from './agent.ts';
 
 const POOL = '10.224.0.0/16';
 const NODE = 'node-watched-pods';

@@ -16,7 +16,8 @@ import { addressesOf, etcdKeys, ipamNetconf } from '../helpers/ipam.ts';
 import { addresses, containerId, createNetns, ip, link } from '../helpers/kernel.ts';
 import { startKube, type Kube } from '../helpers/kube.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
-import { eventually, NODE_AGENT_RULES } from './agent.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { NODE_AGENT_RULES } from './agent.ts';
 
 const POOL = '10.221.0.0/16';
 const NODE = 'node-serve';

@@ -15,6 +15,7 @@ import { runOperatorMain } from '../../ts/operator/main.ts';
 import { OPERATOR, OPERATOR_NAMESPACE, OPERATOR_RULES, renderOperator } from '../../ts/render/operator.ts';
 import { ROOT } from '../helpers/cni.ts';
 import { freePort } from '../helpers/etcd.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { installCrds, type Kube, startKube } from '../helpers/kube.ts';
 import type { Teardowns } from '../helpers/shared.ts';
 
@@ -87,8 +88,7 @@ export const operatorEnv = async (identity: Identity): Promise<NodeJS.ProcessEnv
 export async function startCluster(shared: Teardowns): Promise<Cluster> {
   const kube = await startKube(shared);
   await installCrds(kube);
-  const config = new k8s.KubeConfig();
-  config.loadFromFile(kube.server.admin.kubeconfig);
+  const config = kube.config;
   const extensions = config.makeApiClient(k8s.ApiextensionsV1Api);
   await installOperatorCrds(extensions);
   const identity = await operatorIdentity(kube, OPERATOR);
@@ -134,19 +134,6 @@ export async function metric(health: string, name: string, labels = ''): Promise
 
 /** The Installation controller's reconciles so far. */
 export const reconciles = (health: string) => metric(health, 'netplug_controller_reconcile_total', 'controller="installation"');
-
-export async function eventually(what: string, condition: () => boolean | Promise<boolean>, seconds = 60): Promise<void> {
-  let last: unknown;
-  for (let waited = 0; waited < seconds * 10; waited++) {
-    try {
-      if (await condition()) return;
-    } catch (err) {
-      last = err;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`timed out waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
-}
 
 export const installation = { group: GROUP, version: 'v1', plural: 'installations', name: 'default' };
 export const statusOf = (name: string) => ({ group: GROUP, version: 'v1', plural: 'netplugstatuses', name });

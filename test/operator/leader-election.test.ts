@@ -14,11 +14,11 @@ import * as k8s from '@kubernetes/client-node';
 import { OPERATOR } from '../../ts/render/operator.ts';
 import { ROOT } from '../helpers/cni.ts';
 import { installCrds, startKube } from '../helpers/kube.ts';
+import { eventually } from '../helpers/eventually.ts';
 import {
   type Cluster,
   condition,
   createInstallation,
-  eventually,
   httpStatus,
   installOperatorCrds,
   metric,
@@ -68,8 +68,7 @@ const imageOf = async (cluster: Cluster) =>
 test('two replicas: one leads and writes, the other stands by ready and writes nothing; a stopped leader hands over to the other', async (t) => {
   const kube = await startKube(t);
   await installCrds(kube);
-  const config = new k8s.KubeConfig();
-  config.loadFromFile(kube.server.admin.kubeconfig);
+  const config = kube.config;
   const extensions = config.makeApiClient(k8s.ApiextensionsV1Api);
   await installOperatorCrds(extensions);
   const identity = await operatorIdentity(kube, OPERATOR);

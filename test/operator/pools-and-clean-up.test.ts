@@ -11,11 +11,11 @@ import { newBlock } from '../../ts/ipam/block.ts';
 import { keys } from '../../ts/model/keys.ts';
 import { openStore } from '../../ts/store/open.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
+import { eventually } from '../helpers/eventually.ts';
 import {
   type Cluster,
   condition,
   createInstallation,
-  eventually,
   finalizeSystemNamespace,
   IMAGE,
   patchInstallation,

@@ -12,11 +12,11 @@ import { configHash } from '../../ts/operator/render-cni-config.ts';
 import { openStore } from '../../ts/store/open.ts';
 import { NETPLUG_VERSION } from '../../ts/version.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
+import { eventually } from '../helpers/eventually.ts';
 import {
   type Cluster,
   condition,
   createInstallation,
-  eventually,
   IMAGE,
   installation,
   type InstallationObject,

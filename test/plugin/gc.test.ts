@@ -5,7 +5,7 @@
 import { spawnSync } from 'node:child_process';
 
 import test, { type ExecutionContext } from 'ava';
-import * as k8s from '@kubernetes/client-node';
+import type * as k8s from '@kubernetes/client-node';
 import { Etcd3 } from 'etcd3';
 
 import { invoke } from '../helpers/cni.ts';
@@ -115,9 +115,7 @@ test('Kubernetes datastore: GC on one node leaves the other node’s handles as 
   });
   const [kept, stale] = [allocate(t, netconf('gc-a')), allocate(t, netconf('gc-a'))];
   const onB = allocate(t, netconf('gc-b'));
-  const config = new k8s.KubeConfig();
-  config.loadFromFile(kube.server.admin.kubeconfig);
-  const custom = config.makeApiClient(k8s.CustomObjectsApi);
+  const custom = kube.custom;
   const handles = async () =>
     Object.fromEntries(
       (

@@ -9,6 +9,7 @@ import test, { type ExecutionContext } from 'ava';
 
 import { IPAM_LOCK_FILE } from '../../ts/ipam/turns.ts';
 import { invoke, ROOT, tempDir } from '../helpers/cni.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { NETPLUG_IPAM, NETPLUGCTL } from '../helpers/ipam.ts';
 import { containerId } from '../helpers/kernel.ts';
 import { DATASTORE_RULES, installCrds, PLUGIN_RULES, startKube, removeIpamLockFileAfter } from '../helpers/kube.ts';
@@ -24,10 +25,9 @@ async function holdForever(t: ExecutionContext, path: string): Promise<void> {
     }
   });
   // Held once a non-blocking attempt fails.
-  for (;;) {
-    if (spawnSync('flock', ['--nonblock', path, 'true']).status !== 0) return;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  await eventually(`the lock on ${path} to be held`, () => spawnSync('flock', ['--nonblock', path, 'true']).status !== 0, {
+    intervalMs: 20,
+  });
 }
 
 test('a process waiting for a lock held forever gives up after its patience and exits', async (t) => {

@@ -11,6 +11,7 @@ import { natRulesMentioning, uniqueHostPort } from '../helpers/chain.ts';
 import { hostVeth, reservations, tempDir } from '../helpers/cni.ts';
 import { link, uniqueSubnet4 } from '../helpers/kernel.ts';
 import { startEtcd } from '../helpers/etcd.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { allocatedByPool, ctlOk, etcdKeys } from '../helpers/ipam.ts';
 import { IMAGE, podman } from '../helpers/podman.ts';
 
@@ -26,15 +27,13 @@ function httpGet(url: string): Promise<string> {
   });
 }
 
-/** Retries until `probe` returns `expected` (a server starting up), up to `tries` times. */
-async function eventually(probe: () => Promise<string>, expected: string, tries = 40): Promise<string> {
-  let last = '';
-  for (let i = 0; i < tries && last !== expected; i++) {
-    last = await probe();
-    if (last !== expected) await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-  return last;
-}
+/** Until the host port answers `expected` (the server in the container starting up); fails with the last answer. */
+const hostPortAnswers = (hostPort: number, expected: string) =>
+  eventually(`the host port ${hostPort} to reach the container`, async () => {
+    const answer = await httpGet(`http://127.0.0.1:${hostPort}/`);
+    if (answer !== expected) throw new Error(`it answered ${JSON.stringify(answer)}`);
+    return answer;
+  });
 
 const WEB = (greeting: string) => `mkdir -p /www && echo ${greeting} > /www/index.html && exec httpd -f -p 8080 -h /www`;
 
@@ -68,11 +67,7 @@ test('podman runs containers on netplug + portmap; a host port reaches one; remo
   ]);
   const client = pm.run(['run', '-d', '--network', 'netplug-podman', IMAGE, 'sleep', '600']);
 
-  t.is(
-    await eventually(() => httpGet(`http://127.0.0.1:${hostPort}/`), 'hello-from-web\n'),
-    'hello-from-web\n',
-    'the host port reaches the container',
-  );
+  t.is(await hostPortAnswers(hostPort, 'hello-from-web\n'), 'hello-from-web\n', 'the host port reaches the container');
   const webIp = pm.run(['inspect', '--format', '{{(index .NetworkSettings.Networks "netplug-podman").IPAddress}}', web]);
   t.regex(webIp, /^100\.\d+\.\d+\.\d+$/);
   t.is(pm.run(['exec', client, 'wget', '-qO-', `http://${webIp}:8080/`]), 'hello-from-web', 'container to container through the host');
@@ -118,11 +113,7 @@ test('podman runs containers on netplug with netplug-ipam on etcd and portmap; r
     WEB('hello-from-etcd'),
   ]);
   const client = pm.run(['run', '-d', '--network', 'netplug-etcd', IMAGE, 'sleep', '600']);
-  t.is(
-    await eventually(() => httpGet(`http://127.0.0.1:${hostPort}/`), 'hello-from-etcd\n'),
-    'hello-from-etcd\n',
-    'the host port reaches the container',
-  );
+  t.is(await hostPortAnswers(hostPort, 'hello-from-etcd\n'), 'hello-from-etcd\n', 'the host port reaches the container');
   const webIp = pm.run(['inspect', '--format', '{{(index .NetworkSettings.Networks "netplug-etcd").IPAddress}}', web]);
   t.regex(webIp, /^10\.104\.\d+\.\d+$/);
   t.is(pm.run(['exec', client, 'wget', '-qO-', `http://${webIp}:8080/`]), 'hello-from-etcd');

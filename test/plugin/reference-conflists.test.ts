@@ -1,4 +1,4 @@
-// What real installs write (test/fixtures/conflists/: §A.5 of the operator reference, names
+// What real installs write (test/fixtures/conflists/: the reference operator's ConfigMaps, names
 // mapped): each conflist parsed as bytes, with "mtu": 0 (auto), "" etcd TLS files (unset) and
 // fields netplug does not know (nodename_file_optional); then ADD and DEL through the built plugin
 // and Debian's portmap for a pod of a real kube-apiserver, on the Kubernetes datastore, host-local

@@ -4,18 +4,14 @@
 // a handler finds significant, not passed on to those who ask; a quiet watch made again from where
 // it was (no new list), with client-node's 30 s quiet timeout shortened for the test; a failure
 // (the API unreachable) followed by a restart with backoff and a synced cache again.
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-
 import * as k8s from '@kubernetes/client-node';
-import test, { type ExecutionContext } from 'ava';
+import test from 'ava';
 
 import { type Handler, Informers, type Source } from '../../ts/runtime/informers.ts';
 import { tempDir } from '../helpers/cni.ts';
-import { freePort } from '../helpers/etcd.ts';
-import { type Kube, startKube } from '../helpers/kube.ts';
-import { until } from '../helpers/nodes.ts';
-import { relay } from '../helpers/relay.ts';
+import { createNode, type Kube, startKube } from '../helpers/kube.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { kubeconfigThrough, startRelay } from '../helpers/relay.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
 
 const shared = sharedTeardowns(test);
@@ -24,8 +20,7 @@ let config: k8s.KubeConfig;
 
 test.before(async () => {
   kube = await startKube(shared);
-  config = new k8s.KubeConfig();
-  config.loadFromFile(kube.server.admin.kubeconfig);
+  config = kube.config;
 });
 
 const mergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
@@ -60,17 +55,12 @@ function recorder() {
   return { heard, handler };
 }
 
-async function createNode(t: ExecutionContext, name: string, labels: Record<string, string>) {
-  await kube.core.createNode({ body: { metadata: { name, labels } } });
-  t.teardown(() => kube.core.deleteNode({ name }).catch(() => undefined));
-}
-
 test('one informer and one list per resource and selectors; add, update with the object before, delete; synced, also for a late handler', async (t) => {
   const informers = new Informers(config, { log: quiet });
   t.teardown(() => informers.stop());
   const core = config.makeApiClient(k8s.CoreV1Api);
   const source = nodesOf(core, 'shared');
-  await createNode(t, 'shared-1', { test: 'shared', a: '1' });
+  await createNode(kube, t, 'shared-1', { test: 'shared', a: '1' });
   const first = informers.informer(source);
   const second = informers.informer(source);
   t.is(first, second, 'the same informer');
@@ -80,21 +70,21 @@ test('one informer and one list per resource and selectors; add, update with the
   second.addHandler(two.handler);
   informers.start();
   await first.whenSynced();
-  await until('both handlers heard the list', () => one.heard.length === 2 && two.heard.length === 2);
+  await eventually('both handlers heard the list', () => one.heard.length === 2 && two.heard.length === 2);
   t.deepEqual(one.heard, ['add shared-1', 'synced']);
   t.deepEqual(two.heard, one.heard);
   t.is(first.get('shared-1')?.metadata?.labels?.['a'], '1');
 
   await kube.core.patchNode({ name: 'shared-1', body: { metadata: { labels: { a: '2' } } } }, mergePatch);
-  await createNode(t, 'shared-2', { test: 'shared' });
+  await createNode(kube, t, 'shared-2', { test: 'shared' });
   await kube.core.deleteNode({ name: 'shared-2' });
-  await until('the changes heard', () => one.heard.length === 5);
+  await eventually('the changes heard', () => one.heard.length === 5);
   t.deepEqual(one.heard.slice(2), ['update shared-1 2 <- 1', 'add shared-2', 'delete shared-2']);
   t.deepEqual(two.heard, one.heard);
 
   const late = recorder();
   first.addHandler(late.handler);
-  await until('a handler added after the list is told synced', () => late.heard.length === 1);
+  await eventually('a handler added after the list is told synced', () => late.heard.length === 1);
   t.deepEqual(late.heard, ['synced']);
   t.is(source.lists, 1, 'one list for every handler');
   t.true(informers.synced());
@@ -104,7 +94,7 @@ test('updates of status only, or of nothing significant to a handler, are not pa
   const informers = new Informers(config, { log: quiet });
   t.teardown(() => informers.stop());
   const core = config.makeApiClient(k8s.CoreV1Api);
-  await createNode(t, 'status-1', { test: 'status', a: '1' });
+  await createNode(kube, t, 'status-1', { test: 'status', a: '1' });
   const nodes = informers.informer(nodesOf(core, 'status'));
   const [every, specOnly, labelsOnly] = [recorder(), recorder(), recorder()];
   nodes.addHandler(every.handler);
@@ -116,12 +106,12 @@ test('updates of status only, or of nothing significant to a handler, are not pa
   // A heartbeat: status only.
   const heartbeat = { status: { conditions: [{ type: 'Ready', status: 'True', reason: 'KubeletReady', lastHeartbeatTime: new Date() }] } };
   await kube.core.patchNodeStatus({ name: 'status-1', body: heartbeat as never }, mergePatch);
-  await until('the status update heard', () => every.heard.length === 3);
+  await eventually('the status update heard', () => every.heard.length === 3);
   // An annotation: not status, not a label.
   await kube.core.patchNode({ name: 'status-1', body: { metadata: { annotations: { note: 'x' } } } }, mergePatch);
-  await until('the annotation heard', () => every.heard.length === 4);
+  await eventually('the annotation heard', () => every.heard.length === 4);
   await kube.core.patchNode({ name: 'status-1', body: { metadata: { labels: { a: '2' } } } }, mergePatch);
-  await until('the label change heard by all', () => every.heard.length === 5 && labelsOnly.heard.length === 3);
+  await eventually('the label change heard by all', () => every.heard.length === 5 && labelsOnly.heard.length === 3);
   t.deepEqual(every.heard.slice(2), ['update status-1 1 <- 1', 'update status-1 1 <- 1', 'update status-1 2 <- 1']);
   t.deepEqual(specOnly.heard.slice(2), ['update status-1 1 <- 1', 'update status-1 2 <- 1'], 'the heartbeat is left out');
   t.deepEqual(labelsOnly.heard.slice(2), ['update status-1 2 <- 1'], 'only the label change');
@@ -139,20 +129,16 @@ test('a quiet watch is made again from where it was, without a new list', async 
   await nodes.whenSynced();
   // Several quiet ends of half a second each go by.
   await new Promise((resolve) => setTimeout(resolve, 2500));
-  await createNode(t, 'quiet-1', { test: 'quiet' });
-  await until('the node heard', () => heard.includes('add quiet-1'));
+  await createNode(kube, t, 'quiet-1', { test: 'quiet' });
+  await eventually('the node heard', () => heard.includes('add quiet-1'));
   t.is(source.lists, 1, 'never listed again');
   t.deepEqual(heard, ['synced', 'add quiet-1'], 'no failure');
 });
 
 test('an informer whose API server is unreachable fails, starts again with backoff, and is synced again', async (t) => {
-  const port = await freePort();
-  const kubeconfig = join(tempDir(t, 'kubeconfig'), 'relayed.kubeconfig');
-  writeFileSync(kubeconfig, readFileSync(kube.server.admin.kubeconfig, 'utf8').replaceAll(kube.server.url, `https://127.0.0.1:${port}`));
+  const api = await startRelay(t, Number(new URL(kube.server.url).port));
   const relayed = new k8s.KubeConfig();
-  relayed.loadFromFile(kubeconfig);
-  const api = relay(t, port, Number(new URL(kube.server.url).port));
-  await api.open();
+  relayed.loadFromFile(kubeconfigThrough(api, kube.server.admin.kubeconfig, kube.server.url, tempDir(t, 'kubeconfig')));
   const warnings: string[] = [];
   const informers = new Informers(relayed, {
     log: { info: () => undefined, warning: (message) => warnings.push(message) },
@@ -166,13 +152,13 @@ test('an informer whose API server is unreachable fails, starts again with backo
   await nodes.whenSynced();
 
   await api.close();
-  await until('the failure heard', () => heard.includes('failed'));
+  await eventually('the failure heard', () => heard.includes('failed'));
   t.false(nodes.synced());
-  await until('tried again more than once', () => warnings.length >= 3);
+  await eventually('tried again more than once', () => warnings.length >= 3);
   t.regex(warnings[0] ?? '', /^watching nodes of failing failed \(.*\); trying again in 0\.1 s$/);
   await api.open();
-  await until('synced again', () => nodes.synced());
-  await createNode(t, 'failing-1', { test: 'failing' });
-  await until('a node created afterwards heard', () => heard.includes('add failing-1'));
+  await eventually('synced again', () => nodes.synced());
+  await createNode(kube, t, 'failing-1', { test: 'failing' });
+  await eventually('a node created afterwards heard', () => heard.includes('add failing-1'));
   t.is(heard.filter((verb) => verb === 'synced').length, 2);
 });

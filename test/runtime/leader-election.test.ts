@@ -3,18 +3,14 @@
 // leader that stops releases the Lease, so the other takes it at its next retry (the lease
 // duration here is far longer than the test waits); a leader cut off from the API server ends its
 // term before the other can take the Lease.
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-
 import * as k8s from '@kubernetes/client-node';
 import test from 'ava';
 
 import { LeaderElector, type LeaderElectionSettings } from '../../ts/runtime/leader-election.ts';
 import { tempDir } from '../helpers/cni.ts';
-import { freePort } from '../helpers/etcd.ts';
 import { type Kube, startKube } from '../helpers/kube.ts';
-import { until } from '../helpers/nodes.ts';
-import { relay } from '../helpers/relay.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { kubeconfigThrough, startRelay } from '../helpers/relay.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
 
 const shared = sharedTeardowns(test);
@@ -24,8 +20,7 @@ let coordination: k8s.CoordinationV1Api;
 
 test.before(async () => {
   kube = await startKube(shared);
-  config = new k8s.KubeConfig();
-  config.loadFromFile(kube.server.admin.kubeconfig);
+  config = kube.config;
   coordination = config.makeApiClient(k8s.CoordinationV1Api);
 });
 
@@ -59,18 +54,18 @@ test('one leads, the other stands by; a leader that stops releases the Lease and
   const { events, lead, most } = journal();
   const [a, b] = [candidate(config, settings, 'a'), candidate(config, settings, 'b')];
   const runA = a.elector.run(a.stop.signal, lead('a'));
-  await until('a leads', () => a.elector.role() === 'leader');
+  await eventually('a leads', () => a.elector.role() === 'leader');
   const runB = b.elector.run(b.stop.signal, lead('b'));
   t.teardown(() => {
     a.stop.abort();
     b.stop.abort();
     return Promise.all([runA, runB]).then(() => undefined);
   });
-  await until('b stands by', () => b.elector.role() === 'standby');
+  await eventually('b stands by', () => b.elector.role() === 'standby');
   t.is(b.elector.holder(), 'a');
   // a renews a few times meanwhile.
   const renewals = new Set<string>();
-  await until('a renewed the Lease three times', async () => {
+  await eventually('a renewed the Lease three times', async () => {
     const lease = await coordination.readNamespacedLease({ namespace: 'default', name: 'handover' });
     renewals.add(String(lease.spec?.renewTime));
     return renewals.size >= 3;
@@ -79,7 +74,7 @@ test('one leads, the other stands by; a leader that stops releases the Lease and
 
   a.stop.abort();
   await runA;
-  await until('b leads', () => b.elector.role() === 'leader', 30_000);
+  await eventually('b leads', () => b.elector.role() === 'leader', { timeoutMs: 30_000 });
   t.deepEqual(events, ['a leads', 'a stops', 'b leads']);
   const lease = await coordination.readNamespacedLease({ namespace: 'default', name: 'handover' });
   t.is(lease.spec?.holderIdentity, 'b');
@@ -89,31 +84,27 @@ test('one leads, the other stands by; a leader that stops releases the Lease and
 
 test('a leader cut off from the API server ends its term before the other takes the Lease', async (t) => {
   const settings = { namespace: 'default', name: 'cut-off', leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 200 };
-  const port = await freePort();
-  const kubeconfig = join(tempDir(t, 'kubeconfig'), 'relayed.kubeconfig');
-  writeFileSync(kubeconfig, readFileSync(kube.server.admin.kubeconfig, 'utf8').replaceAll(kube.server.url, `https://127.0.0.1:${port}`));
+  const api = await startRelay(t, Number(new URL(kube.server.url).port));
   const relayed = new k8s.KubeConfig();
-  relayed.loadFromFile(kubeconfig);
-  const api = relay(t, port, Number(new URL(kube.server.url).port));
-  await api.open();
+  relayed.loadFromFile(kubeconfigThrough(api, kube.server.admin.kubeconfig, kube.server.url, tempDir(t, 'kubeconfig')));
 
   const { events, lead, most } = journal();
   const [a, b] = [candidate(relayed, settings, 'a'), candidate(config, settings, 'b')];
   const runA = a.elector.run(a.stop.signal, lead('a'));
-  await until('a leads', () => a.elector.role() === 'leader');
+  await eventually('a leads', () => a.elector.role() === 'leader');
   const runB = b.elector.run(b.stop.signal, lead('b'));
   t.teardown(() => {
     a.stop.abort();
     b.stop.abort();
     return Promise.all([runA, runB]).then(() => undefined);
   });
-  await until('b stands by', () => b.elector.role() === 'standby');
+  await eventually('b stands by', () => b.elector.role() === 'standby');
 
   await api.close();
-  await until('b leads', () => b.elector.role() === 'leader', 60_000);
+  await eventually('b leads', () => b.elector.role() === 'leader', { timeoutMs: 60_000 });
   t.deepEqual(events, ['a leads', 'a stops', 'b leads'], "a's term ended before b's began");
   t.is(a.elector.role(), 'unknown');
   await api.open();
-  await until('a sees b lead', () => a.elector.role() === 'standby' && a.elector.holder() === 'b', 60_000);
+  await eventually('a sees b lead', () => a.elector.role() === 'standby' && a.elector.holder() === 'b', { timeoutMs: 60_000 });
   t.is(most(), 1);
 });

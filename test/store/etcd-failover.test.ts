@@ -11,6 +11,7 @@ import { EtcdClient } from '../../ts/store/etcd/client.ts';
 import { GatewayConnection } from '../../ts/store/etcd/http.ts';
 import { tempDir } from '../helpers/cni.ts';
 import { freePort, startEtcd } from '../helpers/etcd.ts';
+import { eventually } from '../helpers/eventually.ts';
 import { serve } from '../net/servers.ts';
 
 test('a refused endpoint and a stopped one are passed over, and the next request starts at the one that answered', async (t) => {
@@ -90,14 +91,9 @@ async function startPair(t: ExecutionContext) {
   // Healthy once the two have elected a leader.
   for (const url of urls) {
     const http = new HttpClient({ endpoints: [url], requestTimeoutMs: 2_000 });
-    for (let i = 0; i < 100; i++) {
-      const ok = await http.request({ method: 'GET', path: '/health' }).then(
-        (r) => r.status === 200,
-        () => false,
-      );
-      if (ok) break;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    await eventually(`etcd at ${url} to be healthy`, async () => (await http.request({ method: 'GET', path: '/health' })).status === 200, {
+      intervalMs: 100,
+    });
   }
   return { urls, kill: (i: number) => children[i]?.kill('SIGKILL') };
 }

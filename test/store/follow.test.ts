@@ -3,7 +3,6 @@
 // prefix listed, then each change and removal, exactly as the store's own reads give them; nothing
 // outside the prefix; nothing after stop(); on etcd, a watch that outlives the request deadline, and
 // a connection dropped silently found by keepalive (behind a relay that swallows traffic).
-import * as k8s from '@kubernetes/client-node';
 import test from 'ava';
 
 import { newBlock } from '../../ts/ipam/block.ts';
@@ -16,8 +15,8 @@ import { KubeStore } from '../../ts/store/kubernetes/store.ts';
 import type { Entry, FollowEvents, Store } from '../../ts/store/store.ts';
 import { startEtcd } from '../helpers/etcd.ts';
 import { installCrds, startKube } from '../helpers/kube.ts';
-import { until } from '../helpers/nodes.ts';
-import { startWireHold } from '../helpers/wire-hold.ts';
+import { eventually } from '../helpers/eventually.ts';
+import { startRelay } from '../helpers/relay.ts';
 
 /** What a follower has heard: the entries as it keeps them, and how often it was told to list. */
 function recorder() {
@@ -39,7 +38,7 @@ function recorder() {
 /** The follower holds exactly what the store lists under `prefix`, revisions included. */
 async function inStepWith(store: Store, prefix: string, entries: Map<string, Entry<unknown>>, what: string): Promise<void> {
   const text = (list: Entry<unknown>[]) => JSON.stringify(list.sort((a, b) => a.key.localeCompare(b.key)));
-  await until(what, async () => text([...entries.values()]) === text(await store.list(prefix)), 60_000);
+  await eventually(what, async () => text([...entries.values()]) === text(await store.list(prefix)), { timeoutMs: 60_000 });
 }
 
 test('etcd over gRPC: listed, then every change and removal under the prefix, none after stop', async (t) => {
@@ -56,7 +55,7 @@ test('etcd over gRPC: listed, then every change and removal under the prefix, no
   if (!follow) throw new Error('the gRPC store cannot follow');
   const following = follow.call(store, prefix, events);
   t.teardown(() => following.stop());
-  await until('the first list', () => heard.lists === 1);
+  await eventually('the first list', () => heard.lists === 1);
   t.deepEqual([...heard.entries.keys()].sort(), [`${prefix}a`, `${prefix}b`]);
 
   const a = await store.get(`${prefix}a`);
@@ -86,11 +85,11 @@ test('etcd over gRPC: a follower across an etcd restart is told, and is in step 
   const { heard, events } = recorder();
   const following = store.follow?.(prefix, events);
   t.teardown(() => following?.stop());
-  await until('the first list', () => heard.lists === 1);
+  await eventually('the first list', () => heard.lists === 1);
   await etcd.stop();
-  await until('the follower is told the watch broke', () => heard.failures > 0);
+  await eventually('the follower is told the watch broke', () => heard.failures > 0);
   await etcd.start();
-  await until('listed again', () => heard.lists > 1);
+  await eventually('listed again', () => heard.lists > 1);
   await store.commit([{ key: `${prefix}b`, create: { n: 2 } }]);
   await inStepWith(store, prefix, heard.entries, 'b, created after the restart, is followed');
   t.deepEqual([...heard.entries.keys()].sort(), [`${prefix}a`, `${prefix}b`]);
@@ -101,26 +100,31 @@ test('etcd over gRPC: a watch outlives the request deadline; a connection droppe
   // network drops without a word (no FIN, no RST: a host gone, a firewall that forgot the flow)
   // is found by pings that go unanswered (every 30 s while a call is open, 10 s to answer);
   // without them TCP would notice only on a write's retransmissions, and routes would follow
-  // nothing for many minutes.
+  // nothing for many minutes. Here the deadline is 3 s and pings go every 6 s (etcd refuses them
+  // more often than every 5 s) with 2 s to answer, so the test waits seconds, not a minute.
   const etcd = await startEtcd(t);
   const direct = await openGrpcStore(etcd.netconf);
   t.teardown(() => direct.close());
-  const wire = await startWireHold(t, { host: '127.0.0.1', port: etcd.port });
-  const relayed = await openGrpcStore({ ...etcd.netconf, etcd_endpoints: `http://${wire.address}` });
+  const wire = await startRelay(t, etcd.port);
+  const relayed = await openGrpcStore(
+    { ...etcd.netconf, etcd_endpoints: `http://${wire.address}` },
+    { requestTimeoutMs: 3_000, keepaliveTimeMs: 6_000, keepaliveTimeoutMs: 2_000 },
+  );
   t.teardown(() => relayed.close());
   const prefix = '/netplug/test/keepalive/';
   await direct.commit([{ key: `${prefix}a`, create: { n: 1 } }]);
   const { heard, events } = recorder();
   const following = relayed.follow?.(prefix, events);
   t.teardown(() => following?.stop());
-  await until('the first list', () => heard.lists === 1);
-  await new Promise((resolve) => setTimeout(resolve, 12_000));
-  t.is(heard.failures, 0, 'a healthy watch lives past the 10 s request deadline');
+  await eventually('the first list', () => heard.lists === 1);
+  // Past the deadline twice over, and past an answered ping.
+  await new Promise((resolve) => setTimeout(resolve, 7_000));
+  t.is(heard.failures, 0, 'a healthy watch lives past the request deadline');
 
   // From here nothing arrives either way, and nothing closes: only unanswered pings can tell.
   wire.hold('both ways');
   await direct.commit([{ key: `${prefix}b`, create: { n: 2 } }]);
-  await until('the follower is told its connection is dead', () => heard.failures > 0, 60_000);
+  await eventually('the follower is told its connection is dead', () => heard.failures > 0, { timeoutMs: 60_000 });
   t.false(heard.entries.has(`${prefix}b`), 'the change made meanwhile never arrived over the dead connection');
 
   wire.release();
@@ -144,21 +148,20 @@ test('Kubernetes datastore through informers: IPv4 blocks listed, then each chan
   const { heard, events } = recorder();
   const logged: string[] = [];
   const log = { info: (m: string) => logged.push(m), warning: (m: string) => logged.push(m) };
-  const config = new k8s.KubeConfig();
-  config.loadFromFile(kube.server.admin.kubeconfig);
+  const config = kube.config;
   const informers = new Informers(config, { log });
   informers.start();
   t.teardown(() => informers.stop());
   const following = followKubernetes(config, informers)(prefix, events);
   t.teardown(() => following.stop());
-  await until('the first list', () => heard.lists === 1);
+  await eventually('the first list', () => heard.lists === 1);
   await inStepWith(store, prefix, heard.entries, 'the IPv4 block listed, not the IPv6 one');
   t.deepEqual([...heard.entries.keys()], [keys.block('10.9.0.0/26')]);
   // Every block, of both families (what netplug-node follows for routes and pool usage).
   const every = recorder();
   const followingEvery = followKubernetes(config, informers)(keys.allBlocks, every.events);
   t.teardown(() => followingEvery.stop());
-  await until('every block listed', () => every.heard.lists === 1);
+  await eventually('every block listed', () => every.heard.lists === 1);
   t.deepEqual([...every.heard.entries.keys()].sort(), [keys.block('10.9.0.0/26'), keys.block('fd00:9::/122')].sort());
 
   const first = await store.get(keys.block('10.9.0.0/26'));

@@ -3,7 +3,7 @@
 // steps" as written and in the order that works. v3.30.0's DaemonSet carries the init container
 // upgrade-ipam, which moves host-local's allocations into netplug-ipam and deletes host-local's
 // files (the reference's calico#11702): host-local then hands out again addresses running pods
-// hold. kubectl-create owns it, so a server-side apply of the 3.31 manifest keeps it (§C.0).
+// hold. kubectl-create owns it, so a server-side apply of the 3.31 manifest keeps it (field-managers.ts).
 //
 // One cluster per case (a reinstall would have to clean the Kubernetes datastore and host-local's
 // state in between). Both installs carry the same edit, made at install time and made again in the
@@ -191,10 +191,10 @@ function nodeShell(cluster: Cluster): (script: string) => Promise<string> {
     cluster.inNode('sh', ['-c', `export HOME=${cluster.dir}/home PATH=${binaries}:$PATH KUBECONFIG=${cluster.nodeKubeconfig}\n${script}`]);
 }
 
-// The spec's commands for a running install, as written (operator-and-upgrade.md §C.8).
+// The spec's commands for a running install, as written.
 const SET_ENV = 'kubectl set env daemonset/netplug-node -n kube-system -c netplug-node USE_POD_CIDR=true';
 const JQ_PIPELINE = `kubectl get ds netplug-node -n kube-system -o json | jq 'del(.spec.template.spec.initContainers[]? | select(.name == "upgrade-ipam"))' | kubectl apply -f -`;
-// §C.8's precise form of the removal: a JSON patch that tests the name at the index first.
+// The spec's precise form of the removal: a JSON patch that tests the name at the index first.
 const JSON_PATCH = `kubectl patch daemonset netplug-node -n kube-system --type=json -p '[{"op":"test","path":"/spec/template/spec/initContainers/0/name","value":"upgrade-ipam"},{"op":"remove","path":"/spec/template/spec/initContainers/0"}]'`;
 
 const upgradeIpamLog = async (cluster: Cluster) => {

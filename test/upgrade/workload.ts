@@ -1,5 +1,5 @@
-// What runs on the cluster while an upgrade rolls, and what must hold afterwards (issue 12, "What
-// must work" 2): a Deployment of busybox pods, a hostPort pod, two pods pinging each other every
+// What runs on the cluster while an upgrade rolls, and what must hold afterwards (what must work
+// during an upgrade): a Deployment of busybox pods, a hostPort pod, two pods pinging each other every
 // 0.2 s, and during the rollout a pod created every few seconds. Afterwards: netplug's pods Running
 // and ready, the cluster's version the new one, every pod that ran before kept its address, no
 // address twice, at most 1 % of the pings lost, every pod created during the rollout networked.
