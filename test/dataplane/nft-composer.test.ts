@@ -1,11 +1,14 @@
 // The composer of netplug's nftables table (pure: a recording writer stands in for the kernel):
 // nothing is written before every contributor gave a part, the union of the parts is written,
 // parts given close together make one write, a failed write rejects its callers and the next
-// part is written again, two contributors claiming one name are refused naming both.
+// part is written again, two contributors claiming one name are refused naming both; a part
+// changed by elements alone goes as those elements, recorded for the next whole write.
+import { performance } from 'node:perf_hooks';
+
 import test from 'ava';
 
 import { NftComposer, type ComposedTableWriter } from '../../ts/dataplane/nft-composer.ts';
-import type { Table, TablePart } from '../../ts/nft/model.ts';
+import type { ElementChanges, Table, TablePart } from '../../ts/nft/model.ts';
 
 class RecordingWriter implements ComposedTableWriter {
   written: Table[] = [];
@@ -133,4 +136,71 @@ test('closing drops a pending write and refuses later parts', async (t) => {
   await t.throwsAsync(pending, { message: /closed/ });
   await t.throwsAsync(tables.setPart('nat', nat), { message: /closed/ });
   t.deepEqual(writer.written, []);
+});
+
+class ElementWriter extends RecordingWriter {
+  updates: ElementChanges[] = [];
+  failNextUpdate: Error | undefined;
+  async updateElements(changes: ElementChanges): Promise<void> {
+    const failure = this.failNextUpdate;
+    this.failNextUpdate = undefined;
+    if (failure) throw failure;
+    this.updates.push(changes);
+  }
+}
+
+test('a part changed by elements alone is written as those elements, and recorded for the next whole write', async (t) => {
+  const writer = new ElementWriter();
+  const tables = composer(writer);
+  const add = (address: string): ElementChanges => ({ sets: [{ name: 'peers', add: [address] }] });
+  await tables.setPart('nat', nat);
+  // Before any whole write the table is not there to update: the part is written whole.
+  t.is(await tables.updatePart('policy', policy(['10.0.0.1']), add('10.0.0.1')), 'applied');
+  t.is(writer.written.length, 1);
+  t.deepEqual(writer.updates, []);
+
+  t.is(await tables.updatePart('policy', policy(['10.0.0.1', '10.0.0.2']), add('10.0.0.2')), 'applied');
+  t.deepEqual(writer.updates, [add('10.0.0.2')], 'the elements alone');
+  t.is(writer.written.length, 1, 'no whole write');
+  t.deepEqual(tables.table()?.sets?.[0]?.elements, ['10.0.0.1', '10.0.0.2']);
+
+  // The nat part changes: the whole write holds the policy part as the element update left it.
+  await tables.setPart('nat', {});
+  t.deepEqual(writer.written[1]?.sets?.[0]?.elements, ['10.0.0.1', '10.0.0.2']);
+
+  // A refused element batch rejects its caller; the next part is written whole.
+  writer.failNextUpdate = new Error('update elements of table inet netplug: No such file or directory [ENOENT]');
+  await t.throwsAsync(tables.updatePart('policy', policy(['10.0.0.1', '10.0.0.2', '10.0.0.3']), add('10.0.0.3')), {
+    message: /update elements/,
+  });
+  t.is(await tables.updatePart('policy', policy(['10.0.0.1', '10.0.0.2', '10.0.0.4']), add('10.0.0.4')), 'applied');
+  t.is(writer.written.length, 3);
+  t.deepEqual(writer.written[2]?.sets?.[0]?.elements, ['10.0.0.1', '10.0.0.2', '10.0.0.4']);
+  t.is(writer.updates.length, 1);
+});
+
+test('an element update while a whole write waits joins that write; `now` writes without the coalescing wait', async (t) => {
+  const writer = new ElementWriter();
+  const tables = composer(writer, 1_000);
+  await tables.setPart('nat', nat);
+  const started = performance.now();
+  t.is(await tables.setPart('policy', policy(['10.0.0.1']), { now: true }), 'applied');
+  t.true(performance.now() - started < 500, 'not held for the 1 s coalescing');
+  const joinedAt = performance.now();
+  const pending = tables.setPart('nat', {});
+  const joined = tables.updatePart(
+    'policy',
+    policy(['10.0.0.1', '10.0.0.2']),
+    { sets: [{ name: 'peers', add: ['10.0.0.2'] }] },
+    { now: true },
+  );
+  t.deepEqual(await Promise.all([pending, joined]), ['applied', 'applied']);
+  t.true(performance.now() - joinedAt < 500, 'the part to write now hurried the waiting write');
+  t.deepEqual(writer.updates, [], 'a whole write was due: the part went with it');
+  t.is(writer.written.length, 2);
+  t.deepEqual(
+    writer.written[1]?.chains?.map((c) => c.name),
+    ['forward'],
+  );
+  t.deepEqual(writer.written[1]?.sets?.[0]?.elements, ['10.0.0.1', '10.0.0.2']);
 });

@@ -3,13 +3,17 @@
 // until every registered contributor has given a first part: a restarting agent that replaced the
 // table with only some parts would open, until the others arrive, doors the table had closed.
 // Parts given close together are written in one apply; one given while an apply runs is written
-// by the next.
+// by the next. A part that differs from the last only by set and map elements can go as those
+// elements alone (one netlink batch, no diff of the whole table), its record updated all the same,
+// so that the next apply of any part writes the table as it is now and undoes none of them.
 import { unionOf } from '../nft/build.ts';
-import type { Family, Table, TablePart } from '../nft/model.ts';
+import type { ElementChanges, Family, Table, TablePart } from '../nft/model.ts';
 
 /** What writes the composed table (NftTable in netplug-node; a fake in tests). */
 export interface ComposedTableWriter {
   apply(table: Table): Promise<unknown>;
+  /** Element changes to the table last applied (without it, element updates are whole writes). */
+  updateElements?(changes: ElementChanges): Promise<unknown>;
 }
 
 export interface NftComposerOptions {
@@ -20,6 +24,14 @@ export interface NftComposerOptions {
   writer: ComposedTableWriter;
   /** How long after a change more changes are awaited before writing (default 20 ms). */
   coalesceMs?: number;
+}
+
+export interface GiveOptions {
+  /**
+   * Write without waiting for more parts (what was given before is written with it): for a giver
+   * that coalesced its own changes already, or one an ADD waits for.
+   */
+  now?: boolean;
 }
 
 /** `applied`: a write holding the part committed; `waiting`: other contributors have given no part yet. */
@@ -37,6 +49,13 @@ export class NftComposer {
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
   #closed = false;
+  /**
+   * The writer's table is the union of the parts recorded when it was last written (an apply, or
+   * element updates, committed and none failed since): element changes apply to it.
+   */
+  #inStep = false;
+  /** A waiting part asked to be written without the coalescing wait. */
+  #now = false;
 
   constructor(options: NftComposerOptions) {
     const seen = new Set<string>();
@@ -51,7 +70,7 @@ export class NftComposer {
    * Sets `contributor`'s part. Resolves `applied` once a write holding it committed (rejecting
    * with that write's error), or at once `waiting` while another contributor has given no part.
    */
-  setPart(contributor: string, part: TablePart): Promise<PartOutcome> {
+  setPart(contributor: string, part: TablePart, options: GiveOptions = {}): Promise<PartOutcome> {
     if (!this.#options.contributors.includes(contributor))
       throw new Error(`"${contributor}" is not a registered contributor to table ${this.#options.family} ${this.#options.name}`);
     if (this.#closed) return Promise.reject(new Error(`table ${this.#options.family} ${this.#options.name}: the composer is closed`));
@@ -59,8 +78,30 @@ export class NftComposer {
     if (this.missing().length > 0) return Promise.resolve('waiting');
     return new Promise<PartOutcome>((resolve, reject) => {
       this.#waiters.push({ resolve, reject });
-      this.#schedule();
+      this.#schedule(options.now === true);
     });
+  }
+
+  /**
+   * Sets `contributor`'s part, which differs from the part it gave last only by `elements`: when
+   * the writer's table holds that last part and no whole write is pending, only the elements are
+   * written, at once (the writer runs calls in order, so after a running apply). Otherwise as
+   * `setPart`. Resolves as `setPart` does.
+   */
+  updatePart(contributor: string, part: TablePart, elements: ElementChanges, options: GiveOptions = {}): Promise<PartOutcome> {
+    const { writer } = this.#options;
+    const pending = this.#waiters.length > 0 || this.#timer !== undefined;
+    if (!writer.updateElements || !this.#inStep || pending || this.#closed || !this.#parts.has(contributor) || this.missing().length > 0)
+      return this.setPart(contributor, part, options);
+    this.#parts.set(contributor, part);
+    return writer.updateElements(elements).then(
+      () => 'applied' as const,
+      (err: unknown) => {
+        // The writer may hold neither table now: the next write is whole.
+        this.#inStep = false;
+        throw err;
+      },
+    );
   }
 
   /** The contributors that have given no part yet. */
@@ -85,13 +126,18 @@ export class NftComposer {
     await this.#running;
   }
 
-  #schedule(): void {
-    if (this.#timer || this.#running || this.#closed) return;
-    this.#timer = setTimeout(() => this.#write(), this.#options.coalesceMs ?? 20);
+  #schedule(now: boolean): void {
+    // A part to write now, given while a write runs, is written as soon as that one ends.
+    if (now) this.#now = true;
+    if (this.#running || this.#closed) return;
+    if (this.#timer && !this.#now) return;
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => this.#write(), this.#now ? 0 : (this.#options.coalesceMs ?? 20));
   }
 
   #write(): void {
     this.#timer = undefined;
+    this.#now = false;
     const waiters = this.#waiters.splice(0);
     if (waiters.length === 0) return;
     let table: Table;
@@ -101,8 +147,10 @@ export class NftComposer {
       for (const waiter of waiters) waiter.reject(err);
       return;
     }
+    this.#inStep = false;
     this.#running = this.#options.writer.apply(table).then(
       () => {
+        this.#inStep = true;
         for (const waiter of waiters) waiter.resolve('applied');
       },
       (err: unknown) => {
@@ -111,7 +159,7 @@ export class NftComposer {
     );
     void this.#running.finally(() => {
       this.#running = undefined;
-      if (this.#waiters.length > 0) this.#schedule();
+      if (this.#waiters.length > 0) this.#schedule(false);
     });
   }
 }

@@ -1,9 +1,11 @@
 // One policy pass, the controller's and the CNI hook's alike (one at a time): the followed changes
-// go to the compiler, and when anything changed (or the table is not known to hold the part) the
-// whole part goes to the composer, whose writer writes only the difference from the table in the
-// kernel (for a pod come or gone, its dispatch entries, chains and set elements) in one
-// transaction. Then the status files of the local pods the kernel now dispatches are written, and
-// those of pods gone removed.
+// go to the compiler. When only set and map elements changed (a pod elsewhere come, gone or
+// relabelled) and the kernel holds the part before them, those elements are written alone, in one
+// batch, the composer recording the new part; when chains changed (or the table is not known to
+// hold the part) the whole part goes to the composer, whose writer writes only the difference from
+// the table in the kernel (for a pod come or gone, its dispatch entries, chains and set elements)
+// in one transaction. Either goes without the composer's coalescing wait. Then the status files of
+// the local pods the kernel now dispatches are written, and those of pods gone removed.
 //
 // Fail closed: the part's dispatch drops any workload-prefixed interface it does not map, and a
 // status file is written only after the write holding that pod's chains committed, so the first
@@ -24,7 +26,8 @@ export type PassOutcome = 'written' | 'unchanged' | 'waiting';
 
 export interface PolicyProgrammerOptions {
   feed: EngineFeed;
-  table: Pick<NftComposer, 'setPart'>;
+  /** Without `updatePart`, element changes are given as whole parts too. */
+  table: Pick<NftComposer, 'setPart'> & Partial<Pick<NftComposer, 'updatePart'>>;
   /** Undefined: no status files. */
   files: StatusFiles | undefined;
   metrics: PolicyMetrics;
@@ -39,6 +42,7 @@ export class PolicyProgrammer {
   /** The kernel holds the part last given (a write of it committed). */
   #inKernel = false;
   #everInKernel = false;
+  /** When the whole part was last given. */
   #lastWrite = 0;
   /** Local pods' first sighting (performance.now()), until their status file is written. */
   readonly #seen = new Map<string, number>();
@@ -77,11 +81,20 @@ export class PolicyProgrammer {
     this.#noteIssues();
     let outcome: PassOutcome = 'unchanged';
     if (changed || !this.#inKernel || started - this.#lastWrite > repairMs) {
+      const elementsOnly = changed && !update.structural && this.#inKernel && started - this.#lastWrite <= repairMs;
       this.#inKernel = false;
-      if ((await table.setPart(POLICY_PART, feed.engine.part())) === 'waiting') return 'waiting';
+      const part = feed.engine.part();
+      // The controller's settle coalesced the changes already, and an ADD waits for this write.
+      const now = { now: true };
+      const given =
+        elementsOnly && table.updatePart
+          ? table.updatePart(POLICY_PART, part, update.elements, now)
+          : table.setPart(POLICY_PART, part, now);
+      if ((await given) === 'waiting') return 'waiting';
       this.#inKernel = true;
       this.#everInKernel = true;
-      this.#lastWrite = started;
+      // Element batches repair nothing: the repair clock runs from the last whole part.
+      if (!elementsOnly || !table.updatePart) this.#lastWrite = started;
       outcome = 'written';
     }
     this.#writeStatusFiles();
