@@ -32,7 +32,7 @@ import { startEtcd } from '../helpers/etcd.ts';
 import { createNode as createNodeFor, installCrds, startKube, type Kube } from '../helpers/kube.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
 import { eventually } from '../helpers/eventually.ts';
-import { CONTROLLER_DATASTORE_RULES, CONTROLLER_RULES, controllersIdentity, startControllers } from './fixtures.ts';
+import { CONTROLLER_DATASTORE_RULES, CONTROLLER_ETCD_RULES, CONTROLLER_RULES, controllersIdentity, startControllers } from './fixtures.ts';
 
 const GROUP = 'crd.projectnet.org';
 const shared = sharedTeardowns(test);
@@ -57,7 +57,7 @@ const grants = (rules: readonly Rule[]) =>
 
 test('the identity the controller tests run as holds exactly the shipped ClusterRole of netplug-kube-controllers', (t) => {
   for (const [datastore, rules] of [
-    ['etcdv3', CONTROLLER_RULES],
+    ['etcdv3', [...CONTROLLER_RULES, ...CONTROLLER_ETCD_RULES]],
     ['kubernetes', [...CONTROLLER_RULES, ...CONTROLLER_DATASTORE_RULES]],
   ] as const) {
     const role = renderRbac({ datastore, namespace: 'kube-system', image: 'netplug:test' }).find(

@@ -31,6 +31,12 @@ export const CONTROLLER_RULES: k8s.V1PolicyRule[] = [
   { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
 ];
 
+/** What the policy and profile controllers need besides with the etcd datastore (the objects they copy there). */
+export const CONTROLLER_ETCD_RULES: k8s.V1PolicyRule[] = [
+  { apiGroups: [''], resources: ['namespaces', 'serviceaccounts'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: ['get', 'list', 'watch'] },
+];
+
 /** What they need besides with the Kubernetes datastore (netplug's custom resources). */
 export const CONTROLLER_DATASTORE_RULES: k8s.V1PolicyRule[] = [
   { apiGroups: ['crd.projectnet.org'], resources: ['ipamblocks'], verbs: ['get', 'list', 'update', 'delete'] },

@@ -55,7 +55,7 @@ test('readiness: 503 until the first passes and while the API server or the data
 test('bad settings: exit 1 with a line naming the variable and its value', async (t) => {
   for (const [env, message] of [
     [{ LEAK_GRACE_PERIOD: '15 minutes' }, /LEAK_GRACE_PERIOD "15 minutes" is not a duration/],
-    [{ ENABLED_CONTROLLERS: 'node,policy' }, /ENABLED_CONTROLLERS names "policy": not one of node, ipam/],
+    [{ ENABLED_CONTROLLERS: 'node,bgp' }, /ENABLED_CONTROLLERS names "bgp": not one of node, ipam, policy, profile, workloadendpoint/],
     [{ DATASTORE_TYPE: 'consul' }, /DATASTORE_TYPE "consul" is not known/],
     [{ NETPLUG_CONTROLLERS_HEALTH_ADDR: 'localhost' }, /NETPLUG_CONTROLLERS_HEALTH_ADDR "localhost" must be host:port/],
   ] as const) {

@@ -6,7 +6,11 @@
 // - node: releases the addresses, blocks and affinities of deleted nodes (and with etcd their
 //   Node resources), and with etcd keeps Node resources' labels equal to the Kubernetes Nodes'
 //   (node-controller.ts); with KubeControllersConfiguration default's autoCreate Enabled, keeps a
-//   `<node>-auto-hep` host endpoint per node (auto-host-endpoints*.ts).
+//   `<node>-auto-hep` host endpoint per node (auto-host-endpoints*.ts);
+// - policy, profile, workloadendpoint (etcd only; ignored on the Kubernetes datastore, whose
+//   objects netplug-node reads from the API): Kubernetes NetworkPolicies as `knp.default.<name>`
+//   policies, Namespaces and ServiceAccounts as `kns.`/`ksa.` profiles, pods' labels on their
+//   workload endpoints (policy-controller.ts, profile-controller.ts, workload-endpoint-controller.ts).
 // Serves /livez, /readyz (the datastore and the API server answer, checked every few seconds;
 // each controller has completed a reconcile, or another replica leads) and /metrics, and runs
 // until `signal` aborts (exit 0).
@@ -22,6 +26,9 @@ import { autoHostEndpointsController, type Follow } from './auto-host-endpoints-
 import { ipamController, podsInformer } from './ipam-controller.ts';
 import { nodeController, nodeExists, nodesInformer } from './node-controller.ts';
 import { openDatastore } from './open-datastore.ts';
+import { networkPoliciesInformer, policyController } from './policy-controller.ts';
+import { namespacesInformer, profileController, serviceAccountsInformer } from './profile-controller.ts';
+import { workloadEndpointController } from './workload-endpoint-controller.ts';
 import { controllersSettings, type ControllersSettings } from './settings.ts';
 
 export interface ControllersOptions {
@@ -61,6 +68,10 @@ export async function runControllersMain(
   const core = config.makeApiClient(k8s.CoreV1Api);
   const version = config.makeApiClient(k8s.VersionApi);
   const { leaderElection } = settings;
+  if (settings.ignored.length > 0)
+    log.info(
+      `ignoring controllers ${settings.ignored.join(',')}: on the Kubernetes datastore netplug-node reads network policies, namespaces, service accounts and pods from the API itself`,
+    );
   log.info(
     `starting controllers ${[...settings.enabled].join(',')} on the ${settings.datastore.datastore_type} datastore (${store.description}); leak grace period ${settings.leakGraceMs / 1000} s; ${leaderElection ? `leader election on Lease ${leaderElection.namespace}/${leaderElection.name} as ${leaderElection.identity}` : 'no leader election'}`,
   );
@@ -98,6 +109,26 @@ export async function runControllersMain(
     const hostEndpoints = autoHostEndpointsController({ store, nodes, nodeExists: nodeExists(core), follow, log, metrics });
     stops.push(hostEndpoints.stop);
     manager.add(hostEndpoints.controller, { waitFor: [nodes] });
+  }
+
+  if (settings.enabled.has('policy')) {
+    const networking = config.makeApiClient(k8s.NetworkingV1Api);
+    const policies = networkPoliciesInformer(informers, networking);
+    manager.add(policyController({ store, policies, networking, log, metrics }), { waitFor: [policies] });
+  }
+  if (settings.enabled.has('profile')) {
+    const namespaces = namespacesInformer(informers, core);
+    const serviceAccounts = serviceAccountsInformer(informers, core);
+    manager.add(profileController({ store, namespaces, serviceAccounts, core, log, metrics }), {
+      waitFor: [namespaces, serviceAccounts],
+    });
+  }
+  if (settings.enabled.has('workloadendpoint')) {
+    const pods = podsInformer(informers, core);
+    const follow: Follow = store.follow?.bind(store) ?? followKubernetes(config, informers);
+    const endpoints = workloadEndpointController({ store, pods, follow, log, metrics });
+    stops.push(endpoints.stop);
+    manager.add(endpoints.controller, { waitFor: [pods] });
   }
 
   const code = await manager.run(signal);

@@ -9,8 +9,14 @@ import { LOG_LEVEL } from '../runtime/log.ts';
 import { duration, hostPort, list, oneOf, parseEnv, text } from '../runtime/settings.ts';
 import type { DatastoreSettings } from '../store/open.ts';
 
-const CONTROLLERS = ['node', 'ipam'] as const;
+const CONTROLLERS = ['node', 'ipam', 'policy', 'profile', 'workloadendpoint'] as const;
 type ControllerName = (typeof CONTROLLERS)[number];
+/**
+ * The controllers that copy Kubernetes' objects into the etcd datastore. On the Kubernetes
+ * datastore netplug-node reads those objects from the API itself: there they are ignored (a
+ * line says so), as the reference's kube-controllers ignores them in KDD mode.
+ */
+const ETCD_ONLY_CONTROLLERS: ReadonlySet<ControllerName> = new Set(['policy', 'profile', 'workloadendpoint']);
 
 /** The Lease the replicas elect their leader on (in their own namespace; the RBAC Role names it). */
 const LEASE_NAME = CONTROLLERS_NAME;
@@ -35,6 +41,8 @@ export interface ControllersSettings {
   /** The kubeconfig file; none: the pod's service account (in-cluster). */
   kubeconfig: string | undefined;
   enabled: ReadonlySet<ControllerName>;
+  /** Named in ENABLED_CONTROLLERS but left out: the etcd-only ones on the Kubernetes datastore. */
+  ignored: readonly ControllerName[];
   /** How long a pod must stay missing before its addresses are released. */
   leakGraceMs: number;
   health: { host: string; port: number };
@@ -58,7 +66,8 @@ export function controllersSettings(env: NodeJS.ProcessEnv): ControllersSettings
   return {
     datastore: { ...datastore, datastore_type: type, ...(type === 'kubernetes' && kubeconfig ? { kubernetes: { kubeconfig } } : {}) },
     kubeconfig,
-    enabled: new Set(given.ENABLED_CONTROLLERS),
+    enabled: new Set(given.ENABLED_CONTROLLERS.filter((name) => type === 'etcdv3' || !ETCD_ONLY_CONTROLLERS.has(name))),
+    ignored: given.ENABLED_CONTROLLERS.filter((name) => type !== 'etcdv3' && ETCD_ONLY_CONTROLLERS.has(name)),
     leakGraceMs: given.LEAK_GRACE_PERIOD,
     health: given.NETPLUG_CONTROLLERS_HEALTH_ADDR,
     logLevel: given.LOG_LEVEL,

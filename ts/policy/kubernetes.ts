@@ -67,6 +67,21 @@ class Unconvertible extends Error {
 }
 
 /** The netplug policy a Kubernetes NetworkPolicy stands for, and what of it could not be converted. */
+/**
+ * A NetworkPolicy as the API serves it, in the shape convertKubernetesPolicy reads. client-node's
+ * list deserializes an ingress rule's `from` into `_from` (its model's name) while its watch
+ * passes JSON as it is: read as `from` only, a listed policy's peers would be lost and its rules
+ * would allow from anywhere.
+ */
+export function servedKubernetesPolicy(object: unknown): KubeNetworkPolicy {
+  const policy = object as KubeNetworkPolicy;
+  const ingress = policy.spec?.ingress?.map((rule) => {
+    const { _from, ...rest } = rule as typeof rule & { _from?: unknown };
+    return { ...rest, from: rule.from ?? (_from as typeof rule.from) };
+  });
+  return { ...policy, spec: { ...policy.spec, ...(ingress ? { ingress } : {}) } };
+}
+
 export function convertKubernetesPolicy(policy: KubeNetworkPolicy): { policy: NetworkPolicyResource; issues: ProgramIssue[] } {
   const issues: ProgramIssue[] = [];
   const namespace = policy.metadata.namespace ?? 'default';

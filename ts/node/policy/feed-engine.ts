@@ -1,6 +1,8 @@
 // Feeds the policy compiler (ts/policy/engine.ts) from the followed resources, level-triggered:
-// an informer event only marks its object's key dirty; a pass reads each dirty key's object from
-// the cache as it is then and gives the engine what changed (an object the engine already holds
+// an event only marks its object's key dirty; a pass reads each dirty key's object from the
+// source (the informers' caches, follow-resources.ts; or on etcd the datastore's watch,
+// follow-datastore.ts: workload endpoints and profiles instead of pods, namespaces and service
+// accounts) as it is then and gives the engine what changed (an object the engine already holds
 // unchanged is skipped, so remote pods' status churn costs a comparison). A pass over every key of
 // a kind (first sync, a cache listed again after a failure) also removes what the cache lost.
 //
@@ -20,10 +22,12 @@ import {
   type NetworkPolicyResource,
   type NetworkSetResource,
   type PolicyResource,
+  type ProfileResource,
 } from '../../model/policy.ts';
-import { endpointOfPod, type EndpointInput, type KubePod } from '../../policy/endpoints.ts';
+import type { WorkloadEndpoint } from '../../model/workload-endpoint.ts';
+import { endpointOfPod, endpointOfWorkload, type EndpointInput, type KubePod } from '../../policy/endpoints.ts';
 import type { PolicyEngine } from '../../policy/engine.ts';
-import { convertKubernetesPolicy, namespaceProfile, serviceAccountProfile, type KubeNetworkPolicy } from '../../policy/kubernetes.ts';
+import { convertKubernetesPolicy, namespaceProfile, servedKubernetesPolicy, serviceAccountProfile } from '../../policy/kubernetes.ts';
 import { cached, FOLLOWED_KINDS, objectKey, type FollowedKind, type PolicyInformers } from './follow-resources.ts';
 
 /** What an ADD served on this node said of its pod (program-networked-pod.ts). */
@@ -48,6 +52,26 @@ export interface LocalPod {
   mac?: string;
 }
 
+/** The kinds a source may give: the Kubernetes API's (FOLLOWED_KINDS), or the etcd datastore's documents. */
+export type FeedKind = FollowedKind | 'WorkloadEndpoint' | 'Profile';
+const FEED_KINDS: readonly FeedKind[] = [...FOLLOWED_KINDS, 'WorkloadEndpoint', 'Profile'];
+
+/** Where a pass reads objects: each kind's keys (`<namespace>/<name>` or a name) and the object of a key. */
+export interface FeedSource {
+  readonly kinds: readonly FeedKind[];
+  keys(kind: FeedKind): Iterable<string>;
+  get(kind: FeedKind, key: string): unknown;
+}
+
+/** The shared informers' caches as a source. */
+function informerSource(informers: PolicyInformers): FeedSource {
+  return {
+    kinds: FOLLOWED_KINDS,
+    keys: (kind) => informers[kind as FollowedKind].list().map(objectKey),
+    get: (kind, key) => cached(informers[kind as FollowedKind], key),
+  };
+}
+
 export interface EngineFeedOptions {
   nodeName: string;
   interfacePrefix: string;
@@ -56,30 +80,32 @@ export interface EngineFeedOptions {
 
 export class EngineFeed {
   readonly engine: PolicyEngine;
-  readonly #informers: PolicyInformers;
+  readonly #source: FeedSource;
   readonly #options: EngineFeedOptions;
-  readonly #dirty = new Map<FollowedKind, Set<string>>(FOLLOWED_KINDS.map((kind) => [kind, new Set<string>()]));
-  readonly #whole = new Set<FollowedKind>();
+  readonly #dirty = new Map<FeedKind, Set<string>>(FEED_KINDS.map((kind) => [kind, new Set<string>()]));
+  readonly #whole = new Set<FeedKind>();
   /** Per kind, each key the engine holds and the text of what it was given. */
-  readonly #fed = new Map<FollowedKind, Map<string, string>>(FOLLOWED_KINDS.map((kind) => [kind, new Map<string, string>()]));
+  readonly #fed = new Map<FeedKind, Map<string, string>>(FEED_KINDS.map((kind) => [kind, new Map<string, string>()]));
+  /** Each workload endpoint document's endpoint key (`<namespace>/<pod>`) in the engine. */
+  readonly #endpointKeys = new Map<string, string>();
   /** What of each resource could not be converted or checked (`<kind>/<key>` → messages). */
   readonly #issues = new Map<string, string[]>();
   readonly #added = new Map<string, AddedPod>();
   readonly #local = new Map<string, LocalPod>();
 
-  constructor(engine: PolicyEngine, informers: PolicyInformers, options: EngineFeedOptions) {
+  constructor(engine: PolicyEngine, source: FeedSource | PolicyInformers, options: EngineFeedOptions) {
     this.engine = engine;
-    this.#informers = informers;
+    this.#source = 'kinds' in source ? (source as FeedSource) : informerSource(source as PolicyInformers);
     this.#options = options;
   }
 
-  mark(kind: FollowedKind, key: string): void {
+  mark(kind: FeedKind, key: string): void {
     this.#dirty.get(kind)?.add(key);
   }
 
   /** Every key of `kind` (or of every kind) is looked at by the next pass. */
-  markWhole(kind?: FollowedKind): void {
-    for (const each of kind ? [kind] : FOLLOWED_KINDS) this.#whole.add(each);
+  markWhole(kind?: FeedKind): void {
+    for (const each of kind ? [kind] : this.#source.kinds) this.#whole.add(each);
   }
 
   pending(): boolean {
@@ -111,10 +137,10 @@ export class EngineFeed {
   /** Gives the engine what changed; returns how many keys were looked at. */
   pass(): number {
     let looked = 0;
-    for (const kind of FOLLOWED_KINDS) {
+    for (const kind of this.#source.kinds) {
       const keys = this.#dirty.get(kind) as Set<string>;
       if (this.#whole.delete(kind)) {
-        for (const object of this.#informers[kind].list()) keys.add(objectKey(object));
+        for (const key of this.#source.keys(kind)) keys.add(key);
         for (const key of (this.#fed.get(kind) as Map<string, string>).keys()) keys.add(key);
         if (kind === 'Pod') for (const key of this.#added.keys()) keys.add(key);
       }
@@ -127,10 +153,14 @@ export class EngineFeed {
     return looked;
   }
 
-  #feed(kind: FollowedKind, key: string): void {
-    const object = cached(this.#informers[kind], key);
+  #feed(kind: FeedKind, key: string): void {
+    const object = this.#source.get(kind, key) as k8s.KubernetesObject | undefined;
     if (kind === 'Pod') {
       this.#feedPod(key, object as KubePod | undefined);
+      return;
+    }
+    if (kind === 'WorkloadEndpoint') {
+      this.#feedWorkloadEndpoint(key, object as WorkloadEndpoint | undefined);
       return;
     }
     const name = key.slice(key.indexOf('/') + 1);
@@ -155,6 +185,7 @@ export class EngineFeed {
     if (fed.get(key) !== text) {
       fed.set(key, text);
       if ('profile' in given) this.engine.upsertProfile(given.profile);
+      else if (given.kind === 'Profile') this.engine.upsertProfile(given as ProfileResource);
       else if (given.kind === 'NetworkPolicy' || given.kind === 'GlobalNetworkPolicy') this.engine.upsertPolicy(given);
       else if (given.kind === 'NetworkSet' || given.kind === 'GlobalNetworkSet') this.engine.upsertNetworkSet(given);
       else if (given.kind === 'Tier') this.engine.upsertTier(given);
@@ -164,7 +195,7 @@ export class EngineFeed {
   }
 
   #converted(
-    kind: FollowedKind,
+    kind: FeedKind,
     object: k8s.KubernetesObject,
     issues: string[],
   ): PolicyResource | { profile: ReturnType<typeof namespaceProfile> } {
@@ -175,17 +206,29 @@ export class EngineFeed {
       case 'ServiceAccount':
         return { profile: serviceAccountProfile({ metadata }) };
       case 'KubernetesNetworkPolicy': {
-        const converted = convertKubernetesPolicy(asListed(object));
+        const converted = convertKubernetesPolicy(servedKubernetesPolicy(object));
         issues.push(...converted.issues.map((issue) => `${issue.field}: ${issue.message}`));
         return converted.policy;
       }
-      default:
-        return checkPolicyDocument(userDocument(object), object.metadata?.namespace);
+      case 'NetworkPolicy': {
+        // On etcd, netplug-kube-controllers writes Kubernetes NetworkPolicies under their reserved
+        // names (`knp.default.*`), which no user's document may take: checked as the rest are, under
+        // the name they convert from.
+        const name = object.metadata?.name ?? '';
+        if (!name.startsWith(KUBERNETES_POLICY_PREFIX) || this.#source.kinds.includes('KubernetesNetworkPolicy')) break;
+        const document = userDocument({ ...object, metadata: { ...object.metadata, name: name.slice(KUBERNETES_POLICY_PREFIX.length) } });
+        const checked = checkPolicyDocument(document, object.metadata?.namespace);
+        return { ...checked, metadata: { ...checked.metadata, name } };
+      }
     }
+    return checkPolicyDocument(userDocument(object), object.metadata?.namespace);
   }
 
-  #remove(kind: FollowedKind, name: string, namespace: string | undefined): void {
+  #remove(kind: FeedKind, name: string, namespace: string | undefined): void {
     switch (kind) {
+      case 'Profile':
+        this.engine.removeProfile(name);
+        break;
       case 'Namespace':
         this.engine.removeProfile(namespaceProfileName(name));
         break;
@@ -213,8 +256,52 @@ export class EngineFeed {
   }
 
   /** Whether the engine held `key` of `kind` (it does no more). */
-  #forget(kind: FollowedKind, key: string): boolean {
+  #forget(kind: FeedKind, key: string): boolean {
     return (this.#fed.get(kind) as Map<string, string>).delete(key);
+  }
+
+  /**
+   * A workload endpoint document (etcd): every node's are endpoints (peers of selectors); this
+   * node's carry the host interface the plugin wrote, and are the local pods the status files are for.
+   */
+  #feedWorkloadEndpoint(key: string, document: WorkloadEndpoint | undefined): void {
+    const fed = this.#fed.get('WorkloadEndpoint') as Map<string, string>;
+    const before = this.#endpointKeys.get(key);
+    const endpoint = document?.spec && document.metadata ? endpointOfWorkload(document) : undefined;
+    const local = endpoint?.node === this.#options.nodeName;
+    if (endpoint && !local) delete endpoint.interfaceName;
+    if (before !== undefined && before !== endpoint?.key) {
+      this.engine.removeEndpoint(before);
+      this.#local.delete(before);
+      this.#endpointKeys.delete(key);
+      fed.delete(key);
+      // Another document of the same pod (made on another node before this one went) is given again.
+      for (const [other, endpointKey] of this.#endpointKeys)
+        if (endpointKey === before) {
+          fed.delete(other);
+          this.#feedWorkloadEndpoint(other, this.#source.get('WorkloadEndpoint', other) as WorkloadEndpoint | undefined);
+        }
+    }
+    if (!endpoint || !document) {
+      this.#issues.delete(`WorkloadEndpoint/${key}`);
+      return;
+    }
+    this.#endpointKeys.set(key, endpoint.key);
+    const text = JSON.stringify(endpoint);
+    if (fed.get(key) !== text) {
+      fed.set(key, text);
+      this.engine.upsertEndpoint(endpoint);
+    }
+    if (local)
+      this.#local.set(endpoint.key, {
+        key: endpoint.key,
+        namespace: endpoint.namespace,
+        name: endpoint.name,
+        containerInterface: document.spec.endpoint || 'eth0',
+        addresses: endpoint.addresses,
+        ...(document.spec.mac ? { mac: document.spec.mac } : {}),
+      });
+    else this.#local.delete(endpoint.key);
   }
 
   #feedPod(key: string, watched: KubePod | undefined): void {
@@ -257,20 +344,6 @@ export class EngineFeed {
       });
     else this.#local.delete(key);
   }
-}
-
-/**
- * A NetworkPolicy as the API serves it. client-node's list deserializes an ingress rule's `from`
- * into `_from` (its model's name) while its watch passes JSON as it is: read as `from`, a listed
- * policy's peers would be lost and its rules would allow from anywhere.
- */
-function asListed(object: k8s.KubernetesObject): KubeNetworkPolicy {
-  const policy = object as unknown as KubeNetworkPolicy;
-  const ingress = policy.spec?.ingress?.map((rule) => {
-    const { _from, ...rest } = rule as typeof rule & { _from?: unknown };
-    return { ...rest, from: rule.from ?? (_from as typeof rule.from) };
-  });
-  return { ...policy, spec: { ...policy.spec, ...(ingress ? { ingress } : {}) } };
 }
 
 /** The document a user wrote (what checkPolicyDocument reads): no server fields, no status. */

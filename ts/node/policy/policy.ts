@@ -1,14 +1,17 @@
 // Network policy on this node (NETPLUG_POLICY_ENFORCEMENT): the `policy` part of netplug's table
-// `inet netplug`, compiled by ts/policy/ from what the shared informers follow (follow-resources.ts)
-// and fed to the compiler level-triggered (feed-engine.ts). One controller with one key: informer
-// events mark objects dirty and trigger it after a short settle, so a burst of events (a relist,
+// `inet netplug`, compiled by ts/policy/ from what the shared informers follow on the Kubernetes
+// datastore (follow-resources.ts), or on etcd from what the datastore's watch follows
+// (follow-datastore.ts: the documents netplug-kube-controllers and the plugin write), and fed to
+// the compiler level-triggered (feed-engine.ts). One controller with one key: events mark objects dirty and trigger it, at once or, while events keep coming, after a short settle, so a burst of events (a relist,
 // a namespace of pods) gives one pass (program-policy.ts); it runs again every few seconds, which
 // re-checks the status files, and gives the part again every refresh interval, which repairs the
-// table. The CNI service's `workloadNetworked` (program-networked-pod.ts) runs a pass for an ADD
-// before its policy wait and its answer.
+// table. The CNI service's `workloadNetworked` (program-networked-pod.ts; on etcd
+// program-networked-endpoint.ts) runs a pass for an ADD before its policy wait and its answer.
 // Readiness `policy`: the first pass's part is in the kernel and the last pass succeeded.
 // Metrics: policy-metrics.ts. A policy that cannot be programmed is logged and counted; the rest
 // of the table is written without it.
+import { performance } from 'node:perf_hooks';
+
 import * as k8s from '@kubernetes/client-node';
 
 import type { NftComposer } from '../../dataplane/nft-composer.ts';
@@ -17,10 +20,13 @@ import { PolicyEngine } from '../../policy/engine.ts';
 import { aborted } from '../../runtime/clock.ts';
 import { Controller } from '../../runtime/controller.ts';
 import { describeError } from '../../runtime/errors.ts';
-import type { NodeParts, Subsystem } from '../shared/subsystem.ts';
+import type { Logger } from '../../log/logger.ts';
+import type { Gate, NodeParts, Subsystem } from '../shared/subsystem.ts';
 import { programNetworkedPod, type ProgramNetworkedPod } from './program-networked-pod.ts';
 import { EngineFeed } from './feed-engine.ts';
+import { followPolicyDocuments, onNode, podKeyOf } from './follow-datastore.ts';
 import { FOLLOWED_KINDS, followPolicyResources, objectKey } from './follow-resources.ts';
+import { programNetworkedEndpoint } from './program-networked-endpoint.ts';
 import { PolicyMetrics } from './policy-metrics.ts';
 import { PolicyProgrammer } from './program-policy.ts';
 import { StatusFiles } from './write-status-files.ts';
@@ -28,7 +34,11 @@ import { StatusFiles } from './write-status-files.ts';
 export { POLICY_PART } from '../../policy/names.ts';
 
 const KEY = 'policy';
-/** Events this close together give one pass. */
+/**
+ * Events this close together give one pass: an event after a quiet spell is passed at once (a
+ * policy or a pod alone waits for nothing); one close behind another waits this long, so that a
+ * burst (a relist, a namespace of pods) gives few passes.
+ */
 const SETTLE_MS = 50;
 /** How often a pass runs without events: the status files are checked against the pods. */
 const STATUS_RESYNC_MS = 10_000;
@@ -52,27 +62,42 @@ export interface NetworkPolicySubsystem extends Subsystem {
   workloadNetworked: ProgramNetworkedPod;
 }
 
-export function networkPolicy(parts: NodeParts, table: Pick<NftComposer, 'setPart'>): NetworkPolicySubsystem {
-  const { settings, manager, informers, kube } = parts;
+export function networkPolicy(
+  parts: NodeParts,
+  table: Pick<NftComposer, 'setPart'> & Partial<Pick<NftComposer, 'updatePart'>>,
+): NetworkPolicySubsystem {
+  const { settings, manager } = parts;
   const log = parts.log.child('policy');
-  const resources = followPolicyResources(informers, kube);
   const engine = new PolicyEngine({ nodeName: settings.nodeName, interfacePrefix: settings.interfacePrefix });
-  const feed = new EngineFeed(engine, resources, { nodeName: settings.nodeName, interfacePrefix: settings.interfacePrefix, log });
   const metrics = new PolicyMetrics(manager.metrics.registry);
   const files = new StatusFiles(settings.endpointStatusPathPrefix);
-  const programmer = new PolicyProgrammer({ feed, table, files, metrics, log, repairMs: settings.routeRefreshMs });
   let problem: string | undefined = 'network policy is not programmed yet';
+  // Events only come once the sources below are made, after `programmer` is.
+  let programmer: PolicyProgrammer | undefined;
+  let lastEvent = Number.NEGATIVE_INFINITY;
+  const events: SourceEvents = {
+    trigger: () => {
+      const now = performance.now();
+      controller.enqueueAfter(KEY, now - lastEvent < SETTLE_MS ? SETTLE_MS : 0);
+      lastEvent = now;
+    },
+    sawPod: (key) => programmer?.sawPod(key),
+  };
+  const source =
+    settings.datastoreType === 'kubernetes' ? followKubernetesApi(parts, engine, events, log) : followDatastore(parts, engine, events, log);
+  const { feed } = source;
+  const programming = new PolicyProgrammer({ feed, table, files, metrics, log, repairMs: settings.routeRefreshMs });
+  programmer = programming;
 
   const controller = new Controller({
     name: 'policy',
     log,
     metrics: manager.metrics,
-    settleMs: SETTLE_MS,
     resyncMs: STATUS_RESYNC_MS,
     backoff: { initialMs: 500, maxMs: 30_000 },
     reconcile: async () => {
       try {
-        const outcome = await programmer.exclusive(() => programmer.pass());
+        const outcome = await programming.exclusive(() => programming.pass());
         if (outcome === 'waiting') {
           problem = "netplug's table waits for its other parts";
           return { requeueAfterMs: WAITING_RETRY_MS };
@@ -87,14 +112,48 @@ export function networkPolicy(parts: NodeParts, table: Pick<NftComposer, 'setPar
       }
     },
   });
+  feed.markWhole();
+  controller.enqueue(KEY);
+  manager.health.add('policy', () => problem);
+  // Nothing is written before every followed kind was listed whole: a table made from a partial
+  // view would open what a policy not yet listed closes.
+  manager.add(controller, { waitFor: source.waitFor });
 
+  return {
+    workloadNetworked: source.workloadNetworked(programming),
+    async run(signal) {
+      await aborted(signal);
+      source.stop();
+      // The table stays in the kernel: the pods stay policed (and new ones closed) while the agent is away.
+    },
+  };
+}
+
+/** What a source tells the subsystem: something changed (a pass is due); a local pod was seen. */
+interface SourceEvents {
+  trigger(): void;
+  sawPod(key: string): void;
+}
+
+interface PolicySource {
+  feed: EngineFeed;
+  waitFor: Gate[];
+  workloadNetworked(programmer: PolicyProgrammer): ProgramNetworkedPod;
+  stop(): void;
+}
+
+/** The Kubernetes datastore: the API's objects through the shared informers. */
+function followKubernetesApi(parts: NodeParts, engine: PolicyEngine, events: SourceEvents, log: Logger): PolicySource {
+  const { settings, informers, kube } = parts;
+  const resources = followPolicyResources(informers, kube);
+  const feed = new EngineFeed(engine, resources, { nodeName: settings.nodeName, interfacePrefix: settings.interfacePrefix, log });
   const stopHandlers: (() => void)[] = [];
   for (const kind of FOLLOWED_KINDS) {
     const changed = (object: k8s.KubernetesObject) => {
       const key = objectKey(object);
       feed.mark(kind, key);
-      if (kind === 'Pod' && (object as k8s.V1Pod).spec?.nodeName === settings.nodeName) programmer.sawPod(key);
-      controller.trigger(KEY);
+      if (kind === 'Pod' && (object as k8s.V1Pod).spec?.nodeName === settings.nodeName) events.sawPod(key);
+      events.trigger();
     };
     stopHandlers.push(
       resources[kind].addHandler(
@@ -107,34 +166,60 @@ export function networkPolicy(parts: NodeParts, table: Pick<NftComposer, 'setPar
           },
           synced: () => {
             feed.markWhole(kind);
-            controller.trigger(KEY);
+            events.trigger();
           },
         },
         kind === 'Pod' ? { significant: (object) => podSignificant(object as k8s.V1Pod) } : {},
       ),
     );
   }
-  feed.markWhole();
-  controller.enqueue(KEY);
-  manager.health.add('policy', () => problem);
-  // Nothing is written before every followed kind was listed whole: a table made from a partial
-  // view would open what a policy not yet listed closes.
-  manager.add(controller, { waitFor: Object.values(resources) });
-
   const core = kube.makeApiClient(k8s.CoreV1Api);
-  const workloadNetworked = programNetworkedPod({
-    feed,
-    programmer,
-    pods: resources.Pod,
-    readPod: async (namespace, name) => (await core.readNamespacedPod({ namespace, name })) as unknown as KubePod,
-    log,
-  });
   return {
-    workloadNetworked,
-    async run(signal) {
-      await aborted(signal);
+    feed,
+    waitFor: Object.values(resources),
+    workloadNetworked: (programmer) =>
+      programNetworkedPod({
+        feed,
+        programmer,
+        pods: resources.Pod,
+        readPod: async (namespace, name) => (await core.readNamespacedPod({ namespace, name })) as unknown as KubePod,
+        log,
+      }),
+    stop: () => {
       for (const stop of stopHandlers) stop();
-      // The table stays in the kernel: the pods stay policed (and new ones closed) while the agent is away.
     },
+  };
+}
+
+/**
+ * The etcd datastore: its documents through its watch (netplug-kube-controllers writes the
+ * Kubernetes objects' there, the plugin the workload endpoints).
+ */
+function followDatastore(parts: NodeParts, engine: PolicyEngine, events: SourceEvents, log: Logger): PolicySource {
+  const { settings, store } = parts;
+  if (!store.follow) throw new Error(`network policy follows the datastore's watch, which ${store.description} does not offer`);
+  const { nodeName } = settings;
+  let feed: EngineFeed | undefined;
+  const documents = followPolicyDocuments(store.follow.bind(store), {
+    changed(kind, key, value) {
+      feed?.mark(kind, key);
+      if (kind === 'WorkloadEndpoint' && onNode(value, nodeName)) {
+        const pod = podKeyOf(value);
+        if (pod !== undefined) events.sawPod(pod);
+      }
+      events.trigger();
+    },
+    listed(kind) {
+      feed?.markWhole(kind);
+      events.trigger();
+    },
+  });
+  const made = new EngineFeed(engine, documents.source, { nodeName, interfacePrefix: settings.interfacePrefix, log });
+  feed = made;
+  return {
+    feed: made,
+    waitFor: documents.gates,
+    workloadNetworked: (programmer) => programNetworkedEndpoint({ nodeName, store, documents, feed: made, programmer, log }),
+    stop: () => documents.stop(),
   };
 }
