@@ -67,6 +67,8 @@ test("the chart's versions and default image are the release's", (t) => {
   t.is(`${values.image.repository}:${values.image.tag}`, RELEASE_IMAGE);
   t.is(values.image.pullPolicy, 'IfNotPresent');
   t.deepEqual(values.installation, { enabled: true, spec: {} });
+  // Empty: the operator's defaults (enforcement Disabled, /var/run/netplug).
+  t.deepEqual(values.policy, { enforcement: '', endpointStatusPathPrefix: '' });
 });
 
 test('helm lint passes, strictly', async (t) => {
@@ -109,6 +111,23 @@ test('helm template takes the image, the namespace and the Installation from val
   const deployment = defaultNamespace.find((object) => object.kind === 'Deployment') as any;
   deployment.spec.template.spec.containers[0].imagePullPolicy = 'Always';
   t.deepEqual(withoutInstallation, defaultNamespace, 'no Installation; an empty tag is the appVersion; the pull policy from values');
+});
+
+test("helm template: the policy values go into the Installation's spec.policy, over installation.spec's", async (t) => {
+  const helm = isolatedHelm(t);
+  const installation = async (...args: string[]) =>
+    rendered(await helm('template', 'netplug', CHART_PATH, '--namespace', NAMESPACE, ...args)).find(
+      (o) => o.kind === 'Installation',
+    ) as any;
+  t.deepEqual((await installation('--set', 'policy.enforcement=Disabled')).spec, { policy: { enforcement: 'Disabled' } });
+  const spec = { cni: { fastPath: 'Enabled' }, policy: { enforcement: 'Disabled', endpointStatusPathPrefix: '/run/np' } };
+  t.deepEqual((await installation('--set-json', `installation.spec=${JSON.stringify(spec)}`, '--set', 'policy.enforcement=Enabled')).spec, {
+    cni: { fastPath: 'Enabled' },
+    policy: { enforcement: 'Enabled', endpointStatusPathPrefix: '/run/np' },
+  });
+  t.deepEqual((await installation('--set', 'policy.endpointStatusPathPrefix=/srv/netplug')).spec, {
+    policy: { endpointStatusPathPrefix: '/srv/netplug' },
+  });
 });
 
 test("the chart's crds/ are the operator's and netplug's CRDs, as helm shows them", async (t) => {

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { loadAllYaml } from '@kubernetes/client-node';
 import test from 'ava';
 
+import { POLICY_WATCH_RULES } from '../../ts/node/policy/follow-resources.ts';
 import { RELEASE_IMAGE, releaseFiles } from '../../ts/render/release.ts';
 import { NETPLUG_VERSION } from '../../ts/version.ts';
 
@@ -82,6 +83,42 @@ test('the fast path is on by default (netplug-config fast_path), the agent sees 
       'prometheus.io/port': '9091',
       'prometheus.io/path': '/metrics',
     });
+  }
+});
+
+test("network policy: off until turned on (netplug-config policy_enforcement); on the Kubernetes datastore netplug-node's ClusterRole grants its watches, on etcd the controllers copy the objects", (t) => {
+  const plain = (value: unknown) => JSON.parse(JSON.stringify(value));
+  for (const name of ['netplug.yaml', 'netplug-host-local.yaml', 'netplug-etcd.yaml']) {
+    const kdd = name !== 'netplug-etcd.yaml';
+    const config = docs(name).find((doc) => doc.kind === 'ConfigMap' && doc.metadata.name === 'netplug-config');
+    t.is(config?.data?.['policy_enforcement'], 'false', name);
+    t.is(config?.data?.['endpoint_status_path_prefix'], '/var/run/netplug', name);
+    const template = plain(docs(name).find((doc) => doc.kind === 'DaemonSet')?.spec.template);
+    const agentEnv = template.spec.containers[0].env;
+    const fromConfig = (variable: string) =>
+      agentEnv.find((e: { name: string }) => e.name === variable)?.valueFrom?.configMapKeyRef ?? null;
+    t.deepEqual(fromConfig('NETPLUG_POLICY_ENFORCEMENT'), { key: 'policy_enforcement', name: 'netplug-config', optional: true });
+    t.deepEqual(fromConfig('NETPLUG_ENDPOINT_STATUS_PATH_PREFIX'), {
+      key: 'endpoint_status_path_prefix',
+      name: 'netplug-config',
+      optional: true,
+    });
+    if (!kdd) {
+      // On etcd netplug-node reads policy from etcd, where these controllers write it.
+      const controllers = plain(docs(name).find((doc) => doc.kind === 'Deployment' && doc.metadata.name === 'netplug-kube-controllers'));
+      const enabled = controllers.spec.template.spec.containers[0].env.find((e: { name: string }) => e.name === 'ENABLED_CONTROLLERS');
+      t.deepEqual(enabled?.value.split(',').sort(), ['ipam', 'node', 'policy', 'profile', 'workloadendpoint']);
+      continue;
+    }
+    // The plugin waits where the agent writes: the prefix's endpoint-status/, on a host path the agent mounts.
+    t.regex(config?.data?.['cni_network_config'] ?? '', /"endpoint_status_dir": "\/var\/run\/netplug\/endpoint-status"/);
+    t.true(template.spec.containers[0].volumeMounts.some((m: { mountPath: string }) => m.mountPath === '/var/run/netplug'));
+    const role = plain(docs(name).find((doc) => doc.kind === 'ClusterRole' && doc.metadata.name === 'netplug-node'));
+    for (const rule of POLICY_WATCH_RULES)
+      t.true(
+        role.rules.some((r: unknown) => JSON.stringify(r) === JSON.stringify(rule)),
+        JSON.stringify(rule),
+      );
   }
 });
 

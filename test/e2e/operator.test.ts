@@ -3,7 +3,7 @@
 // Then the Installation is changed (policy setup timeout, a bad CIDR, HostLocal) and deleted.
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 
 import test from 'ava';
@@ -68,34 +68,38 @@ test.serial('quiet for 65 s: the operator, the node agent, the installer and the
   t.deepEqual(complaints, []);
 });
 
-test.serial('linuxPolicySetupTimeoutSeconds: 10 reaches the conflist on the node, and the plugin waits that long', async (t) => {
-  const c = cluster();
-  const before = (await daemonSet()).spec.template.metadata.annotations;
-  await patchInstallation({ spec: { calicoNetwork: { linuxPolicySetupTimeoutSeconds: 10 } } });
-  await eventually(
-    'the conflist with policy_setup_timeout_seconds 10',
-    async () => conflist().plugins[0].policy_setup_timeout_seconds === 10,
-  );
-  // The ConfigMap is applied before the DaemonSet: install-cni may rewrite the conflist first.
-  const after = await eventually('a new template hash on the DaemonSet', async () => {
-    const annotations = (await daemonSet()).spec.template.metadata.annotations;
-    return JSON.stringify(annotations) === JSON.stringify(before) ? undefined : annotations;
-  });
-  t.notDeepEqual(after, before, 'a new template hash rolls the DaemonSet');
-  await waitAvailable(c);
-  await c.kubectl('run', 'waited', `--image=${BUSYBOX_IMAGE}`, '--image-pull-policy=Never', '--', 'sleep', '3600');
-  await c.kubectl('wait', '--for=condition=Ready', 'pod/waited', '--timeout=120s');
-  // No policy agent writes endpoint status files: the plugin waited the 10 s, then networked the pod.
-  const log = readFileSync(paths.logFile, 'utf8');
-  t.regex(
-    log,
-    /did not report the pod's policy programmed within 10 s \(no \/var\/run\/netplug\/endpoint-status\/k8s default%2Fwaited eth0\)/,
-  );
-  await c.kubectl('delete', 'pod', 'waited', '--wait=true', '--grace-period=1');
-  await patchInstallation({ spec: { calicoNetwork: { linuxPolicySetupTimeoutSeconds: 0 } } });
-  await eventually('the conflist without the wait', async () => conflist().plugins[0].policy_setup_timeout_seconds === 0);
-  await waitAvailable(c);
-});
+test.serial(
+  'linuxPolicySetupTimeoutSeconds: 10 reaches the conflist on the node; the pod starts once netplug-node reports its policy programmed',
+  async (t) => {
+    const c = cluster();
+    const before = (await daemonSet()).spec.template.metadata.annotations;
+    // Enforcement is off unless turned on: on, netplug-node reports each pod's policy programmed.
+    await patchInstallation({ spec: { calicoNetwork: { linuxPolicySetupTimeoutSeconds: 10 }, policy: { enforcement: 'Enabled' } } });
+    await eventually(
+      'the conflist with policy_setup_timeout_seconds 10',
+      async () => conflist().plugins[0].policy_setup_timeout_seconds === 10,
+    );
+    // The ConfigMap is applied before the DaemonSet: install-cni may rewrite the conflist first.
+    const after = await eventually('a new template hash on the DaemonSet', async () => {
+      const annotations = (await daemonSet()).spec.template.metadata.annotations;
+      return JSON.stringify(annotations) === JSON.stringify(before) ? undefined : annotations;
+    });
+    t.notDeepEqual(after, before, 'a new template hash rolls the DaemonSet');
+    await waitAvailable(c);
+    await c.kubectl('run', 'waited', `--image=${BUSYBOX_IMAGE}`, '--image-pull-policy=Never', '--', 'sleep', '3600');
+    await c.kubectl('wait', '--for=condition=Ready', 'pod/waited', '--timeout=120s');
+    // Policy is enforced (spec.policy.enforcement Enabled above): netplug-node writes the pod's
+    // status file in its socket's directory, where the conflist's endpoint_status_dir points, so the
+    // plugin does not wait the 10 s out.
+    t.is(conflist().plugins[0].endpoint_status_dir, join(dirname(paths.agentSocket), 'endpoint-status'));
+    t.true(existsSync(join(dirname(paths.agentSocket), 'endpoint-status', 'k8s default%2Fwaited eth0')));
+    t.notRegex(readFileSync(paths.logFile, 'utf8'), /did not report the pod's policy programmed/);
+    await c.kubectl('delete', 'pod', 'waited', '--wait=true', '--grace-period=1');
+    await patchInstallation({ spec: { calicoNetwork: { linuxPolicySetupTimeoutSeconds: 0 }, policy: { enforcement: 'Disabled' } } });
+    await eventually('the conflist without the wait', async () => conflist().plugins[0].policy_setup_timeout_seconds === 0);
+    await waitAvailable(c);
+  },
+);
 
 test.serial('an Installation with a bad CIDR is Degraded with a message and changes nothing that runs', async (t) => {
   const c = cluster();

@@ -230,14 +230,17 @@ test('a policy that cannot be programmed is counted; the others are programmed',
   t.is(await s.gauge('netplug_policy_issues'), 0);
 });
 
-test('settings: enforcement is off by default, needs the Kubernetes datastore, and has its status prefix and interface prefix', (t) => {
+test('settings: enforcement is off by default, on either datastore, and has its status prefix and interface prefix', (t) => {
   const base = { NODENAME: 'n1' };
   const settings = nodeSettings(base);
   t.false(settings.policyEnforcement);
   t.is(settings.endpointStatusPathPrefix, '/var/run/netplug');
   t.is(settings.interfacePrefix, 'cali');
   t.true(nodeSettings({ ...base, DATASTORE_TYPE: 'kubernetes', NETPLUG_POLICY_ENFORCEMENT: 'true' }).policyEnforcement);
-  t.throws(() => nodeSettings({ ...base, NETPLUG_POLICY_ENFORCEMENT: 'true' }), { message: /needs DATASTORE_TYPE "kubernetes"/ });
+  t.true(
+    nodeSettings({ ...base, NETPLUG_POLICY_ENFORCEMENT: 'true' }).policyEnforcement,
+    'on etcd, from the datastore (follow-datastore.ts)',
+  );
   t.throws(() => nodeSettings({ ...base, NETPLUG_ENDPOINT_STATUS_PATH_PREFIX: 'relative' }), {
     message: /NETPLUG_ENDPOINT_STATUS_PATH_PREFIX "relative" must be an absolute path/,
   });

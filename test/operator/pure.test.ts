@@ -141,6 +141,10 @@ test('validation names the field and the value', (t) => {
     'spec.calicoNetwork.ipPools[0].cidr "10.0.0.0/16" must lie within the cluster\'s pod CIDR (10.244.0.0/16)',
   ]);
   t.deepEqual(problems({ cni: { fastPath: 'On' as never } }), ['spec.cni.fastPath "On" must be Enabled or Disabled']);
+  t.deepEqual(problems({ policy: { enforcement: 'Off' as never, endpointStatusPathPrefix: 'run/netplug' } }), [
+    'spec.policy.enforcement "Off" must be Enabled or Disabled',
+    'spec.policy.endpointStatusPathPrefix "run/netplug" must be an absolute host path without ".."',
+  ]);
   t.deepEqual(problems({ cni: { binDir: 'opt/cni' }, logging: { cni: { logFileMaxSize: '10Ki', logFileMaxCount: 0 } } }), [
     'spec.cni.binDir "opt/cni" must be an absolute host path without ".."',
     'spec.logging.cni.logFileMaxSize "10Ki" must be a quantity of at least 1Mi, such as 100Mi',
@@ -285,8 +289,27 @@ test("the node pod's operator variant: cni-config/config, host paths, NO_DEFAULT
       ['/x/log', '', false],
     ],
   );
+  // The status files go to the moved socket's directory, where the plugin looks.
+  t.like(env(movedAgent), { NETPLUG_ENDPOINT_STATUS_PATH_PREFIX: '/x/run' });
+  t.is(JSON.parse((moved.configMap as any).data.config).plugins[0].endpoint_status_dir, '/x/run/endpoint-status');
   t.like(env(movedAgent), { NETPLUG_VAR_DIR: '/x/state', NETPLUG_AGENT_SOCKET: '/x/run/agent.sock' });
   t.false('USE_POD_CIDR' in env((renderSystem(filled({}), 'img:1').daemonSet as any).spec.template.spec.containers[0]));
+  // Network policy (spec.policy, default Disabled): enabled, the agent enforces it and writes its
+  // status files where the plugin waits for them; another prefix is a host volume of its own.
+  t.deepEqual(filled({}).policy, { enforcement: 'Disabled' });
+  t.like(env(agent), { NETPLUG_POLICY_ENFORCEMENT: 'false', NETPLUG_ENDPOINT_STATUS_PATH_PREFIX: '/var/run/netplug' });
+  const policyOn = renderSystem(filled({ policy: { enforcement: 'Enabled' } }), 'img:1');
+  t.like(env((policyOn.daemonSet as any).spec.template.spec.containers[0]), { NETPLUG_POLICY_ENFORCEMENT: 'true' });
+  t.is(plugin({})[0].endpoint_status_dir, '/var/run/netplug/endpoint-status');
+  const policyOff = renderSystem(filled({ policy: { enforcement: 'Disabled', endpointStatusPathPrefix: '/srv/np' } }), 'img:1');
+  const offPod = (policyOff.daemonSet as any).spec.template.spec;
+  t.like(env(offPod.containers[0]), { NETPLUG_POLICY_ENFORCEMENT: 'false', NETPLUG_ENDPOINT_STATUS_PATH_PREFIX: '/srv/np' });
+  t.is(JSON.parse((policyOff.configMap as any).data.config).plugins[0].endpoint_status_dir, '/srv/np/endpoint-status');
+  t.deepEqual(
+    offPod.volumes.find((v: any) => v.name === 'endpoint-status'),
+    { name: 'endpoint-status', hostPath: { path: '/srv/np/endpoint-status', type: 'DirectoryOrCreate' } },
+  );
+  t.true(offPod.containers[0].volumeMounts.some((m: any) => m.name === 'endpoint-status' && m.mountPath === '/srv/np/endpoint-status'));
   t.true(system.cniRbac.every((o) => o.metadata.name === 'netplug-cni-plugin'));
   const role = system.rbac.find((o) => o.kind === 'Role') as any;
   t.true(role.rules.some((r: any) => r.resources.includes('configmaps') && r.resourceNames.includes('cni-config')));

@@ -265,12 +265,14 @@ test.serial(
           linuxPolicySetupTimeoutSeconds: 5,
           ipPools: [{ cidr: '10.245.0.0/16', name: 'default-ipv4-ippool' }, { cidr: '10.0.0.300/16' }],
         },
+        policy: { endpointStatusPathPrefix: 'var/run/netplug' },
       },
     });
     await eventually('Degraded', async () => condition(await readInstallation(cluster), 'Degraded')?.status === 'True');
     const degraded = condition(await readInstallation(cluster), 'Degraded');
     t.is(degraded?.reason, 'InvalidConfiguration');
     t.regex(degraded?.message ?? '', /spec\.calicoNetwork\.ipPools\[1\]\.cidr "10\.0\.0\.300\/16" is not a CIDR/);
+    t.regex(degraded?.message ?? '', /spec\.policy\.endpointStatusPathPrefix "var\/run\/netplug" must be an absolute host path/);
     t.like(condition(await readStatus(cluster, 'netplug'), 'Degraded'), { status: 'True', reason: 'InvalidConfiguration' });
     t.is((await readConfigMap(cluster)).metadata?.resourceVersion, cm.metadata?.resourceVersion, 'the template is unchanged');
     t.is((await readDaemonSet(cluster)).metadata?.resourceVersion, ds.metadata?.resourceVersion, 'the DaemonSet is unchanged');
@@ -289,7 +291,7 @@ test.serial(
     t.is((await readConfigMap(cluster)).metadata?.resourceVersion, cm.metadata?.resourceVersion);
 
     // Fixed: Degraded clears, the timeout applies.
-    await patchInstallation(cluster, { spec: { calicoNetwork: { cni: null } } });
+    await patchInstallation(cluster, { spec: { calicoNetwork: { cni: null }, policy: null } });
     await eventually('no longer Degraded', async () => condition(await readInstallation(cluster), 'Degraded')?.status === 'False');
     await eventually('the timeout', async () => (await readConflist(cluster)).plugins[0].policy_setup_timeout_seconds === 5);
   },

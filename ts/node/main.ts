@@ -24,7 +24,7 @@ import { NAT_PART, natOutgoing } from './nat/nat.ts';
 import { networkPolicy, POLICY_PART } from './policy/policy.ts';
 import { poolUsage } from './pool-usage/pool-usage.ts';
 import { routesToOtherNodes } from './routes/routes.ts';
-import { netplugTable } from './shared/netplug-table.ts';
+import { netplugTable, removeEndpointStatusFiles, removeNetplugTable } from './shared/netplug-table.ts';
 import { closeNodeParts, openNodeParts } from './shared/node-parts.ts';
 import { nodeSettings, type NodeSettings } from './shared/settings.ts';
 import type { NodeParts, Subsystem } from './shared/subsystem.ts';
@@ -72,6 +72,9 @@ export async function runNodeMain(
   // netplug's table holds a part of each contributor named here: NAT's with routes, policy's with enforcement.
   const contributors = [...(settings.routes ? [NAT_PART] : []), ...(settings.policyEnforcement ? [POLICY_PART] : [])];
   const table = contributors.length > 0 ? netplugTable(contributors) : undefined;
+  // What a previous run with more parts left: the table the writer would not make equal its
+  // description (there is none), and the status files policy wrote.
+  await removeLeftovers(settings, table === undefined, log);
   if (table && settings.routes) {
     const { informers, kube } = parts;
     const address = new LocalAddress({ setting: settings.nodeAddress, name: settings.nodeName, log, informers, kube });
@@ -94,4 +97,20 @@ export async function runNodeMain(
   closeNodeParts(parts);
   log.info('stopped');
   return code;
+}
+
+/**
+ * Deletes what parts this run does not have left on the node. A failure is logged, not fatal: the
+ * agent's other work (addresses, the CNI service) does not depend on it.
+ */
+async function removeLeftovers(settings: NodeSettings, noTable: boolean, log: ReturnType<typeof programLog>): Promise<void> {
+  try {
+    if (noTable && (await removeNetplugTable())) log.info('deleted nftables table inet netplug: no part of the agent writes it');
+    if (!settings.policyEnforcement) {
+      const removed = removeEndpointStatusFiles(settings.endpointStatusPathPrefix);
+      if (removed.length > 0) log.info(`deleted ${removed.length} endpoint status files: policy enforcement is off`);
+    }
+  } catch (err) {
+    log.error(`cannot delete what a previous run left: ${describeError(err)}`);
+  }
 }

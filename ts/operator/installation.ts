@@ -43,6 +43,12 @@ export interface InstallationSpec {
     /** Aliases of spec.cni.type / spec.cni.ipam.type. */
     cni?: { type?: string; ipam?: { type?: string } };
   };
+  /** Network policy: netplug-node enforces it (Enabled, the default) or leaves the nodes without its rules. */
+  policy?: {
+    enforcement?: Toggle;
+    /** Where netplug-node writes endpoint-status/ on each node (default: its socket's directory, /var/run/netplug). */
+    endpointStatusPathPrefix?: string;
+  };
   logging?: { cni?: { logSeverity?: string; logFileMaxSize?: string | number; logFileMaxAgeDays?: number; logFileMaxCount?: number } };
 }
 

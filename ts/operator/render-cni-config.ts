@@ -4,6 +4,8 @@
 import { createHash } from 'node:crypto';
 
 import { parsePrefix } from '../net/cidr.ts';
+import { dirname } from 'node:path';
+
 import { type NodeLayout, STANDARD_NODE_LAYOUT } from '../render/objects.ts';
 import type { InstallationSpec } from './installation.ts';
 import { quantityBytes } from './validate-installation.ts';
@@ -42,12 +44,20 @@ export function renderCniConfig(spec: InstallationSpec, node: NodeLayout = STAND
     container_settings: { allow_ip_forwarding: network.containerIPForwarding === 'Enabled' },
     policy: { type: 'k8s' },
     policy_setup_timeout_seconds: network.linuxPolicySetupTimeoutSeconds ?? 0,
-    endpoint_status_dir: '/var/run/netplug/endpoint-status',
+    endpoint_status_dir: `${endpointStatusPathPrefix(spec, node)}/endpoint-status`,
     kubernetes: { kubeconfig: '__KUBECONFIG_FILEPATH__' },
   };
   const plugins: object[] = [netplug];
   if (network.hostPorts !== 'Disabled') plugins.push({ type: 'portmap', snat: true, capabilities: { portMappings: true } });
   return `${JSON.stringify({ name: 'k8s-pod-network', cniVersion: '1.0.0', plugins }, null, 2)}\n`;
+}
+
+/**
+ * Where netplug-node writes endpoint-status/: spec.policy.endpointStatusPathPrefix, else the
+ * directory of its socket (/var/run/netplug on a standard node), which it mounts already.
+ */
+export function endpointStatusPathPrefix(spec: InstallationSpec, node: NodeLayout): string {
+  return spec.policy?.endpointStatusPathPrefix ?? dirname(node.agentSocket);
 }
 
 /** The hash on the node pod template: any change of the ConfigMap's data changes it, and so rolls the DaemonSet. */

@@ -7,7 +7,7 @@ import { CNI_PLUGIN, type KubeObject, type NodeLayout, type RenderOptions, STAND
 import { renderPodCidrRbac } from '../render/pod-cidr-rbac.ts';
 import { renderRbac } from '../render/rbac.ts';
 import { CNI_CONFIG_KEY, CNI_CONFIG_MAP, type InstallationSpec, MANAGED_BY, SYSTEM_NAMESPACE } from './installation.ts';
-import { configHash, renderCniConfig } from './render-cni-config.ts';
+import { configHash, endpointStatusPathPrefix, renderCniConfig } from './render-cni-config.ts';
 
 export interface SystemObjects {
   namespace: KubeObject;
@@ -39,6 +39,8 @@ export function renderSystem(spec: InstallationSpec, image: string, node: NodeLa
       stateDir: node.stateDir,
       node,
       fastPath: spec.cni?.fastPath !== 'Disabled',
+      policyEnforcement: spec.policy?.enforcement === 'Enabled',
+      endpointStatusPathPrefix: endpointStatusPathPrefix(spec, node),
       usePodCidr: spec.cni?.ipam?.type === 'HostLocal',
       configHash: configHash(data),
     },

@@ -43,6 +43,11 @@ export function validateInstallation(spec: InstallationSpec, platformCidrs: read
     if (value !== undefined && value !== 'Enabled' && value !== 'Disabled')
       bad(`spec.calicoNetwork.${field}`, value, 'must be Enabled or Disabled');
   }
+  const { enforcement, endpointStatusPathPrefix: prefix } = spec.policy ?? {};
+  if (enforcement !== undefined && enforcement !== 'Enabled' && enforcement !== 'Disabled')
+    bad('spec.policy.enforcement', enforcement, 'must be Enabled or Disabled');
+  if (prefix !== undefined && (typeof prefix !== 'string' || !prefix.startsWith('/') || prefix.split('/').includes('..')))
+    bad('spec.policy.endpointStatusPathPrefix', prefix, 'must be an absolute host path without ".."');
   const log = logging.cni ?? {};
   if (log.logSeverity !== undefined && !['Error', 'Warning', 'Info', 'Debug'].includes(log.logSeverity))
     bad('spec.logging.cni.logSeverity', log.logSeverity, 'must be one of Error, Warning, Info, Debug');

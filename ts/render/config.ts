@@ -30,6 +30,17 @@ export function renderConfig(options: RenderOptions): KubeObject[] {
     // "false": the plugin runs as one process per call instead of asking netplug-node; after a
     // change, kubectl rollout restart daemonset/netplug-node.
     [FAST_PATH_KEY]: 'true',
+    // Network policy: netplug-node enforces Kubernetes NetworkPolicies and netplug's policy kinds
+    // in nftables table `inet netplug` (on etcd, from what netplug-kube-controllers' policy,
+    // profile and workloadendpoint controllers write there). Off until a cluster operator turns it
+    // on: a node rolled back to a release without policy would keep a table no agent dispatches
+    // new pods in. "false" removes its rules and the endpoint status files; after a change,
+    // kubectl rollout restart daemonset/netplug-node.
+    [POLICY_ENFORCEMENT_KEY]: 'false',
+    // Where netplug-node writes endpoint-status/, one file per pod whose policy is programmed.
+    // Another path must also be the plugin's endpoint_status_dir (<prefix>/endpoint-status)
+    // in cni_network_config and a hostPath volume of DaemonSet netplug-node.
+    [ENDPOINT_STATUS_PATH_PREFIX_KEY]: DEFAULT_ENDPOINT_STATUS_PATH_PREFIX,
     cni_network_config: conflistTemplate(options.datastore, options.ipam),
   };
   const objects: KubeObject[] = [
@@ -49,6 +60,12 @@ export function renderConfig(options: RenderOptions): KubeObject[] {
 
 /** The ConfigMap key of FAST_PATH, read by netplug-node and install-cni. */
 export const FAST_PATH_KEY = 'fast_path';
+
+/** The ConfigMap keys of NETPLUG_POLICY_ENFORCEMENT and NETPLUG_ENDPOINT_STATUS_PATH_PREFIX, read by netplug-node. */
+export const POLICY_ENFORCEMENT_KEY = 'policy_enforcement';
+export const ENDPOINT_STATUS_PATH_PREFIX_KEY = 'endpoint_status_path_prefix';
+/** netplug-node's default, under the host directory of its socket (which the DaemonSet mounts). */
+export const DEFAULT_ENDPOINT_STATUS_PATH_PREFIX = '/var/run/netplug';
 
 /** Environment variables from the ConfigMap (`key` → `name`). */
 export const fromConfig = (name: string, key: string, optional = false) => ({

@@ -6,7 +6,7 @@ import type { Datastore, RenderOptions } from './objects.ts';
 export function conflistTemplate(datastore: Datastore, ipam: RenderOptions['ipam'] = 'netplug-ipam'): string {
   const datastoreFields =
     datastore === 'kubernetes'
-      ? ['"datastore_type": "kubernetes"']
+      ? ['"datastore_type": "kubernetes"', '"endpoint_status_dir": "/var/run/netplug/endpoint-status"']
       : [
           '"datastore_type": "etcdv3"',
           '"etcd_endpoints": "__ETCD_ENDPOINTS__"',

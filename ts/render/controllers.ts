@@ -44,7 +44,9 @@ export function renderControllers(options: RenderOptions): KubeObject {
               command: ['/usr/bin/netplug-kube-controllers'],
               env: [
                 ...datastoreEnv(options),
-                { name: 'ENABLED_CONTROLLERS', value: 'node,ipam' },
+                // On etcd, the controllers that copy network policies, namespaces, service accounts and pod
+                // labels into the datastore (policy.type k8s, as every netconf netplug ships has).
+                { name: 'ENABLED_CONTROLLERS', value: etcd ? 'node,ipam,policy,profile,workloadendpoint' : 'node,ipam' },
                 { name: 'NETPLUG_CONTROLLERS_HEALTH_ADDR', value: `0.0.0.0:${CONTROLLERS_HEALTH_PORT}` },
                 // The Lease's namespace and this replica's name in it.
                 { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },

@@ -7,7 +7,16 @@
 // NODE_METRICS_PORT.
 import { dirname } from 'node:path';
 
-import { datastoreEnv, etcdSecretMount, etcdSecretVolume, FAST_PATH_KEY, fromConfig } from './config.ts';
+import {
+  DEFAULT_ENDPOINT_STATUS_PATH_PREFIX,
+  datastoreEnv,
+  ENDPOINT_STATUS_PATH_PREFIX_KEY,
+  etcdSecretMount,
+  etcdSecretVolume,
+  FAST_PATH_KEY,
+  fromConfig,
+  POLICY_ENFORCEMENT_KEY,
+} from './config.ts';
 import {
   CONF_NAME,
   CONFIG_HASH_ANNOTATION,
@@ -43,6 +52,22 @@ export function renderNode(options: RenderOptions): KubeObject {
     : options.ipam === 'host-local'
       ? [{ name: 'USE_POD_CIDR', value: 'true' }]
       : [fromConfig('NETPLUG_IPV4POOL_CIDR', 'ipv4_pool_cidr'), fromConfig('NETPLUG_IPV4POOL_BLOCK_SIZE', 'ipv4_pool_block_size')];
+  // Network policy (on etcd from what netplug-kube-controllers writes there): from netplug-config
+  // (optional: a ConfigMap from before has no key, and the agent's defaults apply), or the
+  // Installation's spec.policy.
+  const policyEnv = operator
+    ? [
+        { name: 'NETPLUG_POLICY_ENFORCEMENT', value: String(operator.policyEnforcement) },
+        { name: 'NETPLUG_ENDPOINT_STATUS_PATH_PREFIX', value: operator.endpointStatusPathPrefix },
+      ]
+    : [
+        fromConfig('NETPLUG_POLICY_ENFORCEMENT', POLICY_ENFORCEMENT_KEY, true),
+        fromConfig('NETPLUG_ENDPOINT_STATUS_PATH_PREFIX', ENDPOINT_STATUS_PATH_PREFIX_KEY, true),
+      ];
+  // The status files are on the host, where the plugin looks: under the socket's directory by
+  // default; elsewhere (the operator's setting) in a volume of their own.
+  const statusDir = `${operator?.endpointStatusPathPrefix ?? DEFAULT_ENDPOINT_STATUS_PATH_PREFIX}/endpoint-status`;
+  const statusVolume = statusDir.startsWith(`${dirname(layout.agentSocket)}/`) ? [] : [hostPath('endpoint-status', statusDir)];
   const templateEnv = operator
     ? [
         { name: 'NETPLUG_CONFIG_MAP', value: operator.configMap },
@@ -70,6 +95,7 @@ export function renderNode(options: RenderOptions): KubeObject {
       { name: 'NETPLUG_VAR_DIR', value: stateDir },
       fastPath,
       { name: 'NETPLUG_AGENT_SOCKET', value: layout.agentSocket },
+      ...policyEnv,
     ],
     ports: [{ name: 'metrics', containerPort: NODE_METRICS_PORT, protocol: 'TCP' }],
     // Pod network namespaces, veths and routes: the same rights the plugin has on the host.
@@ -81,6 +107,7 @@ export function renderNode(options: RenderOptions): KubeObject {
       { name: 'cni-bin-dir', mountPath: binDir, readOnly: true },
       { name: 'cni-net-dir', mountPath: confDir, readOnly: true },
       { name: 'cni-log-dir', mountPath: dirname(layout.cniLogFile) },
+      ...statusVolume.map((volume) => ({ name: volume.name, mountPath: statusDir })),
       ...(etcd ? [etcdSecretMount] : []),
     ],
     livenessProbe: { ...probe('/livez'), periodSeconds: 10, initialDelaySeconds: 10, failureThreshold: 6, timeoutSeconds: 10 },
@@ -149,6 +176,7 @@ export function renderNode(options: RenderOptions): KubeObject {
             hostPath('var-lib-netplug', stateDir),
             hostPath('var-run-netplug', dirname(layout.agentSocket)),
             hostPath('cni-log-dir', dirname(layout.cniLogFile)),
+            ...statusVolume,
             ...(etcd ? [etcdSecretVolume] : []),
           ],
         },

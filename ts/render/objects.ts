@@ -41,6 +41,10 @@ interface OperatorVariant {
   node: NodeLayout;
   /** Installation spec.cni.fastPath: netplug-node serves the plugin's calls (install-cni installs the shim). */
   fastPath: boolean;
+  /** Installation spec.policy.enforcement: netplug-node enforces network policy. */
+  policyEnforcement: boolean;
+  /** Installation spec.policy.endpointStatusPathPrefix: where netplug-node writes endpoint-status/. */
+  endpointStatusPathPrefix: string;
   /** HostLocal IPAM: netplug-node follows the node's pod CIDR. */
   usePodCidr: boolean;
   /** A hash of the ConfigMap's data, on the pod template: a change of the template rolls the DaemonSet. */

@@ -7,6 +7,25 @@ import { CNI_PLUGIN, CONFIG_MAP, CONTROLLERS, type KubeObject, NODE, type Render
 type Rule = { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] };
 
 const CRD_GROUP = 'crd.projectnet.org';
+/** netplug's policy kinds (projectnet.org/v3). */
+const POLICY_GROUP = 'projectnet.org';
+
+/**
+ * What netplug-node's policy subsystem watches (ts/node/policy/follow-resources.ts, whose
+ * POLICY_WATCH_RULES a test holds these equal to): granted whether or not enforcement is on, so
+ * that turning it on in netplug-config needs no change of roles.
+ */
+const NODE_POLICY_RULES: Rule[] = [
+  { apiGroups: [''], resources: ['namespaces', 'serviceaccounts'], verbs: ['list', 'watch'] },
+  // A pod an ADD is served for is read when the watch has not heard of it yet.
+  { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: ['list', 'watch'] },
+  {
+    apiGroups: [POLICY_GROUP],
+    resources: ['networkpolicies', 'globalnetworkpolicies', 'networksets', 'globalnetworksets', 'tiers'],
+    verbs: ['list', 'watch'],
+  },
+];
 const IPAM_KINDS = ['ipamblocks', 'blockaffinities', 'ipamhandles', 'ipampendingrequests', 'workloadendpoints'];
 
 /** Cluster-wide rules of each component on the given datastore. */
@@ -30,12 +49,22 @@ function clusterRules(component: string, datastore: RenderOptions['datastore']):
               { apiGroups: [''], resources: ['nodes'], verbs: ['patch'] },
               // The pools and blocks its routes follow (ts/node/shared/cluster-feed.ts); listing them is the plugin's right.
               { apiGroups: [CRD_GROUP], resources: ['ippools', 'ipamblocks'], verbs: ['watch'] },
+              // Network policy (enforced on the Kubernetes datastore only).
+              ...NODE_POLICY_RULES,
             ]
           : []),
       ];
     case CONTROLLERS:
       return [
         { apiGroups: [''], resources: ['nodes', 'pods'], verbs: ['get', 'list', 'watch'] },
+        ...(kdd
+          ? []
+          : [
+              // The policy and profile controllers (etcd only): Kubernetes' NetworkPolicies, Namespaces and
+              // ServiceAccounts, copied into etcd; read again before what they made is removed.
+              { apiGroups: [''], resources: ['namespaces', 'serviceaccounts'], verbs: ['get', 'list', 'watch'] },
+              { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: ['get', 'list', 'watch'] },
+            ]),
         ...(kdd
           ? [
               // Releases of leaked addresses and of deleted nodes' blocks; never creates IPAM state.

@@ -52,8 +52,9 @@ export interface NodeSettings {
    */
   routeRefreshMs: number;
   /**
-   * NETPLUG_POLICY_ENFORCEMENT (default false until proven under the real kubelet): the policy
-   * subsystem (ts/node/policy/) runs and the `policy` part is in netplug's table.
+   * NETPLUG_POLICY_ENFORCEMENT (default false; the manifests and the operator set it true): the
+   * policy subsystem (ts/node/policy/) runs and the `policy` part is in netplug's table. Off, the
+   * agent deletes the status files a run with it on wrote.
    */
   policyEnforcement: boolean;
   /**
@@ -143,11 +144,6 @@ export function nodeSettings(env: NodeJS.ProcessEnv): NodeSettings {
   if (!isNodeName(nodeName))
     throw new SettingsError(`the host name (NODENAME is not set) ${NODE_NAME_RULE}, got "${nodeName.slice(0, 100)}"`);
   const type = given.DATASTORE_TYPE;
-  // Policy follows its resources through the Kubernetes API only (on etcd they live in etcd).
-  if (given.NETPLUG_POLICY_ENFORCEMENT && type !== 'kubernetes')
-    throw new SettingsError(
-      'NETPLUG_POLICY_ENFORCEMENT "true" needs DATASTORE_TYPE "kubernetes": policy is not enforced on the etcd datastore yet',
-    );
   const etcd = {
     etcd_endpoints: given.ETCD_ENDPOINTS,
     etcd_discovery_srv: given.ETCD_DISCOVERY_SRV,
