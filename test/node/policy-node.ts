@@ -1,0 +1,183 @@
+// One "node" enforcing network policy on the Kubernetes datastore, for the tests that prove policy
+// with real packets (policy-enforcement.test.ts, test/policy/truth-table.test.ts): a real
+// kube-apiserver with netplug's CRDs, a Node object, an identity with the shipped node and plugin
+// roles plus the policy watches, and a network namespace (helpers/nodes.ts, reaching the API
+// through a relay) where netplug-node runs from source (helpers/agent-main.ts, under
+// `ip netns exec`) with NETPLUG_POLICY_ENFORCEMENT=true. Pods are network namespaces plugged into
+// it as the plugin plugs them (a veth whose host side has the agent's prefix, the pod's address
+// routed to it, proxy ARP), with Pod objects holding their labels, nodeName and podIPs.
+// Everything goes with the file's shared teardowns.
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import * as k8s from '@kubernetes/client-node';
+
+import { POLICY_WATCH_RULES } from '../../ts/node/policy/follow-resources.ts';
+import { CNI_PLUGIN, NODE } from '../../ts/render/objects.ts';
+import { renderRbac } from '../../ts/render/rbac.ts';
+import { requireBuilt } from '../helpers/cni.ts';
+import { nftBinary, requireRoot } from '../helpers/kernel.ts';
+import { installCrds, removeIpamLockFileAfter, startKube, type Kube } from '../helpers/kube.ts';
+import { makeTopology, type Netns, type TestNode } from '../helpers/nodes.ts';
+import type { Teardowns } from '../helpers/shared.ts';
+
+const AGENT_MAIN = fileURLToPath(new URL('../helpers/agent-main.ts', import.meta.url));
+/** Where the agent's health server listens, inside the node. */
+export const HEALTH_ADDR = '127.0.0.1:9099';
+
+export interface PolicyNode {
+  kube: Kube;
+  networking: k8s.NetworkingV1Api;
+  node: TestNode;
+  /** The agent's environment (its identity, datastore, enforcement on). */
+  agentEnv: Record<string, string>;
+  /** Where the agent writes the endpoint status files. */
+  statusDir: string;
+  startAgent(): void;
+  /** Stops the agent (SIGTERM); its exit code. */
+  stopAgent(): Promise<number | null>;
+  /** The agent's stderr so far. */
+  log(): string;
+  /** `nft list table inet netplug` in the node. */
+  nftList(): { status: number | null; stdout: string };
+}
+
+function shippedRules(name: string): k8s.V1PolicyRule[] {
+  const role = renderRbac({ datastore: 'kubernetes', namespace: 'kube-system', image: 'netplug:test' }).find(
+    (object) => object.kind === 'ClusterRole' && object.metadata.name === name,
+  ) as { rules: k8s.V1PolicyRule[] } | undefined;
+  return role?.rules ?? [];
+}
+
+/** A command in a namespace, bounded (a hung one is killed). */
+export const inNs = (netns: Netns, command: string[], timeoutMs = 15_000) =>
+  spawnSync('ip', ['netns', 'exec', netns.name, ...command], { encoding: 'utf8', timeout: timeoutMs, killSignal: 'SIGKILL' });
+
+/** A shell script in a namespace; its output, or an error with its stderr. */
+export function sh(netns: Netns, script: string): string {
+  const run = inNs(netns, ['sh', '-ec', script]);
+  if (run.status !== 0) throw new Error(`in ${netns.name}: ${script}: ${run.stderr}`);
+  return run.stdout;
+}
+
+/** The API server, the node and its identity; the agent is not started. */
+export async function startPolicyNode(shared: Teardowns, nodeName = 'pn1'): Promise<PolicyNode> {
+  requireRoot();
+  requireBuilt();
+  removeIpamLockFileAfter(shared);
+  const kube = await startKube(shared);
+  await installCrds(kube);
+  const networking = kube.config.makeApiClient(k8s.NetworkingV1Api);
+  await kube.core.createNode({ body: { metadata: { name: nodeName, labels: { 'kubernetes.io/hostname': nodeName } } } });
+  const identity = await kube.identityWith('netplug-node-policy', [
+    ...shippedRules(NODE),
+    ...shippedRules(CNI_PLUGIN),
+    ...POLICY_WATCH_RULES,
+  ]);
+  const topology = await makeTopology(shared, {
+    nodes: [{ name: nodeName, subnet: 1 }],
+    ports: [Number(new URL(kube.server.url).port)],
+    datastoreNetconf: { datastore_type: 'kubernetes', kubernetes: { kubeconfig: kube.server.admin.kubeconfig } },
+    agentEnv: {},
+  });
+  const node = topology.nodes[0] as TestNode;
+  const agentEnv = {
+    PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
+    NODENAME: node.name,
+    DATASTORE_TYPE: 'kubernetes',
+    KUBECONFIG: identity.kubeconfig,
+    NO_DEFAULT_POOLS: 'true',
+    NETPLUG_NETWORKING_BACKEND: 'none',
+    NETPLUG_POLICY_ENFORCEMENT: 'true',
+    NETPLUG_VAR_DIR: node.varDir,
+    NETPLUG_AGENT_SOCKET: join(node.varDir, 'run', 'cni.sock'),
+    NETPLUG_ENDPOINT_STATUS_PATH_PREFIX: join(node.varDir, 'run'),
+    NETPLUG_HEALTH_ADDR: HEALTH_ADDR,
+  };
+  let agent: ChildProcess | undefined;
+  let log = '';
+  const stopAgent = async (): Promise<number | null> => {
+    const running = agent;
+    agent = undefined;
+    if (!running || running.exitCode !== null) return running?.exitCode ?? null;
+    return new Promise((resolve) => {
+      running.once('exit', (code) => resolve(code));
+      running.kill('SIGTERM');
+      setTimeout(() => running.kill('SIGKILL'), 15_000).unref();
+    });
+  };
+  // Stopped before the namespaces go (teardowns run last-registered first).
+  shared.teardown(() => stopAgent());
+  return {
+    kube,
+    networking,
+    node,
+    agentEnv,
+    statusDir: join(node.varDir, 'run', 'endpoint-status'),
+    startAgent() {
+      agent = spawn('ip', ['netns', 'exec', node.netns.name, process.execPath, AGENT_MAIN], {
+        env: agentEnv,
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
+      agent.stderr?.setEncoding('utf8').on('data', (text: string) => {
+        log += text;
+      });
+    },
+    stopAgent,
+    log: () => log,
+    nftList: () => inNs(node.netns, [nftBinary(), 'list', 'table', 'inet', 'netplug']),
+  };
+}
+
+/**
+ * A pod's network namespace plugged into the node as the plugin plugs it: eth0 with the address,
+ * a default route via the plugin's link-local gateway, and on the node the host side `hostInterface`
+ * up with proxy ARP and the address routed to it. Deleted at teardown.
+ */
+export function plugNetns(shared: Teardowns, node: TestNode, name: string, address: string, hostInterface: string): Netns {
+  const netns: Netns = { name, path: `/run/netns/${name}` };
+  execFileSync('ip', ['netns', 'add', netns.name]);
+  shared.teardown(() => spawnSync('ip', ['netns', 'del', netns.name]));
+  execFileSync('ip', ['link', 'add', 'eth0', 'netns', netns.name, 'type', 'veth', 'peer', 'name', hostInterface, 'netns', node.netns.name]);
+  sh(
+    netns,
+    `ip link set lo up; ip addr add ${address}/32 dev eth0; ip link set eth0 up
+     ip route add 169.254.1.1 dev eth0 scope link; ip route add default via 169.254.1.1 dev eth0`,
+  );
+  sh(
+    node.netns,
+    `ip link set ${hostInterface} up; sysctl -qw net.ipv4.conf.${hostInterface}.proxy_arp=1 net.ipv4.neigh.${hostInterface}.proxy_delay=0
+     ip route add ${address}/32 dev ${hostInterface}`,
+  );
+  return netns;
+}
+
+export interface RunningPod {
+  namespace: string;
+  name: string;
+  labels: Record<string, string>;
+  nodeName: string;
+  /** podIPs, the first one podIP. */
+  addresses: string[];
+  serviceAccount?: string;
+  ports?: k8s.V1ContainerPort[];
+}
+
+/** A Pod object as the API holds it once the kubelet runs it: nodeName, phase Running, podIPs. */
+export async function createRunningPod(kube: Kube, pod: RunningPod): Promise<void> {
+  await kube.core.createNamespacedPod({
+    namespace: pod.namespace,
+    body: {
+      metadata: { name: pod.name, labels: pod.labels },
+      spec: {
+        nodeName: pod.nodeName,
+        ...(pod.serviceAccount ? { serviceAccountName: pod.serviceAccount } : {}),
+        containers: [{ name: 'main', image: 'busybox', ...(pod.ports ? { ports: pod.ports } : {}) }],
+      },
+    },
+  });
+  const made = await kube.core.readNamespacedPod({ namespace: pod.namespace, name: pod.name });
+  made.status = { ...made.status, phase: 'Running', podIP: pod.addresses[0], podIPs: pod.addresses.map((ip) => ({ ip })) };
+  await kube.core.replaceNamespacedPodStatus({ namespace: pod.namespace, name: pod.name, body: made });
+}
