@@ -2,13 +2,15 @@
 // loopback (Debian's etcd-server), a pool made with netplugctl, and two network namespaces as
 // pods wired through the built executables with a conflist chaining Debian's portmap: their
 // addresses, pod-to-pod traffic through the host, a host port reaching a pod, netplugctl's view,
-// then DEL and the pool empty again. Everything it makes is removed, also on Ctrl-C.
+// then netplug-node enforcing a NetworkPolicy between the pods (lib/demo-policy.ts), then DEL and
+// the pool empty again. Everything it makes is removed, also on Ctrl-C.
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+import { policyDemo, type PolicyDemo } from './lib/demo-policy.ts';
 import { launchEtcd, type EtcdServer } from './lib/etcd-server.ts';
 
 const ROOT = new URL('../', import.meta.url).pathname;
@@ -17,6 +19,11 @@ const NETPLUGCTL = join(ROOT, 'dist/bin/netplugctl');
 const PORTMAP = '/usr/lib/cni/portmap';
 const CNI_PATH = `${join(ROOT, 'dist/cni')}:/usr/lib/cni`;
 const HOST_PORT = 18000 + (process.pid % 1000);
+const NODE_NAME = 'demo-node';
+// The policy part runs netplug-node in the host's namespace, whose dispatch drops every interface
+// of its prefix that it does not know: a prefix of the demo's own keeps other workloads' `cali`
+// interfaces on this host out of its reach. The plugin and the agent take it from the environment.
+const INTERFACE_PREFIX = 'demo';
 
 /** The embedded default: the network a runtime would read from /etc/cni/net.d. */
 function conflist(etcdEndpoints: string) {
@@ -24,7 +31,7 @@ function conflist(etcdEndpoints: string) {
     cniVersion: '1.0.0',
     name: 'netplug-demo',
     plugins: [
-      { type: 'netplug', nodename: 'demo-node', etcd_endpoints: etcdEndpoints, ipam: { type: 'netplug-ipam' } },
+      { type: 'netplug', nodename: NODE_NAME, etcd_endpoints: etcdEndpoints, ipam: { type: 'netplug-ipam' } },
       { type: 'portmap', snat: true, capabilities: { portMappings: true } },
     ],
   };
@@ -41,6 +48,10 @@ const pods = ['a', 'b'].map((label) => ({
 const servers: ChildProcess[] = [];
 let etcd: EtcdServer | undefined;
 let conf: ReturnType<typeof conflist> | undefined;
+let policy: PolicyDemo | undefined;
+const hasNetplugTable = () => spawnSync('/usr/sbin/nft', ['list', 'table', 'inet', 'netplug'], { stdio: 'ignore' }).status === 0;
+// A table that was there before is a real agent's, which the policy part refuses to touch.
+const tableBefore = hasNetplugTable();
 
 function say(text: string): void {
   console.log(`\n${text}`);
@@ -80,6 +91,7 @@ function runPlugin(
       CNI_NETNS: `/run/netns/${pod.ns}`,
       CNI_IFNAME: 'eth0',
       CNI_PATH,
+      FELIX_INTERFACEPREFIX: INTERFACE_PREFIX,
     },
   });
   if (run.status !== 0) throw new Error(`${executable} ${command} failed: ${run.stdout}${run.stderr}`);
@@ -128,6 +140,7 @@ let cleaned: Promise<void> | undefined;
 /** DEL what was added, then the namespaces, the servers, etcd and the scratch directory. */
 function cleanUp(): Promise<void> {
   cleaned ??= (async () => {
+    await policy?.stop();
     for (const server of servers) server.kill('SIGKILL');
     for (const pod of pods) {
       try {
@@ -187,6 +200,11 @@ async function main(): Promise<void> {
   show('netplugctl ipam show', NETPLUGCTL, ['ipam', 'show'], ctlEnv);
   show(`netplugctl ipam show --ip ${addressOf(b)}`, NETPLUGCTL, ['ipam', 'show', '--ip', addressOf(b)], ctlEnv);
 
+  say('network policy: netplug-node follows the workload endpoints the ADDs wrote to etcd');
+  policy = policyDemo(scratch, etcd.endpoints, NODE_NAME, INTERFACE_PREFIX);
+  const podOf = (pod: (typeof pods)[number]) => ({ ns: pod.ns, id: pod.id, address: addressOf(pod) });
+  await policy.run(podOf(a), podOf(b), 8080);
+
   for (const pod of pods) del(pod);
   say('DEL through portmap, then netplug, for both pods');
   show('netplugctl ipam show  (the pool is empty again)', NETPLUGCTL, ['ipam', 'show'], ctlEnv);
@@ -201,10 +219,11 @@ try {
     .stdout.split('\n')
     .filter((line) => pods.some((pod) => line.startsWith(pod.ns)));
   const links = pods.filter((pod) => pod.hostEnd && spawnSync('ip', ['link', 'show', pod.hostEnd]).status === 0).map((pod) => pod.hostEnd);
-  const left = [...namespaces, ...links];
+  const table = !tableBefore && hasNetplugTable() ? ['table inet netplug'] : [];
+  const left = [...namespaces, ...links, ...table];
   console.log(
     left.length === 0
-      ? '\nremoved the pods, their namespaces, etcd and its data: nothing left behind'
+      ? '\nremoved the pods, their namespaces, netplug-node and its table, etcd and its data: nothing left behind'
       : `\nleft behind (unexpected): ${left.join(', ')}`,
   );
 }
