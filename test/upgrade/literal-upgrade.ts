@@ -1,22 +1,22 @@
 // One upgrade procedure of the specification ("Versioning": helm, operator, manifest on either
 // datastore), run with its literal commands under the real kubelet: v3.30.0 installed as its README
-// says, a workload running and probed during the rollout, the procedure's commands in netplug's
-// names, the wait for the rollout from facts (rollout status, readiness), then the issue's checks
+// says, a workload running and probed during the rollout, the procedure's commands as
+// docs/upgrade.md writes them (run in the docs shell, test/docs/docs-shell.ts), the rollout
+// checked from facts (rollout status, readiness), then the issue's checks
 // and the version rule (an older netplugctl refuses to write afterwards; this one writes).
-import { copyFileSync, createReadStream, existsSync, mkdirSync, readdirSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
-import type { ExecutionContext, TestFn } from 'ava';
+import type { TestFn } from 'ava';
 
-import { CHART_VERSION } from '../../scripts/lib/chart-files.ts';
 import { NETPLUG_VERSION } from '../../ts/version.ts';
+import { docsBlocks, docsCommands } from '../docs/command-blocks.ts';
+import { type DocsShell, docsShell, runCommands } from '../docs/docs-shell.ts';
 import { eventually, imageArchive, NETPLUGCTL } from '../e2e/install.ts';
 import { waitAvailable } from '../e2e/operator-install.ts';
 import { type Cluster, clusterPerFile, getJson } from '../helpers/cluster.ts';
 import {
-  helmFor,
   type InstallMethod,
   installPrevious,
   manifestWithNodePaths,
@@ -36,7 +36,6 @@ import {
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const MANIFESTS = join(ROOT, 'deploy/manifests');
-const SSA = ['apply', '--server-side', '--force-conflicts', '-f'];
 
 /**
  * This release as built in dist/ (npm test's pretest): its image imported into the node, and its
@@ -57,93 +56,68 @@ async function thisRelease(cluster: Cluster): Promise<{ netplugctl: string }> {
   return { netplugctl: join(dir, 'netplugctl') };
 }
 
-/** The spec's steps for one method, with the commands a cluster operator types. */
-type Procedure = (t: ExecutionContext, cluster: Cluster, installed: PreviousInstall) => Promise<void>;
+/** The section of docs/upgrade.md a method's literal procedure is in. */
+const SECTIONS: Record<Exclude<InstallMethod, 'host-local'>, string> = {
+  'manifest-kdd': 'Upgrade a manifest install on the Kubernetes datastore',
+  'manifest-etcd': 'Upgrade a manifest install on etcd',
+  operator: 'Upgrade an operator install',
+  helm: 'Upgrade a helm install',
+};
 
-/** Manifest install, either datastore: SSA of this release's CRDs and manifest (the install's edits made again), then watch the rollout. */
-const manifestProcedure =
-  (file: 'netplug.yaml' | 'netplug-etcd.yaml'): Procedure =>
-  async (t, cluster, installed) => {
-    const manifest = manifestWithNodePaths(cluster, join(MANIFESTS, file), installed.paths, installed.configData, `v3.31-${file}`);
-    for (const path of [join(MANIFESTS, 'crds.yaml'), manifest])
-      t.log(`$ kubectl ${SSA.join(' ')} ${path}\n${await cluster.kubectl(...SSA, path)}`);
-    await waitRolledOut(cluster, 'kube-system');
-  };
+/**
+ * The docs shell for the upgrade: this release's files, with the test node's paths where the
+ * install had them (the install's other edits, etcd_endpoints, the page has the reader make again
+ * itself), this release's netplugctl as dist/bin, and for helm the chart package as dist/charts.
+ */
+function upgradeShell(
+  cluster: Cluster,
+  installed: PreviousInstall,
+  distBin: string,
+  method: Exclude<InstallMethod, 'host-local'>,
+): DocsShell {
+  const manifests: Record<string, string> = {};
+  let distCharts: string | undefined;
+  if (method === 'manifest-kdd' || method === 'manifest-etcd') {
+    const file = method === 'manifest-kdd' ? 'netplug.yaml' : 'netplug-etcd.yaml';
+    const { etcd_endpoints: _set, ...data } = installed.configData;
+    manifests[file] = manifestWithNodePaths(cluster, join(MANIFESTS, file), installed.paths, data, `v3.31-${file}`);
+    // The move from etcd to the Kubernetes datastore applies the Kubernetes datastore's manifest.
+    if (method === 'manifest-etcd')
+      manifests['netplug.yaml'] = manifestWithNodePaths(
+        cluster,
+        join(MANIFESTS, 'netplug.yaml'),
+        installed.paths,
+        data,
+        'v3.31-netplug.yaml',
+      );
+  } else if (method === 'operator') {
+    manifests['netplug-operator.yaml'] = operatorManifestWithNodePaths(
+      cluster,
+      join(MANIFESTS, 'netplug-operator.yaml'),
+      installed.paths,
+      'v3.31-netplug-operator.yaml',
+    );
+  } else {
+    // As `npm run build:chart` makes it; --reset-then-reuse-values keeps the install's node paths.
+    distCharts = join(cluster.dir, 'v3.31-charts');
+    execFileSync(process.execPath, [join(ROOT, 'scripts/build-chart.ts'), '--out', distCharts], { stdio: 'ignore' });
+  }
+  return docsShell(cluster, {
+    manifests,
+    distBin,
+    ...(distCharts ? { distCharts } : {}),
+    ...(installed.configData['etcd_endpoints'] ? { etcdEndpoints: installed.configData['etcd_endpoints'] } : {}),
+  });
+}
 
-/** The operator's DaemonSet carries this release once the new operator has re-rendered it. */
-async function waitOperatorRollout(cluster: Cluster): Promise<void> {
-  await cluster.kubectl('-n', 'netplug-operator', 'rollout', 'status', 'deployment/netplug-operator', '--timeout=300s');
-  await eventually(
-    'the new operator to render netplug-node with this release',
-    async () =>
-      (await getJson(cluster, '-n', 'netplug-system', 'daemonset', 'netplug-node')).spec.template.spec.containers[0].image.endsWith(
-        NETPLUG_VERSION,
-      ),
-    300,
-  );
+/** The operator's DaemonSet carries this release once the new operator has re-rendered it: the page's waits, checked from facts. */
+async function checkOperatorRollout(cluster: Cluster): Promise<void> {
+  const daemonSet = await getJson(cluster, '-n', 'netplug-system', 'daemonset', 'netplug-node');
+  if (!daemonSet.spec.template.spec.containers[0].image.endsWith(NETPLUG_VERSION))
+    throw new Error(`netplug-node runs ${daemonSet.spec.template.spec.containers[0].image} after the procedure`);
   await waitRolledOut(cluster, 'netplug-system');
-  await eventually(
-    'Installation default reports this release',
-    async () => (await getJson(cluster, 'installation', 'default')).status?.netplugVersion === NETPLUG_VERSION,
-    300,
-  );
   await waitAvailable(cluster, 300);
 }
-
-/** Operator install: SSA of operator-crds.yaml, then of netplug-operator.yaml (CRDs first). */
-const operatorProcedure: Procedure = async (t, cluster, installed) => {
-  const operator = operatorManifestWithNodePaths(
-    cluster,
-    join(MANIFESTS, 'netplug-operator.yaml'),
-    installed.paths,
-    'v3.31-netplug-operator.yaml',
-  );
-  for (const path of [join(MANIFESTS, 'operator-crds.yaml'), operator])
-    t.log(`$ kubectl ${SSA.join(' ')} ${path}\n${await cluster.kubectl(...SSA, path)}`);
-  await waitOperatorRollout(cluster);
-};
-
-/** A static HTTP server of `dir` on 127.0.0.1 until the test ends: the project's chart repository. */
-async function serveDirectory(t: ExecutionContext, dir: string): Promise<string> {
-  const server = createServer((request, response) => {
-    const file = join(dir, decodeURIComponent(new URL(request.url ?? '/', 'http://x').pathname));
-    if (!file.startsWith(dir) || !existsSync(file)) {
-      response.writeHead(404).end();
-      return;
-    }
-    response.writeHead(200);
-    createReadStream(file).pipe(response);
-  });
-  await new Promise<void>((ready) => server.listen(0, '127.0.0.1', ready));
-  t.teardown(() => new Promise<void>((closed) => server.close(() => closed())));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
-
-/** Helm install: SSA of operator-crds.yaml (helm never upgrades crds/), then helm upgrade from the chart repository, version pinned. */
-const helmProcedure: Procedure = async (t, cluster, installed) => {
-  // The project's chart repository: both releases' packages and an index, as `npm run build:chart` makes it.
-  const repository = join(cluster.dir, 'chart-repository');
-  mkdirSync(repository, { recursive: true });
-  const { execFileSync } = await import('node:child_process');
-  execFileSync(process.execPath, [join(ROOT, 'scripts/build-chart.ts'), '--out', repository], { stdio: 'ignore' });
-  copyFileSync(installed.release.chart, join(repository, `netplug-operator-${installed.release.version.slice(1)}.tgz`));
-  const helm = helmFor(cluster);
-  await helm('repo', 'index', repository);
-  await helm('repo', 'add', 'netplug', await serveDirectory(t, repository));
-  const crds = join(MANIFESTS, 'operator-crds.yaml');
-  t.log(`$ kubectl ${SSA.join(' ')} ${crds}\n${await cluster.kubectl(...SSA, crds)}`);
-  const { name, namespace } = installed.helmRelease ?? { name: 'netplug', namespace: 'netplug-operator' };
-  const upgrade = ['upgrade', name, 'netplug/netplug-operator', '-n', namespace, '--version', CHART_VERSION];
-  t.log(`$ helm ${upgrade.join(' ')}\n${await helm(...upgrade)}`);
-  await waitOperatorRollout(cluster);
-};
-
-const PROCEDURES: Record<Exclude<InstallMethod, 'host-local'>, Procedure> = {
-  'manifest-kdd': manifestProcedure('netplug.yaml'),
-  'manifest-etcd': manifestProcedure('netplug-etcd.yaml'),
-  operator: operatorProcedure,
-  helm: helmProcedure,
-};
 
 /** Where a field of the live netplug-node DaemonSet came from, for the stale-field trap. */
 async function legacyFields(cluster: Cluster, namespace: string) {
@@ -161,6 +135,7 @@ export function literalUpgrade(test: TestFn, method: Exclude<InstallMethod, 'hos
   let installed: PreviousInstall | undefined;
   let upgraded = false;
   let netplugctl = NETPLUGCTL;
+  let shell: DocsShell | undefined;
   const file = { started: Date.now() };
 
   test.serial(
@@ -179,7 +154,14 @@ export function literalUpgrade(test: TestFn, method: Exclude<InstallMethod, 'hos
       const addresses = await snapshotAddresses(c);
       const probes = await startRolloutProbes(c);
       const upgradeStarted = Date.now();
-      await PROCEDURES[method](t, c, installed);
+      shell = upgradeShell(c, installed, dirname(netplugctl), method);
+      // Owner references: recorded and removed before the procedure, put back after it.
+      const [strip, restore] = docsBlocks('upgrade.md', 'Owner references') as [string[], string[]];
+      await runCommands(t, shell, strip);
+      await runCommands(t, shell, docsCommands('upgrade.md', SECTIONS[method]));
+      await runCommands(t, shell, restore);
+      if (method === 'operator' || method === 'helm') await checkOperatorRollout(c);
+      else await waitRolledOut(c, 'kube-system');
       const seconds = (Date.now() - upgradeStarted) / 1000;
       const stats = await probes.stop();
       t.log(`${method}: ${describeRollout(seconds, stats)}`);
@@ -188,7 +170,7 @@ export function literalUpgrade(test: TestFn, method: Exclude<InstallMethod, 'hos
 
       const after = await legacyFields(c, installed.namespace);
       if (method.startsWith('manifest')) {
-        // The stale-field trap (reference §C.0): what v3.30.0's `kubectl create` wrote and 3.31 drops
+        // The stale-field trap of server-side apply: what v3.30.0's `kubectl create` wrote and 3.31 drops
         // stays, as kubectl-create still owns it; server-side apply removes only what its own manager
         // owned. Known consequence of the literal procedure; `netplugctl upgrade` handles it.
         t.true(after.env, 'NETPLUG_LEGACY_STATUS_FILE survives the literal server-side apply');
@@ -217,4 +199,39 @@ export function literalUpgrade(test: TestFn, method: Exclude<InstallMethod, 'hos
     await runNetplugctl(c, installed, netplugctl, 'pool', 'delete', 'upgrade-check');
     t.log(`${method}: this file took ${((Date.now() - file.started) / 1000).toFixed(0)} s`);
   });
+
+  // The page's migrations after an upgrade, each on the install it starts from.
+  if (method === 'manifest-kdd')
+    test.serial('then the migration to automatic host endpoints, as docs/upgrade.md says: the node gets its -auto-hep', async (t) => {
+      const c = cluster();
+      if (!shell || !upgraded) return t.fail('not upgraded (see the first test)');
+      await runCommands(t, shell, docsCommands('upgrade.md', 'Migrate to automatic host endpoints'));
+      t.regex(
+        await c.kubectl(
+          'get',
+          'hostendpoints.crd.projectnet.org',
+          '-l',
+          'projectnet.org/created-by=netplug-kube-controllers',
+          '-o',
+          'name',
+        ),
+        new RegExp(`/${c.nodeName}-auto-hep$`, 'm'),
+      );
+    });
+  if (method === 'manifest-etcd')
+    test.serial('then the move from etcd to the Kubernetes datastore, as docs/upgrade.md says: pods keep their addresses', async (t) => {
+      const c = cluster();
+      if (!shell || !upgraded) return t.fail('not upgraded (see the first test)');
+      const before = await snapshotAddresses(c);
+      const outputs = await runCommands(t, shell, docsCommands('upgrade.md', 'Move from etcd to the Kubernetes datastore'));
+      t.regex(outputs.at(-1) ?? '', /\S/, 'ipam check says what it checked');
+      // Pods replaced meanwhile (the controllers, by the new manifest) get new addresses; running ones keep theirs.
+      const after = await snapshotAddresses(c);
+      const kept = [...before].filter(([uid]) => after.has(uid));
+      t.true(kept.length > 0);
+      t.deepEqual(
+        kept.filter(([uid, pod]) => after.get(uid)?.ip !== pod.ip),
+        [],
+      );
+    });
 }

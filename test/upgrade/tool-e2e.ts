@@ -3,9 +3,11 @@
 // --yes` of the built executable killed with SIGKILL once during each of its steps and run again
 // until a run completes; the issue's checks (checkAfterUpgrade); `status`; a second apply that does
 // nothing; `rollback`, after which v3.30.0 runs again.
-import { execFile, execFileSync, spawn } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+// The plan, apply, status and rollback commands are docs/upgrade.md's, run as written in the docs
+// shell (test/docs/docs-shell.ts); host-local, which the page covers in words only, keeps its own.
+import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
+import { copyFileSync, mkdirSync, readdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 
 import type { ExecutionContext, TestFn } from 'ava';
@@ -13,6 +15,8 @@ import type { ExecutionContext, TestFn } from 'ava';
 import { CHART_VERSION } from '../../scripts/lib/chart-files.ts';
 import { NETPLUG_VERSION } from '../../ts/version.ts';
 import { helmBinary } from '../chart/helm.ts';
+import { docsBlocks } from '../docs/command-blocks.ts';
+import { type DocsShell, docsShell, runCommands } from '../docs/docs-shell.ts';
 import { imageArchive, NETPLUGCTL } from '../e2e/install.ts';
 import { type Cluster, clusterPerFile, getJson } from '../helpers/cluster.ts';
 import {
@@ -97,6 +101,99 @@ async function netplugctl(how: Invocation, ...args: string[]): Promise<{ code: n
   }
 }
 
+/** The netplugctl upgrade commands of docs/upgrade.md for a method, as written. */
+interface DocsProcedure {
+  shell: DocsShell;
+  /** The commands before `upgrade plan` (writing the etcd manifest), then plan, apply, status. */
+  before: string[];
+  plan: string;
+  apply: string;
+  status: string;
+  rollback: string;
+}
+
+const DOCS_SECTION = 'Upgrade with netplugctl';
+
+/** The section's one block that `matches`. */
+function docsBlock(matches: (commands: string[]) => boolean, what: string): string[] {
+  const found = docsBlocks('upgrade.md', DOCS_SECTION).filter(matches);
+  if (found.length !== 1) throw new Error(`docs/upgrade.md "${DOCS_SECTION}": ${found.length} blocks for ${what}`);
+  return found[0] as string[];
+}
+
+/**
+ * The page's commands for `method`, in a docs shell whose files are the ones `how` names (the
+ * etcd manifest with its placeholder, which the page's sed fills from ETCD_ENDPOINTS).
+ */
+function docsProcedure(
+  cluster: Cluster,
+  installed: PreviousInstall,
+  method: Exclude<ToolMethod, 'host-local'>,
+  how: Invocation,
+): DocsProcedure {
+  const flag = (name: string) => how.flags[how.flags.indexOf(name) + 1] as string;
+  const signature = {
+    'manifest-kdd': '--manifest deploy/manifests/netplug.yaml',
+    'manifest-etcd': '--manifest netplug-etcd.yaml',
+    operator: '--operator-manifest deploy/manifests/netplug-operator.yaml',
+    helm: '--chart dist/charts/',
+  }[method];
+  const block = docsBlock((commands) => commands.some((command) => command.includes(signature)), method);
+  const find = (verb: string) => {
+    const index = block.findIndex((command) => command.includes(`netplugctl upgrade ${verb} `));
+    if (index < 0) throw new Error(`docs/upgrade.md: no netplugctl upgrade ${verb} for ${method}`);
+    return index;
+  };
+  const [rollback] = docsBlock((commands) => commands.some((command) => command.includes('netplugctl upgrade rollback')), 'rollback');
+  // dist/ is rebuilt whole by `npm run build`: the page's dist/bin is a copy of this release's netplugctl (and addon).
+  const distBin = join(cluster.dir, 'this-release-bin');
+  mkdirSync(distBin, { recursive: true });
+  for (const name of readdirSync(dirname(NETPLUGCTL)).filter((name) => name === 'netplugctl' || name.endsWith('.node')))
+    copyFileSync(join(dirname(NETPLUGCTL), name), join(distBin, name));
+  let shell: DocsShell;
+  if (method === 'manifest-kdd') shell = docsShell(cluster, { distBin, manifests: { 'netplug.yaml': flag('--manifest') } });
+  else if (method === 'manifest-etcd') {
+    const { etcd_endpoints: endpoints, ...data } = installed.configData;
+    const manifest = manifestWithNodePaths(
+      cluster,
+      join(MANIFESTS, 'netplug-etcd.yaml'),
+      installed.paths,
+      data,
+      'docs-v3.31-netplug-etcd.yaml',
+    );
+    shell = docsShell(cluster, {
+      distBin,
+      manifests: { 'netplug-etcd.yaml': manifest },
+      ...(endpoints ? { etcdEndpoints: endpoints } : {}),
+    });
+  } else if (method === 'operator')
+    shell = docsShell(cluster, { distBin, manifests: { 'netplug-operator.yaml': flag('--operator-manifest') } });
+  else shell = docsShell(cluster, { distBin, distCharts: dirname(flag('--chart')) });
+  return {
+    shell,
+    before: block.slice(0, find('plan')),
+    plan: block[find('plan')] as string,
+    apply: block[find('apply')] as string,
+    status: block[find('status')] as string,
+    rollback: rollback as string,
+  };
+}
+
+/** A command of the page run as written, with netplugctl()'s result shape; the message names the command and its exit. */
+async function viaDocs(shell: DocsShell, command: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    return { code: 0, stdout: await shell.run(command), stderr: '' };
+  } catch (err) {
+    return { code: 1, stdout: '', stderr: err instanceof Error ? err.message : String(err) };
+  }
+}
+
+/** A way to start `netplugctl upgrade apply` and to kill it whole. */
+interface Starter {
+  start: () => ChildProcess;
+  kill: (child: ChildProcess) => void;
+}
+
 export interface KilledApply {
   /** Runs, the last one complete. */
   runs: number;
@@ -109,16 +206,15 @@ export interface KilledApply {
  * announces a step no earlier run was killed in: every step is interrupted once, and the record
  * must then say that step is running (or done, when it finished before the signal landed).
  */
-async function applyKilledAtEachStep(t: ExecutionContext, cluster: Cluster, namespace: string, how: Invocation): Promise<KilledApply> {
+async function applyKilledAtEachStep(t: ExecutionContext, cluster: Cluster, namespace: string, starter: Starter): Promise<KilledApply> {
   const killedSteps = new Set<number>();
   const killed: string[] = [];
   for (let runs = 1; runs <= 12; runs++) {
-    const [command, argv] = how.wrap(NETPLUGCTL, ['upgrade', 'apply', '--yes', '--timeout', '10m', ...how.flags]);
-    const child = spawn(command, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: how.env });
+    const child = starter.start();
     let out = '';
     let err = '';
     let killedAt: string | undefined;
-    child.stdout.on('data', (chunk: Buffer) => {
+    child.stdout?.on('data', (chunk: Buffer) => {
       out += chunk.toString();
       if (killedAt) return;
       for (const match of out.matchAll(/^\[(\d+)\/(\d+)\] /gm)) {
@@ -126,11 +222,11 @@ async function applyKilledAtEachStep(t: ExecutionContext, cluster: Cluster, name
         if (killedSteps.has(step)) continue;
         killedSteps.add(step);
         killedAt = `${step}/${match[2]}`;
-        child.kill('SIGKILL');
+        starter.kill(child);
         break;
       }
     });
-    child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+    child.stderr?.on('data', (chunk: Buffer) => (err += chunk.toString()));
     const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
       child.on('exit', (code, signal) => resolve({ code, signal })),
     );
@@ -157,6 +253,8 @@ export function toolUpgrade(test: TestFn, method: ToolMethod): void {
   const cluster = clusterPerFile(test, { systemPlugins: false });
   let installed: PreviousInstall | undefined;
   let how: Invocation | undefined;
+  // The page's commands for this method (docs/upgrade.md); host-local has no block of its own.
+  let docs: DocsProcedure | undefined;
   let upgraded = false;
   const nodeDaemonSet = () => getJson(cluster(), '-n', installed?.namespace ?? 'kube-system', 'daemonset', 'netplug-node');
   const legacyEnv = (ds: any) => ds.spec.template.spec.containers[0].env.some((e: any) => e.name === 'NETPLUG_LEGACY_STATUS_FILE');
@@ -172,8 +270,12 @@ export function toolUpgrade(test: TestFn, method: ToolMethod): void {
       await startWorkload(c);
       await c.importImage(imageArchive());
       how = invocation(c, installed, method);
+      const invoked = how;
+      const page = method === 'host-local' ? undefined : docsProcedure(c, installed, method, how);
+      docs = page;
+      if (page) await runCommands(t, page.shell, page.before);
 
-      const plan = await netplugctl(how, 'upgrade', 'plan', ...how.flags);
+      const plan = page ? await viaDocs(page.shell, page.plan) : await netplugctl(how, 'upgrade', 'plan', ...how.flags);
       t.log(plan.stdout);
       t.is(plan.code, 0, plan.stderr);
       const manifest = method.startsWith('manifest') || method === 'host-local';
@@ -188,7 +290,17 @@ export function toolUpgrade(test: TestFn, method: ToolMethod): void {
       const addresses = await snapshotAddresses(c);
       const probes = await startRolloutProbes(c);
       const started = Date.now();
-      const applied = await applyKilledAtEachStep(t, c, installed.namespace, how);
+      const starter: Starter = page
+        ? // The page's command in its own process group: the kill takes the shell and netplugctl.
+          { start: () => page.shell.spawn(page.apply), kill: (child) => process.kill(-(child.pid as number), 'SIGKILL') }
+        : {
+            start: () => {
+              const [command, argv] = invoked.wrap(NETPLUGCTL, ['upgrade', 'apply', '--yes', '--timeout', '10m', ...invoked.flags]);
+              return spawn(command, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: invoked.env });
+            },
+            kill: (child) => child.kill('SIGKILL'),
+          };
+      const applied = await applyKilledAtEachStep(t, c, installed.namespace, starter);
       const seconds = (Date.now() - started) / 1000;
       const stats = await probes.stop();
       t.log(
@@ -203,14 +315,14 @@ export function toolUpgrade(test: TestFn, method: ToolMethod): void {
       t.false(legacyEnv(ds), 'NETPLUG_LEGACY_STATUS_FILE is gone');
       t.is(ds.spec.template.spec.initContainers, undefined, 'no upgrade-ipam');
 
-      const status = await netplugctl(how, 'upgrade', 'status', ...how.flags.slice(0, 2));
+      const status = page ? await viaDocs(page.shell, page.status) : await netplugctl(how, 'upgrade', 'status', ...how.flags.slice(0, 2));
       t.log(status.stdout);
       t.is(status.code, 0, status.stderr);
       t.regex(status.stdout, /: done$/m);
       t.regex(status.stdout, new RegExp(`^  ${c.nodeName}: ${escaped(NETPLUG_VERSION)} \\(pod netplug-node-\\w+, Ready\\)$`, 'm'));
       t.regex(status.stdout, new RegExp(`^Cluster Version: ${escaped(NETPLUG_VERSION)}$`, 'm'));
 
-      const again = await netplugctl(how, 'upgrade', 'apply', '--yes', ...how.flags);
+      const again = page ? await viaDocs(page.shell, page.apply) : await netplugctl(how, 'upgrade', 'apply', '--yes', ...how.flags);
       t.is(again.code, 0, again.stderr);
       t.regex(again.stdout, /nothing to do/);
     },
@@ -221,13 +333,15 @@ export function toolUpgrade(test: TestFn, method: ToolMethod): void {
     const c = cluster();
     if (!installed || !how || !upgraded) return t.fail('not upgraded (see the test before)');
     const started = Date.now();
-    const rollback = await netplugctl(
-      how,
-      'upgrade',
-      'rollback',
-      ...how.flags.slice(0, 2),
-      ...how.flags.filter((f, i, all) => f === '--helm' || all[i - 1] === '--helm'),
-    );
+    const rollback = docs
+      ? await viaDocs(docs.shell, docs.rollback)
+      : await netplugctl(
+          how,
+          'upgrade',
+          'rollback',
+          ...how.flags.slice(0, 2),
+          ...how.flags.filter((f, i, all) => f === '--helm' || all[i - 1] === '--helm'),
+        );
     t.log(rollback.stdout);
     t.is(rollback.code, 0, rollback.stderr);
     t.log(`${method}: rollback took ${((Date.now() - started) / 1000).toFixed(1)} s`);
