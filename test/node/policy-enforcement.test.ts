@@ -22,10 +22,23 @@ import type { Kube } from '../helpers/kube.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { NETPLUG_CNI, type Netns, type TestNode } from '../helpers/nodes.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
-import { HEALTH_ADDR, createRunningPod, inNs, plugNetns, startPolicyNode, type PolicyNode } from './policy-node.ts';
+import {
+  ECHO_PORT,
+  HEALTH_ADDR,
+  connects,
+  createRunningPod,
+  dispatchedIn,
+  echoListener,
+  inNs,
+  plugNetns,
+  reaches,
+  settles,
+  startPolicyNode,
+  type PolicyNode,
+} from './policy-node.ts';
 
 const NAMESPACE = `policy-${process.pid}`;
-const PORT = 8080;
+const PORT = ECHO_PORT;
 const shared = sharedTeardowns(test);
 
 let policyNode: PolicyNode;
@@ -68,53 +81,13 @@ async function plugPod(
   const netns = plugNetns(shared, node, `nppol-${name}-${process.pid}`, address, host);
   if (object) await createRunningPod(kube, { namespace: NAMESPACE, name, labels, nodeName: node.name, addresses: [address] });
   const made: TestPod = { name, netns, address, hostInterface: host };
-  made.listener = listen(made);
+  made.listener = echoListener(shared, made.netns);
   pods.set(name, made);
   return made;
 }
 
-/** An echo listener on PORT in the pod, for the whole file. */
-function listen(pod: TestPod): ChildProcess {
-  const script = `require('node:net').createServer((s) => { s.on('error', () => {}); s.pipe(s); }).listen(${PORT}, '0.0.0.0')`;
-  const child = spawn('ip', ['netns', 'exec', pod.netns.name, process.execPath, '-e', script], { stdio: 'ignore' });
-  shared.teardown(() => child.kill('SIGKILL'));
-  return child;
-}
-
-const CONNECT = `
-const [host, port] = process.argv.slice(1);
-const socket = require('node:net').connect(Number(port), host);
-const fail = () => process.exit(1);
-setTimeout(fail, 1500);
-socket.on('error', fail);
-socket.on('connect', () => socket.write('ping'));
-socket.on('data', (d) => { if (String(d) === 'ping') process.exit(0); });
-`;
-
-/** Whether a new TCP connection from `from` to `to` gets its echo (a refused or dropped one does not). */
-function connects(from: TestPod, to: TestPod): boolean {
-  return inNs(from.netns, [process.execPath, '-e', CONNECT, to.address, String(PORT)]).status === 0;
-}
-
-/**
- * Connectivity settles on `expected`; a blocked pair stays so for two more tries. A connection
- * that succeeds proves the pair allowed, so an allowed pair is retried (a loaded machine can miss a
- * single try's deadline) and a blocked one is not.
- */
-async function settles(from: TestPod, to: TestPod, expected: boolean): Promise<boolean> {
-  await until(`${from.name} → ${to.name} ${expected ? 'connects' : 'is blocked'}`, () => connects(from, to) === expected, 60_000);
-  return expected || (!connects(from, to) && !connects(from, to));
-}
-
-/** `from` reaches `to` within a few tries (see settles). */
-const reaches = (from: TestPod, to: TestPod) => settles(from, to, true);
-
 /** The host interfaces in the dispatch map `to-wl` as the kernel holds it. */
-function dispatched(): string[] {
-  const listing = nftList().stdout ?? '';
-  const map = /map to-wl \{[^}]*elements = \{([^}]*)\}/s.exec(listing)?.[1] ?? '';
-  return [...map.matchAll(/"?([A-Za-z0-9_.-]+)"?\s*:\s*goto/g)].map((m) => m[1] as string);
-}
+const dispatched = () => dispatchedIn(nftList().stdout ?? '');
 
 const fileOf = (pod: TestPod) => join(statusDir(), statusFileName('k8s', NAMESPACE, pod.name, 'eth0'));
 
@@ -264,7 +237,7 @@ test.serial(
     t.true(existsSync(fileOf(made)), 'the status file is written before the ADD answers');
     t.true(dispatched().includes(made.hostInterface));
     t.true(await reaches(made, a), 'it connects out: its own address is known before the kubelet writes it');
-    made.listener = listen(made);
+    made.listener = echoListener(shared, made.netns);
     pods.set('new', made);
     await until('the listener in the new pod', () => inNs(netns, ['sh', '-c', `ss -ltn | grep -q :${PORT}`]).status === 0);
     t.false(connects(a, made), 'its ingress is denied');

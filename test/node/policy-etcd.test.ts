@@ -33,10 +33,11 @@ import { containerId, nftBinary, requireRoot } from '../helpers/kernel.ts';
 import { removeIpamLockFileAfter, startKube, type Kube } from '../helpers/kube.ts';
 import { makeTopology, NETPLUG_CNI, type Netns, type TestNode } from '../helpers/nodes.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
+import { connects, dispatchedIn, ECHO_PORT, echoListener, inNs, plugNetns, reaches, settles } from './policy-node.ts';
 
 const AGENT_MAIN = fileURLToPath(new URL('../helpers/agent-main.ts', import.meta.url));
 const NAMESPACE = `poletcd-${process.pid}`;
-const PORT = 8080;
+const PORT = ECHO_PORT;
 const shared = sharedTeardowns(test);
 
 let kube: Kube;
@@ -59,13 +60,6 @@ interface TestPod {
 }
 const pods = new Map<string, TestPod>();
 
-const inNs = (netns: Netns, command: string[], timeoutMs = 15_000) =>
-  spawnSync('ip', ['netns', 'exec', netns.name, ...command], { encoding: 'utf8', timeout: timeoutMs, killSignal: 'SIGKILL' });
-const sh = (netns: Netns, script: string) => {
-  const run = inNs(netns, ['sh', '-ec', script]);
-  if (run.status !== 0) throw new Error(`in ${netns.name}: ${script}: ${run.stderr}`);
-  return run.stdout;
-};
 const nftList = () => inNs(node.netns, [nftBinary(), 'list', 'table', 'inet', 'netplug']);
 
 function startAgent(): void {
@@ -138,65 +132,20 @@ async function remove(key: string): Promise<void> {
 
 /** A pod's namespace plugged into the node as the plugin plugs it, and its workload endpoint in etcd. */
 async function plugPod(name: string, address: string, labels: Record<string, string>): Promise<TestPod> {
-  const netns: Netns = { name: `npetcd-${name}-${process.pid}`, path: `/run/netns/npetcd-${name}-${process.pid}` };
-  execFileSync('ip', ['netns', 'add', netns.name]);
-  shared.teardown(() => spawnSync('ip', ['netns', 'del', netns.name]));
   const host = hostInterfaceName('cali', `${NAMESPACE}.${name}`);
-  execFileSync('ip', ['link', 'add', 'eth0', 'netns', netns.name, 'type', 'veth', 'peer', 'name', host, 'netns', node.netns.name]);
-  sh(
-    netns,
-    `ip link set lo up; ip addr add ${address}/32 dev eth0; ip link set eth0 up
-     ip route add 169.254.1.1 dev eth0 scope link; ip route add default via 169.254.1.1 dev eth0`,
-  );
-  sh(
-    node.netns,
-    `ip link set ${host} up; sysctl -qw net.ipv4.conf.${host}.proxy_arp=1 net.ipv4.neigh.${host}.proxy_delay=0
-     ip route add ${address}/32 dev ${host}`,
-  );
+  const netns = plugNetns(shared, node, `npetcd-${name}-${process.pid}`, address, host);
   const endpoint = endpointOf(name, node.name, address, host, labels);
   const endpointKey = keys.workloadEndpoint(NAMESPACE, endpoint.metadata.name);
   await put(endpointKey, endpoint);
-  const script = `require('node:net').createServer((s) => { s.on('error', () => {}); s.pipe(s); }).listen(${PORT}, '0.0.0.0')`;
-  const listener = spawn('ip', ['netns', 'exec', netns.name, process.execPath, '-e', script], { stdio: 'ignore' });
-  shared.teardown(() => listener.kill('SIGKILL'));
+  echoListener(shared, netns);
   const made: TestPod = { name, netns, address, hostInterface: host, endpointKey };
   pods.set(name, made);
   await until(`the listener in ${name}`, () => inNs(netns, ['sh', '-c', `ss -ltn | grep -q :${PORT}`]).status === 0);
   return made;
 }
 
-const CONNECT = `
-const [host, port] = process.argv.slice(1);
-const socket = require('node:net').connect(Number(port), host);
-const fail = () => process.exit(1);
-setTimeout(fail, 1500);
-socket.on('error', fail);
-socket.on('connect', () => socket.write('ping'));
-socket.on('data', (d) => { if (String(d) === 'ping') process.exit(0); });
-`;
-
-/** Whether a new TCP connection from `from` to `to` gets its echo (a refused or dropped one does not). */
-const connects = (from: TestPod, to: TestPod) => inNs(from.netns, [process.execPath, '-e', CONNECT, to.address, String(PORT)]).status === 0;
-
-/**
- * Connectivity settles on `expected`; a blocked pair stays so for two more tries. A connection
- * that succeeds proves the pair allowed, so an allowed pair is retried (a loaded machine can miss a
- * single try's deadline) and a blocked one is not.
- */
-async function settles(from: TestPod, to: TestPod, expected: boolean): Promise<boolean> {
-  await until(`${from.name} → ${to.name} ${expected ? 'connects' : 'is blocked'}`, () => connects(from, to) === expected);
-  return expected || (!connects(from, to) && !connects(from, to));
-}
-
-/** `from` reaches `to` within a few tries (see settles). */
-const reaches = (from: TestPod, to: TestPod) => settles(from, to, true);
-
 /** The host interfaces in the dispatch map `to-wl` as the kernel holds it. */
-function dispatched(): string[] {
-  const listing = nftList().stdout ?? '';
-  const map = /map to-wl \{[^}]*elements = \{([^}]*)\}/s.exec(listing)?.[1] ?? '';
-  return [...map.matchAll(/"?([A-Za-z0-9_.-]+)"?\s*:\s*goto/g)].map((m) => m[1] as string);
-}
+const dispatched = () => dispatchedIn(nftList().stdout ?? '');
 
 const fileOf = (pod: TestPod) => join(statusDir(), statusFileName('k8s', NAMESPACE, pod.name, 'eth0'));
 
@@ -395,9 +344,7 @@ test.serial(
     t.true(existsSync(fileOf(made)), 'the status file is written before the ADD answers');
     t.true(dispatched().includes(made.hostInterface));
     t.true(await reaches(made, a), 'it connects out');
-    const script = `require('node:net').createServer((s) => { s.on('error', () => {}); s.pipe(s); }).listen(${PORT}, '0.0.0.0')`;
-    const listener = spawn('ip', ['netns', 'exec', netns.name, process.execPath, '-e', script], { stdio: 'ignore' });
-    shared.teardown(() => listener.kill('SIGKILL'));
+    echoListener(shared, netns);
     await until('the listener in the new pod', () => inNs(netns, ['sh', '-c', `ss -ltn | grep -q :${PORT}`]).status === 0);
     t.false(connects(a, made), 'its ingress is denied by the policy that selects its labels');
     await removeKubernetesPolicy('deny-new');

@@ -20,6 +20,7 @@ import { requireBuilt } from '../helpers/cni.ts';
 import { nftBinary, requireRoot } from '../helpers/kernel.ts';
 import { installCrds, removeIpamLockFileAfter, startKube, type Kube } from '../helpers/kube.ts';
 import { makeTopology, type Netns, type TestNode } from '../helpers/nodes.ts';
+import { eventually } from '../helpers/eventually.ts';
 import type { Teardowns } from '../helpers/shared.ts';
 
 const AGENT_MAIN = fileURLToPath(new URL('../helpers/agent-main.ts', import.meta.url));
@@ -180,4 +181,57 @@ export async function createRunningPod(kube: Kube, pod: RunningPod): Promise<voi
   const made = await kube.core.readNamespacedPod({ namespace: pod.namespace, name: pod.name });
   made.status = { ...made.status, phase: 'Running', podIP: pod.addresses[0], podIPs: pod.addresses.map((ip) => ({ ip })) };
   await kube.core.replaceNamespacedPodStatus({ namespace: pod.namespace, name: pod.name, body: made });
+}
+
+/** The port the pods' echo listeners serve. */
+export const ECHO_PORT = 8080;
+
+/** A TCP echo listener on ECHO_PORT in `netns`, until the file's teardown. */
+export function echoListener(shared: Teardowns, netns: Netns): ChildProcess {
+  const script = `require('node:net').createServer((s) => { s.on('error', () => {}); s.pipe(s); }).listen(${ECHO_PORT}, '0.0.0.0')`;
+  const child = spawn('ip', ['netns', 'exec', netns.name, process.execPath, '-e', script], { stdio: 'ignore' });
+  shared.teardown(() => child.kill('SIGKILL'));
+  return child;
+}
+
+const CONNECT = `
+const [host, port] = process.argv.slice(1);
+const socket = require('node:net').connect(Number(port), host);
+const fail = () => process.exit(1);
+setTimeout(fail, 1500);
+socket.on('error', fail);
+socket.on('connect', () => socket.write('ping'));
+socket.on('data', (d) => { if (String(d) === 'ping') process.exit(0); });
+`;
+
+interface Probed {
+  name: string;
+  netns: Netns;
+  address: string;
+}
+
+/** Whether a new TCP connection from `from` to `to`'s echo listener gets its echo (a refused or dropped one does not). */
+export const connects = (from: Probed, to: Probed): boolean =>
+  inNs(from.netns, [process.execPath, '-e', CONNECT, to.address, String(ECHO_PORT)]).status === 0;
+
+/**
+ * Connectivity settles on `expected`; a blocked pair stays so for two more tries. A connection
+ * that succeeds proves the pair allowed, so an allowed pair is retried (a loaded machine can miss a
+ * single try's deadline) and a blocked one is not.
+ */
+export async function settles(from: Probed, to: Probed, expected: boolean): Promise<boolean> {
+  await eventually(`${from.name} → ${to.name} ${expected ? 'connects' : 'is blocked'}`, () => connects(from, to) === expected, {
+    timeoutMs: 60_000,
+    intervalMs: 200,
+  });
+  return expected || (!connects(from, to) && !connects(from, to));
+}
+
+/** `from` reaches `to` within a few tries (see settles). */
+export const reaches = (from: Probed, to: Probed) => settles(from, to, true);
+
+/** The host interfaces in the dispatch map `to-wl` of a listing of `inet netplug`. */
+export function dispatchedIn(listing: string): string[] {
+  const map = /map to-wl \{[^}]*elements = \{([^}]*)\}/s.exec(listing)?.[1] ?? '';
+  return [...map.matchAll(/"?([A-Za-z0-9_.-]+)"?\s*:\s*goto/g)].map((m) => m[1] as string);
 }
