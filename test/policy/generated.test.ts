@@ -70,6 +70,7 @@ test('all pods on one node: compiled tables agree with the model', (t) => {
 });
 
 test('explain gives the model verdict for every pod pair', (t) => {
+  let compared = 0;
   for (const seed of range(4001, 40)) {
     const world = generateWorld(seed);
     const snapshot = snapshotOf(world);
@@ -89,7 +90,9 @@ test('explain gives the model verdict for every pod pair', (t) => {
         );
         return;
       }
+      compared++;
     }
   }
-  t.pass();
+  // Pod pairs were compared at all (the loop skips probes to or from outside addresses).
+  t.true(compared > 1000, `${compared} pod pairs compared`);
 });

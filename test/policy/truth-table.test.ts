@@ -160,7 +160,10 @@ async function truthTable(t: ExecutionContext, seed: number): Promise<void> {
   }
   const denied = [...expected.values()].filter((verdict) => verdict === 'deny').length;
   t.log(`${cells.length - denied} open, ${denied} denied; ${rounds} rounds of probes`);
-  t.pass();
+  t.deepEqual(
+    cells.map((cell) => `${cellName(cell)} ${observed.get(cellName(cell))}`),
+    cells.map((cell) => `${cellName(cell)} ${expected.get(cellName(cell))}`),
+  );
 }
 
 for (const seed of seeds()) {
