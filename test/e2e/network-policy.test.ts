@@ -199,5 +199,9 @@ test.serial('deleting the namespace removes its pods, their status files and the
     60,
   );
   await eventually('no policy chain left', async () => !/chain pi-/.test(await nftTable()), 60);
-  t.pass();
+  t.false(
+    readdirSync(statusDir).some((name) => name.startsWith(`k8s ${NS}%2F`)),
+    'no status file of the namespace',
+  );
+  t.notRegex(await nftTable(), /chain pi-/, 'no policy chain');
 });
