@@ -4,7 +4,7 @@
 // between pods: a listener in the target's namespace echoes what it receives; a client connects,
 // sends, waits for the echo. Everything (namespaces, processes, the table with its namespace, API
 // objects) goes at the end.
-import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -16,11 +16,10 @@ import { keys } from '../../ts/model/keys.ts';
 import { poolResource } from '../../ts/model/pool-resource.ts';
 import { statusFileName } from '../../ts/plugin/policy-wait.ts';
 import { openStore } from '../../ts/store/open.ts';
-import { CNI_PATH } from '../helpers/cni.ts';
 import { containerId } from '../helpers/kernel.ts';
 import type { Kube } from '../helpers/kube.ts';
 import { eventually } from '../helpers/eventually.ts';
-import { NETPLUG_CNI, type Netns, type TestNode } from '../helpers/nodes.ts';
+import type { Netns, TestNode } from '../helpers/nodes.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
 import {
   ECHO_PORT,
@@ -31,6 +30,7 @@ import {
   echoListener,
   inNs,
   plugNetns,
+  podCni,
   reaches,
   settles,
   startPolicyNode,
@@ -193,11 +193,8 @@ test.serial(
         spec: { nodeName: node.name, containers: [{ name: 'main', image: 'busybox' }] },
       },
     });
-    const netns: Netns = { name: `nppol-new-${process.pid}`, path: `/run/netns/nppol-new-${process.pid}` };
-    execFileSync('ip', ['netns', 'add', netns.name]);
-    shared.teardown(() => spawnSync('ip', ['netns', 'del', netns.name]));
     const id = containerId();
-    const netconf = JSON.stringify({
+    const netconf = {
       cniVersion: '1.1.0',
       name: 'policy-test',
       type: 'netplug',
@@ -209,24 +206,14 @@ test.serial(
       // already there when the plugin starts waiting.
       policy_setup_timeout_seconds: 3600,
       endpoint_status_dir: statusDir(),
+    };
+    const { netns, cni } = podCni(shared, node, {
+      netnsName: `nppol-new-${process.pid}`,
+      namespace: NAMESPACE,
+      name: 'new',
+      containerId: id,
+      netconf,
     });
-    const cni = (command: string) =>
-      spawnSync('ip', ['netns', 'exec', node.netns.name, NETPLUG_CNI], {
-        input: netconf,
-        encoding: 'utf8',
-        timeout: 60_000,
-        killSignal: 'SIGKILL',
-        env: {
-          PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
-          CNI_COMMAND: command,
-          CNI_CONTAINERID: id,
-          CNI_NETNS: netns.path,
-          CNI_IFNAME: 'eth0',
-          CNI_PATH,
-          CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${NAMESPACE};K8S_POD_NAME=new;K8S_POD_INFRA_CONTAINER_ID=${id}`,
-          NETPLUG_AGENT_SOCKET: join(node.varDir, 'run', 'cni.sock'),
-        },
-      });
     shared.teardown(() => cni('DEL'));
     const added = cni('ADD');
     t.is(added.status, 0, `${added.stdout} ${added.stderr}`);

@@ -8,7 +8,7 @@
 // netplug-kube-controllers write them. TCP between pods: a listener in the target's namespace
 // echoes what it receives; a client connects, sends, waits for the echo. Everything (namespaces,
 // processes, the table with its namespace, etcd) goes at the end.
-import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,12 +28,12 @@ import { openStore } from '../../ts/store/open.ts';
 import type { Store } from '../../ts/store/store.ts';
 import { startEtcd } from '../helpers/etcd.ts';
 import { eventually } from '../helpers/eventually.ts';
-import { CNI_PATH, requireBuilt } from '../helpers/cni.ts';
+import { requireBuilt } from '../helpers/cni.ts';
 import { containerId, nftBinary, requireRoot } from '../helpers/kernel.ts';
 import { removeIpamLockFileAfter, startKube, type Kube } from '../helpers/kube.ts';
-import { makeTopology, NETPLUG_CNI, type Netns, type TestNode } from '../helpers/nodes.ts';
+import { makeTopology, type Netns, type TestNode } from '../helpers/nodes.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
-import { connects, dispatchedIn, ECHO_PORT, echoListener, inNs, plugNetns, reaches, settles } from './policy-node.ts';
+import { connects, dispatchedIn, ECHO_PORT, echoListener, inNs, plugNetns, podCni, reaches, settles } from './policy-node.ts';
 
 const AGENT_MAIN = fileURLToPath(new URL('../helpers/agent-main.ts', import.meta.url));
 const NAMESPACE = `poletcd-${process.pid}`;
@@ -294,11 +294,8 @@ test.serial(
         spec: { nodeName: node.name, containers: [{ name: 'main', image: 'busybox' }] },
       },
     });
-    const netns: Netns = { name: `npetcd-new-${process.pid}`, path: `/run/netns/npetcd-new-${process.pid}` };
-    execFileSync('ip', ['netns', 'add', netns.name]);
-    shared.teardown(() => spawnSync('ip', ['netns', 'del', netns.name]));
     const id = containerId();
-    const netconf = JSON.stringify({
+    const netconf = {
       cniVersion: '1.1.0',
       name: 'k8s-pod-network',
       type: 'netplug',
@@ -311,24 +308,14 @@ test.serial(
       // already there when the plugin starts waiting.
       policy_setup_timeout_seconds: 3600,
       endpoint_status_dir: statusDir(),
+    };
+    const { netns, cni } = podCni(shared, node, {
+      netnsName: `npetcd-new-${process.pid}`,
+      namespace: NAMESPACE,
+      name: 'new',
+      containerId: id,
+      netconf,
     });
-    const cni = (command: string) =>
-      spawnSync('ip', ['netns', 'exec', node.netns.name, NETPLUG_CNI], {
-        input: netconf,
-        encoding: 'utf8',
-        timeout: 60_000,
-        killSignal: 'SIGKILL',
-        env: {
-          PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
-          CNI_COMMAND: command,
-          CNI_CONTAINERID: id,
-          CNI_NETNS: netns.path,
-          CNI_IFNAME: 'eth0',
-          CNI_PATH,
-          CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${NAMESPACE};K8S_POD_NAME=new;K8S_POD_INFRA_CONTAINER_ID=${id}`,
-          NETPLUG_AGENT_SOCKET: join(node.varDir, 'run', 'cni.sock'),
-        },
-      });
     shared.teardown(() => cni('DEL'));
     const added = cni('ADD');
     t.is(added.status, 0, `${added.stdout} ${added.stderr}`);

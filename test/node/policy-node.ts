@@ -7,7 +7,7 @@
 // it as the plugin plugs them (a veth whose host side has the agent's prefix, the pod's address
 // routed to it, proxy ARP), with Pod objects holding their labels, nodeName and podIPs.
 // Everything goes with the file's shared teardowns.
-import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, spawnSync, type ChildProcess, type SpawnSyncReturns } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -16,10 +16,10 @@ import * as k8s from '@kubernetes/client-node';
 import { POLICY_WATCH_RULES } from '../../ts/node/policy/follow-resources.ts';
 import { CNI_PLUGIN, NODE } from '../../ts/render/objects.ts';
 import { renderRbac } from '../../ts/render/rbac.ts';
-import { requireBuilt } from '../helpers/cni.ts';
+import { CNI_PATH, requireBuilt } from '../helpers/cni.ts';
 import { nftBinary, requireRoot } from '../helpers/kernel.ts';
 import { installCrds, removeIpamLockFileAfter, startKube, type Kube } from '../helpers/kube.ts';
-import { makeTopology, type Netns, type TestNode } from '../helpers/nodes.ts';
+import { makeTopology, NETPLUG_CNI, type Netns, type TestNode } from '../helpers/nodes.ts';
 import { eventually } from '../helpers/eventually.ts';
 import type { Teardowns } from '../helpers/shared.ts';
 
@@ -234,4 +234,37 @@ export const reaches = (from: Probed, to: Probed) => settles(from, to, true);
 export function dispatchedIn(listing: string): string[] {
   const map = /map to-wl \{[^}]*elements = \{([^}]*)\}/s.exec(listing)?.[1] ?? '';
   return [...map.matchAll(/"?([A-Za-z0-9_.-]+)"?\s*:\s*goto/g)].map((m) => m[1] as string);
+}
+
+/**
+ * A pod's CNI commands as its runtime on the node runs them: the built shim (`netplug`) in the
+ * node's namespace with the pod's CNI_ARGS, reaching the node's agent on its socket. The pod's
+ * network namespace is made here and deleted at teardown.
+ */
+export function podCni(
+  shared: Teardowns,
+  node: TestNode,
+  pod: { netnsName: string; namespace: string; name: string; containerId: string; netconf: object },
+): { netns: Netns; cni(command: string): SpawnSyncReturns<string> } {
+  const netns: Netns = { name: pod.netnsName, path: `/run/netns/${pod.netnsName}` };
+  execFileSync('ip', ['netns', 'add', netns.name]);
+  shared.teardown(() => spawnSync('ip', ['netns', 'del', netns.name]));
+  const cni = (command: string) =>
+    spawnSync('ip', ['netns', 'exec', node.netns.name, NETPLUG_CNI], {
+      input: JSON.stringify(pod.netconf),
+      encoding: 'utf8',
+      timeout: 60_000,
+      killSignal: 'SIGKILL',
+      env: {
+        PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
+        CNI_COMMAND: command,
+        CNI_CONTAINERID: pod.containerId,
+        CNI_NETNS: netns.path,
+        CNI_IFNAME: 'eth0',
+        CNI_PATH,
+        CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${pod.namespace};K8S_POD_NAME=${pod.name};K8S_POD_INFRA_CONTAINER_ID=${pod.containerId}`,
+        NETPLUG_AGENT_SOCKET: join(node.varDir, 'run', 'cni.sock'),
+      },
+    });
+  return { netns, cni };
 }
