@@ -23,12 +23,12 @@ import type { Netns, TestNode } from '../helpers/nodes.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
 import {
   ECHO_PORT,
-  HEALTH_ADDR,
   connects,
   createRunningPod,
   dispatchedIn,
   echoListener,
   inNs,
+  metricValue,
   plugNetns,
   podCni,
   reaches,
@@ -61,13 +61,9 @@ interface TestPod {
 }
 const pods = new Map<string, TestPod>();
 
-/** GET on the agent's health server, from inside the node. */
-function agentGet(path: string): { status: number; text: string } {
-  const script = `fetch('http://${HEALTH_ADDR}${path}').then(async (r) => { process.stdout.write(r.status + '\\n' + await r.text()); }, () => process.stdout.write('0\\n'))`;
-  const run = inNs(node.netns, [process.execPath, '-e', script]);
-  const [status = '0', ...rest] = (run.stdout ?? '').split('\n');
-  return { status: Number(status), text: rest.join('\n') };
-}
+const agentGet = (path: string) => policyNode.agentGet(path);
+/** A series' value on the agent's /metrics. */
+const metric = (series: string) => metricValue(agentGet('/metrics').text, series);
 
 /** A pod's namespace plugged into the node as the plugin plugs it; with a Pod object unless `object` is false. */
 async function plugPod(
@@ -142,8 +138,12 @@ test.serial('an interface with the workload prefix that no pod owns passes nothi
   t.false(dispatched().includes(stray.hostInterface));
   t.false(connects(stray, a));
   t.false(connects(a, stray));
-  // The fail-closed rules counted what they dropped.
-  t.regex(nftList().stdout ?? '', /counter packets [1-9]\d* bytes \d+ drop comment "fail closed/);
+  // The fail-closed rules counted what they dropped, and /metrics says so.
+  await until(
+    'fail-closed drops on /metrics',
+    () => metric('netplug_policy_default_denied_packets_total{reason="interface-not-programmed"}') > 0,
+  );
+  t.true(metric('netplug_policy_default_denied_bytes_total{reason="interface-not-programmed"}') > 0);
 });
 
 test.serial('a default-deny ingress policy on b blocks a → b but not b → a; allowing a from a podSelector lets it through', async (t) => {

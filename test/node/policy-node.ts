@@ -42,6 +42,8 @@ export interface PolicyNode {
   log(): string;
   /** `nft list table inet netplug` in the node. */
   nftList(): { status: number | null; stdout: string };
+  /** GET on the agent's health server, from inside the node (status 0: no answer). */
+  agentGet(path: string): { status: number; text: string };
 }
 
 function shippedRules(name: string): k8s.V1PolicyRule[] {
@@ -128,7 +130,18 @@ export async function startPolicyNode(shared: Teardowns, nodeName = 'pn1'): Prom
     stopAgent,
     log: () => log,
     nftList: () => inNs(node.netns, [nftBinary(), 'list', 'table', 'inet', 'netplug']),
+    agentGet(path) {
+      const script = `fetch('http://${HEALTH_ADDR}${path}').then(async (r) => { process.stdout.write(r.status + '\\n' + await r.text()); }, () => process.stdout.write('0\\n'))`;
+      const [status = '0', ...rest] = (inNs(node.netns, [process.execPath, '-e', script]).stdout ?? '').split('\n');
+      return { status: Number(status), text: rest.join('\n') };
+    },
   };
+}
+
+/** The value of one series (`name{label="value",...}` as /metrics writes it) in a /metrics text; 0 when absent. */
+export function metricValue(text: string, series: string): number {
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? 0 : Number(line.slice(series.length + 1));
 }
 
 /**

@@ -52,11 +52,11 @@ test('with no endpoint, the part already drops workload interfaces that are not 
   const part = engine({ interfacePrefix: 'np' }).part();
   t.deepEqual(rules(part, 'from-wl-dispatch'), [
     'iifname vmap @from-wl',
-    'iifname "np*" counter drop comment "fail closed: workload interface not programmed"',
+    'iifname "np*" counter name "fail-closed" drop comment "fail closed: workload interface not programmed"',
   ]);
   t.deepEqual(rules(part, 'to-wl-dispatch'), [
     'oifname vmap @to-wl',
-    'oifname "np*" counter drop comment "fail closed: workload interface not programmed"',
+    'oifname "np*" counter name "fail-closed" drop comment "fail closed: workload interface not programmed"',
   ]);
   t.deepEqual(
     ['filter-forward', 'filter-input', 'filter-output'].map((name) => chain(part, name)?.base),
@@ -96,7 +96,7 @@ test('a local endpoint gets dispatch entries and chains: anti-spoofing, conntrac
     'meta mark & 0x10000 == 0x10000 return',
     `jump ${policyChainName('Profile/ksa.shop.default', 'egress')} comment "profile ksa.shop.default"`,
     'meta mark & 0x10000 == 0x10000 return',
-    'counter drop comment "no policy or profile allowed"',
+    'counter name "default-deny" drop comment "no policy or profile allowed"',
   ]);
   t.is(rules(part, 'tw-calia')[0], 'meta l4proto 58 jump wl-icmpv6-nd', 'ingress has no anti-spoofing');
   e.upsertEndpoint(pod('b', 'here', {}, '10.0.0.2', { addresses: ['10.0.0.2'] }));
@@ -202,13 +202,19 @@ test('policies in order: tiers by order, then the policy order (absent last), th
     tw.some((r) => r.includes('end of tier security')),
     'a tier passing by default has no drop at its end',
   );
-  t.true(tw.some((r) => r === 'meta mark & 0x20000 == 0x0 counter drop comment "end of tier default"'));
+  t.true(tw.some((r) => r === 'meta mark & 0x20000 == 0x0 counter name "default-deny" drop comment "end of tier default"'));
   const first = rules(part, policyChainName('NetworkPolicy/shop/z-first', 'ingress'));
   t.deepEqual(first, [
     'limit rate 3/second burst 3 packets log prefix "netplug shop/z-first ingress rule 0" group 7 comment "shop/z-first ingress rule 0"',
     `meta l4proto 6 th dport 22 counter name "${denyCounterName('NetworkPolicy/shop/z-first')}" drop comment "shop/z-first ingress rule 1"`,
   ]);
   t.is(e.policyOfCounter(denyCounterName('NetworkPolicy/shop/z-first')), 'NetworkPolicy/shop/z-first');
+  const owner = e.denyCounters().get(denyCounterName('NetworkPolicy/shop/z-first'));
+  t.deepEqual([owner?.kind, owner?.display], ['NetworkPolicy', 'shop/z-first'], 'the programmed policy behind a deny counter');
+  t.true(
+    ['default-deny', 'fail-closed'].every((name) => part.counters?.includes(name)),
+    'the drops no rule decided have counters of their own',
+  );
 });
 
 test('a policy that cannot be programmed is reported; the others keep working', (t) => {

@@ -12,10 +12,11 @@
 // neighbour discovery accepted (it has no conntrack state); established and related accepted,
 // invalid dropped; the mark bits cleared; per tier with policies for the endpoint, each policy's
 // chain while no policy of the tier passed, returning as soon as one allowed, and a drop at the
-// end of the tier unless the tier passes by default; then its profiles; then drop.
+// end of the tier unless the tier passes by default; then its profiles; then drop. These drops and
+// the fail-closed ones count into named counters (DEFAULT_DENY_COUNTERS), which /metrics reads.
 import { baseChain, jump, match, notMatch, PRIORITY, regularChain, rule } from '../nft/build.ts';
 import type { Chain, MapElement, Match, Rule } from '../nft/model.ts';
-import { CHAINS, endpointChainName, MAPS, MARK } from './names.ts';
+import { CHAINS, DEFAULT_DENY_COUNTERS, endpointChainName, MAPS, MARK } from './names.ts';
 import type { Direction } from './program.ts';
 
 interface TierPlan {
@@ -34,6 +35,9 @@ export interface EndpointPlan {
   /** Its profiles' chains, in order; a profile with no rules in a direction has none. */
   profiles: { display: string; ingress?: string; egress?: string }[];
 }
+
+const failClosed = [{ counter: { name: DEFAULT_DENY_COUNTERS.failClosed } }];
+const noPolicyAllowed = [{ counter: { name: DEFAULT_DENY_COUNTERS.noPolicyAllowed } }];
 
 /** The priority of the base chains: after iptables-nft's filter chains (0) and kube-proxy's. */
 const POLICY_PRIORITY = PRIORITY.filter + 10;
@@ -56,11 +60,11 @@ export function fixedChains(interfacePrefix: string): Chain[] {
     ]),
     regularChain(CHAINS.fromDispatch, [
       rule([], { vmap: { key: 'iifname', map: MAPS.from } }),
-      rule([match('iifname', wildcard)], 'drop', 'fail closed: workload interface not programmed', [{ counter: {} }]),
+      rule([match('iifname', wildcard)], 'drop', 'fail closed: workload interface not programmed', failClosed),
     ]),
     regularChain(CHAINS.toDispatch, [
       rule([], { vmap: { key: 'oifname', map: MAPS.to } }),
-      rule([match('oifname', wildcard)], 'drop', 'fail closed: workload interface not programmed', [{ counter: {} }]),
+      rule([match('oifname', wildcard)], 'drop', 'fail closed: workload interface not programmed', failClosed),
     ]),
     regularChain(
       CHAINS.neighbourDiscovery,
@@ -105,7 +109,7 @@ export function endpointChain(plan: EndpointPlan, direction: Direction): Chain {
       rules.push(rule(i === 0 ? [] : [bitClear(MARK.pass)], jump(policy.chain), `tier ${tier.name}: ${policy.display}`.slice(0, 127)));
       rules.push(rule([bitSet(MARK.accept)], 'return'));
     });
-    if (!tier.passes) rules.push(rule([bitClear(MARK.pass)], 'drop', `end of tier ${tier.name}`.slice(0, 127), [{ counter: {} }]));
+    if (!tier.passes) rules.push(rule([bitClear(MARK.pass)], 'drop', `end of tier ${tier.name}`.slice(0, 127), noPolicyAllowed));
   });
   for (const profile of plan.profiles) {
     const chain = profile[direction];
@@ -113,7 +117,7 @@ export function endpointChain(plan: EndpointPlan, direction: Direction): Chain {
     rules.push(rule([], jump(chain), `profile ${profile.display}`.slice(0, 127)));
     rules.push(rule([bitSet(MARK.accept)], 'return'));
   }
-  rules.push(rule([], 'drop', 'no policy or profile allowed', [{ counter: {} }]));
+  rules.push(rule([], 'drop', 'no policy or profile allowed', noPolicyAllowed));
   return regularChain(endpointChainName(plan.interfaceName, direction), rules);
 }
 

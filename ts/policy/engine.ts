@@ -16,7 +16,7 @@ import { netInterval, type Family } from './addresses.ts';
 import { fixedChains } from './chains.ts';
 import { endpointLabels, networkSetKey, networkSetLabels, profilesOf, type EndpointInput } from './endpoints.ts';
 import { LocalEndpoints } from './local-endpoints.ts';
-import { MAPS } from './names.ts';
+import { DEFAULT_DENY_COUNTERS, MAPS } from './names.ts';
 import { byTier, DEFAULT_TIER_INFO, missingTier, tierInfo, type TierInfo } from './order.ts';
 import { policyKey, policyProgram, profileProgram, type PolicyProgram, type ProgramIssue } from './program.ts';
 import { Programs, textOf, type PolicyIssue } from './programs.ts';
@@ -240,7 +240,7 @@ export class PolicyEngine {
         { name: MAPS.from, type: 'ifname', elements: endpoints.from },
         { name: MAPS.to, type: 'ifname', elements: endpoints.to },
       ],
-      counters: programmed.counters,
+      counters: [...Object.values(DEFAULT_DENY_COUNTERS), ...programmed.counters],
     };
     return this.#part;
   }
@@ -272,6 +272,11 @@ export class PolicyEngine {
   /** The policy or profile whose Deny rules count into `counter`, if any. */
   policyOfCounter(counter: string): string | undefined {
     return this.#programs.ownerOfCounter(counter);
+  }
+
+  /** The programmed policies and profiles by the name of their deny counter (what /metrics names a count by). */
+  denyCounters(): ReadonlyMap<string, PolicyProgram> {
+    return this.#programs.denyCounters();
   }
 
   /** Sizes, for metrics and the cost measurements. */

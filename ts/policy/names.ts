@@ -47,6 +47,17 @@ export function policyChainName(key: string, direction: Direction): string {
 /** The named counter of the packets a policy's Deny rules dropped. */
 export const denyCounterName = (key: string): string => `deny-${hashOf(key)}`;
 
+/**
+ * Named counters of the drops no policy rule decided, shared by every endpoint chain (what
+ * Kubernetes NetworkPolicy denies, having no Deny rule, is counted here).
+ */
+export const DEFAULT_DENY_COUNTERS = {
+  /** No policy of a tier (nor, after the tiers, a profile) allowed the packet. */
+  noPolicyAllowed: 'default-deny',
+  /** A workload interface not in the dispatch maps (fail closed). */
+  failClosed: 'fail-closed',
+} as const;
+
 const IFACE = /^[A-Za-z0-9_.-]{1,15}$/;
 
 /** `tw-<iface>` (to the workload: its ingress) or `fw-<iface>` (from it: its egress). */

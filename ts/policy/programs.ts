@@ -98,6 +98,14 @@ export class Programs {
     return undefined;
   }
 
+  /** The programmed policies and profiles, by the name of the counter their Deny rules count into. */
+  denyCounters(): Map<string, PolicyProgram> {
+    const out = new Map<string, PolicyProgram>();
+    for (const record of [...this.policies.values(), ...this.profiles.values()])
+      if (record.active && record.program) out.set(denyCounterName(record.program.key), record.program);
+    return out;
+  }
+
   /** Policies programmed, and the rules of their chains. */
   programmed(): { policies: number; rules: number } {
     let rules = 0;

@@ -8,8 +8,8 @@
 // table. The CNI service's `workloadNetworked` (program-networked-pod.ts; on etcd
 // program-networked-endpoint.ts) runs a pass for an ADD before its policy wait and its answer.
 // Readiness `policy`: the first pass's part is in the kernel and the last pass succeeded.
-// Metrics: policy-metrics.ts. A policy that cannot be programmed is logged and counted; the rest
-// of the table is written without it.
+// Metrics: policy-metrics.ts, and what policy dropped (denied-counters.ts). A policy that cannot be
+// programmed is logged and counted; the rest of the table is written without it.
 import { performance } from 'node:perf_hooks';
 
 import * as k8s from '@kubernetes/client-node';
@@ -21,7 +21,9 @@ import { aborted } from '../../runtime/clock.ts';
 import { Controller } from '../../runtime/controller.ts';
 import { describeError } from '../../runtime/errors.ts';
 import type { Logger } from '../../log/logger.ts';
+import { netplugCounters } from '../shared/netplug-table.ts';
 import type { Gate, NodeParts, Subsystem } from '../shared/subsystem.ts';
+import { registerDeniedCounters } from './denied-counters.ts';
 import { programNetworkedPod, type ProgramNetworkedPod } from './program-networked-pod.ts';
 import { EngineFeed } from './feed-engine.ts';
 import { followPolicyDocuments, onNode, podKeyOf } from './follow-datastore.ts';
@@ -70,6 +72,7 @@ export function networkPolicy(
   const log = parts.log.child('policy');
   const engine = new PolicyEngine({ nodeName: settings.nodeName, interfacePrefix: settings.interfacePrefix });
   const metrics = new PolicyMetrics(manager.metrics.registry);
+  registerDeniedCounters({ registry: manager.metrics.registry, read: netplugCounters(), owners: () => engine.denyCounters(), log });
   const files = new StatusFiles(settings.endpointStatusPathPrefix);
   let problem: string | undefined = 'network policy is not programmed yet';
   // Events only come once the sources below are made, after `programmer` is.

@@ -7,13 +7,22 @@ import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { NftComposer } from '../../dataplane/nft-composer.ts';
-import { NftTable } from '../../dataplane/nftables.ts';
+import { NftTable, type NftCounterValue } from '../../dataplane/nftables.ts';
 
 const FAMILY = 'inet';
 const NAME = 'netplug';
 
 export function netplugTable(contributors: readonly string[]): NftComposer {
   return new NftComposer({ family: FAMILY, name: NAME, contributors, writer: new NftTable(FAMILY, NAME) });
+}
+
+/**
+ * Reads the named counters of netplug's table (policy's drop counters), through a handle of its
+ * own: a read waits for no write of the composer's writer.
+ */
+export function netplugCounters(): () => Promise<Map<string, NftCounterValue>> {
+  const reader = new NftTable(FAMILY, NAME);
+  return () => reader.counters();
 }
 
 /** Deletes netplug's table if a previous run left it; says whether it did. */
