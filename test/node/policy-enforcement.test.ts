@@ -21,6 +21,7 @@ import type { Kube } from '../helpers/kube.ts';
 import { eventually } from '../helpers/eventually.ts';
 import type { Netns, TestNode } from '../helpers/nodes.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
+import { observedPolicy } from './policy-observed.ts';
 import {
   ECHO_PORT,
   connects,
@@ -278,3 +279,6 @@ test.serial('a stopped agent leaves the table: a → b stays blocked and an esta
   t.true(existsSync(fileOf(a)) && existsSync(fileOf(b)));
   client.kill('SIGKILL');
 });
+
+// A Log rule's packets in the agent's log; what was denied, on /metrics (policy-observed.ts).
+observedPolicy(test, () => ({ policyNode, namespace: NAMESPACE, shared, a: pods.get('a') as TestPod, b: pods.get('b') as TestPod, until }));

@@ -9,7 +9,8 @@
 // program-networked-endpoint.ts) runs a pass for an ADD before its policy wait and its answer.
 // Readiness `policy`: the first pass's part is in the kernel and the last pass succeeded.
 // Metrics: policy-metrics.ts, and what policy dropped (denied-counters.ts). A policy that cannot be
-// programmed is logged and counted; the rest of the table is written without it.
+// programmed is logged and counted; the rest of the table is written without it. The packets of
+// Log rules are written to the agent's log (log-packets.ts).
 import { performance } from 'node:perf_hooks';
 
 import * as k8s from '@kubernetes/client-node';
@@ -28,6 +29,7 @@ import { programNetworkedPod, type ProgramNetworkedPod } from './program-network
 import { EngineFeed } from './feed-engine.ts';
 import { followPolicyDocuments, onNode, podKeyOf } from './follow-datastore.ts';
 import { FOLLOWED_KINDS, followPolicyResources, objectKey } from './follow-resources.ts';
+import { LOG_GROUP, logPolicyPackets } from './log-packets.ts';
 import { programNetworkedEndpoint } from './program-networked-endpoint.ts';
 import { PolicyMetrics } from './policy-metrics.ts';
 import { PolicyProgrammer } from './program-policy.ts';
@@ -70,7 +72,7 @@ export function networkPolicy(
 ): NetworkPolicySubsystem {
   const { settings, manager } = parts;
   const log = parts.log.child('policy');
-  const engine = new PolicyEngine({ nodeName: settings.nodeName, interfacePrefix: settings.interfacePrefix });
+  const engine = new PolicyEngine({ nodeName: settings.nodeName, interfacePrefix: settings.interfacePrefix, logGroup: LOG_GROUP });
   const metrics = new PolicyMetrics(manager.metrics.registry);
   registerDeniedCounters({ registry: manager.metrics.registry, read: netplugCounters(), owners: () => engine.denyCounters(), log });
   const files = new StatusFiles(settings.endpointStatusPathPrefix);
@@ -125,8 +127,10 @@ export function networkPolicy(
   return {
     workloadNetworked: source.workloadNetworked(programming),
     async run(signal) {
+      const packets = logPolicyPackets({ log, group: LOG_GROUP });
       await aborted(signal);
       source.stop();
+      await packets.stop();
       // The table stays in the kernel: the pods stay policed (and new ones closed) while the agent is away.
     },
   };
