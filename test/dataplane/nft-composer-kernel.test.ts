@@ -134,3 +134,65 @@ test('an element update refused leaves the next write whole, and the kernel as t
   t.is(whole?.value, 'applied');
   t.is(listed(netns), listedRendered(t, table?.value as Table));
 });
+
+test('differences: chains, sets, maps and counters added, changed and removed leave the kernel as the composed table; a hand change makes the next write whole', (t) => {
+  const netns = createNetns(t, 'cmp');
+  const base = policy(['10.0.0.0/24'], ['a', 'b']);
+  // A new endpoint (chain, map entry), a set added with a rule using it, a counter added.
+  const grown: TablePart = {
+    ...policy(['10.0.0.0/24', '10.9.0.0/16'], ['a', 'b', 'c']),
+    counters: ['fail-closed', 'denied-web'],
+  };
+  grown.sets?.push({ name: 'db-ports', type: 'inet_service', flags: ['interval'], elements: [5432, '6000-6010'] });
+  grown.chains?.push({
+    name: 'pi-db',
+    rules: [{ matches: [{ key: 'th dport', value: { set: 'db-ports' } }], statements: [{ counter: { name: 'denied-web' } }], verdict: 'drop' }],
+  });
+  // Endpoint a gone, b's entry sent to another chain, the new set's elements changed, c's chain rewritten.
+  const shrunk = policy(['10.9.0.0/16'], ['b', 'c']);
+  const toWl = shrunk.maps?.[0];
+  if (toWl?.elements?.[0]) toWl.elements[0] = { key: 'nptb', verdict: { goto: 'tw-c' } };
+  shrunk.sets?.push({ name: 'db-ports', type: 'inet_service', flags: ['interval'], elements: [5432, 7000] });
+  shrunk.chains?.push({ name: 'pi-db', rules: [{ matches: [{ key: 'th dport', value: { set: 'db-ports' } }], verdict: 'accept' }] });
+  const cChain = shrunk.chains?.find((c) => c.name === 'tw-c');
+  if (cChain) cChain.rules = [{ verdict: 'accept' }];
+  // The set and its chain gone again, the counter with them.
+  const back = policy(['10.9.0.0/16'], ['b', 'c']);
+
+  const steps: [string, TablePart][] = [
+    ['grown', grown],
+    ['shrunk', shrunk],
+    ['back', back],
+  ];
+  const calls: unknown[][] = [
+    ['setPart', 'nat', nat(100)],
+    ['setPart', 'policy', base],
+  ];
+  for (const [, part] of steps) calls.push(['setPart', 'policy', part], ['table']);
+  calls.push(['writes']);
+  const outcomes = inNetns(netns, ...calls);
+  t.deepEqual(outcomes.pop()?.value, { whole: 1, delta: 3, deltaRefused: 0, elements: 0 }, 'the first write whole, each step after it a difference');
+  t.deepEqual(
+    outcomes.filter((_, i) => i === 1 || (i >= 2 && i % 2 === 0)).map((o) => o.error?.message ?? o.value),
+    ['applied', 'applied', 'applied', 'applied'],
+  );
+  const last = outcomes.at(-1)?.value as Table;
+  t.is(listed(netns), listedRendered(t, last), 'after the differences');
+
+  // Someone adds a chain by hand: the writer refuses the next difference, and the write goes whole.
+  const [, , hand, afterHand, table, writes] = inNetns(
+    netns,
+    ['setPart', 'nat', nat(100)],
+    ['setPart', 'policy', back],
+    ['nft', 'add', 'chain', 'inet', 'netplug', 'by-hand'],
+    ['setPart', 'policy', grown],
+    ['table'],
+    ['writes'],
+  );
+  t.deepEqual(writes?.value, { whole: 2, delta: 0, deltaRefused: 1, elements: 0 }, 'the difference refused, then written whole');
+  t.is(hand?.value, 'done');
+  t.is(afterHand?.value, 'applied');
+  const text = listed(netns);
+  t.is(text, listedRendered(t, table?.value as Table), 'after a hand change');
+  t.notRegex(text, /by-hand/);
+});

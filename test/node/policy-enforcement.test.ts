@@ -167,6 +167,38 @@ test.serial('a default-deny ingress policy on b blocks a → b but not b → a; 
   t.true(await settles(b, a, true));
 });
 
+test.serial(
+  'a policy that cannot be programmed is reported on it (an Event, the metric), and the other policies keep working',
+  async (t) => {
+    const [a, b] = [pods.get('a') as TestPod, pods.get('b') as TestPod];
+    // A string to the CRD's schema, no selector to the agent (`=` is no operator).
+    const at = { group: 'projectnet.org', version: 'v3', namespace: NAMESPACE, plural: 'networkpolicies' };
+    const spec = { selector: 'app = "a"', ingress: [{ action: 'Deny' }] };
+    const body = { apiVersion: 'projectnet.org/v3', kind: 'NetworkPolicy', metadata: { name: 'bad-selector' }, spec };
+    const made = (await kube.custom.createNamespacedCustomObject({ ...at, body })) as k8s.KubernetesObject;
+    // As `kubectl describe networkpolicies.projectnet.org bad-selector` finds its events.
+    const fieldSelector = `involvedObject.kind=NetworkPolicy,involvedObject.name=bad-selector,involvedObject.uid=${made.metadata?.uid}`;
+    let events: k8s.CoreV1Event[] = [];
+    await until('the event on the policy', async () => {
+      events = (await kube.core.listNamespacedEvent({ namespace: NAMESPACE, fieldSelector })).items;
+      return events.length > 0;
+    });
+    t.like(events[0], { type: 'Warning', reason: 'PolicyNotProgrammed', source: { component: 'netplug-node', host: node.name } });
+    const field = 'field "spec\\.selector" is not a selector: selector "app = "a""';
+    t.regex(events[0]?.message ?? '', new RegExp(`^node ${node.name} cannot program NetworkPolicy/${NAMESPACE}/bad-selector: ${field}`));
+    t.is(metric('netplug_policy_issues'), 1);
+    t.is(agentGet('/readyz').status, 200);
+    // Another policy still takes effect, and goes.
+    const denyA = { metadata: { name: 'deny-a' }, spec: { podSelector: { matchLabels: { app: 'a' } }, policyTypes: ['Ingress'] } };
+    await networking.createNamespacedNetworkPolicy({ namespace: NAMESPACE, body: denyA });
+    t.true(await settles(b, a, false));
+    await networking.deleteNamespacedNetworkPolicy({ namespace: NAMESPACE, name: 'deny-a' });
+    t.true(await settles(b, a, true));
+    await kube.custom.deleteNamespacedCustomObject({ ...at, name: 'bad-selector' });
+    await until('the problem is gone', () => metric('netplug_policy_issues') === 0);
+  },
+);
+
 test.serial('a pod deleted loses its status file and its dispatch entry', async (t) => {
   const c = await plugPod('c', '10.77.0.12', { app: 'c' });
   await until('c is programmed', () => existsSync(fileOf(c)));

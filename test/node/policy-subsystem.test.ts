@@ -15,7 +15,8 @@ import { programNetworkedPod } from '../../ts/node/policy/program-networked-pod.
 import { EngineFeed } from '../../ts/node/policy/feed-engine.ts';
 import { FOLLOWED_KINDS, objectKey, type FollowedKind, type PolicyInformers } from '../../ts/node/policy/follow-resources.ts';
 import { PolicyMetrics } from '../../ts/node/policy/policy-metrics.ts';
-import { PolicyProgrammer } from '../../ts/node/policy/program-policy.ts';
+import { PolicyProgrammer, type NewIssue } from '../../ts/node/policy/program-policy.ts';
+import { issueMessage, issueTarget } from '../../ts/node/policy/report-issues.ts';
 import { StatusFiles } from '../../ts/node/policy/write-status-files.ts';
 import { nodeSettings } from '../../ts/node/shared/settings.ts';
 import { statusFileName } from '../../ts/plugin/policy-wait.ts';
@@ -76,7 +77,9 @@ function setUp(t: ExecutionContext) {
       return 'applied' as const;
     },
   };
-  const programmer = new PolicyProgrammer({ feed, table, files, metrics, log, repairMs: 3_600_000 });
+  const issues: NewIssue[] = [];
+  const onNewIssue = (issue: NewIssue) => issues.push(issue);
+  const programmer = new PolicyProgrammer({ feed, table, files, metrics, log, repairMs: 3_600_000, onNewIssue });
   const pass = async () => {
     feed.markWhole();
     return programmer.exclusive(() => programmer.pass());
@@ -91,7 +94,8 @@ function setUp(t: ExecutionContext) {
   };
   const dispatched = () => (parts.at(-1)?.maps ?? []).find((m) => m.name === 'to-wl')?.elements?.map((e) => e.key) ?? [];
   const gauge = async (name: string) => (await registry.getSingleMetric(name)?.get())?.values[0]?.value;
-  return { informers, engine, feed, programmer, parts, files, dir: join(prefix, 'endpoint-status'), pass, put, drop, dispatched, gauge };
+  const dir = join(prefix, 'endpoint-status');
+  return { informers, engine, feed, programmer, parts, files, dir, pass, put, drop, dispatched, gauge, issues };
 }
 
 const pod = (name: string, labels: Record<string, string>, ip: string | undefined, node = NODE): Obj => ({
@@ -208,7 +212,7 @@ test('a Kubernetes NetworkPolicy as client-node lists it (`_from`) keeps its pee
   t.not(listed, fromAnywhere);
 });
 
-test('a policy that cannot be programmed is counted; the others are programmed', async (t) => {
+test('a policy that cannot be programmed is counted and told once, naming the field and value; the others are programmed', async (t) => {
   const s = setUp(t);
   s.put('Namespace', namespace);
   s.put('Pod', pod('web', { app: 'web' }, '10.65.0.5'));
@@ -225,9 +229,41 @@ test('a policy that cannot be programmed is counted; the others are programmed',
   t.is(await s.gauge('netplug_policy_issues'), 1);
   t.is(await s.gauge('netplug_policy_issues_total'), 1);
   t.is(await s.gauge('netplug_policy_policies_programmed'), 1, 'the good policy');
+  await s.pass();
+  t.is(s.issues.length, 1, 'told once while it lasts');
+  t.is(s.issues[0]?.resource, 'GlobalNetworkPolicy/bad');
+  t.regex(
+    issueMessage(s.issues[0] as NewIssue, NODE),
+    /^node n1 cannot program GlobalNetworkPolicy\/bad: field "spec\.selector" is not a selector: selector "app == 'web"/,
+  );
   s.drop('GlobalNetworkPolicy', gnp('bad', ''));
   await s.pass();
   t.is(await s.gauge('netplug_policy_issues'), 0);
+});
+
+test('a problem is reported on its object; on etcd on the Kubernetes NetworkPolicy a datastore policy came from, else on the Node', (t) => {
+  const projectnet = { apiVersion: 'projectnet.org/v3', kind: 'NetworkPolicy', namespace: 'shop', name: 'p' };
+  t.like(issueTarget('NetworkPolicy/shop/p', 'kubernetes'), { object: projectnet, kind: 'NetworkPolicy', key: 'shop/p' });
+  t.like(issueTarget('GlobalNetworkPolicy/g', 'kubernetes'), { object: { kind: 'GlobalNetworkPolicy', name: 'g' }, key: 'g' });
+  const knp = { apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', namespace: 'shop', name: 'deny' };
+  t.like(issueTarget('KubernetesNetworkPolicy/shop/deny', 'kubernetes'), {
+    object: knp,
+    kind: 'KubernetesNetworkPolicy',
+    key: 'shop/deny',
+  });
+  t.like(issueTarget('NetworkPolicy/shop/knp.default.deny', 'kubernetes'), {
+    object: knp,
+    kind: 'KubernetesNetworkPolicy',
+    key: 'shop/deny',
+  });
+  // On etcd the uid is the mirror's, which is the NetworkPolicy's.
+  t.like(issueTarget('NetworkPolicy/shop/knp.default.deny', 'etcdv3'), {
+    object: knp,
+    kind: 'NetworkPolicy',
+    key: 'shop/knp.default.deny',
+  });
+  t.is(issueTarget('NetworkPolicy/shop/p', 'etcdv3'), 'node');
+  t.is(issueTarget('Profile/kns.shop', 'kubernetes'), 'node');
 });
 
 test('settings: enforcement is off by default, on either datastore, and has its status prefix and interface prefix', (t) => {

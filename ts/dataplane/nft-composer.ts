@@ -6,14 +6,20 @@
 // by the next. A part that differs from the last only by set and map elements can go as those
 // elements alone (one netlink batch, no diff of the whole table), its record updated all the same,
 // so that the next apply of any part writes the table as it is now and undoes none of them.
+// A write after one that committed goes as its difference (what changed: ts/nft/delta.ts), which
+// the writer checks and sends alone; a write asked to be whole (repair), the first, and any after
+// a failure, go whole, and the writer compares them with what it last committed.
+import { emptyDelta, tableDelta } from '../nft/delta.ts';
 import { unionOf } from '../nft/build.ts';
-import type { ElementChanges, Family, Table, TablePart } from '../nft/model.ts';
+import type { ElementChanges, Family, Table, TableDelta, TablePart } from '../nft/model.ts';
 
 /** What writes the composed table (NftTable in netplug-node; a fake in tests). */
 export interface ComposedTableWriter {
   apply(table: Table): Promise<unknown>;
   /** Element changes to the table last applied (without it, element updates are whole writes). */
   updateElements?(changes: ElementChanges): Promise<unknown>;
+  /** A change to the table last applied (without it, every write is whole); throws when it cannot. */
+  applyDelta?(delta: TableDelta): Promise<unknown>;
 }
 
 export interface NftComposerOptions {
@@ -32,6 +38,8 @@ export interface GiveOptions {
    * that coalesced its own changes already, or one an ADD waits for.
    */
   now?: boolean;
+  /** Write the whole table (the writer compares it with what it committed): a periodic repair. */
+  whole?: boolean;
 }
 
 /** `applied`: a write holding the part committed; `waiting`: other contributors have given no part yet. */
@@ -56,6 +64,10 @@ export class NftComposer {
   #inStep = false;
   /** A waiting part asked to be written without the coalescing wait. */
   #now = false;
+  /** A waiting part asked for a whole write. */
+  #wholeDue = false;
+  /** The table the writer holds, while `#inStep`. */
+  #written: Table | undefined;
 
   constructor(options: NftComposerOptions) {
     const seen = new Set<string>();
@@ -75,6 +87,7 @@ export class NftComposer {
       throw new Error(`"${contributor}" is not a registered contributor to table ${this.#options.family} ${this.#options.name}`);
     if (this.#closed) return Promise.reject(new Error(`table ${this.#options.family} ${this.#options.name}: the composer is closed`));
     this.#parts.set(contributor, part);
+    if (options.whole) this.#wholeDue = true;
     if (this.missing().length > 0) return Promise.resolve('waiting');
     return new Promise<PartOutcome>((resolve, reject) => {
       this.#waiters.push({ resolve, reject });
@@ -95,7 +108,11 @@ export class NftComposer {
       return this.setPart(contributor, part, options);
     this.#parts.set(contributor, part);
     return writer.updateElements(elements).then(
-      () => 'applied' as const,
+      () => {
+        // A whole write begun since records its own table.
+        if (this.#inStep) this.#written = this.table();
+        return 'applied' as const;
+      },
       (err: unknown) => {
         // The writer may hold neither table now: the next write is whole.
         this.#inStep = false;
@@ -147,10 +164,19 @@ export class NftComposer {
       for (const waiter of waiters) waiter.reject(err);
       return;
     }
+    const { writer } = this.#options;
+    const delta = this.#inStep && this.#written && writer.applyDelta && !this.#wholeDue ? tableDelta(this.#written, table) : undefined;
+    this.#wholeDue = false;
     this.#inStep = false;
-    this.#running = this.#options.writer.apply(table).then(
+    let write: Promise<unknown>;
+    if (delta === undefined || !writer.applyDelta) write = writer.apply(table);
+    else if (emptyDelta(delta)) write = Promise.resolve();
+    // A delta the writer refuses (the kernel's table changed by someone else) is written whole.
+    else write = writer.applyDelta(delta).catch(() => writer.apply(table));
+    this.#running = write.then(
       () => {
         this.#inStep = true;
+        this.#written = table;
         for (const waiter of waiters) waiter.resolve('applied');
       },
       (err: unknown) => {

@@ -5,7 +5,7 @@
 // addon; failures are thrown as DataplaneError naming the operation and the object.
 import { addon } from '../native/addon.ts';
 import type { KernelError, NflogPacket, NflogSubscription as NativeSubscription } from '../native/binding.d.ts';
-import type { Chain, ElementChanges, Family, Table } from '../nft/model.ts';
+import type { Chain, ElementChanges, Family, Table, TableDelta } from '../nft/model.ts';
 import { DataplaneError } from './errors.ts';
 
 export type { NflogPacket } from '../native/binding.d.ts';
@@ -39,7 +39,15 @@ export class NftTable {
 
   /** Makes the kernel's table equal `table` (its family and name must be this writer's). */
   apply(table: Table): Promise<NftApplyReport> {
-    return this.#serial(async () => report(await this.#writer.apply(tableJson(table))));
+    return this.#serial(async () => report(await this.#writer.apply(descriptionJson(table))));
+  }
+
+  /**
+   * Changes the table last applied by `delta` (what changed since), in one transaction; throws,
+   * with nothing sent, when the kernel's table is not as last written (apply it whole then).
+   */
+  applyDelta(delta: TableDelta): Promise<NftApplyReport> {
+    return this.#serial(async () => report(await this.#writer.applyDelta(descriptionJson(delta))));
   }
 
   /** Adds and deletes set and map elements of the table last applied, in one transaction. */
@@ -109,8 +117,8 @@ export async function removeIptablesChain(table: string, chain: string): Promise
  */
 const chainJson = new WeakMap<Chain, string>();
 
-/** `JSON.stringify(table)`'s meaning (the addon parses it), the chains' text reused. */
-function tableJson(table: Table): string {
+/** `JSON.stringify(description)`'s meaning (the addon parses it), the chains' text reused. */
+function descriptionJson(table: Table | TableDelta): string {
   const fields: string[] = [];
   for (const [key, value] of Object.entries(table)) {
     if (value === undefined) continue;

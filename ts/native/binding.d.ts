@@ -47,6 +47,11 @@ export declare class NftTableWriter {
   constructor(family: string, name: string)
   /** Makes the kernel's table equal `description` (a table description as JSON). */
   apply(description: string): Promise<NftApplyOutcome>
+  /**
+   * Changes the table last applied by a delta (as JSON: what changed since), in one batch;
+   * refused with nothing sent when the table is not as last written (apply it whole then).
+   */
+  applyDelta(delta: string): Promise<NftApplyOutcome>
   /** Adds and deletes elements of the table's sets and maps (changes as JSON), in one batch. */
   updateElements(changes: string): Promise<NftApplyOutcome>
   /** The table's named counters. */

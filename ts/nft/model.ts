@@ -129,6 +129,23 @@ export interface ElementChanges {
   maps?: { name: string; add?: MapElement[]; delete?: Element[] }[];
 }
 
+/**
+ * A table's change from the description last written, as what changed (crates/netplug-nftables
+ * delta.rs): chains given whole when added or rewritten, what is added and removed by name, and
+ * element changes of the sets and maps that stay.
+ */
+export interface TableDelta {
+  chains?: Chain[];
+  deleteChains?: string[];
+  sets?: NftSet[];
+  deleteSets?: string[];
+  maps?: NftMap[];
+  deleteMaps?: string[];
+  counters?: string[];
+  deleteCounters?: string[];
+  elements?: ElementChanges;
+}
+
 /** What one contributor puts in the table: the table is the union of every contributor's part. */
 export interface TablePart {
   chains?: Chain[];

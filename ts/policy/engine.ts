@@ -8,7 +8,7 @@
 //
 // Only what a local endpoint needs is programmed: policies selecting one (with the sets their
 // rules use) and the profiles local endpoints name.
-import type { ElementChanges, TablePart } from '../nft/model.ts';
+import type { Chain, ElementChanges, TablePart } from '../nft/model.ts';
 import type { Labels } from '../selectors/syntax.ts';
 import type { NetworkPolicyResource, NetworkSetResource, ProfileResource, TierResource } from '../model/policy.ts';
 import { DEFAULT_TIER } from '../model/policy.ts';
@@ -70,6 +70,8 @@ export class PolicyEngine {
   readonly #profileUsers = new Map<string, Set<string>>();
   readonly #tiers = new Map<string, TierInfo>();
   #structural = true;
+  /** The chains every part has, built once: the same objects each time, which the table writer skips. */
+  #fixedChains: Chain[] | undefined;
   #part: TablePart | undefined;
   /** The entity whose set contributions are being replaced: membership events are not theirs to apply. */
   #muted: string | undefined;
@@ -234,7 +236,7 @@ export class PolicyEngine {
     const endpoints = this.#local.chains();
     const programmed = this.#programs.chains();
     this.#part = {
-      chains: [...fixedChains(this.#options.interfacePrefix), ...endpoints.chains, ...programmed.chains],
+      chains: [...(this.#fixedChains ??= fixedChains(this.#options.interfacePrefix)), ...endpoints.chains, ...programmed.chains],
       sets: this.#sets.nftSets(),
       maps: [
         { name: MAPS.from, type: 'ifname', elements: endpoints.from },

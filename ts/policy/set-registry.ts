@@ -23,6 +23,8 @@ interface SetRecord {
   addresses?: AddressElements;
   named?: CountedElements;
   fixed?: Element[];
+  /** The set as the part gives it, kept while its elements stay (the table writer skips a set it gave before by identity). */
+  nft?: NftSet;
 }
 
 const protocolNumberOf = (name: string): number | undefined => PROTOCOL_NUMBERS[name as keyof typeof PROTOCOL_NUMBERS];
@@ -57,7 +59,10 @@ export class SetRegistry {
     const record: SetRecord = { name, set, refs: 1 };
     this.#sets.set(name, record);
     this.#structureChanged();
-    const note = (text: string, element: Element, added: boolean) => this.journal.note(name, text, element, added);
+    const note = (text: string, element: Element, added: boolean) => {
+      record.nft = undefined;
+      this.journal.note(name, text, element, added);
+    };
     if (set.kind === 'nets' || set.kind === 'ports') {
       record.fixed = set.elements;
       return name;
@@ -134,29 +139,8 @@ export class SetRegistry {
   nftSets(): NftSet[] {
     const out: NftSet[] = [];
     for (const record of this.#sets.values()) {
-      const { set } = record;
-      const address = (family: Family): 'ipv4_addr' | 'ipv6_addr' => (family === 4 ? 'ipv4_addr' : 'ipv6_addr');
-      switch (set.kind) {
-        case 'selector':
-        case 'nets':
-          out.push({
-            name: record.name,
-            type: address(set.family),
-            flags: ['interval'],
-            elements: record.fixed ?? (record.addresses as AddressElements).elements(),
-          });
-          break;
-        case 'ports':
-          out.push({ name: record.name, type: 'inet_service', flags: ['interval'], elements: record.fixed as Element[] });
-          break;
-        case 'named-ports':
-          out.push({
-            name: record.name,
-            type: [address(set.family), 'inet_proto', 'inet_service'],
-            elements: (record.named as CountedElements).elements(),
-          });
-          break;
-      }
+      record.nft ??= nftSetOf(record);
+      out.push(record.nft);
     }
     return out.sort((a, b) => (a.name < b.name ? -1 : 1));
   }
@@ -164,5 +148,28 @@ export class SetRegistry {
   /** Whether the set exists (for explain and tests). */
   has(name: string): boolean {
     return this.#sets.has(name);
+  }
+}
+
+function nftSetOf(record: SetRecord): NftSet {
+  const { set } = record;
+  const address = (family: Family): 'ipv4_addr' | 'ipv6_addr' => (family === 4 ? 'ipv4_addr' : 'ipv6_addr');
+  switch (set.kind) {
+    case 'selector':
+    case 'nets':
+      return {
+        name: record.name,
+        type: address(set.family),
+        flags: ['interval'],
+        elements: record.fixed ?? (record.addresses as AddressElements).elements(),
+      };
+    case 'ports':
+      return { name: record.name, type: 'inet_service', flags: ['interval'], elements: record.fixed as Element[] };
+    case 'named-ports':
+      return {
+        name: record.name,
+        type: [address(set.family), 'inet_proto', 'inet_service'],
+        elements: (record.named as CountedElements).elements(),
+      };
   }
 }

@@ -53,6 +53,9 @@ function clusterRules(component: string, datastore: RenderOptions['datastore']):
               ...NODE_POLICY_RULES,
             ]
           : []),
+        // Events on the policies it cannot program (ts/node/policy/report-issues.ts): a repeat is
+        // counted on the event written before, read first when the agent restarted (ts/runtime/events.ts).
+        { apiGroups: [''], resources: ['events'], verbs: ['get', 'create', 'patch'] },
       ];
     case CONTROLLERS:
       return [

@@ -93,6 +93,17 @@ impl NftTableWriter {
         })
     }
 
+    /// Changes the table last applied by a delta (as JSON: what changed since), in one batch;
+    /// refused with nothing sent when the table is not as last written (apply it whole then).
+    #[napi(ts_return_type = "Promise<NftApplyOutcome>")]
+    pub fn apply_delta<'env>(&self, env: &'env Env, delta: String) -> Result<Object<'env>> {
+        let writer = self.writer.clone();
+        on_thread(env, move || {
+            let applied = netplug_nftables::delta_from_json(&delta).and_then(|delta| lock(&writer).apply_delta(delta));
+            apply_outcome(applied)
+        })
+    }
+
     /// Adds and deletes elements of the table's sets and maps (changes as JSON), in one batch.
     #[napi(ts_return_type = "Promise<NftApplyOutcome>")]
     pub fn update_elements<'env>(&self, env: &'env Env, changes: String) -> Result<Object<'env>> {

@@ -12,6 +12,7 @@
 pub mod batch;
 pub mod check;
 pub mod compile;
+pub mod delta;
 pub mod elements;
 pub mod error;
 pub mod expr;
@@ -26,6 +27,7 @@ pub mod types;
 pub mod update;
 pub mod writer;
 
+pub use delta::{TableDelta, delta_from_json};
 pub use error::{NftError, Result};
 pub use model::{ElementChanges, Table, changes_from_json, table_from_json};
 pub use writer::{ApplyReport, CounterValue, TableWriter};

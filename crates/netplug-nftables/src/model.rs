@@ -322,7 +322,7 @@ pub fn changes_from_json(text: &str) -> crate::Result<ElementChanges> {
     from_json("read element changes", text)
 }
 
-fn from_json<T: serde::de::DeserializeOwned>(op: &str, text: &str) -> crate::Result<T> {
+pub(crate) fn from_json<T: serde::de::DeserializeOwned>(op: &str, text: &str) -> crate::Result<T> {
     let mut de = serde_json::Deserializer::from_str(text);
     serde_path_to_error::deserialize(&mut de).map_err(|err| {
         let path = err.path().to_string();

@@ -113,11 +113,21 @@ pub fn plan(table: &Table, changes: &ElementChanges) -> Result<Vec<Edit>, String
 
 /// The edits' deletions, then their additions, into `batch`.
 pub fn write(batch: &mut Batch, edits: &[Edit]) {
+    write_deletions(batch, edits);
+    write_additions(batch, edits);
+}
+
+/// The edits' deletions into `batch`.
+pub fn write_deletions(batch: &mut Batch, edits: &[Edit]) {
     for edit in edits.iter().filter(|e| !e.deleted.is_empty()) {
         let keys: Vec<(Encoded, Option<Verdict>)> = edit.deleted.iter().map(|(k, _)| (k.clone(), None)).collect();
         let label = format!("delete elements of {} \"{}\"", kind(edit.map), edit.name);
         batch.change_elements(&edit.name, &edit.layout, &keys, false, false, &label);
     }
+}
+
+/// The edits' additions into `batch`.
+pub fn write_additions(batch: &mut Batch, edits: &[Edit]) {
     for edit in edits.iter().filter(|e| !e.added.is_empty()) {
         let keys: Vec<(Encoded, Option<Verdict>)> = edit.added.iter().map(|(k, v, _)| (k.clone(), v.clone())).collect();
         let label = format!("add elements to {} \"{}\"", kind(edit.map), edit.name);

@@ -16,6 +16,7 @@ use nix::errno::Errno;
 
 use crate::batch::Batch;
 use crate::check::check;
+use crate::delta::{self, TableDelta};
 use crate::error::{NftError, Result};
 use crate::expr::{self, string, u32_be};
 use crate::model::{ElementChanges, Family, Table};
@@ -144,6 +145,41 @@ impl TableWriter {
             }
             _ => None,
         }))
+    }
+
+    /// Changes the committed table by `delta` (what changed since the description last given),
+    /// in one transaction. Refused, with nothing sent, when nothing was committed, when someone
+    /// else changed the table since, or when the delta does not fit the committed table; after
+    /// any failure the next apply replaces the table whole.
+    pub fn apply_delta(&mut self, delta: TableDelta) -> Result<ApplyReport> {
+        let op = format!("apply changes to {}", self.label());
+        if self.committed.is_none() || self.table_use(&op)? != self.kernel_use {
+            self.committed = None;
+            return Err(NftError::new(op, Errno::ESTALE, "the table is not as last written: apply it whole"));
+        }
+        if delta.is_empty() {
+            return Ok(ApplyReport { replaced: false, operations: 0, bytes: 0 });
+        }
+        let table = self.committed.take().expect("checked above");
+        let planned = delta::plan(table, delta).map_err(|detail| NftError::invalid(&op, detail))?;
+        let first = self.socket()?.reserve(0);
+        let mut batch = Batch::new(self.family, &self.name, first, None);
+        batch.number_anonymous_sets(self.next_anonymous);
+        planned.write(&mut batch);
+        let next_anonymous = batch.next_anonymous().unwrap_or(self.next_anonymous);
+        if batch.is_empty() {
+            self.committed = Some(planned.committed());
+            return Ok(ApplyReport { replaced: false, operations: 0, bytes: 0 });
+        }
+        let sealed = batch.seal();
+        let socket = self.socket()?;
+        socket.reserve(sealed.labels.len() as u32);
+        socket.commit(&sealed, &op)?;
+        let report = ApplyReport { replaced: false, operations: sealed.operations(), bytes: sealed.bytes.len() };
+        self.committed = Some(planned.committed());
+        self.next_anonymous = next_anonymous;
+        self.kernel_use = self.table_use(&op)?;
+        Ok(report)
     }
 
     /// Adds and deletes elements of the committed table's sets and maps, in one transaction.

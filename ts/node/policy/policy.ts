@@ -9,8 +9,8 @@
 // program-networked-endpoint.ts) runs a pass for an ADD before its policy wait and its answer.
 // Readiness `policy`: the first pass's part is in the kernel and the last pass succeeded.
 // Metrics: policy-metrics.ts, and what policy dropped (denied-counters.ts). A policy that cannot be
-// programmed is logged and counted; the rest of the table is written without it. The packets of
-// Log rules are written to the agent's log (log-packets.ts).
+// programmed is logged, counted and told as an Event on it (report-issues.ts); the rest of the
+// table is written without it. The packets of Log rules are written to the agent's log (log-packets.ts).
 import { performance } from 'node:perf_hooks';
 
 import * as k8s from '@kubernetes/client-node';
@@ -21,18 +21,20 @@ import { PolicyEngine } from '../../policy/engine.ts';
 import { aborted } from '../../runtime/clock.ts';
 import { Controller } from '../../runtime/controller.ts';
 import { describeError } from '../../runtime/errors.ts';
+import { EventRecorder } from '../../runtime/events.ts';
 import type { Logger } from '../../log/logger.ts';
 import { netplugCounters } from '../shared/netplug-table.ts';
 import type { Gate, NodeParts, Subsystem } from '../shared/subsystem.ts';
 import { registerDeniedCounters } from './denied-counters.ts';
 import { programNetworkedPod, type ProgramNetworkedPod } from './program-networked-pod.ts';
-import { EngineFeed } from './feed-engine.ts';
+import { EngineFeed, type FeedKind } from './feed-engine.ts';
 import { followPolicyDocuments, onNode, podKeyOf } from './follow-datastore.ts';
-import { FOLLOWED_KINDS, followPolicyResources, objectKey } from './follow-resources.ts';
+import { cached, FOLLOWED_KINDS, followPolicyResources, objectKey, type FollowedKind } from './follow-resources.ts';
 import { LOG_GROUP, logPolicyPackets } from './log-packets.ts';
 import { programNetworkedEndpoint } from './program-networked-endpoint.ts';
 import { PolicyMetrics } from './policy-metrics.ts';
 import { PolicyProgrammer } from './program-policy.ts';
+import { issueReporter } from './report-issues.ts';
 import { StatusFiles } from './write-status-files.ts';
 
 export { POLICY_PART } from '../../policy/names.ts';
@@ -91,7 +93,16 @@ export function networkPolicy(
   const source =
     settings.datastoreType === 'kubernetes' ? followKubernetesApi(parts, engine, events, log) : followDatastore(parts, engine, events, log);
   const { feed } = source;
-  const programming = new PolicyProgrammer({ feed, table, files, metrics, log, repairMs: settings.routeRefreshMs });
+  // A policy that cannot be programmed is also told as an Event on its object (report-issues.ts).
+  const onNewIssue = issueReporter({
+    recorder: new EventRecorder({ kube: parts.kube, component: 'netplug-node', host: settings.nodeName, log }),
+    kube: parts.kube,
+    nodeName: settings.nodeName,
+    datastore: settings.datastoreType,
+    lookup: source.lookup,
+    log,
+  });
+  const programming = new PolicyProgrammer({ feed, table, files, metrics, log, repairMs: settings.routeRefreshMs, onNewIssue });
   programmer = programming;
 
   const controller = new Controller({
@@ -146,6 +157,8 @@ interface PolicySource {
   feed: EngineFeed;
   waitFor: Gate[];
   workloadNetworked(programmer: PolicyProgrammer): ProgramNetworkedPod;
+  /** The object of `key` as followed now (an event's object's uid). */
+  lookup(kind: FeedKind, key: string): unknown;
   stop(): void;
 }
 
@@ -184,6 +197,7 @@ function followKubernetesApi(parts: NodeParts, engine: PolicyEngine, events: Sou
   return {
     feed,
     waitFor: Object.values(resources),
+    lookup: (kind, key) => (kind in resources ? cached(resources[kind as FollowedKind], key) : undefined),
     workloadNetworked: (programmer) =>
       programNetworkedPod({
         feed,
@@ -226,6 +240,7 @@ function followDatastore(parts: NodeParts, engine: PolicyEngine, events: SourceE
   return {
     feed: made,
     waitFor: documents.gates,
+    lookup: (kind, key) => documents.source.get(kind, key),
     workloadNetworked: (programmer) => programNetworkedEndpoint({ nodeName, store, documents, feed: made, programmer, log }),
     stop: () => documents.stop(),
   };

@@ -1,10 +1,10 @@
 // One policy pass, the controller's and the CNI hook's alike (one at a time): the followed changes
 // go to the compiler. When only set and map elements changed (a pod elsewhere come, gone or
 // relabelled) and the kernel holds the part before them, those elements are written alone, in one
-// batch, the composer recording the new part; when chains changed (or the table is not known to
-// hold the part) the whole part goes to the composer, whose writer writes only the difference from
-// the table in the kernel (for a pod come or gone, its dispatch entries, chains and set elements)
-// in one transaction. Either goes without the composer's coalescing wait. Then the status files of
+// batch, the composer recording the new part; when chains changed the part goes to the composer,
+// which sends the writer what changed (for a pod come or gone, its dispatch entries, chains and
+// set elements) in one transaction. Every refresh interval the part is written whole, which
+// repairs the table. Either goes without the composer's coalescing wait. Then the status files of
 // the local pods the kernel now dispatches are written, and those of pods gone removed.
 //
 // Fail closed: the part's dispatch drops any workload-prefixed interface it does not map, and a
@@ -81,7 +81,8 @@ export class PolicyProgrammer {
     this.#noteIssues();
     let outcome: PassOutcome = 'unchanged';
     if (changed || !this.#inKernel || started - this.#lastWrite > repairMs) {
-      const elementsOnly = changed && !update.structural && this.#inKernel && started - this.#lastWrite <= repairMs;
+      const repair = started - this.#lastWrite > repairMs;
+      const elementsOnly = changed && !update.structural && this.#inKernel && !repair;
       this.#inKernel = false;
       const part = feed.engine.part();
       // The controller's settle coalesced the changes already, and an ADD waits for this write.
@@ -89,12 +90,12 @@ export class PolicyProgrammer {
       const given =
         elementsOnly && table.updatePart
           ? table.updatePart(POLICY_PART, part, update.elements, now)
-          : table.setPart(POLICY_PART, part, now);
+          : table.setPart(POLICY_PART, part, { now: true, whole: repair });
       if ((await given) === 'waiting') return 'waiting';
       this.#inKernel = true;
       this.#everInKernel = true;
-      // Element batches repair nothing: the repair clock runs from the last whole part.
-      if (!elementsOnly || !table.updatePart) this.#lastWrite = started;
+      // Element batches and differences repair nothing: the repair clock runs from the last whole write.
+      if (repair) this.#lastWrite = started;
       outcome = 'written';
     }
     this.#writeStatusFiles();
