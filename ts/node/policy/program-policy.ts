@@ -34,6 +34,15 @@ export interface PolicyProgrammerOptions {
   log: Logger;
   /** The part is given again at least this often, so that the writer puts back what was changed by hand. */
   repairMs: number;
+  /** Told each problem once, as it first appears (report-issues.ts makes it an Event). */
+  onNewIssue?: (issue: NewIssue) => void;
+}
+
+/** What of a resource cannot be programmed: `<Kind>/<namespace>/<name>`, the field if known apart, why. */
+export interface NewIssue {
+  resource: string;
+  field?: string;
+  message: string;
 }
 
 export class PolicyProgrammer {
@@ -144,16 +153,19 @@ export class PolicyProgrammer {
 
   /** Logs each problem once when it first appears, counts it, and sets the gauge to the problems there are now. */
   #noteIssues(): void {
-    const { feed, metrics, log } = this.#options;
-    const now = new Set<string>();
-    for (const issue of feed.engine.issues()) now.add(`${issue.policy}: ${issue.field}: ${issue.message}`);
-    for (const [resource, messages] of feed.resourceIssues()) for (const message of messages) now.add(`${resource}: ${message}`);
-    for (const text of now) {
+    const { feed, metrics, log, onNewIssue } = this.#options;
+    const now = new Map<string, NewIssue>();
+    for (const { policy, field, message } of feed.engine.issues())
+      now.set(`${policy}: ${field}: ${message}`, { resource: policy, field, message });
+    for (const [resource, messages] of feed.resourceIssues())
+      for (const message of messages) now.set(`${resource}: ${message}`, { resource, message });
+    for (const [text, issue] of now) {
       if (this.#issuesSeen.has(text)) continue;
       log.warning(`not programmed: ${text}`);
       metrics.issuesSeen.inc();
+      onNewIssue?.(issue);
     }
-    this.#issuesSeen = now;
+    this.#issuesSeen = new Set(now.keys());
     metrics.issues.set(now.size);
   }
 }
