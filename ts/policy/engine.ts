@@ -236,7 +236,7 @@ export class PolicyEngine {
     const endpoints = this.#local.chains();
     const programmed = this.#programs.chains();
     this.#part = {
-      chains: [...this.#fixed(), ...endpoints.chains, ...programmed.chains],
+      chains: [...(this.#fixedChains ??= fixedChains(this.#options.interfacePrefix)), ...endpoints.chains, ...programmed.chains],
       sets: this.#sets.nftSets(),
       maps: [
         { name: MAPS.from, type: 'ifname', elements: endpoints.from },
@@ -245,11 +245,6 @@ export class PolicyEngine {
       counters: [...Object.values(DEFAULT_DENY_COUNTERS), ...programmed.counters],
     };
     return this.#part;
-  }
-
-  #fixed(): Chain[] {
-    this.#fixedChains ??= fixedChains(this.#options.interfacePrefix);
-    return this.#fixedChains;
   }
 
   /** What of each policy and profile cannot be programmed. */

@@ -32,6 +32,13 @@ const recordSchema = z.object({
   steps: z.array(z.custom<Step>((v) => typeof v === 'object' && v !== null && typeof (v as Step).id === 'string')),
   progress: z.record(z.string(), stepState),
   helm: z.object({ release: z.string(), namespace: z.string(), revision: z.number() }).optional(),
+  /**
+   * A rollback to a release without network policy turned enforcement off first (policy-off.ts):
+   * the restart it made (manifests) and the Installation's setting before (operator).
+   */
+  policyOff: z
+    .object({ state: z.enum(['running', 'done', 'restored']), restartedAt: z.string(), previous: z.string().nullable() })
+    .optional(),
 });
 
 export type UpgradeRecord = z.infer<typeof recordSchema>;

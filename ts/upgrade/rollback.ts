@@ -2,11 +2,14 @@
 // put back as they were (PUT over the live object; deleted when the upgrade created them), the
 // helm release goes back to its recorded revision with `helm rollback`, and steps that only waited
 // or whose effect is kept say so. A step marked one-way that has run makes rollback refuse before
-// it changes anything, saying why. Resumable like apply: progress is in the same record.
+// it changes anything, saying why. Going back to a release without network policy, enforcement is
+// turned off first and the nodes' agents waited for (policy-off.ts). Resumable like apply:
+// progress is in the same record.
 import type { DatastoreSettings } from '../store/open.ts';
 import { datastoreFor } from './cluster-info.ts';
 import { detectInstall } from './detect.ts';
 import { runHelm } from './helm.ts';
+import { keepPolicyOff, restorePolicySetting, turnPolicyOffBeforeRollback } from './policy-off.ts';
 import { describe, type UpgradeKube } from './kube.ts';
 import { backupOf, readRecord, type StoredRecord, updateRecord } from './record.ts';
 import { runStep, type StepContext } from './run-step.ts';
@@ -40,6 +43,7 @@ export async function rollbackUpgrade(kube: UpgradeKube, options: RollbackOption
     s.record.state = 'rolling-back';
   });
   options.out(`Rolling back the upgrade ${stored.record.from} → ${stored.record.target} (ConfigMap ${namespace}/netplug-upgrade)\n`);
+  stored = await turnPolicyOffBeforeRollback(kube, stored, install, options);
   for (const step of [...stored.record.steps].reverse()) {
     if (!started(step.id) || stored.record.progress[step.id]?.state === 'rolled-back') continue;
     let said: string;
@@ -53,6 +57,7 @@ export async function rollbackUpgrade(kube: UpgradeKube, options: RollbackOption
         kube.kubeconfigPath,
         options.signal,
       );
+      await keepPolicyOff(kube, stored);
       said = `helm release ${helm.namespace}/${helm.release} rolled back to revision ${helm.revision}`;
     } else said = `kept: ${step.why ?? 'nothing to undo'}`;
     stored = await updateRecord(kube, namespace, (s) => {
@@ -76,6 +81,7 @@ export async function rollbackUpgrade(kube: UpgradeKube, options: RollbackOption
   };
   const waited = await runStep({ id: 'wait-rollout', title: '', operations: [], rollback: 'keep' }, ctx);
   options.out(`  ${waited}\n`);
+  stored = await restorePolicySetting(kube, stored, install);
   await updateRecord(kube, namespace, (s) => {
     s.record.state = 'rolled-back';
     delete s.record.current;
