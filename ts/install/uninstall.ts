@@ -2,6 +2,7 @@
 // the cluster: its DaemonSet is gone (404) or being deleted (deletionTimestamp), or our identity is
 // refused because its ServiceAccount (401) or its RBAC (403) was deleted with the manifest. A
 // rolling update or a killed pod leaves everything, so running pods and new sandboxes keep working.
+// netplug-node asks the same when it stops, for its nftables table (ts/node/main.ts).
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 
@@ -19,21 +20,33 @@ const ASK_TIMEOUT_MS = 5_000;
 const DECIDE_MS = 20_000;
 const RETRY_MS = 1_000;
 
-export async function netplugIsBeingRemoved(kube: KubeAccess, log: Log): Promise<boolean> {
+/** What the caller does either way, for its log lines. */
+interface Outcomes {
+  removing: string;
+  keeping: string;
+}
+
+const CNI_PLUGIN: Outcomes = { removing: 'uninstalling the CNI plugin', keeping: 'leaving the CNI plugin installed' };
+
+export async function netplugIsBeingRemoved(
+  kube: Pick<KubeAccess, 'apps' | 'namespace'>,
+  log: Log,
+  outcomes: Outcomes = CNI_PLUGIN,
+): Promise<boolean> {
   const where = `DaemonSet ${kube.namespace}/${DAEMONSET_NAME}`;
   const deadline = Date.now() + DECIDE_MS;
   for (;;) {
     const answer = await askDaemonSet(kube);
     if (answer.kind === 'gone') {
-      log.info(`${where}: ${answer.why}, so netplug is being removed: uninstalling the CNI plugin`);
+      log.info(`${where}: ${answer.why}, so netplug is being removed: ${outcomes.removing}`);
       return true;
     }
     if (answer.kind === 'present') {
-      log.info(`${where} exists: leaving the CNI plugin installed`);
+      log.info(`${where} exists: ${outcomes.keeping}`);
       return false;
     }
     if (Date.now() + RETRY_MS >= deadline) {
-      log.warning(`cannot tell whether netplug is being removed (${where}: ${answer.why}): leaving the CNI plugin installed`);
+      log.warning(`cannot tell whether netplug is being removed (${where}: ${answer.why}): ${outcomes.keeping}`);
       return false;
     }
     await sleep(RETRY_MS);
@@ -42,7 +55,7 @@ export async function netplugIsBeingRemoved(kube: KubeAccess, log: Log): Promise
 
 type Answer = { kind: 'gone' | 'present' | 'unclear'; why: string };
 
-async function askDaemonSet(kube: KubeAccess): Promise<Answer> {
+async function askDaemonSet(kube: Pick<KubeAccess, 'apps' | 'namespace'>): Promise<Answer> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`no answer within ${ASK_TIMEOUT_MS / 1000} s`)), ASK_TIMEOUT_MS);

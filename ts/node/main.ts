@@ -14,6 +14,9 @@
 //   in the CNI service's ADDs.
 // What they share (the followed cluster, the node's address, the table) is in shared/. Serves
 // /livez, /readyz and /metrics, and /readiness as /readyz: netconfs' readiness_gates name it.
+import { AppsV1Api } from '@kubernetes/client-node';
+
+import { netplugIsBeingRemoved } from '../install/uninstall.ts';
 import { describeError } from '../runtime/errors.ts';
 import { programLog } from '../runtime/log.ts';
 import { Manager } from '../runtime/manager.ts';
@@ -94,6 +97,7 @@ export async function runNodeMain(
   stopping.abort();
   const code = await managed;
   await table?.close();
+  if (signal.aborted && settings.podNamespace) await removeWithNetplug(settings, settings.podNamespace, parts, log);
   closeNodeParts(parts);
   log.info('stopped');
   return code;
@@ -112,5 +116,23 @@ async function removeLeftovers(settings: NodeSettings, noTable: boolean, log: Re
     }
   } catch (err) {
     log.error(`cannot delete what a previous run left: ${describeError(err)}`);
+  }
+}
+
+/**
+ * Stopped because netplug is being removed from the cluster (its DaemonSet gone or being deleted,
+ * as install-cni decides): no agent will keep netplug's table after this one, and its policy part
+ * would pass nothing to or from a pod it does not know. The table and the status files go with netplug.
+ */
+async function removeWithNetplug(settings: NodeSettings, namespace: string, parts: NodeParts, log: ReturnType<typeof programLog>) {
+  const kube = { apps: parts.kube.makeApiClient(AppsV1Api), namespace };
+  const outcomes = { removing: "deleting netplug's nftables table", keeping: "keeping netplug's nftables table" };
+  try {
+    if (!(await netplugIsBeingRemoved(kube, log, outcomes))) return;
+    if (await removeNetplugTable()) log.info('deleted nftables table inet netplug: netplug is being removed');
+    const removed = removeEndpointStatusFiles(settings.endpointStatusPathPrefix);
+    if (removed.length > 0) log.info(`deleted ${removed.length} endpoint status files: netplug is being removed`);
+  } catch (err) {
+    log.error(`cannot delete netplug's nftables table: ${describeError(err)}`);
   }
 }
