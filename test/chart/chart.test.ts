@@ -67,7 +67,7 @@ test("the chart's versions and default image are the release's", (t) => {
   t.is(`${values.image.repository}:${values.image.tag}`, RELEASE_IMAGE);
   t.is(values.image.pullPolicy, 'IfNotPresent');
   t.deepEqual(values.installation, { enabled: true, spec: {} });
-  // Empty: the operator's defaults (enforcement Disabled, /var/run/netplug).
+  // Empty: the operator's defaults (enforcement Enabled, /var/run/netplug).
   t.deepEqual(values.policy, { enforcement: '', endpointStatusPathPrefix: '' });
 });
 

@@ -86,12 +86,12 @@ test('the fast path is on by default (netplug-config fast_path), the agent sees 
   }
 });
 
-test("network policy: off until turned on (netplug-config policy_enforcement); on the Kubernetes datastore netplug-node's ClusterRole grants its watches, on etcd the controllers copy the objects", (t) => {
+test("network policy: on as shipped (netplug-config policy_enforcement); on the Kubernetes datastore netplug-node's ClusterRole grants its watches, on etcd the controllers copy the objects", (t) => {
   const plain = (value: unknown) => JSON.parse(JSON.stringify(value));
   for (const name of ['netplug.yaml', 'netplug-host-local.yaml', 'netplug-etcd.yaml']) {
     const kdd = name !== 'netplug-etcd.yaml';
     const config = docs(name).find((doc) => doc.kind === 'ConfigMap' && doc.metadata.name === 'netplug-config');
-    t.is(config?.data?.['policy_enforcement'], 'false', name);
+    t.is(config?.data?.['policy_enforcement'], 'true', name);
     t.is(config?.data?.['endpoint_status_path_prefix'], '/var/run/netplug', name);
     const template = plain(docs(name).find((doc) => doc.kind === 'DaemonSet')?.spec.template);
     const agentEnv = template.spec.containers[0].env;

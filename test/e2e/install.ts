@@ -1,8 +1,8 @@
 // Installing netplug on the test cluster as a cluster operator would (README "Install on a
 // cluster"): import the image, apply the CRDs and the manifest with server-side apply. The copy
 // applied differs from deploy/manifests/ only where the test cluster differs from a real node:
-// its CNI directories, netplug's state directory, log, agent socket and containerd's pod network
-// namespaces live in the cluster's own directory (so nothing is written to this machine's
+// its CNI directories, netplug's state directory, log, agent socket (with the endpoint status
+// files beside it) and containerd's pod network namespaces live in the cluster's own directory (so nothing is written to this machine's
 // /opt/cni/bin, /etc/cni/net.d, /var/lib/netplug, /var/log/netplug or /var/run). The CNI
 // directories move as a user moves them (one edit each, the anchored hostPath); where the agent
 // mounts another host path at the same path (what the plugin's calls name), the mount moves with it.
@@ -67,8 +67,12 @@ export function manifestFor(
   const objects = loadAllYaml(text) as any[];
   for (const object of objects) {
     if (object.kind === 'ConfigMap' && object.metadata.name === 'netplug-config') {
+      // netplug-node's endpoint status files where the plugin looks: under the moved socket's directory.
+      if (object.data.endpoint_status_path_prefix) object.data.endpoint_status_path_prefix = moved(object.data.endpoint_status_path_prefix);
       Object.assign(object.data, data);
-      object.data.cni_network_config = object.data.cni_network_config.replace('/var/log/netplug/cni/cni.log', paths.logFile);
+      object.data.cni_network_config = object.data.cni_network_config
+        .replace('/var/log/netplug/cni/cni.log', paths.logFile)
+        .replace('"/var/run/netplug/endpoint-status"', `"${moved('/var/run/netplug/endpoint-status')}"`);
     }
     const pod = object.spec?.template?.spec;
     if (!pod) continue;

@@ -104,23 +104,18 @@ test.afterEach.always(async (t) => {
     );
 });
 
-test.serial('install the manifest with policy enforcement turned on and a 10 s policy setup wait in the conflist', async (t) => {
+test.serial('install the manifest as shipped (enforcement on) with a 10 s policy setup wait in the conflist', async (t) => {
   const c = cluster();
   await c.importImage(imageArchive());
   await writeKubeadmConfig(c);
   paths = nodePaths(c);
-  // The test node's status directory is under its own socket directory, as /var/run/netplug is on a node.
-  const prefix = dirname(paths.agentSocket);
-  statusDir = join(prefix, 'endpoint-status');
-  // Enforcement is off as shipped: turned on as a cluster operator does, in netplug-config.
-  const manifest = manifestFor(c, 'netplug.yaml', paths, { endpoint_status_path_prefix: prefix, policy_enforcement: 'true' });
+  // The test node's status directory is under its own socket directory, as /var/run/netplug is on a node (manifestFor).
+  statusDir = join(dirname(paths.agentSocket), 'endpoint-status');
   const shipped = readFileSync(join(ROOT, 'deploy/manifests/netplug.yaml'), 'utf8');
-  t.regex(shipped, /^ {2}policy_enforcement: 'false'$/m, 'the manifest ships with enforcement off');
+  t.regex(shipped, /^ {2}policy_enforcement: 'true'$/m, 'the manifest ships with enforcement on');
+  const manifest = manifestFor(c, 'netplug.yaml', paths);
   const text = readFileSync(manifest, 'utf8');
-  const edited = text.replace(
-    /"endpoint_status_dir": "[^"]*",/,
-    `"endpoint_status_dir": "${statusDir}",\n          "policy_setup_timeout_seconds": 10,`,
-  );
+  const edited = text.replace(/"endpoint_status_dir": "[^"]*",/, (field) => `${field}\n          "policy_setup_timeout_seconds": 10,`);
   t.not(edited, text, 'the conflist template names endpoint_status_dir');
   writeFileSync(manifest, edited);
   await c.kubectl('apply', '--server-side', '--force-conflicts', '-f', join(ROOT, 'deploy/manifests/crds.yaml'));

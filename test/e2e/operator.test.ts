@@ -73,8 +73,9 @@ test.serial(
   async (t) => {
     const c = cluster();
     const before = (await daemonSet()).spec.template.metadata.annotations;
-    // Enforcement is off unless turned on: on, netplug-node reports each pod's policy programmed.
-    await patchInstallation({ spec: { calicoNetwork: { linuxPolicySetupTimeoutSeconds: 10 }, policy: { enforcement: 'Enabled' } } });
+    // Enforcement is on by default (spec.policy unset): netplug-node reports each pod's policy programmed.
+    t.is((await getJson(c, 'installation', 'default')).spec.policy, undefined);
+    await patchInstallation({ spec: { calicoNetwork: { linuxPolicySetupTimeoutSeconds: 10 } } });
     await eventually(
       'the conflist with policy_setup_timeout_seconds 10',
       async () => conflist().plugins[0].policy_setup_timeout_seconds === 10,
@@ -88,7 +89,7 @@ test.serial(
     await waitAvailable(c);
     await c.kubectl('run', 'waited', `--image=${BUSYBOX_IMAGE}`, '--image-pull-policy=Never', '--', 'sleep', '3600');
     await c.kubectl('wait', '--for=condition=Ready', 'pod/waited', '--timeout=120s');
-    // Policy is enforced (spec.policy.enforcement Enabled above): netplug-node writes the pod's
+    // Policy is enforced (the default): netplug-node writes the pod's
     // status file in its socket's directory, where the conflist's endpoint_status_dir points, so the
     // plugin does not wait the 10 s out.
     t.is(conflist().plugins[0].endpoint_status_dir, join(dirname(paths.agentSocket), 'endpoint-status'));

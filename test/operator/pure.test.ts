@@ -294,12 +294,12 @@ test("the node pod's operator variant: cni-config/config, host paths, NO_DEFAULT
   t.is(JSON.parse((moved.configMap as any).data.config).plugins[0].endpoint_status_dir, '/x/run/endpoint-status');
   t.like(env(movedAgent), { NETPLUG_VAR_DIR: '/x/state', NETPLUG_AGENT_SOCKET: '/x/run/agent.sock' });
   t.false('USE_POD_CIDR' in env((renderSystem(filled({}), 'img:1').daemonSet as any).spec.template.spec.containers[0]));
-  // Network policy (spec.policy, default Disabled): enabled, the agent enforces it and writes its
-  // status files where the plugin waits for them; another prefix is a host volume of its own.
-  t.deepEqual(filled({}).policy, { enforcement: 'Disabled' });
-  t.like(env(agent), { NETPLUG_POLICY_ENFORCEMENT: 'false', NETPLUG_ENDPOINT_STATUS_PATH_PREFIX: '/var/run/netplug' });
-  const policyOn = renderSystem(filled({ policy: { enforcement: 'Enabled' } }), 'img:1');
-  t.like(env((policyOn.daemonSet as any).spec.template.spec.containers[0]), { NETPLUG_POLICY_ENFORCEMENT: 'true' });
+  // Network policy (spec.policy, default Enabled): the agent enforces it and writes its status
+  // files where the plugin waits for them; another prefix is a host volume of its own.
+  t.deepEqual(filled({}).policy, { enforcement: 'Enabled' });
+  t.like(env(agent), { NETPLUG_POLICY_ENFORCEMENT: 'true', NETPLUG_ENDPOINT_STATUS_PATH_PREFIX: '/var/run/netplug' });
+  const unfilled = renderSystem({}, 'img:1');
+  t.like(env((unfilled.daemonSet as any).spec.template.spec.containers[0]), { NETPLUG_POLICY_ENFORCEMENT: 'true' });
   t.is(plugin({})[0].endpoint_status_dir, '/var/run/netplug/endpoint-status');
   const policyOff = renderSystem(filled({ policy: { enforcement: 'Disabled', endpointStatusPathPrefix: '/srv/np' } }), 'img:1');
   const offPod = (policyOff.daemonSet as any).spec.template.spec;

@@ -76,7 +76,7 @@ export function previousNodePaths(cluster: Cluster): PreviousNodePaths {
 
 /**
  * A release manifest (this release's or the previous one's) with the test node's paths: hostPath
- * volumes, CNI_NET_DIR, the conflist's log file and host-local's dataDir, and `data` set in
+ * volumes, CNI_NET_DIR, the conflist's log file, endpoint status directory and host-local's dataDir, and `data` set in
  * netplug-config (the edits an operator makes at install time, made again at upgrade time).
  * Written to the cluster's directory as `out`; returns its path.
  */
@@ -91,9 +91,12 @@ export function manifestWithNodePaths(
   const objects = loadAllYaml(readFileSync(source, 'utf8')) as any[];
   for (const object of objects) {
     if (object.kind === 'ConfigMap' && object.metadata.name === 'netplug-config') {
+      // This release's endpoint status files where the plugin looks: under the moved socket's directory.
+      if (object.data.endpoint_status_path_prefix) object.data.endpoint_status_path_prefix = dirname(paths.agentSocket);
       Object.assign(object.data, data);
       object.data.cni_network_config = object.data.cni_network_config
         .replace('/var/log/netplug/cni/cni.log', paths.logFile)
+        .replace('"/var/run/netplug/endpoint-status"', `"${dirname(paths.agentSocket)}/endpoint-status"`)
         .replace('"subnet": "usePodCidr"', `"subnet": "usePodCidr", "dataDir": "${paths.hostLocalDir}"`);
     }
     const pod = object.spec?.template?.spec;

@@ -3,7 +3,9 @@
 // says, a workload running and probed during the rollout, the procedure's commands as
 // docs/upgrade.md writes them (run in the docs shell, test/docs/docs-shell.ts), the rollout
 // checked from facts (rollout status, readiness), then the issue's checks
-// and the version rule (an older netplugctl refuses to write afterwards; this one writes).
+// and the version rule (an older netplugctl refuses to write afterwards; this one writes). Last,
+// the page's way back to v3.30.0: network policy enforcement turned off first, then the previous
+// release, after which a new pod gets traffic.
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -27,6 +29,7 @@ import {
 } from './install-previous.ts';
 import {
   checkAfterUpgrade,
+  checkNewPodGetsTraffic,
   describeRollout,
   previousNetplugctl,
   snapshotAddresses,
@@ -62,6 +65,13 @@ const SECTIONS: Record<Exclude<InstallMethod, 'host-local'>, string> = {
   'manifest-etcd': 'Upgrade a manifest install on etcd',
   operator: 'Upgrade an operator install',
   helm: 'Upgrade a helm install',
+};
+
+/** The section of docs/upgrade.md that rolls a method back to v3.30.0 (the etcd install moved to the Kubernetes datastore first). */
+const ROLLBACK_SECTIONS: Partial<Record<Exclude<InstallMethod, 'host-local'>, string>> = {
+  'manifest-kdd': 'Roll back a manifest install',
+  operator: 'Roll back an operator or helm install',
+  helm: 'Roll back an operator or helm install',
 };
 
 /**
@@ -234,4 +244,43 @@ export function literalUpgrade(test: TestFn, method: Exclude<InstallMethod, 'hos
         [],
       );
     });
+
+  const rollbackSection = ROLLBACK_SECTIONS[method];
+  if (rollbackSection)
+    test.serial(
+      'then the rollback to v3.30.0 as the page says: enforcement off first; a pod created afterwards gets traffic',
+      async (t) => {
+        const c = cluster();
+        if (!shell || !installed || !upgraded) return t.fail('not upgraded (see the first test)');
+        const blocks = docsBlocks('upgrade.md', rollbackSection);
+        // The previous release's own file, applied as the page's words say (it is not one of this release's files).
+        const previousFile = async (file: string | undefined) => {
+          if (!file) throw new Error('no v3.30.0 file recorded');
+          await c.kubectl('apply', '--server-side', '--force-conflicts', '-f', file);
+        };
+        if (method === 'manifest-kdd') {
+          const [off] = blocks as [string[]];
+          await runCommands(t, shell, off);
+          await previousFile(installed.files[1]);
+          await waitRolledOut(c, 'kube-system');
+        } else {
+          const [off, back, unset] = blocks as [string[], string[], string[]];
+          await runCommands(t, shell, off);
+          // The operator install: its manifest in place of the page's helm rollback, then the same waits.
+          if (method === 'operator') await previousFile(installed.files[1]);
+          await runCommands(t, shell, method === 'operator' ? back.filter((command) => !command.startsWith('helm ')) : back);
+          await runCommands(t, shell, unset);
+          t.is((await getJson(c, 'installation', 'default')).spec.policy?.enforcement, undefined);
+        }
+        const daemonSet = await getJson(c, '-n', installed.namespace, 'daemonset', 'netplug-node');
+        t.true(daemonSet.spec.template.spec.containers.every((container: any) => container.image === 'localhost/netplug:v3.30.0'));
+        await eventually('the node pods at v3.30.0', async () => {
+          const pods = (await getJson(c, '-n', installed?.namespace ?? '', 'pods', '-l', 'k8s-app=netplug-node')).items as any[];
+          return (
+            pods.length > 0 && pods.every((pod) => !pod.metadata.deletionTimestamp && pod.spec.containers[0].image.endsWith(':v3.30.0'))
+          );
+        });
+        await checkNewPodGetsTraffic(t, c);
+      },
+    );
 }

@@ -2,7 +2,8 @@
 // README says (installPrevious), a workload running and probed; `upgrade plan`; `upgrade apply
 // --yes` of the built executable killed with SIGKILL once during each of its steps and run again
 // until a run completes; the issue's checks (checkAfterUpgrade); `status`; a second apply that does
-// nothing; `rollback`, after which v3.30.0 runs again.
+// nothing; `rollback`, after which v3.30.0 runs again (enforcement turned off first: v3.30.0 has
+// no network policy) and a pod created then gets traffic.
 // The plan, apply, status and rollback commands are docs/upgrade.md's, run as written in the docs
 // shell (test/docs/docs-shell.ts); host-local, which the page covers in words only, keeps its own.
 import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
@@ -26,7 +27,14 @@ import {
   type PreviousInstall,
   runNetplugctl,
 } from './install-previous.ts';
-import { checkAfterUpgrade, describeRollout, snapshotAddresses, startRolloutProbes, startWorkload } from './workload.ts';
+import {
+  checkAfterUpgrade,
+  checkNewPodGetsTraffic,
+  describeRollout,
+  snapshotAddresses,
+  startRolloutProbes,
+  startWorkload,
+} from './workload.ts';
 
 const run = promisify(execFile);
 const ROOT = new URL('../../', import.meta.url).pathname;
@@ -328,29 +336,38 @@ export function toolUpgrade(test: TestFn, method: ToolMethod): void {
     },
   );
 
-  test.serial(`${method}: rollback puts v3.30.0 back; its pods run and the cluster says v3.30.0`, async (t) => {
-    t.timeout(15 * 60_000);
-    const c = cluster();
-    if (!installed || !how || !upgraded) return t.fail('not upgraded (see the test before)');
-    const started = Date.now();
-    const rollback = docs
-      ? await viaDocs(docs.shell, docs.rollback)
-      : await netplugctl(
-          how,
-          'upgrade',
-          'rollback',
-          ...how.flags.slice(0, 2),
-          ...how.flags.filter((f, i, all) => f === '--helm' || all[i - 1] === '--helm'),
-        );
-    t.log(rollback.stdout);
-    t.is(rollback.code, 0, rollback.stderr);
-    t.log(`${method}: rollback took ${((Date.now() - started) / 1000).toFixed(1)} s`);
-    const ds = await nodeDaemonSet();
-    t.true(ds.spec.template.spec.containers.every((container: any) => container.image === 'localhost/netplug:v3.30.0'));
-    if (method !== 'operator' && method !== 'helm') t.true(legacyEnv(ds), 'the v3.30.0 template, as it was');
-    const pods = (await getJson(c, '-n', installed.namespace, 'pods', '-l', 'k8s-app=netplug-node')).items;
-    t.true(pods.every((pod: any) => pod.status.phase === 'Running' && pod.spec.containers.every((x: any) => x.image.endsWith(':v3.30.0'))));
-    // The v3.30.0 node agent wrote its version back.
-    t.regex(await runNetplugctl(c, installed, installed.release.netplugctl, 'version'), /Cluster Version:\s+v3\.30\.0\n/);
-  });
+  test.serial(
+    `${method}: rollback turns network policy off, then puts v3.30.0 back; its pods run, new ones get traffic, the cluster says v3.30.0`,
+    async (t) => {
+      t.timeout(15 * 60_000);
+      const c = cluster();
+      if (!installed || !how || !upgraded) return t.fail('not upgraded (see the test before)');
+      const started = Date.now();
+      const rollback = docs
+        ? await viaDocs(docs.shell, docs.rollback)
+        : await netplugctl(
+            how,
+            'upgrade',
+            'rollback',
+            ...how.flags.slice(0, 2),
+            ...how.flags.filter((f, i, all) => f === '--helm' || all[i - 1] === '--helm'),
+          );
+      t.log(rollback.stdout);
+      t.is(rollback.code, 0, rollback.stderr);
+      t.log(`${method}: rollback took ${((Date.now() - started) / 1000).toFixed(1)} s`);
+      t.regex(rollback.stdout, /policy: enforcement off \(.*\); DaemonSet \S+\/netplug-node rolled out/);
+      const ds = await nodeDaemonSet();
+      t.true(ds.spec.template.spec.containers.every((container: any) => container.image === 'localhost/netplug:v3.30.0'));
+      if (method !== 'operator' && method !== 'helm') t.true(legacyEnv(ds), 'the v3.30.0 template, as it was');
+      const pods = (await getJson(c, '-n', installed.namespace, 'pods', '-l', 'k8s-app=netplug-node')).items;
+      t.true(
+        pods.every((pod: any) => pod.status.phase === 'Running' && pod.spec.containers.every((x: any) => x.image.endsWith(':v3.30.0'))),
+      );
+      // The v3.30.0 node agent wrote its version back.
+      t.regex(await runNetplugctl(c, installed, installed.release.netplugctl, 'version'), /Cluster Version:\s+v3\.30\.0\n/);
+      await checkNewPodGetsTraffic(t, c);
+      if (method === 'operator' || method === 'helm')
+        t.is((await getJson(c, 'installation', 'default')).spec.policy?.enforcement, undefined, "the Installation's setting as it was");
+    },
+  );
 }

@@ -9,6 +9,7 @@ import { NETPLUG_VERSION } from '../../ts/version.ts';
 import { eventually, NETPLUGCTL } from '../e2e/install.ts';
 import { runPods } from '../e2e/operator-install.ts';
 import { BUSYBOX_IMAGE, type Cluster, getJson } from '../helpers/cluster.ts';
+import { nftBinary } from '../helpers/kernel.ts';
 import { type PreviousInstall, runNetplugctl } from './install-previous.ts';
 
 export const WORKLOAD = 'workload';
@@ -293,4 +294,29 @@ export async function previousNetplugctl(
 /** Pings each address from the node once (every pod that kept its address answers). */
 export async function pingFromNode(cluster: Cluster, addresses: Iterable<string>): Promise<void> {
   for (const address of addresses) await cluster.inNode('ping', ['-c', '1', '-W', '5', address]);
+}
+
+/**
+ * After a rollback to a release without network policy: no fail-closed rule of netplug's policy is
+ * left in the node's kernel, and a pod created now (networked by that release) gets packets both
+ * ways: from the node, to a pinger, and back. A policy part left behind would drop them all.
+ */
+export async function checkNewPodGetsTraffic(t: ExecutionContext, cluster: Cluster): Promise<void> {
+  const table = await cluster.inNode(nftBinary(), ['list', 'table', 'inet', 'netplug']).catch(() => '');
+  t.notRegex(table, /fail closed/, "no fail-closed rule of netplug's policy in the node's table");
+  const name = 'after-rollback';
+  await cluster.kubectl('run', name, `--image=${BUSYBOX_IMAGE}`, '--restart=Never', '--overrides', podSpec(name, ['sleep', '600']));
+  try {
+    await cluster.kubectl('wait', '--for=condition=Ready', `pod/${name}`, '--timeout=180s');
+    const address = (await getJson(cluster, 'pod', name)).status.podIP as string;
+    const pinger = (await getJson(cluster, 'pod', PINGERS[0])).status.podIP as string;
+    t.regex(await cluster.inNode('ping', ['-c', '1', '-W', '5', address]), / 0% packet loss/, `the node reaches ${name}`);
+    t.regex(
+      await cluster.kubectl('exec', name, '--', 'ping', '-c', '1', '-W', '5', pinger),
+      / 0% packet loss/,
+      `${name} reaches ${PINGERS[0]}`,
+    );
+  } finally {
+    await cluster.kubectl('delete', 'pod', name, '--wait=true', '--ignore-not-found');
+  }
 }

@@ -47,8 +47,8 @@ export function fillDefaults(spec: InstallationSpec, cluster: ClusterFacts): Ins
   // endpointStatusPathPrefix stays unset: its default is the directory of the agent's socket
   // (the operator's node layout, render-system.ts), /var/run/netplug on a standard node.
   filled.policy ??= {};
-  // Off until the cluster operator turns it on (as the manifests' policy_enforcement).
-  filled.policy.enforcement ??= 'Disabled';
+  // On, as the manifests' policy_enforcement.
+  filled.policy.enforcement ??= 'Enabled';
   filled.logging ??= {};
   filled.logging.cni ??= {};
   const log = filled.logging.cni;

@@ -39,7 +39,7 @@ export function renderSystem(spec: InstallationSpec, image: string, node: NodeLa
       stateDir: node.stateDir,
       node,
       fastPath: spec.cni?.fastPath !== 'Disabled',
-      policyEnforcement: spec.policy?.enforcement === 'Enabled',
+      policyEnforcement: spec.policy?.enforcement !== 'Disabled',
       endpointStatusPathPrefix: endpointStatusPathPrefix(spec, node),
       usePodCidr: spec.cni?.ipam?.type === 'HostLocal',
       configHash: configHash(data),

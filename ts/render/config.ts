@@ -32,11 +32,11 @@ export function renderConfig(options: RenderOptions): KubeObject[] {
     [FAST_PATH_KEY]: 'true',
     // Network policy: netplug-node enforces Kubernetes NetworkPolicies and netplug's policy kinds
     // in nftables table `inet netplug` (on etcd, from what netplug-kube-controllers' policy,
-    // profile and workloadendpoint controllers write there). Off until a cluster operator turns it
-    // on: a node rolled back to a release without policy would keep a table no agent dispatches
-    // new pods in. "false" removes its rules and the endpoint status files; after a change,
-    // kubectl rollout restart daemonset/netplug-node.
-    [POLICY_ENFORCEMENT_KEY]: 'false',
+    // profile and workloadendpoint controllers write there). "false" removes its rules and the
+    // endpoint status files; after a change, kubectl rollout restart daemonset/netplug-node. Turn
+    // it off before going back to a release without network policy (docs/upgrade.md): its rules
+    // stay in the kernel, and no agent of that release lets new pods through them.
+    [POLICY_ENFORCEMENT_KEY]: 'true',
     // Where netplug-node writes endpoint-status/, one file per pod whose policy is programmed.
     // Another path must also be the plugin's endpoint_status_dir (<prefix>/endpoint-status)
     // in cni_network_config and a hostPath volume of DaemonSet netplug-node.

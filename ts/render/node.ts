@@ -96,6 +96,8 @@ export function renderNode(options: RenderOptions): KubeObject {
       fastPath,
       { name: 'NETPLUG_AGENT_SOCKET', value: layout.agentSocket },
       ...policyEnv,
+      // Its DaemonSet's namespace: when that DaemonSet goes, netplug-node deletes netplug's table as it stops.
+      { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
     ],
     ports: [{ name: 'metrics', containerPort: NODE_METRICS_PORT, protocol: 'TCP' }],
     // Pod network namespaces, veths and routes: the same rights the plugin has on the host.

@@ -52,9 +52,11 @@ export interface NodeSettings {
    */
   routeRefreshMs: number;
   /**
-   * NETPLUG_POLICY_ENFORCEMENT (default false; the manifests and the operator set it true): the
-   * policy subsystem (ts/node/policy/) runs and the `policy` part is in netplug's table. Off, the
-   * agent deletes the status files a run with it on wrote.
+   * NETPLUG_POLICY_ENFORCEMENT: the policy subsystem (ts/node/policy/) runs and the `policy` part
+   * is in netplug's table. Off, the agent deletes the status files a run with it on wrote. The
+   * manifests and the operator set it (true as shipped); unset it is false, so that a netplug-config
+   * without the key (a release's from before, as a rollback puts back) never starts the fail-closed
+   * table.
    */
   policyEnforcement: boolean;
   /**
@@ -65,6 +67,12 @@ export interface NodeSettings {
   endpointStatusPathPrefix: string;
   /** FELIX_INTERFACEPREFIX's first entry (default cali): the host side of workloads' veths, as the plugin names them. */
   interfacePrefix: string;
+  /**
+   * POD_NAMESPACE: the namespace of DaemonSet netplug-node this agent runs in (the manifests and
+   * the operator give it). Set, the agent deletes netplug's table when it stops because netplug is
+   * being removed from the cluster (the DaemonSet gone or being deleted); unset, it never does.
+   */
+  podNamespace: string | undefined;
   logLevel: z.output<typeof schema>['LOG_LEVEL'];
 }
 
@@ -134,6 +142,7 @@ const schema = z.object({
       throw new Invalid((err as Error).message.replace(/^FELIX_INTERFACEPREFIX's first entry "[^"]*" /, 'its first entry '));
     }
   }, 'cali'),
+  POD_NAMESPACE: text(),
   LOG_LEVEL,
 });
 
@@ -171,6 +180,7 @@ export function nodeSettings(env: NodeJS.ProcessEnv): NodeSettings {
     policyEnforcement: given.NETPLUG_POLICY_ENFORCEMENT,
     endpointStatusPathPrefix: given.NETPLUG_ENDPOINT_STATUS_PATH_PREFIX,
     interfacePrefix: given.FELIX_INTERFACEPREFIX,
+    podNamespace: given.POD_NAMESPACE,
     logLevel: given.LOG_LEVEL,
   };
 }
