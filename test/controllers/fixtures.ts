@@ -90,7 +90,10 @@ export interface Controllers {
  * runControllersMain with `env` (and a free health port, a 1 s grace period, the Lease in the
  * identity's namespace, unless given), its health checks every second, stopped at teardown.
  */
-export async function startControllers(t: ExecutionContext, env: Record<string, string>): Promise<Controllers> {
+export async function startControllers(
+  t: Pick<ExecutionContext, 'teardown'> & Partial<Pick<ExecutionContext, 'passed' | 'log'>>,
+  env: Record<string, string>,
+): Promise<Controllers> {
   const port = await freePort();
   const lines: string[] = [];
   const abort = new AbortController();
@@ -115,7 +118,8 @@ export async function startControllers(t: ExecutionContext, env: Record<string, 
   };
   t.teardown(async () => {
     await stop();
-    if (!t.passed) t.log(lines.join(''));
+    // A file's shared teardowns have no result to log with.
+    if (t.log && !t.passed) t.log(lines.join(''));
   });
   return { lines, health: `http://127.0.0.1:${port}`, stop };
 }

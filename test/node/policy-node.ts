@@ -1,11 +1,12 @@
-// One "node" enforcing network policy on the Kubernetes datastore, for the tests that prove policy
-// with real packets (policy-enforcement.test.ts, test/policy/truth-table.test.ts): a real
-// kube-apiserver with netplug's CRDs, a Node object, an identity with the shipped node and plugin
-// roles plus the policy watches, and a network namespace (helpers/nodes.ts, reaching the API
-// through a relay) where netplug-node runs from source (helpers/agent-main.ts, under
-// `ip netns exec`) with NETPLUG_POLICY_ENFORCEMENT=true. Pods are network namespaces plugged into
-// it as the plugin plugs them (a veth whose host side has the agent's prefix, the pod's address
-// routed to it, proxy ARP), with Pod objects holding their labels, nodeName and podIPs.
+// One "node" enforcing network policy, for the tests that prove policy with real packets
+// (policy-enforcement.test.ts, test/policy/truth-table*.test.ts): a real kube-apiserver with
+// netplug's CRDs, a Node object, an identity with the shipped node and plugin roles of the
+// datastore (on Kubernetes plus the policy watches), on etcd a real etcd besides, and a network
+// namespace (helpers/nodes.ts, reaching the API and etcd through relays) where netplug-node runs
+// from source (helpers/agent-main.ts, under `ip netns exec`) with NETPLUG_POLICY_ENFORCEMENT=true.
+// Pods are network namespaces plugged into it as the plugin plugs them (a veth whose host side has
+// the agent's prefix, the pod's address routed to it, proxy ARP), with Pod objects holding their
+// labels, nodeName and podIPs.
 // Everything goes with the file's shared teardowns.
 import { execFileSync, spawn, spawnSync, type ChildProcess, type SpawnSyncReturns } from 'node:child_process';
 import { join } from 'node:path';
@@ -17,6 +18,7 @@ import { POLICY_WATCH_RULES } from '../../ts/node/policy/follow-resources.ts';
 import { CNI_PLUGIN, NODE } from '../../ts/render/objects.ts';
 import { renderRbac } from '../../ts/render/rbac.ts';
 import { CNI_PATH, requireBuilt } from '../helpers/cni.ts';
+import { startEtcd, type EtcdServer } from '../helpers/etcd.ts';
 import { nftBinary, requireRoot } from '../helpers/kernel.ts';
 import { installCrds, removeIpamLockFileAfter, startKube, type Kube } from '../helpers/kube.ts';
 import { makeTopology, NETPLUG_CNI, type Netns, type TestNode } from '../helpers/nodes.ts';
@@ -29,6 +31,8 @@ export const HEALTH_ADDR = '127.0.0.1:9099';
 
 export interface PolicyNode {
   kube: Kube;
+  /** The etcd the agent follows, on the etcd datastore. */
+  etcd: EtcdServer | undefined;
   networking: k8s.NetworkingV1Api;
   node: TestNode;
   /** The agent's environment (its identity, datastore, enforcement on). */
@@ -46,8 +50,8 @@ export interface PolicyNode {
   agentGet(path: string): { status: number; text: string };
 }
 
-function shippedRules(name: string): k8s.V1PolicyRule[] {
-  const role = renderRbac({ datastore: 'kubernetes', namespace: 'kube-system', image: 'netplug:test' }).find(
+function shippedRules(name: string, datastore: 'kubernetes' | 'etcdv3'): k8s.V1PolicyRule[] {
+  const role = renderRbac({ datastore, namespace: 'kube-system', image: 'netplug:test' }).find(
     (object) => object.kind === 'ClusterRole' && object.metadata.name === name,
   ) as { rules: k8s.V1PolicyRule[] } | undefined;
   return role?.rules ?? [];
@@ -64,31 +68,40 @@ export function sh(netns: Netns, script: string): string {
   return run.stdout;
 }
 
-/** The API server, the node and its identity; the agent is not started. */
-export async function startPolicyNode(shared: Teardowns, nodeName = 'pn1'): Promise<PolicyNode> {
+/** The API server (and etcd), the node and its identity; the agent is not started. */
+export async function startPolicyNode(
+  shared: Teardowns,
+  nodeName = 'pn1',
+  datastore: 'kubernetes' | 'etcd' = 'kubernetes',
+): Promise<PolicyNode> {
   requireRoot();
   requireBuilt();
   removeIpamLockFileAfter(shared);
   const kube = await startKube(shared);
   await installCrds(kube);
+  const etcd = datastore === 'etcd' ? await startEtcd(shared) : undefined;
   const networking = kube.config.makeApiClient(k8s.NetworkingV1Api);
   await kube.core.createNode({ body: { metadata: { name: nodeName, labels: { 'kubernetes.io/hostname': nodeName } } } });
-  const identity = await kube.identityWith('netplug-node-policy', [
-    ...shippedRules(NODE),
-    ...shippedRules(CNI_PLUGIN),
-    ...POLICY_WATCH_RULES,
+  const roles = etcd ? 'etcdv3' : 'kubernetes';
+  const identity = await kube.identityWith(etcd ? 'netplug-node-policy-etcd' : 'netplug-node-policy', [
+    ...shippedRules(NODE, roles),
+    ...shippedRules(CNI_PLUGIN, roles),
+    // On etcd the agent follows policy there, not through the API.
+    ...(etcd ? [] : POLICY_WATCH_RULES),
   ]);
   const topology = await makeTopology(shared, {
     nodes: [{ name: nodeName, subnet: 1 }],
-    ports: [Number(new URL(kube.server.url).port)],
-    datastoreNetconf: { datastore_type: 'kubernetes', kubernetes: { kubeconfig: kube.server.admin.kubeconfig } },
+    ports: [Number(new URL(kube.server.url).port), ...(etcd ? [Number(new URL(etcd.endpoints).port)] : [])],
+    datastoreNetconf: etcd
+      ? { etcd_endpoints: etcd.endpoints }
+      : { datastore_type: 'kubernetes', kubernetes: { kubeconfig: kube.server.admin.kubeconfig } },
     agentEnv: {},
   });
   const node = topology.nodes[0] as TestNode;
   const agentEnv = {
     PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
     NODENAME: node.name,
-    DATASTORE_TYPE: 'kubernetes',
+    ...(etcd ? { DATASTORE_TYPE: 'etcdv3', ETCD_ENDPOINTS: etcd.endpoints } : { DATASTORE_TYPE: 'kubernetes' }),
     KUBECONFIG: identity.kubeconfig,
     NO_DEFAULT_POOLS: 'true',
     NETPLUG_NETWORKING_BACKEND: 'none',
@@ -114,6 +127,7 @@ export async function startPolicyNode(shared: Teardowns, nodeName = 'pn1'): Prom
   shared.teardown(() => stopAgent());
   return {
     kube,
+    etcd,
     networking,
     node,
     agentEnv,

@@ -1,5 +1,5 @@
-// A pod's one process in the truth-table suite (truth-table.test.ts), run inside its network
-// namespace (`ip netns exec … node pod-process.ts <port>…`): it serves TCP (accepts, echoes) and
+// A pod's one process in the truth-table suites (truth-table.ts), run inside its network
+// namespace (`nsenter --net=… node pod-process.ts <port>…`): it serves TCP (accepts, echoes) and
 // UDP (echoes each datagram to its sender, and notes who sent it) on the ports given, and makes
 // probes when asked on stdin. One JSON request a line, one JSON answer a line with the same id:
 //   {id, probes: [{address, port, protocol, sourcePort}], timeoutMs} → {id, results: [Outcome…]}

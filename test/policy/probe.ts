@@ -20,7 +20,8 @@ export class NetnsProcess {
 
   /** Serving TCP and UDP on `ports` inside `netns` (none: a prober only). */
   constructor(shared: Teardowns, netns: Netns, ports: readonly number[] = []) {
-    this.#child = spawn('ip', ['netns', 'exec', netns.name, process.execPath, POD_PROCESS, ...ports.map(String)], {
+    // By path: a namespace of `ip netns` or one containerd made for a pod.
+    this.#child = spawn('nsenter', [`--net=${netns.path}`, '--', process.execPath, POD_PROCESS, ...ports.map(String)], {
       stdio: ['pipe', 'pipe', 'inherit'],
     });
     shared.teardown(() => this.#child.kill('SIGKILL'));

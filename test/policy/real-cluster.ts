@@ -1,33 +1,42 @@
-// The test cluster of cluster.ts made real, for the truth-table suite: one node running
-// netplug-node with enforcement on (test/node/policy-node.ts), namespaces x, y, z with their
-// labels and service accounts, the tiers and network sets of the generated worlds, and pods a, b, c
-// in each as network namespaces plugged into the node with the model's addresses, each with a
-// Pod object (labels, service account, named ports, podIPs) and one process serving TCP and UDP
-// on 80 and 81 and probing others (pod-process.ts). A world's policies go in and out through the
-// API; `settled` tells when the agent has programmed exactly what a local compiler makes of them.
-import type * as k8s from '@kubernetes/client-node';
+// The test cluster of cluster.ts made real, for the truth-table suites, on either datastore: one
+// node running netplug-node with enforcement on (test/node/policy-node.ts), namespaces x, y, z with
+// their labels and service accounts, the tiers and network sets of the generated worlds, and pods
+// a, b, c in each as network namespaces plugged into the node with the model's addresses, each with
+// a Pod object (labels, service account, named ports, podIPs) and one process serving TCP and UDP
+// on 80 and 81 and probing others (pod-process.ts).
+//
+// On etcd, netplug-kube-controllers run (policy, profile and workloadendpoint): namespaces and
+// service accounts reach the agent as their profiles, Kubernetes NetworkPolicies as the
+// controllers' knp.default.* documents; each pod's workload endpoint is written as the plugin's ADD
+// writes it, with no labels of the pod's (as if labelled after it started), and gets them from the
+// workloadendpoint controller; netplug's resources are written with netplugctl (world-writes.ts).
+//
+// A world's policies go in and out as world-writes.ts says; `counts` and `expectedCounts` tell when
+// the agent has programmed exactly what a local compiler makes of them.
+import { randomBytes } from 'node:crypto';
 
 import { hostInterfaceName } from '../../ts/dataplane/index.ts';
-import type { NetworkPolicyResource, NetworkSetResource, TierResource } from '../../ts/model/policy.ts';
-import type { KubeNetworkPolicy } from '../../ts/policy/kubernetes.ts';
-import { POLICY_GROUP } from '../../ts/store/kubernetes/resources.ts';
+import { keys } from '../../ts/model/keys.ts';
+import { namespaceProfileName, serviceAccountProfileName } from '../../ts/model/policy.ts';
+import { workloadEndpoint, workloadEndpointName, type WorkloadEndpoint } from '../../ts/model/workload-endpoint.ts';
+import { hostNetwork, macFor } from '../../ts/plugin/endpoint.ts';
+import { openStore } from '../../ts/store/open.ts';
+import type { Store } from '../../ts/store/store.ts';
+import { tempDir } from '../helpers/cni.ts';
+import { eventually } from '../helpers/eventually.ts';
 import type { Teardowns } from '../helpers/shared.ts';
-import { HEALTH_ADDR, createRunningPod, plugNetns, startPolicyNode, type PolicyNode } from '../node/policy-node.ts';
-import { PORTS, testCluster, type TestCluster } from './cluster.ts';
+import { CONTROLLER_ETCD_RULES, CONTROLLER_RULES, controllersIdentity, startControllers } from '../controllers/fixtures.ts';
+import { HEALTH_ADDR, createRunningPod, plugNetns, startPolicyNode } from '../node/policy-node.ts';
+import { PORTS, testCluster, type TestCluster, type TestPod } from './cluster.ts';
 import { TEST_NETWORK_SETS, TEST_TIERS } from './generate.ts';
 import { engineFor } from './harness.ts';
 import type { PolicyWorld } from './model.ts';
 import { NetnsProcess } from './probe.ts';
+import { netplugThroughApi, netplugThroughCtl, worldWrites, type NetplugWrites, type WorldWrites } from './world-writes.ts';
 
-const INTERFACE_PREFIX = 'cali';
+export const INTERFACE_PREFIX = 'cali';
 
-const PLURALS: Record<string, string> = {
-  NetworkPolicy: 'networkpolicies',
-  GlobalNetworkPolicy: 'globalnetworkpolicies',
-  NetworkSet: 'networksets',
-  GlobalNetworkSet: 'globalnetworksets',
-  Tier: 'tiers',
-};
+export type Datastore = 'kubernetes' | 'etcd';
 
 export interface AgentCounts {
   policies: number;
@@ -35,8 +44,7 @@ export interface AgentCounts {
   endpoints: number;
 }
 
-export interface RealCluster {
-  policyNode: PolicyNode;
+export interface RealCluster extends WorldWrites {
   /** The pods as the model and the compiler see them (all on the one node, with its interface names). */
   cluster: TestCluster;
   /** Each pod's process, by `<namespace>/<name>`. */
@@ -45,10 +53,8 @@ export interface RealCluster {
   counts(): Promise<AgentCounts | undefined>;
   /** What a compiler fed `world` on this node programs: the agent's counts once it holds the world. */
   expectedCounts(world: PolicyWorld): AgentCounts;
-  /** The world's policies created through the API. */
-  apply(world: PolicyWorld): Promise<void>;
-  /** The world's policies deleted. */
-  remove(world: PolicyWorld): Promise<void>;
+  /** The end of what the agent (and the controllers) logged, for a failure's message. */
+  logTail(): Promise<string>;
 }
 
 /** A world over this cluster: the generated policies, the fixture's pods, tiers and network sets (always there). */
@@ -60,33 +66,124 @@ export function onCluster(world: PolicyWorld, cluster: TestCluster): PolicyWorld
 export const noPolicies = (cluster: TestCluster): PolicyWorld =>
   onCluster({ cluster, kubernetesPolicies: [], policies: [], networkSets: [], tiers: [] }, cluster);
 
-/** A netplug resource as the API takes it (its own namespace only in metadata). */
-async function createNetplug(custom: k8s.CustomObjectsApi, resource: NetworkPolicyResource | NetworkSetResource | TierResource) {
-  const plural = PLURALS[resource.kind] as string;
-  const namespace = 'namespace' in resource.metadata ? resource.metadata.namespace : undefined;
-  if (namespace) await custom.createNamespacedCustomObject({ group: POLICY_GROUP, version: 'v3', namespace, plural, body: resource });
-  else await custom.createClusterCustomObject({ group: POLICY_GROUP, version: 'v3', plural, body: resource });
-}
-
-async function deleteNetplug(custom: k8s.CustomObjectsApi, resource: NetworkPolicyResource) {
-  const plural = PLURALS[resource.kind] as string;
-  const { name, namespace } = resource.metadata;
-  if (namespace) await custom.deleteNamespacedCustomObject({ group: POLICY_GROUP, version: 'v3', namespace, plural, name });
-  else await custom.deleteClusterCustomObject({ group: POLICY_GROUP, version: 'v3', plural, name });
-}
-
-// Kubernetes NetworkPolicies go through the generic client: client-node's typed one knows an
-// ingress rule's peers as `_from` and would drop `from` (opening the rule to everyone).
-const knp = (namespace: string) => ({ group: 'networking.k8s.io', version: 'v1', namespace, plural: 'networkpolicies' });
-
-export async function startRealCluster(shared: Teardowns): Promise<RealCluster> {
-  const policyNode = await startPolicyNode(shared);
-  const { kube, node } = policyNode;
-  const base = testCluster(() => node.name);
-  const cluster: TestCluster = {
+/** The test cluster with every pod on `node`, its interface named as the plugin names it. */
+export function clusterOn(node: string): TestCluster {
+  const base = testCluster(() => node);
+  return {
     ...base,
     pods: base.pods.map((pod) => ({ ...pod, interfaceName: hostInterfaceName(INTERFACE_PREFIX, `${pod.namespace}.${pod.name}`) })),
   };
+}
+
+/** The Pod object's ports: the model's named ports. */
+export const podPorts = (pod: TestPod) => pod.ports.map((port) => ({ name: port.name, containerPort: port.port, protocol: port.protocol }));
+
+const metric = (text: string, name: string) => {
+  const found = new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1];
+  return found === undefined ? undefined : Number(found);
+};
+
+/** A RealCluster of its parts: the agent's metrics read by `nodeProcess` (in the node's network namespace). */
+export function realCluster(parts: {
+  cluster: TestCluster;
+  processes: Map<string, NetnsProcess>;
+  nodeProcess: NetnsProcess;
+  writes: WorldWrites;
+  logTail(): Promise<string>;
+}): RealCluster {
+  const node = parts.cluster.pods[0]?.node ?? '';
+  return {
+    ...parts.writes,
+    cluster: parts.cluster,
+    processes: parts.processes,
+    logTail: parts.logTail,
+    async counts() {
+      const { status, text } = await parts.nodeProcess.fetch(`http://${HEALTH_ADDR}/metrics`);
+      if (status !== 200) return undefined;
+      const [policies, rules, endpoints] = ['policies', 'rules', 'endpoints'].map((what) =>
+        metric(text, `netplug_policy_${what}_programmed`),
+      );
+      if (policies === undefined || rules === undefined || endpoints === undefined) return undefined;
+      return { policies, rules, endpoints };
+    },
+    expectedCounts(world) {
+      const stats = engineFor(world, node, { interfacePrefix: INTERFACE_PREFIX }).engine.stats();
+      return { policies: stats.activePolicies, rules: stats.policyRules, endpoints: stats.localEndpoints };
+    },
+  };
+}
+
+/** The workload endpoint the plugin's ADD writes for `pod` (policy.type k8s), with the pod's labels then. */
+function addedEndpoint(pod: TestPod, labels: Record<string, string>): WorkloadEndpoint {
+  const addresses = [pod.ipv4, pod.ipv6];
+  return workloadEndpoint(
+    pod.namespace,
+    {
+      orchestrator: 'k8s',
+      workload: '',
+      node: pod.node,
+      containerID: randomBytes(32).toString('hex'),
+      pod: pod.name,
+      endpoint: 'eth0',
+      interfaceName: pod.interfaceName,
+      mac: macFor(addresses),
+      ipNetworks: addresses.map(hostNetwork),
+      profiles: [namespaceProfileName(pod.namespace), serviceAccountProfileName(pod.namespace, pod.serviceAccount)],
+      serviceAccountName: pod.serviceAccount,
+      ports: pod.ports,
+    },
+    { ...labels, 'projectnet.org/serviceaccount': pod.serviceAccount, 'projectnet.org/network': 'k8s-pod-network' },
+  );
+}
+
+/** Until every profile and every endpoint's labels are in etcd, as the controllers keep them. */
+async function controllersCaughtUp(store: Store, cluster: TestCluster, logTail: () => string): Promise<void> {
+  const profiles = [
+    ...cluster.namespaces.map((namespace) => namespaceProfileName(namespace.name)),
+    ...cluster.serviceAccounts.map((account) => serviceAccountProfileName(account.namespace, account.name)),
+  ];
+  await eventually(
+    "netplug-kube-controllers to write the profiles and give the endpoints their pods' labels",
+    async () => {
+      const found = await Promise.all(profiles.map((name) => store.get(keys.profile(name))));
+      if (found.some((entry) => entry === undefined)) return false;
+      const endpoints = await Promise.all(
+        cluster.pods.map((pod) =>
+          store.get<WorkloadEndpoint>(keys.workloadEndpoint(pod.namespace, workloadEndpointName(pod.node, 'k8s', pod.name, 'eth0'))),
+        ),
+      );
+      return endpoints.every((entry, i) => entry?.value.metadata.labels['pod'] === cluster.pods[i]?.name);
+    },
+    { timeoutMs: 60_000, context: logTail },
+  );
+}
+
+export async function startRealCluster(shared: Teardowns, datastore: Datastore): Promise<RealCluster> {
+  const policyNode = await startPolicyNode(shared, datastore === 'etcd' ? 'pne1' : 'pn1', datastore);
+  const { kube, node, etcd } = policyNode;
+  const cluster = clusterOn(node.name);
+  let store: Store | undefined;
+  let netplug: NetplugWrites = netplugThroughApi(kube.custom);
+  let controllerLines: string[] = [];
+  if (etcd) {
+    store = await openStore({ etcd_endpoints: etcd.endpoints });
+    shared.teardown(() => store?.close());
+    const identity = await controllersIdentity(kube, 'netplug-kube-controllers-truth', [...CONTROLLER_RULES, ...CONTROLLER_ETCD_RULES]);
+    const controllers = await startControllers(shared, {
+      DATASTORE_TYPE: 'etcdv3',
+      ETCD_ENDPOINTS: etcd.endpoints,
+      KUBECONFIG: identity.kubeconfig,
+      ENABLED_CONTROLLERS: 'policy,profile,workloadendpoint',
+    });
+    controllerLines = controllers.lines;
+    netplug = netplugThroughCtl([`--etcd-endpoints=${etcd.endpoints}`], tempDir(shared, 'truth-table'));
+  }
+  const logTail = () =>
+    [
+      ...(controllerLines.length > 0 ? ['controllers:', ...controllerLines.join('').split('\n').slice(-15), 'agent:'] : []),
+      ...policyNode.log().split('\n').slice(-30),
+    ].join('\n');
+
   for (const namespace of cluster.namespaces) {
     // The API server adds kubernetes.io/metadata.name itself.
     const { 'kubernetes.io/metadata.name': _, ...labels } = namespace.labels;
@@ -98,7 +195,7 @@ export async function startRealCluster(shared: Teardowns): Promise<RealCluster> 
       namespace: account.namespace,
       body: { metadata: { name: account.name, labels: account.labels } },
     });
-  for (const resource of [...TEST_TIERS, ...TEST_NETWORK_SETS]) await createNetplug(kube.custom, resource);
+  await netplug.create([...TEST_TIERS, ...TEST_NETWORK_SETS]);
   const processes = new Map<string, NetnsProcess>();
   for (const pod of cluster.pods) {
     const netns = plugNetns(shared, node, `nptt-${pod.namespace}${pod.name}-${process.pid}`, pod.ipv4, pod.interfaceName);
@@ -109,60 +206,20 @@ export async function startRealCluster(shared: Teardowns): Promise<RealCluster> 
       nodeName: node.name,
       addresses: [pod.ipv4, pod.ipv6],
       serviceAccount: pod.serviceAccount,
-      ports: pod.ports.map((port) => ({ name: port.name, containerPort: port.port, protocol: port.protocol })),
+      ports: podPorts(pod),
     });
+    if (store) {
+      const endpoint = addedEndpoint(pod, {});
+      if (!(await store.commit([{ key: keys.workloadEndpoint(pod.namespace, endpoint.metadata.name), create: endpoint }])))
+        throw new Error(`the workload endpoint of ${pod.key} exists`);
+    }
     processes.set(pod.key, new NetnsProcess(shared, netns, PORTS));
   }
   await Promise.all([...processes.values()].map((each) => each.ready));
+  if (store) await controllersCaughtUp(store, cluster, logTail);
   // Reads the agent's metrics from inside the node, where its health server listens.
   const nodeProcess = new NetnsProcess(shared, node.netns);
   await nodeProcess.ready;
-
-  const metric = (text: string, name: string) => {
-    const found = new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1];
-    return found === undefined ? undefined : Number(found);
-  };
-  return {
-    policyNode,
-    cluster,
-    processes,
-    async counts() {
-      const { status, text } = await nodeProcess.fetch(`http://${HEALTH_ADDR}/metrics`);
-      if (status !== 200) return undefined;
-      const [policies, rules, endpoints] = ['policies', 'rules', 'endpoints'].map((what) =>
-        metric(text, `netplug_policy_${what}_programmed`),
-      );
-      if (policies === undefined || rules === undefined || endpoints === undefined) return undefined;
-      return { policies, rules, endpoints };
-    },
-    expectedCounts(world) {
-      const stats = engineFor(world, node.name, { interfacePrefix: INTERFACE_PREFIX }).engine.stats();
-      return { policies: stats.activePolicies, rules: stats.policyRules, endpoints: stats.localEndpoints };
-    },
-    async apply(world) {
-      await Promise.all([
-        ...world.kubernetesPolicies.map((policy: KubeNetworkPolicy) =>
-          kube.custom.createNamespacedCustomObject({
-            ...knp(policy.metadata.namespace ?? 'default'),
-            body: { apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', ...policy },
-          }),
-        ),
-        ...world.policies.map((policy) => createNetplug(kube.custom, policy)),
-      ]);
-    },
-    async remove(world) {
-      // One that did not get in (a failed apply) is not there to delete.
-      const gone = (err: unknown) => {
-        if ((err as { code?: number }).code !== 404) throw err;
-      };
-      await Promise.all([
-        ...world.kubernetesPolicies.map((policy) =>
-          kube.custom
-            .deleteNamespacedCustomObject({ ...knp(policy.metadata.namespace ?? 'default'), name: policy.metadata.name })
-            .catch(gone),
-        ),
-        ...world.policies.map((policy) => deleteNetplug(kube.custom, policy).catch(gone)),
-      ]);
-    },
-  };
+  policyNode.startAgent();
+  return realCluster({ cluster, processes, nodeProcess, writes: worldWrites(kube.custom, netplug), logTail: async () => logTail() });
 }
