@@ -19,16 +19,25 @@ const composer = new NftComposer({
   name: 'netplug',
   contributors: ['nat', 'policy'],
   writer: {
-    apply: (t) => (writes.whole++, table.apply(t)),
+    apply: (t) => {
+      writes.whole++;
+      return table.apply(t);
+    },
     applyDelta: (d) =>
       table.applyDelta(d).then(
-        (report) => (writes.delta++, report),
+        (report) => {
+          writes.delta++;
+          return report;
+        },
         (err: unknown) => {
           writes.deltaRefused++;
           throw err;
         },
       ),
-    updateElements: (c) => (writes.elements++, table.updateElements(c)),
+    updateElements: (c) => {
+      writes.elements++;
+      return table.updateElements(c);
+    },
   },
 });
 

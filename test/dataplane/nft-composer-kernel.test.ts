@@ -146,7 +146,9 @@ test('differences: chains, sets, maps and counters added, changed and removed le
   grown.sets?.push({ name: 'db-ports', type: 'inet_service', flags: ['interval'], elements: [5432, '6000-6010'] });
   grown.chains?.push({
     name: 'pi-db',
-    rules: [{ matches: [{ key: 'th dport', value: { set: 'db-ports' } }], statements: [{ counter: { name: 'denied-web' } }], verdict: 'drop' }],
+    rules: [
+      { matches: [{ key: 'th dport', value: { set: 'db-ports' } }], statements: [{ counter: { name: 'denied-web' } }], verdict: 'drop' },
+    ],
   });
   // Endpoint a gone, b's entry sent to another chain, the new set's elements changed, c's chain rewritten.
   const shrunk = policy(['10.9.0.0/16'], ['b', 'c']);
@@ -171,7 +173,11 @@ test('differences: chains, sets, maps and counters added, changed and removed le
   for (const [, part] of steps) calls.push(['setPart', 'policy', part], ['table']);
   calls.push(['writes']);
   const outcomes = inNetns(netns, ...calls);
-  t.deepEqual(outcomes.pop()?.value, { whole: 1, delta: 3, deltaRefused: 0, elements: 0 }, 'the first write whole, each step after it a difference');
+  t.deepEqual(
+    outcomes.pop()?.value,
+    { whole: 1, delta: 3, deltaRefused: 0, elements: 0 },
+    'the first write whole, each step after it a difference',
+  );
   t.deepEqual(
     outcomes.filter((_, i) => i === 1 || (i >= 2 && i % 2 === 0)).map((o) => o.error?.message ?? o.value),
     ['applied', 'applied', 'applied', 'applied'],

@@ -15,6 +15,13 @@ import { denyCounterName, policyChainName } from '../../ts/policy/names.ts';
 
 const chain = (part: TablePart, name: string): Chain | undefined => part.chains?.find((c) => c.name === name);
 const rules = (part: TablePart, name: string) => (chain(part, name)?.rules ?? []).map(renderRule);
+/** An endpoint chain's rules, its last (the goto to its policy list) replaced by the list's rules: the path a packet walks. */
+const walked = (part: TablePart, name: string) => {
+  const own = chain(part, name)?.rules ?? [];
+  const last = own.at(-1)?.verdict;
+  const list = typeof last === 'object' && last !== null && 'goto' in last ? last.goto : undefined;
+  return list === undefined ? own.map(renderRule) : [...own.slice(0, -1).map(renderRule), ...rules(part, list)];
+};
 
 const pod = (
   name: string,
@@ -85,7 +92,8 @@ test('a local endpoint gets dispatch entries and chains: anti-spoofing, conntrac
   const part = e.part();
   t.deepEqual(part.maps?.[0]?.elements, [{ key: 'calia', verdict: { goto: 'fw-calia' } }]);
   t.deepEqual(part.maps?.[1]?.elements, [{ key: 'calia', verdict: { goto: 'tw-calia' } }]);
-  t.deepEqual(rules(part, 'fw-calia'), [
+  t.regex(rules(part, 'fw-calia').at(-1) ?? '', /^goto plo-[0-9a-f]{16}$/, 'the endpoint chain goes to its policy list');
+  t.deepEqual(walked(part, 'fw-calia'), [
     'ip saddr != 10.0.0.1 drop comment "anti-spoofing"',
     'ip6 saddr != fe80::/10 ip6 saddr != :: ip6 saddr != fd00::1 drop comment "anti-spoofing"',
     'meta l4proto 58 jump wl-icmpv6-nd',
@@ -142,9 +150,34 @@ test('only policies selecting a local endpoint are programmed, with the sets the
 
   e.removeEndpoint('shop/db1');
   t.true(e.flush().structural);
-  t.is(chain(e.part(), policyChainName(key, 'ingress')), undefined);
-  t.deepEqual(e.part().sets, [], 'the set went with its last user');
   t.deepEqual(e.part().maps?.[0]?.elements, []);
+  t.truthy(chain(e.part(), policyChainName(key, 'ingress')), 'kept idle for a pod like db1 coming back');
+  t.is(e.stats().activePolicies, 0, 'and not counted as programmed');
+  e.upsertEndpoint(pod('db2', 'here', { app: 'db' }, '10.0.0.8'));
+  e.flush();
+  t.deepEqual(e.endpointPolicies('shop/db2'), { ingress: [key], egress: [] });
+  e.removeEndpoint('shop/db2');
+  e.removePolicy('NetworkPolicy', 'db', 'shop');
+  e.flush();
+  t.is(chain(e.part(), policyChainName(key, 'ingress')), undefined, 'gone with the policy');
+  t.deepEqual(e.part().sets, [], 'the set went with its last user');
+});
+
+test('at most 64 programs no local endpoint needs stay programmed, the oldest dropped first', (t) => {
+  const e = engine({ families: [4] });
+  for (let i = 0; i < 70; i++) e.upsertPolicy(policy(`p${i}`, { selector: `app == "a${i}"`, ingress: [{ action: 'Allow' }] }));
+  for (let i = 0; i < 70; i++) {
+    e.upsertEndpoint(pod(`w${i}`, 'here', { app: `a${i}` }, `10.0.1.${i + 1}`));
+    e.flush();
+    e.removeEndpoint(`shop/w${i}`);
+    e.flush();
+  }
+  const kept = (i: number) => chain(e.part(), policyChainName(`NetworkPolicy/shop/p${i}`, 'ingress')) !== undefined;
+  t.deepEqual(
+    [0, 7, 8, 69].map(kept),
+    [false, false, true, true],
+    'the 64 most recent kept: the profiles of the namespace and its service account (idle last) and 62 of the 70 policies',
+  );
 });
 
 test('a network set overlapping pod addresses: one disjoint interval set; elements follow both', (t) => {
@@ -173,6 +206,44 @@ test('a network set overlapping pod addresses: one disjoint interval set; elemen
   });
 });
 
+test('endpoints with the same policies and profiles share one policy list chain; a list no endpoint uses is kept until a chain it jumps to goes', (t) => {
+  const e = engine();
+  e.upsertPolicy(policy('web', { selector: 'app == "web"', ingress: [{ action: 'Allow' }] }));
+  e.upsertEndpoint(pod('a', 'here', { app: 'web' }, '10.0.0.1'));
+  e.upsertEndpoint(pod('b', 'here', { app: 'web' }, '10.0.0.2'));
+  e.upsertEndpoint(pod('c', 'here', { app: 'db' }, '10.0.0.3'));
+  e.flush();
+  let part = e.part();
+  const listOf = (name: string) => rules(part, name).at(-1);
+  t.is(listOf('tw-calia'), listOf('tw-calib'), 'a and b go to one list');
+  t.not(listOf('tw-calia'), listOf('tw-calic'), 'c has other policies');
+  const lists = () => (part.chains ?? []).filter((c) => /^pl[io]-/.test(c.name)).map((c) => c.name);
+  t.is(lists().length, 3, 'two ingress lists; one egress list, as the policy has no egress');
+  const before = lists();
+  e.upsertEndpoint(pod('d', 'here', { app: 'web' }, '10.0.0.4'));
+  e.flush();
+  part = e.part();
+  t.deepEqual(lists(), before, 'a pod like a and b adds its own chains only');
+  e.removeEndpoint('shop/c');
+  e.flush();
+  part = e.part();
+  t.is(lists().length, 3, "c's list is kept for a pod like it");
+  t.true(walked(part, 'tw-calid').some((r) => r.includes('shop/web')));
+  // The policy gone, its chain goes, and so does every list that jumped to it.
+  e.removePolicy('NetworkPolicy', 'web', 'shop');
+  e.flush();
+  part = e.part();
+  t.is(lists().length, 2, 'one list per direction: profiles only');
+  const names = new Set((part.chains ?? []).map((c) => c.name));
+  const targets = (part.chains ?? []).flatMap((c) =>
+    (c.rules ?? []).flatMap((r) => (typeof r.verdict === 'object' && r.verdict && 'jump' in r.verdict ? [r.verdict.jump] : [])),
+  );
+  t.true(
+    targets.every((name) => names.has(name)),
+    'no chain jumps to one not in the part',
+  );
+});
+
 test('policies in order: tiers by order, then the policy order (absent last), then names; Log and Deny statements', (t) => {
   const e = engine({ families: [4], logGroup: 7, logPerSecond: 3 });
   e.upsertTier({
@@ -196,7 +267,7 @@ test('policies in order: tiers by order, then the policy order (absent last), th
     'NetworkPolicy/shop/a-last',
   ]);
   const part = e.part();
-  const tw = rules(part, 'tw-calia');
+  const tw = walked(part, 'tw-calia');
   t.true(tw.some((r) => r.endsWith('comment "tier security: shop/sec"')));
   t.false(
     tw.some((r) => r.includes('end of tier security')),

@@ -10,13 +10,14 @@
 //
 // An endpoint chain: (egress) drop sources that are not the workload's own addresses; ICMPv6
 // neighbour discovery accepted (it has no conntrack state); established and related accepted,
-// invalid dropped; the mark bits cleared; per tier with policies for the endpoint, each policy's
-// chain while no policy of the tier passed, returning as soon as one allowed, and a drop at the
-// end of the tier unless the tier passes by default; then its profiles; then drop. These drops and
+// invalid dropped; then, by goto, its policy list, shared by the endpoints with the same policies:
+// the mark bits cleared; per tier with policies for the endpoint, each policy's chain while no
+// policy of the tier passed, returning as soon as one allowed, and a drop at the end of the tier
+// unless the tier passes by default; then its profiles; then drop. These drops and
 // the fail-closed ones count into named counters (DEFAULT_DENY_COUNTERS), which /metrics reads.
 import { baseChain, jump, match, notMatch, PRIORITY, regularChain, rule } from '../nft/build.ts';
 import type { Chain, MapElement, Match, Rule } from '../nft/model.ts';
-import { CHAINS, DEFAULT_DENY_COUNTERS, endpointChainName, MAPS, MARK } from './names.ts';
+import { CHAINS, DEFAULT_DENY_COUNTERS, endpointChainName, MAPS, MARK, policyListChainName } from './names.ts';
 import type { Direction } from './program.ts';
 
 interface TierPlan {
@@ -77,8 +78,37 @@ const markClear = (bits: number): Rule => rule([], undefined, undefined, [{ mark
 const bitClear = (bit: number): Match => ({ key: 'meta mark', mask: bit, value: 0 });
 const bitSet = (bit: number): Match => ({ key: 'meta mark', mask: bit, value: bit });
 
-/** The endpoint's chain for `direction` (`tw-<iface>` ingress, `fw-<iface>` egress). */
-export function endpointChain(plan: EndpointPlan, direction: Direction): Chain {
+/**
+ * The chain of the policies and profiles for `direction` of an endpoint (`pli-<hash>` ingress,
+ * `plo-<hash>` egress, named by its rules): shared by every local endpoint with the same ones, so
+ * that a pod joining its Deployment's pods on a node writes only its own short chains.
+ */
+export function policyListChain(plan: Pick<EndpointPlan, 'tiers' | 'profiles'>, direction: Direction): Chain {
+  const rules: Rule[] = [markClear(MARK.accept | MARK.pass)];
+  plan.tiers[direction].forEach((tier, t) => {
+    if (t > 0) rules.push(markClear(MARK.pass));
+    tier.policies.forEach((policy, i) => {
+      rules.push(rule(i === 0 ? [] : [bitClear(MARK.pass)], jump(policy.chain), `tier ${tier.name}: ${policy.display}`.slice(0, 127)));
+      rules.push(rule([bitSet(MARK.accept)], 'return'));
+    });
+    if (!tier.passes) rules.push(rule([bitClear(MARK.pass)], 'drop', `end of tier ${tier.name}`.slice(0, 127), noPolicyAllowed));
+  });
+  for (const profile of plan.profiles) {
+    const chain = profile[direction];
+    if (chain === undefined) continue;
+    rules.push(rule([], jump(chain), `profile ${profile.display}`.slice(0, 127)));
+    rules.push(rule([bitSet(MARK.accept)], 'return'));
+  }
+  rules.push(rule([], 'drop', 'no policy or profile allowed', noPolicyAllowed));
+  return regularChain(policyListChainName(direction, JSON.stringify(rules)), rules);
+}
+
+/**
+ * The endpoint's chain for `direction` (`tw-<iface>` ingress, `fw-<iface>` egress): what is the
+ * endpoint's own (its addresses), then its policy list (`list`, from policyListChain) by goto,
+ * whose returns go where the endpoint chain's would.
+ */
+export function endpointChain(plan: EndpointPlan, direction: Direction, list: string): Chain {
   const rules: Rule[] = [];
   if (direction === 'egress') {
     const v4 = plan.addresses[4];
@@ -101,23 +131,8 @@ export function endpointChain(plan: EndpointPlan, direction: Direction): Chain {
     rule([match('meta l4proto', 58)], jump(CHAINS.neighbourDiscovery)),
     rule([match('ct state', ['established', 'related'])], 'accept'),
     rule([match('ct state', 'invalid')], 'drop'),
-    markClear(MARK.accept | MARK.pass),
+    rule([], { goto: list }),
   );
-  plan.tiers[direction].forEach((tier, t) => {
-    if (t > 0) rules.push(markClear(MARK.pass));
-    tier.policies.forEach((policy, i) => {
-      rules.push(rule(i === 0 ? [] : [bitClear(MARK.pass)], jump(policy.chain), `tier ${tier.name}: ${policy.display}`.slice(0, 127)));
-      rules.push(rule([bitSet(MARK.accept)], 'return'));
-    });
-    if (!tier.passes) rules.push(rule([bitClear(MARK.pass)], 'drop', `end of tier ${tier.name}`.slice(0, 127), noPolicyAllowed));
-  });
-  for (const profile of plan.profiles) {
-    const chain = profile[direction];
-    if (chain === undefined) continue;
-    rules.push(rule([], jump(chain), `profile ${profile.display}`.slice(0, 127)));
-    rules.push(rule([bitSet(MARK.accept)], 'return'));
-  }
-  rules.push(rule([], 'drop', 'no policy or profile allowed', noPolicyAllowed));
   return regularChain(endpointChainName(plan.interfaceName, direction), rules);
 }
 

@@ -233,10 +233,11 @@ export class PolicyEngine {
   part(): TablePart {
     this.#local.rebuild();
     if (this.#part) return this.#part;
-    const endpoints = this.#local.chains();
     const programmed = this.#programs.chains();
+    const names = new Set(programmed.chains.map((c) => c.name));
+    const endpoints = this.#local.chains((name) => names.has(name));
     this.#part = {
-      chains: [...(this.#fixedChains ??= fixedChains(this.#options.interfacePrefix)), ...endpoints.chains, ...programmed.chains],
+      chains: [...this.#fixed(), ...endpoints.chains, ...programmed.chains],
       sets: this.#sets.nftSets(),
       maps: [
         { name: MAPS.from, type: 'ifname', elements: endpoints.from },
@@ -245,6 +246,11 @@ export class PolicyEngine {
       counters: [...Object.values(DEFAULT_DENY_COUNTERS), ...programmed.counters],
     };
     return this.#part;
+  }
+
+  #fixed(): Chain[] {
+    this.#fixedChains ??= fixedChains(this.#options.interfacePrefix);
+    return this.#fixedChains;
   }
 
   /** What of each policy and profile cannot be programmed. */

@@ -7,7 +7,7 @@ import type { Chain, MapElement } from '../nft/model.ts';
 import type { Labels } from '../selectors/syntax.ts';
 import { formatIp } from '../net/cidr.ts';
 import type { Family, Interval } from './addresses.ts';
-import { dispatchElements, endpointChain, type EndpointPlan } from './chains.ts';
+import { dispatchElements, endpointChain, policyListChain, type EndpointPlan } from './chains.ts';
 import { profilesOf, type EndpointInput } from './endpoints.ts';
 import { MAPS, policyChainName } from './names.ts';
 import { byTier, type TierInfo } from './order.ts';
@@ -31,7 +31,18 @@ interface Local {
   input: EndpointInput;
   addresses: readonly { family: Family; interval: Interval }[];
   selectedBy: Set<string>;
-  built?: { ingress: Chain; egress: Chain; text: string; interfaceName: string };
+  /** Its chains, and the policy list chains they go to (shared: the same object for every endpoint with that list). */
+  built?: { ingress: Chain; egress: Chain; lists: [Chain, Chain]; text: string; interfaceName: string };
+}
+
+/** How many policy list chains no endpoint uses are kept. */
+const KEPT_UNUSED_LISTS = 64;
+
+/** The chains a list's rules jump to. */
+function jumpsTo(chain: Chain): string[] {
+  return (chain.rules ?? []).flatMap((r) =>
+    typeof r.verdict === 'object' && r.verdict !== null && 'jump' in r.verdict ? [r.verdict.jump] : [],
+  );
 }
 
 export class LocalEndpoints {
@@ -48,6 +59,8 @@ export class LocalEndpoints {
   readonly #dirty = new Set<string>();
   /** Dispatch map changes since the last flush. */
   readonly dispatch = new ElementJournal<MapElement>();
+  /** The policy list chains by name, one object each, as chains() last gave them. */
+  #lists = new Map<string, Chain>();
 
   constructor(context: LocalContext) {
     this.#context = context;
@@ -155,19 +168,44 @@ export class LocalEndpoints {
   }
 
   /** The endpoints' chains and dispatch map elements, by interface name. */
-  chains(): { chains: Chain[]; from: MapElement[]; to: MapElement[] } {
+  chains(programmed: (chain: string) => boolean): { chains: Chain[]; from: MapElement[]; to: MapElement[] } {
     const built = [...this.#endpoints.values()].flatMap((local) => (local.built ? [local.built] : []));
     built.sort((a, b) => (a.interfaceName < b.interfaceName ? -1 : 1));
     const chains: Chain[] = [];
     const from: MapElement[] = [];
     const to: MapElement[] = [];
+    const used = new Set<string>();
     for (const b of built) {
       chains.push(b.ingress, b.egress);
+      for (const list of b.lists) used.add(list.name);
       const elements = dispatchElements(b.interfaceName);
       from.push(elements.from);
       to.push(elements.to);
     }
+    // Lists no endpoint goes to any more are kept a while (the newest first), so that pods coming
+    // and going with the same policies (a Deployment scaled, a pod replaced) write their own short
+    // chains only; never one that jumps to a chain no longer programmed.
+    const lists = new Map<string, Chain>();
+    let unused = 0;
+    for (const list of [...this.#lists.values()].reverse()) {
+      if (used.has(list.name)) lists.set(list.name, list);
+      else if (unused < KEPT_UNUSED_LISTS && jumpsTo(list).every(programmed)) {
+        lists.set(list.name, list);
+        unused++;
+      }
+    }
+    this.#lists = new Map([...lists].reverse());
+    chains.push(...[...lists.values()].sort((a, b) => (a.name < b.name ? -1 : 1)));
     return { chains, from, to };
+  }
+
+  /** The list chain of that name made before (its object, which the table writer skips), or this one. */
+  #listChain(chain: Chain): Chain {
+    const known = this.#lists.get(chain.name) ?? chain;
+    // Used last: the newest of the lists kept.
+    this.#lists.delete(chain.name);
+    this.#lists.set(chain.name, known);
+    return known;
   }
 
   #membership(selector: string, key: string, added: boolean): void {
@@ -240,14 +278,15 @@ export class LocalEndpoints {
       ];
     });
     const plan: EndpointPlan = { interfaceName, addresses, tiers: { ingress: tiers('ingress'), egress: tiers('egress') }, profiles };
-    const ingress = endpointChain(plan, 'ingress');
-    const egress = endpointChain(plan, 'egress');
+    const lists = { ingress: this.#listChain(policyListChain(plan, 'ingress')), egress: this.#listChain(policyListChain(plan, 'egress')) };
+    const ingress = endpointChain(plan, 'ingress', lists.ingress.name);
+    const egress = endpointChain(plan, 'egress', lists.egress.name);
     const text = JSON.stringify([ingress, egress]);
     const before = local.built;
     if (before?.text === text) return;
     if (before && before.interfaceName !== interfaceName) this.#noteDispatch(before.interfaceName, false);
     if (!before || before.interfaceName !== interfaceName) this.#noteDispatch(interfaceName, true);
-    local.built = { ingress, egress, text, interfaceName };
+    local.built = { ingress, egress, lists: [lists.ingress, lists.egress], text, interfaceName };
     this.#context.structureChanged();
   }
 

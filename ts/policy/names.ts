@@ -44,6 +44,14 @@ export function policyChainName(key: string, direction: Direction): string {
   return `${prefix}-${hashOf(key)}`;
 }
 
+/**
+ * `pli-<hash>` (ingress) or `plo-<hash>` (egress) of a policy list chain, by its rules' text
+ * (hashed each time: the texts are long and short-lived, not worth keeping).
+ */
+export function policyListChainName(direction: Direction, rulesText: string): string {
+  return `${direction === 'ingress' ? 'pli' : 'plo'}-${createHash('sha256').update(rulesText).digest('hex').slice(0, 16)}`;
+}
+
 /** The named counter of the packets a policy's Deny rules dropped. */
 export const denyCounterName = (key: string): string => `deny-${hashOf(key)}`;
 

@@ -20,11 +20,14 @@ export interface ProgramRecord {
   issues: ProgramIssue[];
   /** Profiles: their labels for the endpoints naming them. */
   labels?: Labels;
-  active?: { chains: Chain[]; sets: string[] };
+  active?: { chains: Chain[]; sets: string[]; counter: string };
 }
 
 /** A value's JSON for comparing two states (addresses are BigInts, which JSON has no form for). */
 export const textOf = (value: unknown): string => JSON.stringify(value, (_, v) => (typeof v === 'bigint' ? v.toString() : v));
+
+/** How many policies and profiles no local endpoint needs stay programmed. */
+const IDLE_KEPT = 64;
 
 export class Programs {
   readonly policies = new Map<string, ProgramRecord>();
@@ -33,6 +36,10 @@ export class Programs {
   readonly #sets: SetRegistry;
   readonly #ruleOptions: RuleOptions;
   readonly #structureChanged: () => void;
+  /** chains()'s answer, kept until a program is built or released (a part at thousands of policies otherwise walks them all). */
+  #programmed: { chains: Chain[]; counters: string[] } | undefined;
+  /** Programmed records no local endpoint needs, oldest first. */
+  readonly #idle = new Set<ProgramRecord>();
 
   constructor(sets: SetRegistry, ruleOptions: RuleOptions, structureChanged: () => void) {
     this.#sets = sets;
@@ -44,9 +51,12 @@ export class Programs {
   set(records: Map<string, ProgramRecord>, key: string, record: ProgramRecord): { before: ProgramRecord | undefined; changed: boolean } {
     const before = records.get(key);
     if (before?.active) record.active = before.active;
+    if (before && this.#idle.delete(before)) this.#idle.add(record);
     records.set(key, record);
     const changed = !before?.program || !record.program || textOf(before.program) !== textOf(record.program);
-    if (changed && record.active && record.program) {
+    // An idle program that changed is not built again for nobody.
+    if (changed && this.#idle.has(record)) this.#drop(record);
+    else if (changed && record.active && record.program) {
       const old = record.active;
       record.active = this.#build(record.program);
       this.#release(old);
@@ -58,28 +68,56 @@ export class Programs {
     const record = records.get(key);
     if (!record) return undefined;
     records.delete(key);
+    this.#idle.delete(record);
     if (record.active) this.#release(record.active);
     return record;
   }
 
-  /** Programs the record while `needed`, and only then. */
+  /**
+   * Programs the record while `needed`. One no longer needed stays programmed, idle, among the
+   * IDLE_KEPT most recent (its chains unreferenced): a pod coming back, or the next of a
+   * Deployment's pods, then writes its own chains only, not its policies' again.
+   */
   need(record: ProgramRecord | undefined, needed: boolean): void {
     if (!record) return;
-    if (needed && record.program && !record.active) record.active = this.#build(record.program);
-    else if ((!needed || !record.program) && record.active) {
-      this.#release(record.active);
-      delete record.active;
+    if (needed && record.program) {
+      if (this.#idle.delete(record)) return;
+      if (!record.active) record.active = this.#build(record.program);
+      return;
     }
+    if (!record.active) return;
+    if (!record.program) {
+      this.#drop(record);
+      return;
+    }
+    if (this.#idle.has(record)) return;
+    this.#idle.add(record);
+    for (const oldest of this.#idle) {
+      if (this.#idle.size <= IDLE_KEPT) break;
+      this.#drop(oldest);
+    }
+  }
+
+  #drop(record: ProgramRecord): void {
+    this.#idle.delete(record);
+    if (!record.active) return;
+    this.#release(record.active);
+    delete record.active;
   }
 
   /** The programmed chains and their deny counters. */
   chains(): { chains: Chain[]; counters: string[] } {
+    this.#programmed ??= this.#collect();
+    return this.#programmed;
+  }
+
+  #collect(): { chains: Chain[]; counters: string[] } {
     const chains: Chain[] = [];
     const counters: string[] = [];
     for (const record of [...this.policies.values(), ...this.profiles.values()]) {
       if (!record.active || !record.program) continue;
-      chains.push(...record.active.chains);
-      counters.push(denyCounterName(record.program.key));
+      for (const chain of record.active.chains) chains.push(chain);
+      counters.push(record.active.counter);
     }
     return { chains, counters: counters.sort() };
   }
@@ -102,7 +140,7 @@ export class Programs {
   denyCounters(): Map<string, PolicyProgram> {
     const out = new Map<string, PolicyProgram>();
     for (const record of [...this.policies.values(), ...this.profiles.values()])
-      if (record.active && record.program) out.set(denyCounterName(record.program.key), record.program);
+      if (record.active && record.program) out.set(record.active.counter, record.program);
     return out;
   }
 
@@ -111,14 +149,14 @@ export class Programs {
     let rules = 0;
     let policies = 0;
     for (const record of this.policies.values()) {
-      if (!record.active) continue;
+      if (!record.active || this.#idle.has(record)) continue;
       policies++;
       for (const chain of record.active.chains) rules += chain.rules?.length ?? 0;
     }
     return { policies, rules };
   }
 
-  #build(program: PolicyProgram): { chains: Chain[]; sets: string[] } {
+  #build(program: PolicyProgram): { chains: Chain[]; sets: string[]; counter: string } {
     const sets: string[] = [];
     const use = (set: SetDescriptor) => {
       const name = this.#sets.use(set);
@@ -130,12 +168,14 @@ export class Programs {
       if (!program[direction]) continue;
       chains.push({ name: policyChainName(program.key, direction), rules: policyRules(program, direction, this.#ruleOptions, use) });
     }
+    this.#programmed = undefined;
     this.#structureChanged();
-    return { chains, sets };
+    return { chains, sets, counter: denyCounterName(program.key) };
   }
 
   #release(active: { sets: string[] }): void {
     for (const name of active.sets) this.#sets.release(name);
+    this.#programmed = undefined;
     this.#structureChanged();
   }
 }
