@@ -90,6 +90,30 @@ test('one informer and one list per resource and selectors; add, update with the
   t.true(informers.synced());
 });
 
+test('a cache keeps its view of each object, listed and watched, and no managedFields; another view is another informer', async (t) => {
+  const informers = new Informers(config, { log: quiet });
+  t.teardown(() => informers.stop());
+  const core = config.makeApiClient(k8s.CoreV1Api);
+  const plain = informers.informer(nodesOf(core, 'view'));
+  const labelsOnly: Source<k8s.V1Node> = {
+    ...nodesOf(core, 'view'),
+    view: { name: 'labels', of: (node) => ({ metadata: { name: node.metadata?.name, labels: node.metadata?.labels } }) },
+  };
+  const viewed = informers.informer(labelsOnly);
+  t.not(viewed, plain, 'a view is its own informer');
+  await createNode(kube, t, 'view-1', { test: 'view', a: '1' });
+  informers.start();
+  await viewed.whenSynced();
+  await plain.whenSynced();
+  t.deepEqual(viewed.get('view-1'), { metadata: { name: 'view-1', labels: { test: 'view', a: '1' } } }, 'listed: the view');
+  t.truthy(plain.get('view-1')?.spec, 'the plain cache keeps the object');
+  t.is(plain.get('view-1')?.metadata?.managedFields, undefined, 'without managedFields');
+  await createNode(kube, t, 'view-2', { test: 'view', a: '2' });
+  await eventually('the watched node in both caches', () => viewed.get('view-2') !== undefined && plain.get('view-2') !== undefined);
+  t.deepEqual(viewed.get('view-2'), { metadata: { name: 'view-2', labels: { test: 'view', a: '2' } } }, 'watched: the view');
+  t.is(plain.get('view-2')?.metadata?.managedFields, undefined);
+});
+
 test('updates of status only, or of nothing significant to a handler, are not passed on to it', async (t) => {
   const informers = new Informers(config, { log: quiet });
   t.teardown(() => informers.stop());

@@ -36,6 +36,12 @@ export interface Source<T extends k8s.KubernetesObject> {
   list: () => Promise<k8s.KubernetesListObject<T>>;
   labelSelector?: string;
   fieldSelector?: string;
+  /**
+   * What of each object the cache keeps (its handlers and readers see only that), besides
+   * managedFields, which no cache keeps. Informers of one collection share a cache: one with
+   * another view is another informer.
+   */
+  view?: { name: string; of: (object: T) => T };
 }
 
 export interface Handler<T> {
@@ -77,6 +83,24 @@ export interface InformersOptions {
 
 const RETRY: BackoffOptions = { initialMs: 500, maxMs: 30_000, jitter: 0.1 };
 
+/** The watch event types that carry an object (BOOKMARK carries a resourceVersion, ERROR a Status). */
+const OBJECT_PHASES = new Set(['ADDED', 'MODIFIED', 'DELETED']);
+
+/**
+ * What a cache keeps of an object: `view`'s part, without metadata.managedFields (the server's
+ * record of who set which field: the largest part of many objects, which no reader here needs).
+ */
+function cacheView<T extends k8s.KubernetesObject>(view: ((object: T) => T) | undefined): (object: T) => T {
+  return (object) => {
+    const kept = view ? view(object) : object;
+    if (kept.metadata?.managedFields) {
+      const { managedFields: _managed, ...metadata } = kept.metadata;
+      kept.metadata = metadata;
+    }
+    return kept;
+  };
+}
+
 export class Informers {
   private readonly config: k8s.KubeConfig;
   private readonly options: InformersOptions;
@@ -90,10 +114,10 @@ export class Informers {
 
   /** The process's informer for `source`'s path and selectors, made on first use. */
   informer<T extends k8s.KubernetesObject>(source: Source<T>): Informer<T> {
-    const id = `${source.path}?labelSelector=${source.labelSelector ?? ''}&fieldSelector=${source.fieldSelector ?? ''}`;
+    const id = `${source.path}?labelSelector=${source.labelSelector ?? ''}&fieldSelector=${source.fieldSelector ?? ''}#${source.view?.name ?? ''}`;
     let found = this.informers.get(id);
     if (!found) {
-      found = new SharedInformer(this.config, source as Source<k8s.KubernetesObject>, this.options);
+      found = new SharedInformer(this.config, source as unknown as Source<k8s.KubernetesObject>, this.options);
       this.informers.set(id, found);
       if (this.started) found.start();
     }
@@ -162,7 +186,18 @@ class SharedInformer<T extends k8s.KubernetesObject> implements Informer<T> {
     // client-node keeps the quiet-watch timeout in a private field; tests shorten it to see a
     // watch made again from where it was without waiting 30 s.
     if (options.watchTimeoutMs !== undefined) (watch as unknown as { requestTimeoutMs: number }).requestTimeoutMs = options.watchTimeoutMs;
-    this.listWatch = new k8s.ListWatch(source.path, watch, source.list, false, source.labelSelector, source.fieldSelector);
+    // The cache holds each object as kept (cacheView): client-node's ListWatch has no transform,
+    // so its list and its watch's events are given it as kept.
+    const keep = cacheView(source.view?.of);
+    const watchEvents = watch.watch.bind(watch);
+    watch.watch = (path, query, callback, done) =>
+      watchEvents(path, query, (phase, object, raw) => callback(phase, OBJECT_PHASES.has(phase) ? keep(object) : object, raw), done);
+    const list = async () => {
+      const listed = await source.list();
+      listed.items = listed.items.map(keep);
+      return listed;
+    };
+    this.listWatch = new k8s.ListWatch(source.path, watch, list, false, source.labelSelector, source.fieldSelector);
     this.listWatch.on('add', (object) => {
       this.previous.set(keyOf(object), object);
       this.dispatch((handler) => handler.add?.(object));

@@ -57,7 +57,12 @@ export function followPolicyResources(informers: Informers, kube: k8s.KubeConfig
     );
   return {
     // The same collections (path and no selectors) as other subsystems' are the same informers.
-    Pod: follow('pods', '/api/v1/pods', () => core.listPodForAllNamespaces()),
+    Pod: informers.informer<k8s.KubernetesObject>({
+      what: 'pods',
+      path: '/api/v1/pods',
+      list: () => core.listPodForAllNamespaces() as Promise<k8s.KubernetesListObject<k8s.KubernetesObject>>,
+      view: { name: 'policy', of: podAsPolicySees },
+    }),
     Namespace: follow('namespaces', '/api/v1/namespaces', () => core.listNamespace()),
     ServiceAccount: follow('service accounts', '/api/v1/serviceaccounts', () => core.listServiceAccountForAllNamespaces()),
     KubernetesNetworkPolicy: follow('networkpolicies.networking.k8s.io', '/apis/networking.k8s.io/v1/networkpolicies', () =>
@@ -69,6 +74,27 @@ export function followPolicyResources(informers: Informers, kube: k8s.KubeConfig
     GlobalNetworkSet: netplug('GlobalNetworkSet'),
     Tier: netplug('Tier'),
   };
+}
+
+/**
+ * What the policy subsystem reads of a pod (endpointOfPod, the feed, the significant fields): all
+ * the cache keeps of every pod in the cluster, a tenth of a pod as the API server gives it.
+ */
+function podAsPolicySees(object: k8s.KubernetesObject): k8s.KubernetesObject {
+  const pod = object as k8s.V1Pod;
+  const { name, namespace, uid, labels, resourceVersion, deletionTimestamp } = pod.metadata ?? {};
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace, uid, labels, resourceVersion, deletionTimestamp },
+    spec: {
+      nodeName: pod.spec?.nodeName,
+      hostNetwork: pod.spec?.hostNetwork,
+      serviceAccountName: pod.spec?.serviceAccountName,
+      containers: (pod.spec?.containers ?? []).map((c) => ({ name: c.name, ports: c.ports })),
+    },
+    status: { phase: pod.status?.phase, podIP: pod.status?.podIP, podIPs: pod.status?.podIPs },
+  } as k8s.KubernetesObject;
 }
 
 /** An object's key in its informer's cache: `<namespace>/<name>`, or the name of a cluster-wide object. */
