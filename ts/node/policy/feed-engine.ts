@@ -14,21 +14,14 @@ import type * as k8s from '@kubernetes/client-node';
 
 import { hostInterfaceName } from '../../dataplane/index.ts';
 import type { Logger } from '../../log/logger.ts';
-import { checkPolicyDocument, PolicyDocumentError } from '../../model/policy-check.ts';
-import {
-  KUBERNETES_POLICY_PREFIX,
-  namespaceProfileName,
-  serviceAccountProfileName,
-  type NetworkPolicyResource,
-  type NetworkSetResource,
-  type PolicyResource,
-  type ProfileResource,
-} from '../../model/policy.ts';
+import { PolicyDocumentError } from '../../model/policy-check.ts';
+import type { PolicyResource, ProfileResource } from '../../model/policy.ts';
 import type { WorkloadEndpoint } from '../../model/workload-endpoint.ts';
 import { endpointOfPod, endpointOfWorkload, type EndpointInput, type KubePod } from '../../policy/endpoints.ts';
 import type { PolicyEngine } from '../../policy/engine.ts';
-import { convertKubernetesPolicy, namespaceProfile, servedKubernetesPolicy, serviceAccountProfile } from '../../policy/kubernetes.ts';
-import { cached, FOLLOWED_KINDS, objectKey, type FollowedKind, type PolicyInformers } from './follow-resources.ts';
+import type { namespaceProfile } from '../../policy/kubernetes.ts';
+import { convertedResource, type FeedKind, removeResource } from './convert-resources.ts';
+import { cached, FOLLOWED_KINDS, type FollowedKind, objectKey, type PolicyInformers } from './follow-resources.ts';
 
 /** What an ADD served on this node said of its pod (program-networked-pod.ts). */
 export interface AddedPod {
@@ -52,8 +45,6 @@ export interface LocalPod {
   mac?: string;
 }
 
-/** The kinds a source may give: the Kubernetes API's (FOLLOWED_KINDS), or the etcd datastore's documents. */
-export type FeedKind = FollowedKind | 'WorkloadEndpoint' | 'Profile';
 const FEED_KINDS: readonly FeedKind[] = [...FOLLOWED_KINDS, 'WorkloadEndpoint', 'Profile'];
 
 /** Where a pass reads objects: each kind's keys (`<namespace>/<name>` or a name) and the object of a key. */
@@ -166,14 +157,14 @@ export class EngineFeed {
     const name = key.slice(key.indexOf('/') + 1);
     const namespace = key.includes('/') ? key.slice(0, key.indexOf('/')) : undefined;
     if (!object) {
-      if (this.#forget(kind, key)) this.#remove(kind, name, namespace);
+      if (this.#forget(kind, key)) removeResource(this.engine, kind, name, namespace);
       this.#issues.delete(`${kind}/${key}`);
       return;
     }
     let given: PolicyResource | { profile: ReturnType<typeof namespaceProfile> };
     const issues: string[] = [];
     try {
-      given = this.#converted(kind, object, issues);
+      given = convertedResource(kind, object, issues, this.#source.kinds.includes('KubernetesNetworkPolicy'));
     } catch (err) {
       if (!(err instanceof PolicyDocumentError)) throw err;
       // The version the engine holds (if any) stays: a bad update neither opens nor closes anything.
@@ -192,67 +183,6 @@ export class EngineFeed {
     }
     if (issues.length > 0) this.#issues.set(`${kind}/${key}`, issues);
     else this.#issues.delete(`${kind}/${key}`);
-  }
-
-  #converted(
-    kind: FeedKind,
-    object: k8s.KubernetesObject,
-    issues: string[],
-  ): PolicyResource | { profile: ReturnType<typeof namespaceProfile> } {
-    const metadata = { name: object.metadata?.name ?? '', namespace: object.metadata?.namespace, labels: object.metadata?.labels };
-    switch (kind) {
-      case 'Namespace':
-        return { profile: namespaceProfile({ metadata }) };
-      case 'ServiceAccount':
-        return { profile: serviceAccountProfile({ metadata }) };
-      case 'KubernetesNetworkPolicy': {
-        const converted = convertKubernetesPolicy(servedKubernetesPolicy(object));
-        issues.push(...converted.issues.map((issue) => `${issue.field}: ${issue.message}`));
-        return converted.policy;
-      }
-      case 'NetworkPolicy': {
-        // On etcd, netplug-kube-controllers writes Kubernetes NetworkPolicies under their reserved
-        // names (`knp.default.*`), which no user's document may take: checked as the rest are, under
-        // the name they convert from.
-        const name = object.metadata?.name ?? '';
-        if (!name.startsWith(KUBERNETES_POLICY_PREFIX) || this.#source.kinds.includes('KubernetesNetworkPolicy')) break;
-        const document = userDocument({ ...object, metadata: { ...object.metadata, name: name.slice(KUBERNETES_POLICY_PREFIX.length) } });
-        const checked = checkPolicyDocument(document, object.metadata?.namespace);
-        return { ...checked, metadata: { ...checked.metadata, name } };
-      }
-    }
-    return checkPolicyDocument(userDocument(object), object.metadata?.namespace);
-  }
-
-  #remove(kind: FeedKind, name: string, namespace: string | undefined): void {
-    switch (kind) {
-      case 'Profile':
-        this.engine.removeProfile(name);
-        break;
-      case 'Namespace':
-        this.engine.removeProfile(namespaceProfileName(name));
-        break;
-      case 'ServiceAccount':
-        this.engine.removeProfile(serviceAccountProfileName(namespace ?? 'default', name));
-        break;
-      case 'KubernetesNetworkPolicy':
-        this.engine.removePolicy('NetworkPolicy', `${KUBERNETES_POLICY_PREFIX}${name}`, namespace);
-        break;
-      case 'NetworkPolicy':
-      case 'GlobalNetworkPolicy':
-        this.engine.removePolicy(kind as NetworkPolicyResource['kind'], name, namespace);
-        break;
-      case 'NetworkSet':
-      case 'GlobalNetworkSet':
-        this.engine.removeNetworkSet(kind as NetworkSetResource['kind'], name, namespace);
-        break;
-      case 'Tier':
-        this.engine.removeTier(name);
-        break;
-      case 'Pod':
-        this.engine.removeEndpoint(`${namespace ?? 'default'}/${name}`);
-        break;
-    }
   }
 
   /** Whether the engine held `key` of `kind` (it does no more). */
@@ -344,20 +274,4 @@ export class EngineFeed {
       });
     else this.#local.delete(key);
   }
-}
-
-/** The document a user wrote (what checkPolicyDocument reads): no server fields, no status. */
-function userDocument(object: k8s.KubernetesObject): unknown {
-  const { name, namespace, labels, annotations } = object.metadata ?? {};
-  return {
-    kind: object.kind,
-    apiVersion: object.apiVersion,
-    metadata: {
-      name,
-      ...(namespace ? { namespace } : {}),
-      ...(labels && Object.keys(labels).length > 0 ? { labels } : {}),
-      ...(annotations && Object.keys(annotations).length > 0 ? { annotations } : {}),
-    },
-    spec: (object as { spec?: unknown }).spec ?? {},
-  };
 }

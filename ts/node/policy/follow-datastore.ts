@@ -9,7 +9,8 @@ import { keys } from '../../model/keys.ts';
 import { type WorkloadEndpoint, workloadEndpointName } from '../../model/workload-endpoint.ts';
 import type { Entry, FollowEvents, Following } from '../../store/store.ts';
 import type { Gate } from '../shared/subsystem.ts';
-import type { FeedKind, FeedSource } from './feed-engine.ts';
+import type { FeedKind } from './convert-resources.ts';
+import type { FeedSource } from './feed-engine.ts';
 
 type Follow = (prefix: string, events: FollowEvents) => Following;
 

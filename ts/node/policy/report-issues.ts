@@ -16,7 +16,7 @@ import { KUBERNETES_POLICY_PREFIX } from '../../model/policy.ts';
 import { describeError } from '../../runtime/errors.ts';
 import type { EventRecorder, InvolvedObject } from '../../runtime/events.ts';
 import type { Log } from '../../runtime/log.ts';
-import type { FeedKind } from './feed-engine.ts';
+import type { FeedKind } from './convert-resources.ts';
 import type { NewIssue } from './program-policy.ts';
 
 const NOT_PROGRAMMED_REASON = 'PolicyNotProgrammed';
