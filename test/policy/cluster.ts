@@ -42,6 +42,7 @@ export interface TestPod {
   labels: Record<string, string>;
   serviceAccount: string;
   ipv4: string;
+  /** '' for a pod without IPv6. */
   ipv6: string;
   node: string;
   /** The host side of its interface. */

@@ -23,7 +23,8 @@ export function endpointOf(pod: TestPod, withInterface = true): EndpointInput {
     name: pod.name,
     labels: pod.labels,
     serviceAccount: pod.serviceAccount,
-    addresses: [`${pod.ipv4}/32`, `${pod.ipv6}/128`],
+    // A pod without IPv6 (ipv6 '': the kubelet cluster's) has its IPv4 address only.
+    addresses: [`${pod.ipv4}/32`, ...(pod.ipv6 ? [`${pod.ipv6}/128`] : [])],
     ports: pod.ports,
     node: pod.node,
     ...(withInterface ? { interfaceName: pod.interfaceName } : {}),

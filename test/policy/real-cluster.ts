@@ -90,8 +90,25 @@ export function realCluster(parts: {
   nodeProcess: NetnsProcess;
   writes: WorldWrites;
   logTail(): Promise<string>;
+  /**
+   * Workloads of the node that are not probed (an installed cluster's netplug-kube-controllers),
+   * with their namespaces and service accounts: the agent programs them too.
+   */
+  others?: TestCluster;
 }): RealCluster {
   const node = parts.cluster.pods[0]?.node ?? '';
+  const { others } = parts;
+  const withOthers = (world: PolicyWorld): PolicyWorld =>
+    others
+      ? {
+          ...world,
+          cluster: {
+            namespaces: [...world.cluster.namespaces, ...others.namespaces],
+            serviceAccounts: [...world.cluster.serviceAccounts, ...others.serviceAccounts],
+            pods: [...world.cluster.pods, ...others.pods],
+          },
+        }
+      : world;
   return {
     ...parts.writes,
     cluster: parts.cluster,
@@ -107,7 +124,7 @@ export function realCluster(parts: {
       return { policies, rules, endpoints };
     },
     expectedCounts(world) {
-      const stats = engineFor(world, node, { interfacePrefix: INTERFACE_PREFIX }).engine.stats();
+      const stats = engineFor(withOthers(world), node, { interfacePrefix: INTERFACE_PREFIX }).engine.stats();
       return { policies: stats.activePolicies, rules: stats.policyRules, endpoints: stats.localEndpoints };
     },
   };

@@ -117,7 +117,8 @@ export function truthTableSuite(test: TestFn, suite: TruthTableSuite): void {
     }
   }
 
-  test.before(async () => {
+  // Serial: after the before hooks registered earlier (a cluster's) have finished.
+  test.serial.before(async () => {
     real = await suite.start(shared);
     await agentHolds('the nine pods', real.expectedCounts(noPolicies(real.cluster)), 120_000);
   });
