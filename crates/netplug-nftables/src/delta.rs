@@ -15,7 +15,7 @@ use crate::check::{check_name, map_elements, rule_label, scope_of, set_elements}
 use crate::compile::{CompiledRule, compile_rule};
 use crate::elements::{Encoded, KeyLayout};
 use crate::model::{Chain, ElementChanges, Map, Set, Table, Verdict};
-use crate::update::{self, Edit};
+use crate::update::{self, Edit, SetIndexes};
 
 /// What changed since the description last committed.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -80,7 +80,8 @@ pub struct Planned {
 }
 
 /// Applies `delta` to `old` (consumed) and checks what it touches; an error names the object.
-pub fn plan(mut table: Table, delta: TableDelta) -> Result<Planned, String> {
+/// `indexes` are the sets' element indexes (update.rs), of sets the delta keeps.
+pub fn plan(mut table: Table, delta: TableDelta, indexes: &mut SetIndexes) -> Result<Planned, String> {
     // A name both removed and given would be added, then removed by the same transaction.
     let removed: HashSet<&str> = delta
         .delete_chains
@@ -211,7 +212,7 @@ pub fn plan(mut table: Table, delta: TableDelta) -> Result<Planned, String> {
         new_sets.push((map.name.clone(), layout, encoded.into_iter().map(|(e, v)| (e, Some(v))).collect(), false));
     }
     drop(scope);
-    let edits = update::plan(&table, &delta.elements)?;
+    let edits = update::plan(&table, &delta.elements, indexes)?;
     Ok(Planned {
         table,
         flushed,
@@ -269,9 +270,9 @@ impl Planned {
     }
 
     /// The committed table once the transaction committed.
-    pub fn committed(self) -> Table {
+    pub fn committed(self, indexes: &mut SetIndexes) -> Table {
         let mut table = self.table;
-        update::apply(&mut table, self.edits);
+        update::apply(&mut table, self.edits, indexes);
         table
     }
 }

@@ -7,7 +7,32 @@ use std::collections::{HashMap, HashSet};
 use crate::batch::Batch;
 use crate::check::{check_map_verdict, scope_of};
 use crate::elements::{Encoded, KeyLayout};
-use crate::model::{Element, ElementChanges, MapElement, Table, Verdict};
+use crate::model::{Element, ElementChanges, MapElement, Set, Table, Verdict};
+
+/// A set's elements encoded, in the order of the copy's element list, and each key's position:
+/// kept by the writer between element updates, so that an update costs its own elements, not an
+/// encoding of every element of the sets it touches (a namespace's pods are thousands).
+pub struct SetIndex {
+    keys: Vec<Encoded>,
+    at: HashMap<Encoded, usize>,
+}
+
+impl SetIndex {
+    fn of(set: &Set, layout: &KeyLayout) -> Result<Self, String> {
+        let mut keys = Vec::with_capacity(set.elements.len());
+        let mut at = HashMap::with_capacity(set.elements.len());
+        for (i, element) in set.elements.iter().enumerate() {
+            let key =
+                layout.encode(element).map_err(|err| format!("set \"{}\": element {element}: {err}", set.name))?;
+            at.insert(key.clone(), i);
+            keys.push(key);
+        }
+        Ok(SetIndex { keys, at })
+    }
+}
+
+/// The indexes of the sets element updates touched, by set name.
+pub type SetIndexes = HashMap<String, SetIndex>;
 
 /// The change to one set or map.
 pub struct Edit {
@@ -25,7 +50,8 @@ pub struct Edit {
 }
 
 /// Plans `changes`; an error names the set or map and the element.
-pub fn plan(table: &Table, changes: &ElementChanges) -> Result<Vec<Edit>, String> {
+/// Plans `changes`; `indexes` holds (and gets) the touched sets' indexes.
+pub fn plan(table: &Table, changes: &ElementChanges, indexes: &mut SetIndexes) -> Result<Vec<Edit>, String> {
     let mut edits = Vec::new();
     let mut named = HashSet::new();
     for name in changes.sets.iter().map(|c| &c.name).chain(changes.maps.iter().map(|c| &c.name)) {
@@ -40,28 +66,32 @@ pub fn plan(table: &Table, changes: &ElementChanges) -> Result<Vec<Edit>, String
         let layout = KeyLayout::of(&set.key, set.interval());
         let at = |err: String| format!("set \"{}\": {err}", change.name);
         let encode = |e: &Element| layout.encode(e).map_err(|err| at(format!("element {e}: {err}")));
-        let mut present: HashMap<Encoded, usize> = HashMap::new();
-        for (i, element) in set.elements.iter().enumerate() {
-            present.insert(encode(element)?, i);
+        if !indexes.contains_key(&change.name) {
+            indexes.insert(change.name.clone(), SetIndex::of(set, &layout)?);
         }
+        let present = &indexes[&change.name].at;
         let was_empty = present.is_empty();
         let kept: HashSet<Encoded> = change.add.iter().map(encode).collect::<Result<_, _>>()?;
         let mut deleted = Vec::new();
+        let mut gone = HashSet::new();
         for element in &change.delete {
             let key = encode(element)?;
             if !kept.contains(&key)
-                && let Some(i) = present.remove(&key)
+                && let Some(i) = present.get(&key)
+                && gone.insert(key.clone())
             {
-                deleted.push((key, i));
+                deleted.push((key, *i));
             }
         }
         let mut added: Vec<(Encoded, Option<Verdict>, Element)> = Vec::new();
         for element in &change.add {
             let key = encode(element)?;
-            if present.contains_key(&key) || added.iter().any(|(k, ..)| *k == key) {
+            let there = present.contains_key(&key) && !gone.contains(&key);
+            if there || added.iter().any(|(k, ..)| *k == key) {
                 continue;
             }
-            if layout.interval && present.keys().chain(added.iter().map(|(k, ..)| k)).any(|k| k.overlaps(&key)) {
+            let overlaps = |k: &Encoded| !gone.contains(k) && k.overlaps(&key);
+            if layout.interval && (present.keys().any(overlaps) || added.iter().any(|(k, ..)| k.overlaps(&key))) {
                 return Err(at(format!("element {element} overlaps an element of the set")));
             }
             added.push((key, None, element.clone()));
@@ -135,13 +165,14 @@ pub fn write_additions(batch: &mut Batch, edits: &[Edit]) {
     }
 }
 
-/// The copy of the table after the edits committed.
-pub fn apply(table: &mut Table, edits: Vec<Edit>) {
+/// The copy of the table (and its sets' indexes) after the edits committed. A set's elements
+/// are in no particular order: a deleted one's place takes the last.
+pub fn apply(table: &mut Table, edits: Vec<Edit>, indexes: &mut SetIndexes) {
     for edit in edits {
-        let mut gone: Vec<usize> = edit.deleted.iter().map(|(_, i)| *i).collect();
-        gone.sort_unstable();
-        gone.dedup();
         if edit.map {
+            let mut gone: Vec<usize> = edit.deleted.iter().map(|(_, i)| *i).collect();
+            gone.sort_unstable();
+            gone.dedup();
             let elements = &mut table.maps[edit.index].elements;
             for i in gone.into_iter().rev() {
                 elements.remove(i);
@@ -152,12 +183,22 @@ pub fn apply(table: &mut Table, edits: Vec<Edit>) {
                     verdict: verdict.expect("a map element has a verdict"),
                 }),
             );
-        } else {
-            let elements = &mut table.sets[edit.index].elements;
-            for i in gone.into_iter().rev() {
-                elements.remove(i);
+            continue;
+        }
+        let elements = &mut table.sets[edit.index].elements;
+        let index = indexes.get_mut(&edit.name).expect("plan indexed every set it changed");
+        for (key, _) in &edit.deleted {
+            let Some(i) = index.at.remove(key) else { continue };
+            elements.swap_remove(i);
+            index.keys.swap_remove(i);
+            if let Some(moved) = index.keys.get(i) {
+                index.at.insert(moved.clone(), i);
             }
-            elements.extend(edit.added.into_iter().map(|(_, _, element)| element));
+        }
+        for (key, _, element) in edit.added {
+            index.at.insert(key.clone(), elements.len());
+            index.keys.push(key);
+            elements.push(element);
         }
     }
 }

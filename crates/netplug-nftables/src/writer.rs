@@ -22,7 +22,7 @@ use crate::expr::{self, string, u32_be};
 use crate::model::{ElementChanges, Family, Table};
 use crate::plan::{difference, replace};
 use crate::socket::NfSocket;
-use crate::update;
+use crate::update::{self, SetIndexes};
 
 /// What an apply sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +48,8 @@ pub struct TableWriter {
     family: Family,
     name: String,
     committed: Option<Table>,
+    /// Indexes of the committed table's sets that element updates touched (update.rs).
+    indexes: SetIndexes,
     /// The number the next anonymous set gets (the writer names them; see Batch).
     next_anonymous: u32,
     /// Kept open: closing a netfilter netlink socket waits for an RCU grace period (~15 ms
@@ -60,7 +62,15 @@ pub struct TableWriter {
 
 impl TableWriter {
     pub fn new(family: Family, name: &str) -> Self {
-        Self { family, name: name.to_string(), committed: None, next_anonymous: 0, socket: None, kernel_use: None }
+        Self {
+            family,
+            name: name.to_string(),
+            committed: None,
+            indexes: SetIndexes::new(),
+            next_anonymous: 0,
+            socket: None,
+            kernel_use: None,
+        }
     }
 
     fn label(&self) -> String {
@@ -75,6 +85,7 @@ impl TableWriter {
     /// Forgets what was committed: the next apply replaces the table whole.
     pub fn forget(&mut self) {
         self.committed = None;
+        self.indexes.clear();
     }
 
     /// The writer's socket, opened in the calling thread's network namespace on first use.
@@ -95,6 +106,8 @@ impl TableWriter {
             ));
         }
         let checked = check(&table)?;
+        // A whole description's sets are not the indexed ones.
+        self.indexes.clear();
         // A table someone else deleted or changed the chains, sets or counters of is written
         // whole again: its difference from our copy would not repair it.
         if self.committed.is_some() && self.table_use(&op)? != self.kernel_use {
@@ -155,20 +168,27 @@ impl TableWriter {
         let op = format!("apply changes to {}", self.label());
         if self.committed.is_none() || self.table_use(&op)? != self.kernel_use {
             self.committed = None;
+            self.indexes.clear();
             return Err(NftError::new(op, Errno::ESTALE, "the table is not as last written: apply it whole"));
         }
         if delta.is_empty() {
             return Ok(ApplyReport { replaced: false, operations: 0, bytes: 0 });
         }
         let table = self.committed.take().expect("checked above");
-        let planned = delta::plan(table, delta).map_err(|detail| NftError::invalid(&op, detail))?;
+        for name in delta.delete_sets.iter() {
+            self.indexes.remove(name);
+        }
+        // Until it commits, the copy (and so the indexes) may not be the kernel's.
+        let mut indexes = std::mem::take(&mut self.indexes);
+        let planned = delta::plan(table, delta, &mut indexes).map_err(|detail| NftError::invalid(&op, detail))?;
         let first = self.socket()?.reserve(0);
         let mut batch = Batch::new(self.family, &self.name, first, None);
         batch.number_anonymous_sets(self.next_anonymous);
         planned.write(&mut batch);
         let next_anonymous = batch.next_anonymous().unwrap_or(self.next_anonymous);
         if batch.is_empty() {
-            self.committed = Some(planned.committed());
+            self.committed = Some(planned.committed(&mut indexes));
+            self.indexes = indexes;
             return Ok(ApplyReport { replaced: false, operations: 0, bytes: 0 });
         }
         let sealed = batch.seal();
@@ -176,7 +196,8 @@ impl TableWriter {
         socket.reserve(sealed.labels.len() as u32);
         socket.commit(&sealed, &op)?;
         let report = ApplyReport { replaced: false, operations: sealed.operations(), bytes: sealed.bytes.len() };
-        self.committed = Some(planned.committed());
+        self.committed = Some(planned.committed(&mut indexes));
+        self.indexes = indexes;
         self.next_anonymous = next_anonymous;
         self.kernel_use = self.table_use(&op)?;
         Ok(report)
@@ -193,11 +214,13 @@ impl TableWriter {
                 "nothing was applied yet (or the last call failed): apply first",
             ));
         };
-        let result = self.write_elements(&mut table, changes, &op);
+        let mut indexes = std::mem::take(&mut self.indexes);
+        let result = self.write_elements(&mut table, changes, &mut indexes, &op);
         // A change refused before it was sent leaves the kernel as the copy says; one the
         // kernel refused may mean the kernel's table is not what the copy says.
         if !matches!(result, Err((_, true))) {
             self.committed = Some(table);
+            self.indexes = indexes;
         }
         result.map_err(|(err, _)| err)
     }
@@ -207,9 +230,10 @@ impl TableWriter {
         &mut self,
         table: &mut Table,
         changes: &ElementChanges,
+        indexes: &mut SetIndexes,
         op: &str,
     ) -> std::result::Result<ApplyReport, (NftError, bool)> {
-        let edits = update::plan(table, changes).map_err(|detail| (NftError::invalid(op, detail), false))?;
+        let edits = update::plan(table, changes, indexes).map_err(|detail| (NftError::invalid(op, detail), false))?;
         let (family, name) = (self.family, self.name.clone());
         let socket = self.socket().map_err(|err| (err, false))?;
         let mut batch = Batch::new(family, &name, socket.reserve(0), None);
@@ -220,7 +244,7 @@ impl TableWriter {
         let sealed = batch.seal();
         socket.reserve(sealed.labels.len() as u32);
         socket.commit(&sealed, op).map_err(|err| (err, true))?;
-        update::apply(table, edits);
+        update::apply(table, edits, indexes);
         Ok(ApplyReport { replaced: false, operations: sealed.operations(), bytes: sealed.bytes.len() })
     }
 }
@@ -251,6 +275,7 @@ impl TableWriter {
     pub fn remove(&mut self) -> Result<bool> {
         let op = format!("remove {}", self.label());
         self.committed = None;
+        self.indexes.clear();
         let (family, name) = (self.family, self.name.clone());
         let socket = self.socket()?;
         let request = NetfilterMessage::new(
