@@ -234,8 +234,7 @@ export class PolicyEngine {
     this.#local.rebuild();
     if (this.#part) return this.#part;
     const programmed = this.#programs.chains();
-    const names = new Set(programmed.chains.map((c) => c.name));
-    const endpoints = this.#local.chains((name) => names.has(name));
+    const endpoints = this.#local.chains((name) => programmed.names.has(name));
     this.#part = {
       chains: [...this.#fixed(), ...endpoints.chains, ...programmed.chains],
       sets: this.#sets.nftSets(),

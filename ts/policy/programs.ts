@@ -37,7 +37,7 @@ export class Programs {
   readonly #ruleOptions: RuleOptions;
   readonly #structureChanged: () => void;
   /** chains()'s answer, kept until a program is built or released (a part at thousands of policies otherwise walks them all). */
-  #programmed: { chains: Chain[]; counters: string[] } | undefined;
+  #programmed: { chains: Chain[]; counters: string[]; names: ReadonlySet<string> } | undefined;
   /** Programmed records no local endpoint needs, oldest first. */
   readonly #idle = new Set<ProgramRecord>();
 
@@ -105,13 +105,13 @@ export class Programs {
     delete record.active;
   }
 
-  /** The programmed chains and their deny counters. */
-  chains(): { chains: Chain[]; counters: string[] } {
+  /** The programmed chains (also by name) and their deny counters. */
+  chains(): { chains: Chain[]; counters: string[]; names: ReadonlySet<string> } {
     this.#programmed ??= this.#collect();
     return this.#programmed;
   }
 
-  #collect(): { chains: Chain[]; counters: string[] } {
+  #collect(): { chains: Chain[]; counters: string[]; names: ReadonlySet<string> } {
     const chains: Chain[] = [];
     const counters: string[] = [];
     for (const record of [...this.policies.values(), ...this.profiles.values()]) {
@@ -119,7 +119,7 @@ export class Programs {
       for (const chain of record.active.chains) chains.push(chain);
       counters.push(record.active.counter);
     }
-    return { chains, counters: counters.sort() };
+    return { chains, counters: counters.sort(), names: new Set(chains.map((c) => c.name)) };
   }
 
   issues(): PolicyIssue[] {
