@@ -9,7 +9,7 @@ import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { dumpYaml, loadYaml } from '@kubernetes/client-node';
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 
 import { CHART_PATH, helmBinary } from '../chart/helm.ts';
 import { CHART_VERSION } from '../../scripts/lib/chart-files.ts';
@@ -17,6 +17,7 @@ import { NETPLUG_VERSION } from '../../ts/version.ts';
 import { docsBlocks } from '../docs/command-blocks.ts';
 import { type DocsShell, docsShell, runCommands } from '../docs/docs-shell.ts';
 import { BUSYBOX_IMAGE, CLUSTER_CIDR, type Cluster, clusterPerFile, getJson } from '../helpers/cluster.ts';
+import { nftBinary } from '../helpers/kernel.ts';
 import { eventually, manifestFor, nodePaths, writeKubeadmConfig } from './install.ts';
 import { customResourcesFor, operatorManifestFor, runPods } from './operator-install.ts';
 
@@ -54,7 +55,23 @@ const docs = () => {
   return shell;
 };
 const conflist = () => join(cluster().cniConfDir, '10-netplug.conflist');
-const removed = () => eventually('the conflist removed from the node', async () => !existsSync(conflist()), 120);
+/**
+ * What the page's removal leaves on the node: no conflist (install-cni's uninstall), and no nftables
+ * table inet netplug (netplug-node's), whose fail-closed policy part would pass nothing to new pods.
+ */
+async function removed(t: ExecutionContext): Promise<void> {
+  await eventually('the conflist removed from the node', async () => !existsSync(conflist()), 120);
+  t.false(existsSync(conflist()));
+  const table = () =>
+    cluster()
+      .inNode(nftBinary(), ['list', 'table', 'inet', 'netplug'])
+      .then(
+        () => true,
+        () => false,
+      );
+  await eventually('table inet netplug deleted', async () => !(await table()), 60);
+  t.false(await table(), 'no table inet netplug on the node');
+}
 
 test.serial('the image is imported as the page says', async (t) => {
   const c = cluster();
@@ -94,8 +111,7 @@ for (const section of ['Install by manifest on the Kubernetes datastore', 'Insta
     t.regex(version, /Cluster Type:\s+k8s/);
     t.true(existsSync(conflist()));
     await runCommands(t, docs(), removal);
-    await removed();
-    t.false(existsSync(conflist()));
+    await removed(t);
   });
 
 test.serial('Install with the operator: the commands typed at once, in order, reach Available; removed as the page says', async (t) => {
@@ -104,7 +120,7 @@ test.serial('Install with the operator: the commands typed at once, in order, re
   t.regex(outputs.at(-1) ?? '', new RegExp(`Cluster Version:\\s+${NETPLUG_VERSION}`));
   t.is((await getJson(cluster(), 'installation', 'default')).status.netplugVersion, NETPLUG_VERSION);
   await runCommands(t, docs(), removal);
-  await removed();
+  await removed(t);
   t.false((await cluster().kubectl('get', 'deployments', '-A')).includes('netplug-operator'));
 });
 
@@ -128,6 +144,6 @@ test.serial('Install with helm: Available, 20 pods from its pool; removed as the
   for (const pod of pods) t.true(pod.status.podIP.startsWith('10.244.'), `${pod.status.podIP} from the pool ${CLUSTER_CIDR}`);
   await c.kubectl('delete', 'deployment', 'web', '--wait=true');
   await runCommands(t, docs(), removal);
-  await removed();
+  await removed(t);
   t.false((await c.kubectl('get', 'deployments', '-A')).includes('netplug-operator'));
 });

@@ -2,6 +2,10 @@
 // etcd-mode node labels in sync. Replicas elect a leader on a Lease in their namespace (only the
 // holder reconciles), so a rolling update starts the new pod beside the old one, which releases
 // the Lease when it stops. Health and metrics on one port: the probes, and Prometheus.
+// On etcd it runs in the host's network: a pod's profiles (kns.<namespace>, ksa.<namespace>.<name>)
+// are made in etcd by these controllers, and without them netplug-node's policy lets none of the
+// pod's packets through, so a pod of theirs could reach neither etcd nor the API to make them. Its
+// port is then the node's: the old pod goes before the new one starts (Recreate).
 import { datastoreEnv, etcdSecretMount, etcdSecretVolume } from './config.ts';
 import { CONTROLLERS, type KubeObject, labelsOf, type RenderOptions } from './objects.ts';
 
@@ -16,7 +20,7 @@ export function renderControllers(options: RenderOptions): KubeObject {
     metadata: { name: CONTROLLERS, namespace: options.namespace, labels: labelsOf(CONTROLLERS) },
     spec: {
       replicas: 1,
-      strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
+      strategy: etcd ? { type: 'Recreate' } : { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
       selector: { matchLabels: labelsOf(CONTROLLERS) },
       template: {
         metadata: {
@@ -29,6 +33,7 @@ export function renderControllers(options: RenderOptions): KubeObject {
           },
         },
         spec: {
+          ...(etcd ? { hostNetwork: true } : {}),
           nodeSelector: { 'kubernetes.io/os': 'linux' },
           tolerations: [
             { key: 'CriticalAddonsOnly', operator: 'Exists' },
