@@ -89,6 +89,7 @@ impl NftTableWriter {
         let writer = self.writer.clone();
         on_thread(env, move || {
             let applied = table_from_json(&description).and_then(|table| lock(&writer).apply(table));
+            release_freed_memory();
             apply_outcome(applied)
         })
     }
@@ -151,6 +152,17 @@ fn lock(writer: &Mutex<TableWriter>) -> std::sync::MutexGuard<'_, TableWriter> {
         guard.forget();
         guard
     })
+}
+
+/// A whole table's write allocates its description, compiled rules and batch (tens of MiB at
+/// thousands of policies) on a call's thread; glibc keeps what they freed in that thread's arena,
+/// which netplug-node's resident memory would then carry. Given back to the system here.
+fn release_freed_memory() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: malloc_trim only returns free heap memory to the system; it touches no live allocation.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
 
 fn apply_outcome(applied: netplug_nftables::Result<netplug_nftables::ApplyReport>) -> NftApplyOutcome {
