@@ -135,7 +135,7 @@ test('an element update refused leaves the next write whole, and the kernel as t
   t.is(listed(netns), listedRendered(t, table?.value as Table));
 });
 
-test('differences: chains, sets, maps and counters added, changed and removed leave the kernel as the composed table; a hand change makes the next write whole', (t) => {
+test('differences: chains, sets, maps and counters added, changed and removed leave the kernel as the composed table; a hand change makes the next write, or a repair’s check, whole', (t) => {
   const netns = createNetns(t, 'cmp');
   const base = policy(['10.0.0.0/24'], ['a', 'b']);
   // A new endpoint (chain, map entry), a set added with a rule using it, a counter added.
@@ -186,7 +186,7 @@ test('differences: chains, sets, maps and counters added, changed and removed le
   t.is(listed(netns), listedRendered(t, last), 'after the differences');
 
   // Someone adds a chain by hand: the writer refuses the next difference, and the write goes whole.
-  const [, , hand, afterHand, table, writes] = inNetns(
+  const [, , hand, afterHand, table, writes, , unchanged, verified, , verifiedWrites] = inNetns(
     netns,
     ['setPart', 'nat', nat(100)],
     ['setPart', 'policy', back],
@@ -194,11 +194,19 @@ test('differences: chains, sets, maps and counters added, changed and removed le
     ['setPart', 'policy', grown],
     ['table'],
     ['writes'],
+    // Another hand change: the same part given again writes nothing, unless asked to verify.
+    ['nft', 'add', 'chain', 'inet', 'netplug', 'by-hand-again'],
+    ['setPart', 'policy', grown],
+    ['setPart', 'policy', grown, { verify: true }],
+    ['table'],
+    ['writes'],
   );
   t.deepEqual(writes?.value, { whole: 2, delta: 0, deltaRefused: 1, elements: 0 }, 'the difference refused, then written whole');
   t.is(hand?.value, 'done');
   t.is(afterHand?.value, 'applied');
+  t.deepEqual([unchanged?.value, verified?.value], ['applied', 'applied']);
+  t.deepEqual(verifiedWrites?.value, { whole: 3, delta: 0, deltaRefused: 2, elements: 0 }, 'the check found the change: written whole');
   const text = listed(netns);
-  t.is(text, listedRendered(t, table?.value as Table), 'after a hand change');
+  t.is(text, listedRendered(t, table?.value as Table), 'after hand changes');
   t.notRegex(text, /by-hand/);
 });

@@ -7,8 +7,8 @@
 // elements alone (one netlink batch, no diff of the whole table), its record updated all the same,
 // so that the next apply of any part writes the table as it is now and undoes none of them.
 // A write after one that committed goes as its difference (what changed: ts/nft/delta.ts), which
-// the writer checks and sends alone; a write asked to be whole (repair), the first, and any after
-// a failure, go whole, and the writer compares them with what it last committed.
+// the writer checks and sends alone; the first, and any after a failure or after the writer found
+// the kernel's table changed by someone else (which a repair asks it to check), go whole.
 import { emptyDelta, tableDelta } from '../nft/delta.ts';
 import { unionOf } from '../nft/build.ts';
 import type { ElementChanges, Family, Table, TableDelta, TablePart } from '../nft/model.ts';
@@ -30,6 +30,8 @@ export interface NftComposerOptions {
   writer: ComposedTableWriter;
   /** How long after a change more changes are awaited before writing (default 20 ms). */
   coalesceMs?: number;
+  /** Called after each whole write committed (it allocated the whole table's description). */
+  afterWholeWrite?: () => void;
 }
 
 export interface GiveOptions {
@@ -38,8 +40,12 @@ export interface GiveOptions {
    * that coalesced its own changes already, or one an ADD waits for.
    */
   now?: boolean;
-  /** Write the whole table (the writer compares it with what it committed): a periodic repair. */
-  whole?: boolean;
+  /**
+   * A periodic repair: the writer checks that the kernel's table is as it last wrote it, and the
+   * table is written whole when it is not (the writer's check sees what changes the table's
+   * count of chains, sets and objects).
+   */
+  verify?: boolean;
 }
 
 /** `applied`: a write holding the part committed; `waiting`: other contributors have given no part yet. */
@@ -64,8 +70,8 @@ export class NftComposer {
   #inStep = false;
   /** A waiting part asked to be written without the coalescing wait. */
   #now = false;
-  /** A waiting part asked for a whole write. */
-  #wholeDue = false;
+  /** A waiting part asked for the kernel's table to be checked. */
+  #verifyDue = false;
   /** The table the writer holds, while `#inStep`. */
   #written: Table | undefined;
 
@@ -87,7 +93,7 @@ export class NftComposer {
       throw new Error(`"${contributor}" is not a registered contributor to table ${this.#options.family} ${this.#options.name}`);
     if (this.#closed) return Promise.reject(new Error(`table ${this.#options.family} ${this.#options.name}: the composer is closed`));
     this.#parts.set(contributor, part);
-    if (options.whole) this.#wholeDue = true;
+    if (options.verify) this.#verifyDue = true;
     if (this.missing().length > 0) return Promise.resolve('waiting');
     return new Promise<PartOutcome>((resolve, reject) => {
       this.#waiters.push({ resolve, reject });
@@ -165,14 +171,17 @@ export class NftComposer {
       return;
     }
     const { writer } = this.#options;
-    const delta = this.#inStep && this.#written && writer.applyDelta && !this.#wholeDue ? tableDelta(this.#written, table) : undefined;
-    this.#wholeDue = false;
+    const delta = this.#inStep && this.#written && writer.applyDelta ? tableDelta(this.#written, table) : undefined;
+    const verify = this.#verifyDue;
+    this.#verifyDue = false;
     this.#inStep = false;
+    const whole = () => writer.apply(table).then(() => this.#options.afterWholeWrite?.());
     let write: Promise<unknown>;
-    if (delta === undefined || !writer.applyDelta) write = writer.apply(table);
-    else if (emptyDelta(delta)) write = Promise.resolve();
-    // A delta the writer refuses (the kernel's table changed by someone else) is written whole.
-    else write = writer.applyDelta(delta).catch(() => writer.apply(table));
+    if (delta === undefined || !writer.applyDelta) write = whole();
+    else if (emptyDelta(delta) && !verify) write = Promise.resolve();
+    // The writer refuses a difference (an empty one included: the repair's check) when the
+    // kernel's table is not as it last wrote it (someone else changed it): it is written whole.
+    else write = writer.applyDelta(delta).catch(whole);
     this.#running = write.then(
       () => {
         this.#inStep = true;

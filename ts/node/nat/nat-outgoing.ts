@@ -69,7 +69,8 @@ export class NatOutgoing {
   async sync(pools: readonly Pool[]): Promise<{ outcome: 'unchanged' | 'written' | 'removed' | 'waiting'; legacyRemovedFrom?: string[] }> {
     const part = natOutgoingPart(pools);
     const text = JSON.stringify(part);
-    const applied = await this.#tables.setPart(NAT_PART, part);
+    // Each sync also has the writer check the kernel's table (someone else's change is written over).
+    const applied = await this.#tables.setPart(NAT_PART, part, { verify: true });
     if (applied === 'waiting') return { outcome: 'waiting' };
     const outcome = text === this.#last ? 'unchanged' : part.chains ? 'written' : this.#last === undefined ? 'unchanged' : 'removed';
     this.#last = text;

@@ -3,9 +3,10 @@
 // relabelled) and the kernel holds the part before them, those elements are written alone, in one
 // batch, the composer recording the new part; when chains changed the part goes to the composer,
 // which sends the writer what changed (for a pod come or gone, its dispatch entries, chains and
-// set elements) in one transaction. Every refresh interval the part is written whole, which
-// repairs the table. Either goes without the composer's coalescing wait. Then the status files of
-// the local pods the kernel now dispatches are written, and those of pods gone removed.
+// set elements) in one transaction. Every refresh interval the writer checks that the kernel's
+// table is as it wrote it, and writes it whole when it is not (repair). Either goes without the
+// composer's coalescing wait. Then the status files of the local pods the kernel now dispatches
+// are written, and those of pods gone removed.
 //
 // Fail closed: the part's dispatch drops any workload-prefixed interface it does not map, and a
 // status file is written only after the write holding that pod's chains committed, so the first
@@ -99,7 +100,7 @@ export class PolicyProgrammer {
       const given =
         elementsOnly && table.updatePart
           ? table.updatePart(POLICY_PART, part, update.elements, now)
-          : table.setPart(POLICY_PART, part, { now: true, whole: repair });
+          : table.setPart(POLICY_PART, part, { now: true, verify: repair });
       if ((await given) === 'waiting') return 'waiting';
       this.#inKernel = true;
       this.#everInKernel = true;

@@ -8,12 +8,15 @@ import { join } from 'node:path';
 
 import { NftComposer } from '../../dataplane/nft-composer.ts';
 import { NftTable, type NftCounterValue } from '../../dataplane/nftables.ts';
+import { compactHeap } from '../../runtime/memory.ts';
 
 const FAMILY = 'inet';
 const NAME = 'netplug';
 
 export function netplugTable(contributors: readonly string[]): NftComposer {
-  return new NftComposer({ family: FAMILY, name: NAME, contributors, writer: new NftTable(FAMILY, NAME) });
+  // A whole write describes the whole table (tens of MiB at thousands of policies): the heap it
+  // grew is given back after it.
+  return new NftComposer({ family: FAMILY, name: NAME, contributors, writer: new NftTable(FAMILY, NAME), afterWholeWrite: compactHeap });
 }
 
 /**
