@@ -12,11 +12,13 @@ import { compactHeap } from '../../runtime/memory.ts';
 
 const FAMILY = 'inet';
 const NAME = 'netplug';
+const COMPACT_AFTER_MS = 1000;
 
 export function netplugTable(contributors: readonly string[]): NftComposer {
   // A whole write describes the whole table (tens of MiB at thousands of policies): the heap it
-  // grew is given back after it.
-  return new NftComposer({ family: FAMILY, name: NAME, contributors, writer: new NftTable(FAMILY, NAME), afterWholeWrite: compactHeap });
+  // grew is given back a moment after it, once the pass that waited for it is done.
+  const afterWholeWrite = () => setTimeout(compactHeap, COMPACT_AFTER_MS).unref();
+  return new NftComposer({ family: FAMILY, name: NAME, contributors, writer: new NftTable(FAMILY, NAME), afterWholeWrite });
 }
 
 /**
