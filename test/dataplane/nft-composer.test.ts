@@ -3,7 +3,6 @@
 // parts given close together make one write, a failed write rejects its callers and the next
 // part is written again, two contributors claiming one name are refused naming both; a part
 // changed by elements alone goes as those elements, recorded for the next whole write.
-import { performance } from 'node:perf_hooks';
 
 import test from 'ava';
 
@@ -181,12 +180,11 @@ test('a part changed by elements alone is written as those elements, and recorde
 
 test('an element update while a whole write waits joins that write; `now` writes without the coalescing wait', async (t) => {
   const writer = new ElementWriter();
-  const tables = composer(writer, 1_000);
+  // An hour's coalescing: a write that waited it out would outlast the test's timeout.
+  const tables = composer(writer, 3_600_000);
+  t.teardown(() => tables.close());
   await tables.setPart('nat', nat);
-  const started = performance.now();
-  t.is(await tables.setPart('policy', policy(['10.0.0.1']), { now: true }), 'applied');
-  t.true(performance.now() - started < 500, 'not held for the 1 s coalescing');
-  const joinedAt = performance.now();
+  t.is(await tables.setPart('policy', policy(['10.0.0.1']), { now: true }), 'applied', 'not held for the coalescing');
   const pending = tables.setPart('nat', {});
   const joined = tables.updatePart(
     'policy',
@@ -194,8 +192,7 @@ test('an element update while a whole write waits joins that write; `now` writes
     { sets: [{ name: 'peers', add: ['10.0.0.2'] }] },
     { now: true },
   );
-  t.deepEqual(await Promise.all([pending, joined]), ['applied', 'applied']);
-  t.true(performance.now() - joinedAt < 500, 'the part to write now hurried the waiting write');
+  t.deepEqual(await Promise.all([pending, joined]), ['applied', 'applied'], 'the part to write now hurried the waiting write');
   t.deepEqual(writer.updates, [], 'a whole write was due: the part went with it');
   t.is(writer.written.length, 2);
   t.deepEqual(

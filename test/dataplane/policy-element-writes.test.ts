@@ -55,7 +55,8 @@ function setUp() {
     resourceIssues: () => new Map(),
   } as unknown as EngineFeed;
   const writer = new Writer();
-  const composer = new NftComposer({ family: 'inet', name: 'netplug', contributors: ['policy'], writer, coalesceMs: 1_000 });
+  // The coalescing wait is an hour: a pass that waited it out would outlast the test's timeout.
+  const composer = new NftComposer({ family: 'inet', name: 'netplug', contributors: ['policy'], writer, coalesceMs: 3_600_000 });
   const metrics = new PolicyMetrics(new Registry());
   const programmer = new PolicyProgrammer({ feed, table: composer, files: undefined, metrics, log, repairMs: 3_600_000 });
   const pass = () => programmer.exclusive(() => programmer.pass());
@@ -71,9 +72,7 @@ test('a pod elsewhere joining a shared set is an element batch; a local pod a wh
       spec: { podSelector: { matchLabels: { app: 'web' } }, ingress: [{ from: [{ podSelector: { matchLabels: { role: 'db' } } }] }] },
     }).policy,
   );
-  const started = performance.now();
-  t.is(await pass(), 'written');
-  t.true(performance.now() - started < 500, 'the pass does not wait out the composer’s coalescing');
+  t.is(await pass(), 'written', 'without waiting out the composer’s coalescing');
   t.is(writer.whole.length, 1);
 
   engine.upsertEndpoint(endpoint('db1', { role: 'db' }, '10.0.9.1', false));
