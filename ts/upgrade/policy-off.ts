@@ -13,7 +13,7 @@
 // rather than a helm value. helm rollback patches a custom resource with the difference between
 // the two revisions' manifests, so a field neither sets stays Disabled while the operator of this
 // release is replaced; a helm value would go back to the default (Enabled) at that moment, which
-// that operator could still roll out. Once the previous release runs, the field is put back.
+// that operator could still roll out. Once the previous release runs, the field is put back as it was.
 import { compareVersions } from '../ctl/version.ts';
 import type { Install } from './detect.ts';
 import { NODE_DAEMONSET, nodeVersions } from './detect.ts';
@@ -106,15 +106,15 @@ export async function keepPolicyOff(kube: UpgradeKube, stored: StoredRecord): Pr
 }
 
 /**
- * Once the previous release runs: the Installation's field as it was before (operator), or as
- * the previous release's chart has it, unset (helm). Manifests: the restore put the objects back.
+ * Once the previous release runs: the Installation's field as it was before (this release's
+ * operator writes its default, Enabled, into the spec; the previous release's ignores it).
+ * Manifests: the restore put the objects back.
  */
 export async function restorePolicySetting(kube: UpgradeKube, stored: StoredRecord, install: Install): Promise<StoredRecord> {
   const policyOff = stored.record.policyOff;
   if (policyOff?.state !== 'done') return stored;
   if (install.method !== 'manifest' && (await kube.getOrNothing(INSTALLATION))) {
-    const previous = install.method === 'operator' ? (policyOff.previous ?? null) : null;
-    await kube.mergePatch(INSTALLATION, { spec: { policy: { enforcement: previous } } });
+    await kube.mergePatch(INSTALLATION, { spec: { policy: { enforcement: policyOff.previous } } });
   }
   return updateRecord(kube, install.namespace, (s) => {
     if (s.record.policyOff) s.record.policyOff.state = 'restored';
