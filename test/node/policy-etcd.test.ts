@@ -1,6 +1,6 @@
 // Network policy enforced by netplug-node on the etcd datastore, proved with real packets. As in
 // policy-enforcement.test.ts (the Kubernetes datastore), one "node" (a network namespace reaching
-// a real etcd and kube-apiserver through relays; helpers/nodes.ts) runs netplug-node from source
+// a real etcd and kube-apiserver through relays; policy-node.ts) runs netplug-node from source
 // with NETPLUG_POLICY_ENFORCEMENT=true, and its pods are network namespaces plugged in as the
 // plugin plugs them (a `cali…` veth, the pod's address routed to it, proxy ARP). Here the agent
 // learns of them from etcd alone: each pod's workload endpoint, the namespace's and service
@@ -8,13 +8,10 @@
 // netplug-kube-controllers write them. TCP between pods: a listener in the target's namespace
 // echoes what it receives; a client connects, sends, waits for the echo. Everything (namespaces,
 // processes, the table with its namespace, etcd) goes at the end.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 
 import test from 'ava';
-import type * as k8s from '@kubernetes/client-node';
 
 import { hostInterfaceName } from '../../ts/dataplane/index.ts';
 import { keys } from '../../ts/model/keys.ts';
@@ -22,34 +19,43 @@ import { poolResource } from '../../ts/model/pool-resource.ts';
 import { workloadEndpoint, workloadEndpointName, type WorkloadEndpoint } from '../../ts/model/workload-endpoint.ts';
 import { statusFileName } from '../../ts/plugin/policy-wait.ts';
 import { convertKubernetesPolicy, type KubeNetworkPolicy, namespaceProfile, serviceAccountProfile } from '../../ts/policy/kubernetes.ts';
-import { NODE } from '../../ts/render/objects.ts';
-import { renderRbac } from '../../ts/render/rbac.ts';
 import { openStore } from '../../ts/store/open.ts';
 import type { Store } from '../../ts/store/store.ts';
-import { startEtcd } from '../helpers/etcd.ts';
 import { eventually } from '../helpers/eventually.ts';
-import { requireBuilt } from '../helpers/cni.ts';
-import { containerId, nftBinary, requireRoot } from '../helpers/kernel.ts';
-import { removeIpamLockFileAfter, startKube, type Kube } from '../helpers/kube.ts';
-import { makeTopology, type Netns, type TestNode } from '../helpers/nodes.ts';
+import { containerId } from '../helpers/kernel.ts';
+import type { Kube } from '../helpers/kube.ts';
+import type { Netns, TestNode } from '../helpers/nodes.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
-import { connects, dispatchedIn, ECHO_PORT, echoListener, inNs, plugNetns, podCni, reaches, settles } from './policy-node.ts';
+import {
+  connects,
+  dispatchedIn,
+  ECHO_PORT,
+  echoListener,
+  inNs,
+  plugNetns,
+  podCni,
+  type PolicyNode,
+  reaches,
+  settles,
+  startPolicyNode,
+} from './policy-node.ts';
 
-const AGENT_MAIN = fileURLToPath(new URL('../helpers/agent-main.ts', import.meta.url));
 const NAMESPACE = `poletcd-${process.pid}`;
 const PORT = ECHO_PORT;
 const shared = sharedTeardowns(test);
 
+let policyNode: PolicyNode;
 let kube: Kube;
 let store: Store;
 let node: TestNode;
-let agentEnv: Record<string, string>;
-let agent: ChildProcess | undefined;
-let agentLog = '';
 let etcdEndpoints = '';
 const until = (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 60_000) =>
-  eventually(what, check, { timeoutMs, context: () => agentLog.split('\n').slice(-30).join('\n') });
-const statusDir = () => join(node.varDir, 'run', 'endpoint-status');
+  eventually(what, check, { timeoutMs, context: () => policyNode.log().split('\n').slice(-30).join('\n') });
+const statusDir = () => policyNode.statusDir;
+const startAgent = () => policyNode.startAgent();
+const stopAgent = () => policyNode.stopAgent();
+const agentGet = (path: string) => policyNode.agentGet(path);
+const nftList = () => policyNode.nftList();
 
 interface TestPod {
   name: string;
@@ -59,37 +65,6 @@ interface TestPod {
   endpointKey: string;
 }
 const pods = new Map<string, TestPod>();
-
-const nftList = () => inNs(node.netns, [nftBinary(), 'list', 'table', 'inet', 'netplug']);
-
-function startAgent(): void {
-  agent = spawn('ip', ['netns', 'exec', node.netns.name, process.execPath, AGENT_MAIN], {
-    env: agentEnv,
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  agent.stderr?.setEncoding('utf8').on('data', (text: string) => {
-    agentLog += text;
-  });
-}
-
-async function stopAgent(): Promise<number | null> {
-  const running = agent;
-  agent = undefined;
-  if (!running || running.exitCode !== null) return running?.exitCode ?? null;
-  return new Promise((resolve) => {
-    running.once('exit', (code) => resolve(code));
-    running.kill('SIGTERM');
-    setTimeout(() => running.kill('SIGKILL'), 15_000).unref();
-  });
-}
-
-/** GET on the agent's health server, from inside the node. */
-function agentGet(path: string): { status: number; text: string } {
-  const script = `fetch('http://127.0.0.1:9099${path}').then(async (r) => { process.stdout.write(r.status + '\\n' + await r.text()); }, () => process.stdout.write('0\\n'))`;
-  const run = inNs(node.netns, [process.execPath, '-e', script]);
-  const [status = '0', ...rest] = (run.stdout ?? '').split('\n');
-  return { status: Number(status), text: rest.join('\n') };
-}
 
 /** The workload endpoint the plugin's ADD writes for a pod of `nodeName`. */
 function endpointOf(
@@ -157,13 +132,11 @@ async function putKubernetesPolicy(name: string, spec: KubeNetworkPolicy['spec']
 const removeKubernetesPolicy = (name: string) => remove(keys.networkPolicy(NAMESPACE, `knp.default.${name}`));
 
 test.before(async () => {
-  requireRoot();
-  requireBuilt();
-  removeIpamLockFileAfter(shared);
-  kube = await startKube(shared);
-  const etcd = await startEtcd(shared);
-  etcdEndpoints = etcd.endpoints;
-  store = await openStore({ etcd_endpoints: etcd.endpoints });
+  // The API server (pods' objects, the agent's identity with the shipped etcd roles), etcd, the node.
+  policyNode = await startPolicyNode(shared, 'pe1', 'etcd');
+  ({ kube, node } = policyNode);
+  etcdEndpoints = policyNode.etcd!.endpoints;
+  store = await openStore({ etcd_endpoints: etcdEndpoints });
   // The pool the ADDs the agent serves take addresses from.
   await put(keys.pool('policy-etcd-pods'), poolResource('policy-etcd-pods', { cidr: '10.80.0.0/16', 'block-size': '26' }, new Date()));
   shared.teardown(() => store.close());
@@ -173,41 +146,10 @@ test.before(async () => {
   await put(keys.profile(`ksa.${NAMESPACE}.default`), serviceAccountProfile({ metadata: { name: 'default', namespace: NAMESPACE } }));
   await kube.core.createNamespace({ body: { metadata: { name: NAMESPACE } } });
   shared.teardown(() => kube.core.deleteNamespace({ name: NAMESPACE }).catch(() => undefined));
-  await kube.core.createNode({ body: { metadata: { name: 'pe1', labels: { 'kubernetes.io/hostname': 'pe1' } } } });
-  shared.teardown(() => kube.core.deleteNode({ name: 'pe1' }).catch(() => undefined));
-  const rules = (
-    renderRbac({ datastore: 'etcdv3', namespace: 'kube-system', image: 'netplug:test' }).find(
-      (object) => object.kind === 'ClusterRole' && object.metadata.name === NODE,
-    ) as unknown as k8s.V1ClusterRole
-  ).rules;
-  const identity = await kube.identityWith('netplug-node-policy-etcd', rules ?? []);
-  const topology = await makeTopology(shared, {
-    nodes: [{ name: 'pe1', subnet: 1 }],
-    ports: [Number(new URL(kube.server.url).port), Number(new URL(etcd.endpoints).port)],
-    datastoreNetconf: { etcd_endpoints: etcd.endpoints },
-    agentEnv: {},
-  });
-  node = topology.nodes[0] as TestNode;
-  agentEnv = {
-    PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
-    NODENAME: node.name,
-    DATASTORE_TYPE: 'etcdv3',
-    ETCD_ENDPOINTS: etcd.endpoints,
-    KUBECONFIG: identity.kubeconfig,
-    NO_DEFAULT_POOLS: 'true',
-    NETPLUG_NETWORKING_BACKEND: 'none',
-    NETPLUG_POLICY_ENFORCEMENT: 'true',
-    NETPLUG_VAR_DIR: node.varDir,
-    NETPLUG_AGENT_SOCKET: join(node.varDir, 'run', 'cni.sock'),
-    NETPLUG_ENDPOINT_STATUS_PATH_PREFIX: join(node.varDir, 'run'),
-    NETPLUG_HEALTH_ADDR: '127.0.0.1:9099',
-  };
-  // Stopped before the namespaces go (teardowns run last-registered first).
-  shared.teardown(() => stopAgent());
 });
 
 test.afterEach.always((t) => {
-  if (!t.passed) t.log(agentLog.split('\n').slice(-40).join('\n'));
+  if (!t.passed) t.log(policyNode.log().split('\n').slice(-40).join('\n'));
 });
 
 test.serial('without policy both pods reach each other; each status file names a dispatched interface and the pod', async (t) => {
