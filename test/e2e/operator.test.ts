@@ -73,8 +73,8 @@ test.serial(
   async (t) => {
     const c = cluster();
     const before = (await daemonSet()).spec.template.metadata.annotations;
-    // Enforcement is on by default (spec.policy unset): netplug-node reports each pod's policy programmed.
-    t.is((await getJson(c, 'installation', 'default')).spec.policy, undefined);
+    // Enforcement is on by default (the operator writes its default back): netplug-node reports each pod's policy programmed.
+    t.deepEqual((await getJson(c, 'installation', 'default')).spec.policy, { enforcement: 'Enabled' });
     await patchInstallation({ spec: { calicoNetwork: { linuxPolicySetupTimeoutSeconds: 10 } } });
     await eventually(
       'the conflist with policy_setup_timeout_seconds 10',
