@@ -9,7 +9,7 @@ import { startEtcd } from '../helpers/etcd.ts';
 import { startKube } from '../helpers/kube.ts';
 import { kubeconfigThrough, startRelay } from '../helpers/relay.ts';
 import { eventually } from '../helpers/eventually.ts';
-import { CONTROLLER_RULES, controllersIdentity, leaseNamespaceOf, startControllers, status } from './fixtures.ts';
+import { CONTROLLER_ETCD_RULES, CONTROLLER_RULES, controllersIdentity, leaseNamespaceOf, startControllers, status } from './fixtures.ts';
 
 test('readiness: 503 until the first passes and while the API server or the datastore is unreachable; liveness 200', async (t) => {
   const [kube, etcd] = await Promise.all([startKube(t), startEtcd(t)]);
@@ -49,6 +49,25 @@ test('readiness: 503 until the first passes and while the API server or the data
   t.is((await status(`${controllers.health}/livez`)).code, 200, 'still live');
   await etcd.start();
   await eventually('ready again with the datastore back', async () => (await status(`${controllers.health}/readyz`)).code === 200);
+  t.is(await controllers.stop(), 0);
+});
+
+test('ready on etcd with no workload endpoint at all: the workloadendpoint controller completes its first pass', async (t) => {
+  const [kube, etcd] = await Promise.all([startKube(t), startEtcd(t)]);
+  const identity = await controllersIdentity(kube, 'netplug-kube-controllers-no-endpoints', [
+    ...CONTROLLER_RULES,
+    ...CONTROLLER_ETCD_RULES,
+  ]);
+  // The manifests' set on etcd, whose own pod is in the host's network: no endpoint to list.
+  const controllers = await startControllers(t, {
+    DATASTORE_TYPE: 'etcdv3',
+    ETCD_ENDPOINTS: etcd.endpoints,
+    KUBECONFIG: identity.kubeconfig,
+    LEADER_ELECTION_NAMESPACE: leaseNamespaceOf(identity),
+    ENABLED_CONTROLLERS: 'node,ipam,policy,profile,workloadendpoint',
+  });
+  await eventually('ready', async () => (await status(`${controllers.health}/readyz`)).code === 200, { timeoutMs: 60_000 });
+  t.is((await status(`${controllers.health}/readyz`)).code, 200);
   t.is(await controllers.stop(), 0);
 });
 

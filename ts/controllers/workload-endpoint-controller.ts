@@ -24,6 +24,11 @@ import { objectKey, splitKey } from './object-keys.ts';
 /** netplug's own labels on an endpoint, which a pod's labels do not replace. */
 const NETWORK_LABEL = 'projectnet.org/network';
 const DEFAULT_SERVICE_ACCOUNT = 'default';
+/**
+ * Queued when the endpoints are listed, and reconciled as done: the controller's first pass, also
+ * with no endpoint to keep (a new cluster whose only pods are in the host's network); no pod's key.
+ */
+const LISTED_KEY = '*';
 
 /** The pod an endpoint belongs to, as a reconcile key; undefined for endpoints of no pod. */
 function podOf(endpoint: unknown): string | undefined {
@@ -84,6 +89,7 @@ export function workloadEndpointController(options: {
   };
 
   const reconcile = async (podKey: string) => {
+    if (podKey === LISTED_KEY) return undefined;
     const { namespace = 'default', name } = splitKey(podKey);
     const pod = pods.get(name, namespace);
     // A pod gone takes its endpoints with its DEL (or the ipam controller): nothing to do here.
@@ -131,6 +137,7 @@ export function workloadEndpointController(options: {
       endpointsOfPod.clear();
       for (const entry of entries) remember(entry);
       for (const key of endpointsOfPod.keys()) controller.trigger(key);
+      controller.trigger(LISTED_KEY);
     },
     changed(entry) {
       const pod = remember(entry);
