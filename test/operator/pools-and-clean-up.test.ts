@@ -2,13 +2,15 @@
 // identity holding exactly OPERATOR_RULES: a same-CIDR pool that agrees is adopted, one that does
 // not (or overlaps) is refused; a pool removed from the Installation is disabled and deleted only
 // once empty; deleting the Installation removes what the operator made, the CNI plugin's
-// credentials only once no node pod remains, and keeps the pools; other Installations and unknown
+// credentials and the admission policy of the address annotations only once no node pod remains,
+// and keeps the pools; other Installations and unknown
 // kinds of the group are no trouble.
 import test from 'ava';
 import * as k8s from '@kubernetes/client-node';
 
 import { newBlock } from '../../ts/ipam/block.ts';
 import { keys } from '../../ts/model/keys.ts';
+import { ADDRESS_ANNOTATIONS_POLICY } from '../../ts/render/address-annotation-admission.ts';
 import { openStore } from '../../ts/store/open.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
 import { eventually } from '../helpers/eventually.ts';
@@ -31,6 +33,16 @@ import {
 
 const shared = sharedTeardowns(test);
 let cluster: Cluster;
+
+/** The admission policy of the address annotations and its binding, as the API server holds them (undefined when absent). */
+async function readAdmission(): Promise<[k8s.V1ValidatingAdmissionPolicy | undefined, k8s.V1ValidatingAdmissionPolicyBinding | undefined]> {
+  const admission = cluster.kube.config.makeApiClient(k8s.AdmissionregistrationV1Api);
+  const name = ADDRESS_ANNOTATIONS_POLICY;
+  return [
+    await admission.readValidatingAdmissionPolicy({ name }).catch(() => undefined),
+    await admission.readValidatingAdmissionPolicyBinding({ name }).catch(() => undefined),
+  ];
+}
 
 test.before(async () => {
   cluster = await startCluster(shared);
@@ -129,6 +141,11 @@ test.serial(
     await eventually('the objects', async () =>
       Boolean(await cluster.apps.readNamespacedDeployment({ name: 'netplug-kube-controllers', namespace: SYSTEM }).catch(() => undefined)),
     );
+    const [policy, binding] = await readAdmission();
+    t.is(policy?.spec?.failurePolicy, 'Fail');
+    t.is(policy?.metadata?.labels?.['app.kubernetes.io/managed-by'], 'netplug-operator');
+    t.deepEqual(binding?.spec?.validationActions, ['Deny']);
+    t.is(binding?.spec?.policyName, ADDRESS_ANNOTATIONS_POLICY);
     // A node pod (no kubelet here: a pod object as the DaemonSet controller would make it).
     await cluster.kube.core.createNamespacedPod({
       namespace: SYSTEM,
@@ -185,12 +202,17 @@ test.serial(
       cluster.log.some((line) => /waiting for 1 netplug-node pod to stop/.test(line)),
     );
     t.truthy(await cluster.kube.rbac.readClusterRole({ name: 'netplug-cni-plugin' }), 'the CNI credentials stay while a node pod remains');
+    t.true(
+      (await readAdmission()).every((object) => object !== undefined),
+      'the admission policy stays while a node pod (whose plugin honours the annotations) remains',
+    );
     t.truthy(await readInstallation(cluster), 'the finalizer holds the Installation');
 
     await cluster.kube.core.deleteNamespacedPod({ name: 'netplug-node-x', namespace: SYSTEM, gracePeriodSeconds: 0 });
     await eventually('the Installation gone', async () => (await readInstallation(cluster)) === undefined);
     for (const name of ['netplug-node', 'netplug-cni-plugin', 'netplug-kube-controllers'])
       t.is(await cluster.kube.rbac.readClusterRole({ name }).catch(() => undefined), undefined, name);
+    t.deepEqual(await readAdmission(), [undefined, undefined], 'the admission policy and its binding are removed');
     // No namespace controller runs here: the namespace stays Terminating (the test finalizes it below).
     t.truthy((await cluster.kube.core.readNamespace({ name: SYSTEM })).metadata?.deletionTimestamp, 'netplug-system is being deleted');
     t.truthy(await readPool(cluster, 'default-ipv4-ippool'), 'the pool is kept');

@@ -3,7 +3,8 @@
 // install-cni then removes the plugin from the node) only once the controllers' pod is gone,
 // since its own sandbox teardown needs the plugin; the template with them; the node pods'
 // accounts and the CNI plugin's credentials only once no netplug-node pod remains (a pod being
-// deleted still needs the plugin's DEL); the namespace last. Pools and the addresses pods hold
+// deleted still needs the plugin's DEL), and the admission policy of the address annotations with
+// them (while a node pod runs, its plugin still honours them); the namespace last. Pools and the addresses pods hold
 // are kept. Then the finalizer goes, and the API server deletes the Installation. Which pods remain
 // is read from the pod cache; that none does is confirmed by a fresh list before anything they
 // need is removed.
@@ -43,7 +44,7 @@ export async function cleanUp(
   if (count > 0) {
     return `waiting for ${count} ${NODE} pod${count === 1 ? '' : 's'} to stop before removing the CNI plugin's credentials`;
   }
-  for (const object of [...system.rbac, ...system.cniRbac, system.namespace])
+  for (const object of [...system.admission, ...system.rbac, ...system.cniRbac, system.namespace])
     if (await remove(kube, object))
       log.info(`deleted ${object.kind} ${object.metadata.namespace ? `${object.metadata.namespace}/` : ''}${object.metadata.name}`);
   for (const name of ['netplug', 'ippools'])

@@ -1,6 +1,7 @@
 // Everything netplug-operator makes in netplug-system from a defaulted, valid Installation: the
 // same renderers as the release manifests (ts/render), in their operator variant, on the
 // Kubernetes datastore. In the order they are applied; removed in the order cleanUp gives.
+import { renderAddressAnnotationAdmission } from '../render/address-annotation-admission.ts';
 import { renderControllers } from '../render/controllers.ts';
 import { renderNode } from '../render/node.ts';
 import { CNI_PLUGIN, type KubeObject, type NodeLayout, type RenderOptions, STANDARD_NODE_LAYOUT } from '../render/objects.ts';
@@ -16,6 +17,8 @@ export interface SystemObjects {
   rbac: KubeObject[];
   /** The CNI plugin's: removed last, once no node pod needs its credentials for a DEL. */
   cniRbac: KubeObject[];
+  /** The policy and binding that restrict the address annotations (cluster-scoped, as the manifests ship them). */
+  admission: KubeObject[];
   daemonSet: KubeObject;
   deployment: KubeObject;
 }
@@ -52,17 +55,19 @@ export function renderSystem(spec: InstallationSpec, image: string, node: NodeLa
     configMap: labelled({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: CNI_CONFIG_MAP, namespace: SYSTEM_NAMESPACE }, data }),
     rbac: rbac.filter((object) => !isCni(object)),
     cniRbac: rbac.filter(isCni),
+    admission: renderAddressAnnotationAdmission().map(labelled),
     daemonSet: labelled(renderNode(options)),
     deployment: labelled(renderControllers(options)),
   };
 }
 
-/** In the order they are applied. */
+/** In the order they are applied: the admission policy before the node pods that honour the annotations. */
 export const applyOrder = (system: SystemObjects): KubeObject[] => [
   system.namespace,
   system.configMap,
   ...system.cniRbac,
   ...system.rbac,
+  ...system.admission,
   system.daemonSet,
   system.deployment,
 ];

@@ -43,6 +43,12 @@ export const OPERATOR_RULES: Rule[] = [
   // netplug-node's installer requests the plugin's token; the operator grants that right.
   { apiGroups: [''], resources: ['serviceaccounts/token'], verbs: ['create'] },
   { apiGroups: ['apiextensions.k8s.io'], resources: ['customresourcedefinitions'], verbs: ['get', 'list', 'watch'] },
+  // The admission policy of the address annotations and its binding: applied, and deleted on clean-up.
+  {
+    apiGroups: ['admissionregistration.k8s.io'],
+    resources: ['validatingadmissionpolicies', 'validatingadmissionpolicybindings'],
+    verbs: ['get', 'create', 'update', 'patch', 'delete'],
+  },
 ];
 
 /** In the operator's namespace: its Lease, created by the first replica, then read and renewed by name. */
