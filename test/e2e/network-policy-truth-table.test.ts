@@ -17,7 +17,7 @@ import test from 'ava';
 import * as k8s from '@kubernetes/client-node';
 
 import { hostInterfaceName } from '../../ts/dataplane/index.ts';
-import { ANNOTATIONS } from '../../ts/k8s/annotations.ts';
+import { ANNOTATIONS } from '../../ts/model/pod-annotations.ts';
 import { apply, BUSYBOX_IMAGE, clusterPerFile, getJson, type Cluster } from '../helpers/cluster.ts';
 import type { Teardowns } from '../helpers/shared.ts';
 import { PORTS, type TestCluster, type TestPod } from '../policy/cluster.ts';

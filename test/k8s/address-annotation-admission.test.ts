@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import test from 'ava';
 import * as k8s from '@kubernetes/client-node';
 
-import { ANNOTATIONS } from '../../ts/k8s/annotations.ts';
+import { ANNOTATIONS } from '../../ts/model/pod-annotations.ts';
 import { ADDRESS_ANNOTATIONS_ALLOWED, ADDRESS_ANNOTATIONS_LABEL, EXEMPT_NAMESPACES } from '../../ts/render/address-annotation-admission.ts';
 import { ROOT } from '../helpers/cni.ts';
 import { eventually } from '../helpers/eventually.ts';

@@ -5,15 +5,8 @@
 // with netplug-ipam. Each violation is an error naming the annotation and its value; nothing has
 // been allocated when it is raised.
 import { CniError, ErrorCode } from '../cni/errors.ts';
+import { ANNOTATIONS } from '../model/pod-annotations.ts';
 import { parseIp, type Family } from '../net/cidr.ts';
-
-export const ANNOTATIONS = {
-  ipv4pools: 'cni.projectnet.org/ipv4pools',
-  ipv6pools: 'cni.projectnet.org/ipv6pools',
-  ipAddrs: 'cni.projectnet.org/ipAddrs',
-  ipAddrsNoIpam: 'cni.projectnet.org/ipAddrsNoIpam',
-  floatingIPs: 'cni.projectnet.org/floatingIPs',
-} as const;
 
 /** What the annotations ask for; absent fields leave the netconf in charge. */
 export interface AddressPlan {

@@ -4,7 +4,7 @@
 // A ValidatingAdmissionPolicy (CEL, evaluated inside kube-apiserver) refuses a pod that sets either
 // in a namespace an administrator has not labelled ADDRESS_ANNOTATIONS_LABEL=allowed. Every install
 // path ships the same two objects: the manifests, and netplug-operator beside netplug-system.
-import { ANNOTATIONS } from '../k8s/annotations.ts';
+import { ANNOTATIONS } from '../model/pod-annotations.ts';
 import type { KubeObject } from './objects.ts';
 
 /** The namespace label an administrator sets (to ADDRESS_ANNOTATIONS_ALLOWED) to let its pods use the annotations. */
