@@ -47,6 +47,26 @@ export interface LocalPod {
 
 const FEED_KINDS: readonly FeedKind[] = [...FOLLOWED_KINDS, 'WorkloadEndpoint', 'Profile'];
 
+/**
+ * The order a pass gives the kinds in: what gives labels (profiles) before what carries them, so
+ * that a first pass does not give every endpoint twice (once without its namespace's labels, then
+ * again as each profile arrives); tiers before policies; policies last, each tested once against
+ * the endpoints already there rather than each endpoint against every policy as it arrives.
+ */
+const PASS_ORDER: readonly FeedKind[] = [
+  'Namespace',
+  'ServiceAccount',
+  'Profile',
+  'Tier',
+  'NetworkSet',
+  'GlobalNetworkSet',
+  'Pod',
+  'WorkloadEndpoint',
+  'KubernetesNetworkPolicy',
+  'NetworkPolicy',
+  'GlobalNetworkPolicy',
+];
+
 /** Where a pass reads objects: each kind's keys (`<namespace>/<name>` or a name) and the object of a key. */
 export interface FeedSource {
   readonly kinds: readonly FeedKind[];
@@ -83,11 +103,14 @@ export class EngineFeed {
   readonly #issues = new Map<string, string[]>();
   readonly #added = new Map<string, AddedPod>();
   readonly #local = new Map<string, LocalPod>();
+  readonly #passOrder: readonly FeedKind[];
 
   constructor(engine: PolicyEngine, source: FeedSource | PolicyInformers, options: EngineFeedOptions) {
     this.engine = engine;
     this.#source = 'kinds' in source ? (source as FeedSource) : informerSource(source as PolicyInformers);
     this.#options = options;
+    const kinds = this.#source.kinds;
+    this.#passOrder = [...PASS_ORDER.filter((kind) => kinds.includes(kind)), ...kinds.filter((kind) => !PASS_ORDER.includes(kind))];
   }
 
   mark(kind: FeedKind, key: string): void {
@@ -128,7 +151,7 @@ export class EngineFeed {
   /** Gives the engine what changed; returns how many keys were looked at. */
   pass(): number {
     let looked = 0;
-    for (const kind of this.#source.kinds) {
+    for (const kind of this.#passOrder) {
       const keys = this.#dirty.get(kind) as Set<string>;
       if (this.#whole.delete(kind)) {
         for (const key of this.#source.keys(kind)) keys.add(key);
