@@ -28,6 +28,7 @@ import { parseNet, parsePort } from '../model/policy-schema.ts';
 import { formatSelector } from '../selectors/format.ts';
 import { parseSelector } from '../selectors/parse.ts';
 import { fromLabelSelector, type LabelSelector } from '../selectors/label-selector.ts';
+import { memoized } from './memo.ts';
 import type { ProgramIssue } from './program.ts';
 
 /** A NetworkPolicy as the API gives it (what @kubernetes/client-node's V1NetworkPolicy holds; no import of it here). */
@@ -86,13 +87,7 @@ export function convertKubernetesPolicy(policy: KubeNetworkPolicy): { policy: Ne
   const issues: ProgramIssue[] = [];
   const namespace = policy.metadata.namespace ?? 'default';
   const spec = policy.spec ?? {};
-  const podSelector = formatSelector({
-    kind: 'and',
-    operands: [
-      { kind: 'equals', key: ENDPOINT_LABELS.orchestrator, value: 'k8s' },
-      fromLabelSelector(spec.podSelector ?? {}, 'spec.podSelector'),
-    ],
-  });
+  const podSelector = policyPodSelector(JSON.stringify(spec.podSelector ?? {}));
   const converted = (direction: 'ingress' | 'egress'): PolicyRule[] => {
     const out: PolicyRule[] = [];
     (spec[direction] ?? []).forEach((rule, i) => {
@@ -165,7 +160,7 @@ function convertRule(direction: 'ingress' | 'egress', peers: readonly KubePeer[]
 function convertPeer(peer: KubePeer, field: string): EntityRule {
   const selector = (given: LabelSelector, at: string) => {
     try {
-      return formatSelector(fromLabelSelector(given, at));
+      return labelSelectorText(JSON.stringify(given), at);
     } catch (err) {
       // The message starts with the field it is about (spec...matchExpressions[0].operator).
       const message = (err as Error).message;
@@ -190,9 +185,32 @@ function convertPeer(peer: KubePeer, field: string): EntityRule {
   // Pods only: not the network sets a selector of the same labels would also match.
   const pods = peer.podSelector ? selector(peer.podSelector, `${field}.podSelector`) : 'all()';
   return {
-    selector: formatSelector(parseSelector(`${ORCHESTRATOR_K8S} && (${pods})`)),
+    selector: podsSelector(pods),
     ...(peer.namespaceSelector ? { namespaceSelector: selector(peer.namespaceSelector, `${field}.namespaceSelector`) } : {}),
   };
+}
+
+// Thousands of policies repeat the same few label selectors: their texts are kept (memo.ts).
+const policyPodSelector = memoized((json) =>
+  formatSelector({
+    kind: 'and',
+    operands: [
+      { kind: 'equals', key: ENDPOINT_LABELS.orchestrator, value: 'k8s' },
+      fromLabelSelector(JSON.parse(json) as LabelSelector, 'spec.podSelector'),
+    ],
+  }),
+);
+const podsSelector = memoized((pods) => formatSelector(parseSelector(`${ORCHESTRATOR_K8S} && (${pods})`)));
+const labelSelectorTexts = memoized((json) => formatSelector(fromLabelSelector(JSON.parse(json) as LabelSelector, '')));
+
+/** A label selector's text; a selector that cannot be converted throws naming its field (`at`). */
+function labelSelectorText(json: string, at: string): string {
+  try {
+    return labelSelectorTexts(json);
+  } catch {
+    // Converted again for the message, which names the field.
+    return formatSelector(fromLabelSelector(JSON.parse(json) as LabelSelector, at));
+  }
 }
 
 /** The ports per protocol (in the order the protocols first appear); a protocol with a port-less entry has no port list. */

@@ -17,6 +17,7 @@ import { typesOf } from '../model/policy-check.ts';
 import { parseSelector } from '../selectors/parse.ts';
 import type { Selector } from '../selectors/syntax.ts';
 import { mergedPorts, netList, type NetList, type PortRange } from './addresses.ts';
+import { memoized } from './memo.ts';
 import { canonical, entitySelector, policySelector } from './selectors.ts';
 
 export type Direction = 'ingress' | 'egress';
@@ -83,7 +84,9 @@ export const policyKey = (kind: string, name: string, namespace?: string): strin
 export function policyProgram(policy: NetworkPolicyResource, issues: ProgramIssue[] = []): PolicyProgram {
   const { spec } = policy;
   const namespace = policy.kind === 'NetworkPolicy' ? (policy.metadata.namespace ?? 'default') : undefined;
-  const selects = canonical(policySelector(spec, namespace));
+  const selects = policySelectorOf(
+    JSON.stringify([namespace ?? null, spec.selector ?? null, spec.namespaceSelector ?? null, spec.serviceAccountSelector ?? null]),
+  );
   const types = typesOf(spec);
   return {
     key: policyKey(policy.kind, policy.metadata.name, namespace),
@@ -147,9 +150,17 @@ function side(entity: EntityRule, namespace: string | undefined): SideProgram {
   const out: SideProgram = {};
   if (entity.nets !== undefined) out.nets = netList(entity.nets);
   if (entity.notNets !== undefined && entity.notNets.length > 0) out.notNets = netList(entity.notNets);
-  const selector = entitySelector(entity, namespace);
-  if (selector !== undefined) out.selector = canonical(selector).text;
-  if (entity.notSelector !== undefined) out.notSelector = canonical(entitySelectorOfNot(entity.notSelector)).text;
+  const selector = entitySelectorText(
+    JSON.stringify([
+      namespace ?? null,
+      entity.selector ?? null,
+      entity.namespaceSelector ?? null,
+      entity.serviceAccounts ?? null,
+      entity.notSelector !== undefined,
+    ]),
+  );
+  if (selector !== undefined) out.selector = selector;
+  if (entity.notSelector !== undefined) out.notSelector = notSelectorText(entity.notSelector);
   const [ports, named] = portsOf(entity.ports);
   if (ports.length > 0 || named.length > 0) {
     if (ports.length > 0) out.ports = ports;
@@ -162,7 +173,37 @@ function side(entity: EntityRule, namespace: string | undefined): SideProgram {
 }
 
 /** A notSelector excludes what it matches in any namespace (the positive selector carries the scope). */
-const entitySelectorOfNot = (text: string): Selector => parseSelector(text);
+const notSelectorText = memoized((text) => canonical(parseSelector(text)).text);
+
+/** The canonical selector of the endpoints a policy applies to, by the JSON of the fields it reads (policySelector). */
+const policySelectorOf = memoized((key) => {
+  const [namespace, selector, namespaceSelector, serviceAccountSelector] = JSON.parse(key) as (string | null)[];
+  const spec = {
+    ...(selector !== null ? { selector } : {}),
+    ...(namespaceSelector !== null ? { namespaceSelector } : {}),
+    ...(serviceAccountSelector !== null ? { serviceAccountSelector } : {}),
+  };
+  return canonical(policySelector(spec, namespace ?? undefined));
+});
+
+/** The canonical text of a rule end's selector (entitySelector), by the JSON of the fields it reads. */
+const entitySelectorText = memoized((key) => {
+  const [namespace, selector, namespaceSelector, serviceAccounts, notSelector] = JSON.parse(key) as [
+    string | null,
+    string | null,
+    string | null,
+    EntityRule['serviceAccounts'] | null,
+    boolean,
+  ];
+  const entity: EntityRule = {
+    ...(selector !== null ? { selector } : {}),
+    ...(namespaceSelector !== null ? { namespaceSelector } : {}),
+    ...(serviceAccounts !== null ? { serviceAccounts } : {}),
+    ...(notSelector ? { notSelector: 'all()' } : {}),
+  };
+  const found = entitySelector(entity, namespace ?? undefined);
+  return found === undefined ? undefined : canonical(found).text;
+});
 
 function portsOf(list: readonly (number | string)[] | undefined): [PortRange[], string[]] {
   const ranges: PortRange[] = [];

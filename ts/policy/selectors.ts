@@ -85,7 +85,10 @@ export function entitySelector(entity: EntityRule, namespace: string | undefined
 }
 
 /** The endpoints a policy applies to. */
-export function policySelector(spec: PolicySpec, namespace: string | undefined): Selector {
+export function policySelector(
+  spec: Pick<PolicySpec, 'selector' | 'namespaceSelector' | 'serviceAccountSelector'>,
+  namespace: string | undefined,
+): Selector {
   return (
     and(
       namespace !== undefined ? inNamespace(namespace) : undefined,
