@@ -1,6 +1,6 @@
 //! Times the table writer on a policy-shaped table in a private network namespace (run as root):
 //! `cargo run --release -p netplug-nftables --example apply-bench [policies] [--no-named-sets]
-//! [--no-anonymous-sets]`.
+//! [--no-anonymous-sets]`, or on a table description of one's own: `--table <file.json>`.
 //!
 //! The table: one forward chain dispatching through a verdict map to 250 endpoint chains, each
 //! jumping to 4 policy chains; per policy a named set of 20 peers and 4 rules (a peer-set match
@@ -69,6 +69,10 @@ fn main() {
         anonymous_sets: !args.iter().any(|a| a == "--no-anonymous-sets"),
     };
     nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET).expect("run as root: a private network namespace");
+    let file = args.iter().position(|a| a == "--table").and_then(|i| args.get(i + 1));
+    if let Some(file) = file {
+        return whole_writes(file);
+    }
     let table = policy_table(&shape);
     let policies = shape.policies;
     let rules: usize = table.chains.iter().map(|c| c.rules.len()).sum();
@@ -118,6 +122,31 @@ fn main() {
     let start = Instant::now();
     let report = writer.apply(changed).unwrap();
     println!("apply with one policy chain changed: {:.1} ms ({} messages)", ms(start), report.operations);
+}
+
+/// A table read from a file: its parse, check, encoding and a whole write, three times.
+fn whole_writes(file: &str) {
+    let text = std::fs::read_to_string(file).expect("the table description");
+    for round in 0..3 {
+        let start = Instant::now();
+        let table = netplug_nftables::table_from_json(&text).expect("a table description");
+        let parsing = ms(start);
+        let start = Instant::now();
+        let checked = netplug_nftables::check::check(&table).unwrap();
+        let checking = ms(start);
+        let start = Instant::now();
+        let sealed = netplug_nftables::plan::replace(&checked, 1).seal();
+        let encoding = ms(start);
+        let mut writer = TableWriter::new(Family::Inet, "netplug");
+        let start = Instant::now();
+        let report = writer.apply(table).unwrap();
+        println!(
+            "round {round}: parse {parsing:.1} ms, check {checking:.1} ms, encode {encoding:.1} ms ({} bytes); whole write {:.1} ms ({} messages)",
+            sealed.bytes.len(),
+            ms(start),
+            report.operations
+        );
+    }
 }
 
 fn ms(start: Instant) -> f64 {

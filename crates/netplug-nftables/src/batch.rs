@@ -19,7 +19,7 @@ use netlink_packet_netfilter::none::ControlMessage;
 use netlink_packet_netfilter::{NetfilterHeader, NetfilterMessage, NetfilterProtoFamily};
 
 use crate::compile::CompiledRule;
-use crate::expr::{self, Expr, nested, string, u32_be, u64_be};
+use crate::expr::{self, nested, string, u32_be, u64_be};
 use crate::model::{BaseChain, Family, Policy};
 
 /// NFNL_SUBSYS_NFTABLES, the batch's resource id.
@@ -270,28 +270,24 @@ impl Batch {
     /// Appends a rule to `chain`, after the anonymous sets its lookups use.
     pub fn add_rule(&mut self, chain: &Rc<str>, index: usize, comment: Option<&String>, compiled: &CompiledRule) {
         let label = |part| Label::Rule { chain: chain.clone(), index, comment: comment.cloned(), part };
-        let mut exprs = compiled.exprs.clone();
+        let mut anonymous = Vec::with_capacity(compiled.anonymous.len());
         for (index, set) in &compiled.anonymous {
             let (name, id) = self.add_anonymous_set(set, label(1), label(2));
-            if let Some(Expr::Lookup { set: lookup, set_id, .. }) = exprs.get_mut(*index) {
-                *lookup = name;
-                *set_id = Some(id);
-            }
+            anonymous.push((*index, name, id));
         }
-        for expr in &mut exprs {
-            if let Expr::Lookup { set, set_id: set_id @ None, .. } = expr
-                && let Some(id) = self.set_ids.get(set.as_str())
-            {
-                *set_id = Some(*id);
-            }
-        }
-        // The expressions are emitted once into one attribute: emitting them as typed attributes
-        // in the message measures every nested level again at each level above it.
-        let expressions: Vec<_> = exprs.iter().map(Expr::to_attribute).collect();
+        // A lookup names its anonymous set as the batch named it, and any set made in this
+        // batch by its id too.
+        let set_ids = &self.set_ids;
+        let set_of = |at: usize, set, id: Option<u32>| match anonymous.iter().find(|(index, ..)| *index == at) {
+            Some((_, name, id)) => (name.as_str(), Some(*id)),
+            None => (set, id.or_else(|| set_ids.get(set).copied())),
+        };
+        let mut expressions = Vec::with_capacity(compiled.exprs.len() * 64);
+        crate::wire::Writer::new(&mut expressions).expressions(&compiled.exprs, set_of);
         let mut attributes = vec![
             RuleAttribute::Table(self.table.clone()),
             RuleAttribute::Chain(chain.to_string()),
-            RuleAttribute::Other(DefaultNla::new(NFTA_RULE_EXPRESSIONS | NLA_F_NESTED, expr::emit_all(&expressions))),
+            RuleAttribute::Other(DefaultNla::new(NFTA_RULE_EXPRESSIONS | NLA_F_NESTED, expressions)),
         ];
         if let Some(userdata) = &compiled.userdata {
             attributes.push(RuleAttribute::UserData(userdata.clone()));

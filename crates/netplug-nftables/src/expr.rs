@@ -273,32 +273,32 @@ fn other(attributes: Vec<DefaultNla>) -> Expressions {
 }
 
 // Attribute numbers of the expressions encoded here (include/uapi/linux/netfilter/nf_tables.h).
-const CT_DREG: u16 = 1;
-const CT_KEY: u16 = 2;
-const OBJREF_IMM_TYPE: u16 = 1;
-const OBJREF_IMM_NAME: u16 = 2;
+pub(crate) const CT_DREG: u16 = 1;
+pub(crate) const CT_KEY: u16 = 2;
+pub(crate) const OBJREF_IMM_TYPE: u16 = 1;
+pub(crate) const OBJREF_IMM_NAME: u16 = 2;
 pub const OBJECT_COUNTER: u32 = 1;
-const LIMIT_RATE: u16 = 1;
-const LIMIT_UNIT: u16 = 2;
-const LIMIT_BURST: u16 = 3;
-const LIMIT_TYPE: u16 = 4;
-const LIMIT_FLAGS: u16 = 5;
-const LOG_GROUP: u16 = 1;
-const LOG_PREFIX: u16 = 2;
-const LOG_LEVEL: u16 = 5;
-const MASQ_FLAGS: u16 = 1;
-const REJECT_TYPE: u16 = 1;
-const REJECT_ICMP_CODE: u16 = 2;
-const RANGE_SREG: u16 = 1;
-const RANGE_OP: u16 = 2;
-const RANGE_FROM: u16 = 3;
-const RANGE_TO: u16 = 4;
-const DATA_VALUE: u16 = 1;
-const BYTEORDER_SREG: u16 = 1;
-const BYTEORDER_DREG: u16 = 2;
-const BYTEORDER_OP: u16 = 3;
-const BYTEORDER_LEN: u16 = 4;
-const BYTEORDER_SIZE: u16 = 5;
+pub(crate) const LIMIT_RATE: u16 = 1;
+pub(crate) const LIMIT_UNIT: u16 = 2;
+pub(crate) const LIMIT_BURST: u16 = 3;
+pub(crate) const LIMIT_TYPE: u16 = 4;
+pub(crate) const LIMIT_FLAGS: u16 = 5;
+pub(crate) const LOG_GROUP: u16 = 1;
+pub(crate) const LOG_PREFIX: u16 = 2;
+pub(crate) const LOG_LEVEL: u16 = 5;
+pub(crate) const MASQ_FLAGS: u16 = 1;
+pub(crate) const REJECT_TYPE: u16 = 1;
+pub(crate) const REJECT_ICMP_CODE: u16 = 2;
+pub(crate) const RANGE_SREG: u16 = 1;
+pub(crate) const RANGE_OP: u16 = 2;
+pub(crate) const RANGE_FROM: u16 = 3;
+pub(crate) const RANGE_TO: u16 = 4;
+pub(crate) const DATA_VALUE: u16 = 1;
+pub(crate) const BYTEORDER_SREG: u16 = 1;
+pub(crate) const BYTEORDER_DREG: u16 = 2;
+pub(crate) const BYTEORDER_OP: u16 = 3;
+pub(crate) const BYTEORDER_LEN: u16 = 4;
+pub(crate) const BYTEORDER_SIZE: u16 = 5;
 
 pub fn u32_be(kind: u16, value: u32) -> DefaultNla {
     DefaultNla::new(kind, value.to_be_bytes().to_vec())

@@ -25,6 +25,7 @@ pub mod selector;
 pub mod socket;
 pub mod types;
 pub mod update;
+pub mod wire;
 pub mod writer;
 
 pub use delta::{TableDelta, delta_from_json};

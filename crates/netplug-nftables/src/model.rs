@@ -323,6 +323,11 @@ pub fn changes_from_json(text: &str) -> crate::Result<ElementChanges> {
 }
 
 pub(crate) fn from_json<T: serde::de::DeserializeOwned>(op: &str, text: &str) -> crate::Result<T> {
+    // Read without tracking the path (which slows the read of a whole table of thousands of
+    // rules), and again with it only to say where a description that does not read is wrong.
+    if let Ok(value) = serde_json::from_str(text) {
+        return Ok(value);
+    }
     let mut de = serde_json::Deserializer::from_str(text);
     serde_path_to_error::deserialize(&mut de).map_err(|err| {
         let path = err.path().to_string();
