@@ -2,11 +2,14 @@
 // breakdown and for whoever wants to see what an ADD waits on): from the connection's accept to the
 // answer, the handshake (request, accept, go), the time a datastore request of the call was under
 // way, the kernel's (its calls through the addon) outside of that, and the rest (the agent's own
-// work). Times are on the monotonic clock, which the shim's runtime shares, so the shim's own part
-// is the whole call's less the agent's.
+// work), with the named spans other subsystems mark in the work they do for the call (the policy
+// pass an ADD waits for: ts/runtime/call-spans.ts), which may overlap the others. Times are on
+// the monotonic clock, which the shim's runtime shares, so the shim's own part is the whole call's
+// less the agent's.
 import { AsyncLocalStorage } from 'node:async_hooks';
 
 import { monotonicMs, recordKernelCallsWith } from '../../dataplane/timing.ts';
+import { recordSpans } from '../../runtime/call-spans.ts';
 import type { Store } from '../../store/store.ts';
 
 /** One served call's timings: instants in milliseconds on the monotonic clock, spans in milliseconds. */
@@ -24,6 +27,8 @@ export interface CallTimings {
   kernelMs: number;
   /** The part of kernelMs with no datastore request under way. */
   kernelAloneMs: number;
+  /** Between go and the answer: each named span other parts of the agent marked (ts/runtime/call-spans.ts). */
+  spansMs?: Record<string, number>;
 }
 
 type Span = readonly [number, number];
@@ -38,6 +43,7 @@ export class CallTrace {
   go = 0;
   private readonly datastore: Span[] = [];
   private readonly kernel: Span[] = [];
+  private readonly named = new Map<string, Span[]>();
 
   constructor(accepted: number | undefined) {
     this.accepted = accepted ?? this.read;
@@ -45,10 +51,17 @@ export class CallTrace {
     installed = true;
   }
 
-  /** Runs `work` as this call: the kernel calls it makes are counted. */
+  /** Runs `work` as this call: the kernel calls it makes, and the spans marked in it, are counted. */
   run<T>(work: () => Promise<T>): Promise<T> {
-    return calls.run(this, work);
+    return calls.run(this, () => recordSpans(this.namedSpan, work));
   }
+
+  /** A span another subsystem marked in the call's work (ts/runtime/call-spans.ts). */
+  readonly namedSpan = (name: string, start: number, end: number): void => {
+    const spans = this.named.get(name) ?? [];
+    spans.push([start, end]);
+    this.named.set(name, spans);
+  };
 
   readonly kernelCall = (start: number, end: number): void => {
     this.kernel.push([start, end]);
@@ -87,6 +100,7 @@ export class CallTrace {
       datastoreMs: total(datastore),
       kernelMs: total(kernel),
       kernelAloneMs: total(kernel) - total(intersection(kernel, datastore)),
+      ...(this.named.size > 0 ? { spansMs: Object.fromEntries([...this.named].map(([name, spans]) => [name, total(within(spans))])) } : {}),
     };
   }
 }

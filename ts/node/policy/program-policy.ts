@@ -16,6 +16,7 @@ import { performance } from 'node:perf_hooks';
 import type { NftComposer } from '../../dataplane/nft-composer.ts';
 import type { Logger } from '../../log/logger.ts';
 import { POLICY_PART } from '../../policy/names.ts';
+import { span } from '../../runtime/call-spans.ts';
 import type { EngineFeed } from './feed-engine.ts';
 import type { PolicyMetrics } from './policy-metrics.ts';
 import { statusFileOf, type StatusFile, type StatusFiles } from './write-status-files.ts';
@@ -85,8 +86,10 @@ export class PolicyProgrammer {
   async pass(): Promise<PassOutcome> {
     const { feed, table, metrics, repairMs } = this.#options;
     const started = performance.now();
-    feed.pass();
-    const update = feed.engine.flush();
+    const update = await span('policy: feed and compile', () => {
+      feed.pass();
+      return feed.engine.flush();
+    });
     const changed = update.structural || (update.elements.sets?.length ?? 0) > 0 || (update.elements.maps?.length ?? 0) > 0;
     this.#noteIssues();
     let outcome: PassOutcome = 'unchanged';
@@ -94,21 +97,22 @@ export class PolicyProgrammer {
       const repair = started - this.#lastWrite > repairMs;
       const elementsOnly = changed && !update.structural && this.#inKernel && !repair;
       this.#inKernel = false;
-      const part = feed.engine.part();
+      const part = await span('policy: whole part', () => feed.engine.part());
       // The controller's settle coalesced the changes already, and an ADD waits for this write.
       const now = { now: true };
-      const given =
+      const given = await span('policy: kernel write', () =>
         elementsOnly && table.updatePart
           ? table.updatePart(POLICY_PART, part, update.elements, now)
-          : table.setPart(POLICY_PART, part, { now: true, verify: repair });
-      if ((await given) === 'waiting') return 'waiting';
+          : table.setPart(POLICY_PART, part, { now: true, verify: repair }),
+      );
+      if (given === 'waiting') return 'waiting';
       this.#inKernel = true;
       this.#everInKernel = true;
       // Element batches and differences repair nothing: the repair clock runs from the last whole write.
       if (repair) this.#lastWrite = started;
       outcome = 'written';
     }
-    this.#writeStatusFiles();
+    await span('policy: status files', () => this.#writeStatusFiles());
     const stats = feed.engine.stats();
     metrics.policies.set(stats.activePolicies);
     metrics.rules.set(stats.policyRules);

@@ -1,0 +1,30 @@
+// Named spans of a served call's work done by other parts of the agent (netplug-node's per-call
+// timings, NETPLUG_CNI_TIMINGS_FILE): a subsystem that works for the call (the policy pass an ADD
+// waits for) marks its steps with `span`, and they go to whatever recorder the call being served
+// runs under, without the subsystem knowing the CNI service. Nothing is timed without a recorder.
+import { AsyncLocalStorage } from 'node:async_hooks';
+
+/** Told each span's name, start and end (milliseconds on the monotonic clock). */
+export type SpanRecorder = (name: string, startMs: number, endMs: number) => void;
+
+const recorders = new AsyncLocalStorage<SpanRecorder>();
+
+/** Milliseconds on the monotonic clock (comparable with the kernel calls' and the shim's). */
+const monotonicMs = (): number => Number(process.hrtime.bigint()) / 1e6;
+
+/** Runs `work` with its spans (and those of what it starts) told to `recorder`. */
+export function recordSpans<T>(recorder: SpanRecorder, work: () => T): T {
+  return recorders.run(recorder, work);
+}
+
+/** Runs `work`, telling the current call's recorder (if any) how long it took as `name`. */
+export async function span<T>(name: string, work: () => T | Promise<T>): Promise<T> {
+  const recorder = recorders.getStore();
+  if (!recorder) return work();
+  const start = monotonicMs();
+  try {
+    return await work();
+  } finally {
+    recorder(name, start, monotonicMs());
+  }
+}
