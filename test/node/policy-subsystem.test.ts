@@ -141,11 +141,12 @@ test('a networked pod is programmed before its ADD waits and answers, with the A
   const s = setUp(t);
   s.put('Namespace', namespace);
   s.put('Pod', pod('api', { app: 'api' }, undefined));
-  const networked = programNetworkedPod({
+  const { workloadNetworked: networked } = programNetworkedPod({
     feed: s.feed,
     programmer: s.programmer,
     pods: s.informers.Pod,
     readPod: () => Promise.reject(new Error('the watch holds every pod here')),
+    passSoon: () => undefined,
     log,
   });
   const api = {
@@ -186,6 +187,48 @@ test('a networked pod is programmed before its ADD waits and answers, with the A
   // The kubelet then writes the pod's status: the same address, nothing to change.
   s.put('Pod', pod('db', { app: 'db' }, '10.65.0.8'));
   t.is(await s.programmer.exclusive(() => s.programmer.pass()), 'unchanged');
+});
+
+test('a planned pod is programmed while its ADD commits, the networked call then finds it done; a failed ADD withdraws its addresses', async (t) => {
+  const s = setUp(t);
+  s.put('Namespace', namespace);
+  s.put('Pod', pod('web', { app: 'web' }, undefined));
+  await s.pass();
+  let passesAsked = 0;
+  const { workloadPlanned: planned, workloadNetworked: networked } = programNetworkedPod({
+    feed: s.feed,
+    programmer: s.programmer,
+    pods: s.informers.Pod,
+    readPod: () => Promise.reject(new Error('the watch holds every pod here')),
+    passSoon: () => passesAsked++,
+    log,
+  });
+  const web = {
+    namespace: 'shop',
+    pod: 'web',
+    podUid: 'uid-web',
+    containerInterface: 'eth0',
+    hostInterface: 'caliplannedweb',
+    mac: '0a:58:0a:41:00:09',
+    addresses: ['10.65.0.9'],
+  };
+  const file = join(s.dir, statusFileName('k8s', 'shop', 'web', 'eth0'));
+  const withdraw = planned(web);
+  // The planned pass runs in line, in the background: once the line is through, the pod is in the kernel and filed.
+  await s.programmer.exclusive(() => Promise.resolve());
+  t.true(s.dispatched().includes('caliplannedweb'));
+  t.regex(JSON.stringify(s.parts.at(-1)?.chains?.find((c) => c.name === 'fw-caliplannedweb')), /10\.65\.0\.9/);
+  t.true(existsSync(file));
+  const written = s.parts.length;
+  await networked(web);
+  t.is(s.parts.length, written, 'the networked call finds the pod programmed: nothing more to write');
+
+  // A failed ADD withdraws what it planned: the pod is back to what the watch says (no address: no file).
+  withdraw();
+  t.is(passesAsked, 1);
+  t.is(await s.programmer.exclusive(() => s.programmer.pass()), 'written');
+  t.notRegex(JSON.stringify(s.parts.at(-1)?.chains?.find((c) => c.name === 'fw-caliplannedweb') ?? {}), /10\.65\.0\.9/);
+  t.false(existsSync(file));
 });
 
 test('a Kubernetes NetworkPolicy as client-node lists it (`_from`) keeps its peers', async (t) => {

@@ -2,7 +2,8 @@
 // socket in a temporary directory) with real ADDs on a real etcd: the host is told of each pod
 // the plugin networks, with the interface, MAC and addresses the ADD answers with, before the
 // policy wait (so a host that writes the pod's status file there spares the pod the wait); a
-// failure fails the ADD, which undoes what it did.
+// failure fails the ADD, which undoes what it did. Before that, once the addresses are planned,
+// the host is told them too (`workloadPlanned`), and a failed ADD withdraws what it told.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,7 +22,7 @@ import { containerId, createNetns } from '../helpers/kernel.ts';
 
 const podArgs = (name: string) => `IgnoreUnknown=1;K8S_POD_NAMESPACE=shop;K8S_POD_NAME=${name};K8S_POD_UID=uid-${name}`;
 
-test('the host is told of each networked pod before the policy wait; its failure fails the ADD, which leaves nothing', async (t) => {
+test('the host is told of each planned and networked pod before the policy wait; its failure fails the ADD, which leaves nothing', async (t) => {
   const etcd = await startEtcd(t);
   ctlOk(t, etcd, 'pool', 'create', 'networked', '--cidr', '10.232.0.0/24', '--block-size', '28');
   const dir = tempDir(t, 'cni-networked');
@@ -30,11 +31,17 @@ test('the host is told of each networked pod before the policy wait; its failure
   mkdirSync(statusDir);
   const stop = new AbortController();
   const told: NetworkedWorkload[] = [];
+  const planned: NetworkedWorkload[] = [];
+  let withdrawn = 0;
   let fail = false;
   const server = await serveCni({
     socketPath,
     services: {
       via: 'netplug-node',
+      workloadPlanned: (workload) => {
+        planned.push(workload);
+        return () => withdrawn++;
+      },
       workloadNetworked: async (workload) => {
         told.push(workload);
         if (fail) throw new Error('policy not programmed');
@@ -73,6 +80,8 @@ test('the host is told of each networked pod before the policy wait; its failure
     mac: pod.mac,
     addresses: add.json.ips.map((ip: { address: string }) => ip.address.split('/')[0]),
   });
+  t.deepEqual(planned, told, 'planned with what the ADD then networked it with');
+  t.is(withdrawn, 0);
 
   fail = true;
   const second = containerId();
@@ -93,6 +102,8 @@ test('the host is told of each networked pod before the policy wait; its failure
     'the interface is gone',
   );
   t.is(totalAllocated(t, etcd), 1, "only the first pod's address is held");
+  t.is(planned.length, 2);
+  t.is(withdrawn, 1, 'the failed ADD withdrew what it planned');
 
   const del = await callAgent(socketPath, { command: 'DEL', containerId: id, netns: netns.path, netconf, args: podArgs('web') });
   t.is(del.exitCode, 0, del.stdout);

@@ -86,8 +86,8 @@ export async function runNodeMain(
   }
   const policy = table && settings.policyEnforcement ? networkPolicy(parts, table) : undefined;
   if (policy) subsystems.push(policy);
-  // Other subsystems' part in CNI calls: policy's, once an ADD has networked its pod.
-  subsystems.push(cniService(parts, policy ? { workloadNetworked: policy.workloadNetworked } : {}));
+  // Other subsystems' part in CNI calls: policy's, once an ADD has planned its addresses and networked its pod.
+  subsystems.push(cniService(parts, policy?.callHooks ?? {}));
 
   // The subsystems stop first (the CNI service waits for the calls it serves), then the manager.
   const failed = new AbortController();

@@ -1,8 +1,8 @@
 // ADD: readiness gates, what Kubernetes says about the pod, addresses (with the workload endpoint,
 // when the address manager commits it), the data plane, the host's part (netplug-node's policy,
-// when it serves the call), then the policy wait. Any failure after
-// addresses are taken undoes what was done: the interface is removed, the endpoint and the
-// addresses released, so a failed ADD leaves nothing.
+// when it serves the call, begun as soon as the addresses are planned), then the policy wait. Any
+// failure after addresses are taken undoes what was done: the interface is removed, the endpoint
+// and the addresses released, the host's part withdrawn, so a failed ADD leaves nothing.
 import { CniError, ErrorCode } from '../cni/errors.ts';
 import type { Result } from '../cni/result.ts';
 import { addHostRoutes, interfacePresence, setupWorkload, type Presence } from '../dataplane/index.ts';
@@ -79,9 +79,25 @@ export async function cmdAdd(ctx: PluginContext, presence?: Promise<Presence>): 
         (addresses) => addHostRoutes(hostIfname, addresses),
         () => teardownAttachment(env.netns, env.ifname, hostIfname),
       );
+  // The host starts on the pod's part (its policy) with the first plan too; a failed ADD withdraws it.
+  let withdraw: (() => void) | undefined;
+  const planned = (addresses: readonly string[]) => {
+    ahead?.planned(addresses);
+    if (withdraw || !workload.pod || !ctx.workloadPlanned || addresses.length === 0) return;
+    withdraw = ctx.workloadPlanned({
+      namespace: workload.namespace,
+      pod: workload.pod,
+      ...(env.args.podUid ? { podUid: env.args.podUid } : {}),
+      containerInterface: env.ifname,
+      hostInterface: hostIfname,
+      mac: macFor(addresses),
+      addresses: [...addresses],
+    });
+  };
   const allocated = plan.ipsWithoutIpam
     ? withoutIpam(conf.cniVersion, plan.ipsWithoutIpam)
-    : await ctx.ipam.add(committed ? [endpoint] : [], overrides(plan), { planned: ahead?.planned }).catch(async (err: unknown) => {
+    : await ctx.ipam.add(committed ? [endpoint] : [], overrides(plan), { planned }).catch(async (err: unknown) => {
+        withdraw?.();
         await ahead?.abandon().catch((undo: unknown) => log.error(`removing "${env.ifname}" set up ahead: ${toCniError(undo).message}`));
         throw err;
       });
@@ -151,6 +167,7 @@ export async function cmdAdd(ctx: PluginContext, presence?: Promise<Presence>): 
       ...(dns ? { dns } : {}),
     };
   } catch (err) {
+    withdraw?.();
     throw await rollBack(ctx, toCniError(err, 'ADD'), { addresses, wired, endpoint: endpointWritten });
   }
 }

@@ -48,6 +48,8 @@ export interface PluginContext {
   known?: KnownNodes;
   /** The host's part once a pod is networked (PluginServices.workloadNetworked); none in the one-shot. */
   workloadNetworked?: PluginServices['workloadNetworked'];
+  /** The host's start on that part while the addresses commit (PluginServices.workloadPlanned). */
+  workloadPlanned?: PluginServices['workloadPlanned'];
   /** With a datastore, starts opening it and connecting, to overlap whatever comes first. */
   warmUp(): void;
   close(): void;
@@ -117,6 +119,7 @@ export function createContext(env: CniEnvironment, netconf: ParsedNetconf, log: 
     kube,
     ...(known ? { known } : {}),
     ...(services?.workloadNetworked ? { workloadNetworked: services.workloadNetworked } : {}),
+    ...(services?.workloadPlanned ? { workloadPlanned: services.workloadPlanned } : {}),
     warmUp: () => {
       if (usesDatastore)
         store().then(

@@ -66,4 +66,11 @@ export interface PluginServices {
    * fails the ADD, which then undoes what it did: no pod starts without what this had to put in place.
    */
   workloadNetworked?(workload: NetworkedWorkload): Promise<void>;
+  /**
+   * Told once an ADD's addresses are planned, while they are committed and the interface is set
+   * up: the host may start on what workloadNetworked will need for them (netplug-node writes the
+   * pod's policy meanwhile), which that call then finds done. Returns what the ADD calls if it
+   * fails: what was begun for addresses the pod may not keep goes. It must not throw.
+   */
+  workloadPlanned?(workload: NetworkedWorkload): () => void;
 }

@@ -4,7 +4,7 @@
 // watch-pods.ts). A failure to serve leaves runtimes the one-shot plugin, so the agent goes on:
 // serving is no reason for the node not to be ready, but a setting that keeps it from serving
 // calls is (readiness `cni`, decline-log.ts). Other subsystems join in a call through the hooks
-// main gives, which the plugin's core calls as services of its host (`workloadNetworked`). Metrics: cni-metrics.ts. With NETPLUG_CNI_TIMINGS_FILE, each
+// main gives, which the plugin's core calls as services of its host (`workloadPlanned`, `workloadNetworked`). Metrics: cni-metrics.ts. With NETPLUG_CNI_TIMINGS_FILE, each
 // served call's timings are appended there (call-timings.ts).
 import { appendFileSync } from 'node:fs';
 
@@ -20,7 +20,7 @@ import { serveCni } from './serve-cni.ts';
 import { watchPods } from './watch-pods.ts';
 
 /** Other subsystems' part in the calls served (main gives them; the CNI service knows none of them). */
-type CallHooks = Pick<PluginServices, 'workloadNetworked'>;
+type CallHooks = Pick<PluginServices, 'workloadNetworked' | 'workloadPlanned'>;
 
 export function cniService(parts: NodeParts, hooks: CallHooks = {}): Subsystem {
   const { settings, env, informers, kube, manager } = parts;

@@ -6,7 +6,8 @@
 // a namespace of pods) gives one pass (program-policy.ts); it runs again every few seconds, which
 // re-checks the status files, and gives the part again every refresh interval, which repairs the
 // table. The CNI service's `workloadNetworked` (program-networked-pod.ts; on etcd
-// program-networked-endpoint.ts) runs a pass for an ADD before its policy wait and its answer.
+// program-networked-endpoint.ts) runs a pass for an ADD before its policy wait and its answer; on
+// the Kubernetes datastore its `workloadPlanned` starts that pass while the ADD commits its addresses.
 // Readiness `policy`: the first pass's part is in the kernel and the last pass succeeded.
 // Metrics: policy-metrics.ts, and what policy dropped (denied-counters.ts). A policy that cannot be
 // programmed is logged, counted and told as an Event on it (report-issues.ts); the rest of the
@@ -26,7 +27,7 @@ import type { Logger } from '../../log/logger.ts';
 import { netplugCounters } from '../shared/netplug-table.ts';
 import type { Gate, NodeParts, Subsystem } from '../shared/subsystem.ts';
 import { registerDeniedCounters } from './denied-counters.ts';
-import { programNetworkedPod, type ProgramNetworkedPod } from './program-networked-pod.ts';
+import { programNetworkedPod, type ProgramNetworkedPod, type ProgramPlannedPod } from './program-networked-pod.ts';
 import type { FeedKind } from './convert-resources.ts';
 import { EngineFeed } from './feed-engine.ts';
 import { followPolicyDocuments, onNode, podKeyOf } from './follow-datastore.ts';
@@ -64,9 +65,17 @@ const podSignificant = (pod: k8s.V1Pod) => [
   pod.status?.phase,
 ];
 
+const hasAddress = (pod: k8s.V1Pod) => Boolean(pod.status?.podIP) || (pod.status?.podIPs?.length ?? 0) > 0;
+
 export interface NetworkPolicySubsystem extends Subsystem {
-  /** The CNI service's `workloadNetworked` (main gives it to cniService). */
+  /** Its part in the ADDs the CNI service serves (main gives them to cniService). */
+  callHooks: CallHooks;
+}
+
+/** `workloadPlanned` only on the Kubernetes datastore: on etcd the pod's endpoint is read once committed. */
+interface CallHooks {
   workloadNetworked: ProgramNetworkedPod;
+  workloadPlanned?: ProgramPlannedPod;
 }
 
 export function networkPolicy(
@@ -137,7 +146,7 @@ export function networkPolicy(
   manager.add(controller, { waitFor: source.waitFor });
 
   return {
-    workloadNetworked: source.workloadNetworked(programming),
+    callHooks: source.callHooks(programming, () => controller.enqueue(KEY)),
     async run(signal) {
       const packets = logPolicyPackets({ log, group: LOG_GROUP });
       await aborted(signal);
@@ -157,7 +166,8 @@ interface SourceEvents {
 interface PolicySource {
   feed: EngineFeed;
   waitFor: Gate[];
-  workloadNetworked(programmer: PolicyProgrammer): ProgramNetworkedPod;
+  /** The subsystem's part in the ADDs served here; `passSoon` has the controller run a pass. */
+  callHooks(programmer: PolicyProgrammer, passSoon: () => void): CallHooks;
   /** The object of `key` as followed now (an event's object's uid). */
   lookup(kind: FeedKind, key: string): unknown;
   stop(): void;
@@ -170,20 +180,28 @@ function followKubernetesApi(parts: NodeParts, engine: PolicyEngine, events: Sou
   const feed = new EngineFeed(engine, resources, { nodeName: settings.nodeName, interfacePrefix: settings.interfacePrefix, log });
   const stopHandlers: (() => void)[] = [];
   for (const kind of FOLLOWED_KINDS) {
-    const changed = (object: k8s.KubernetesObject) => {
+    const changed = (object: k8s.KubernetesObject, gone = false) => {
       const key = objectKey(object);
       feed.mark(kind, key);
-      if (kind === 'Pod' && (object as k8s.V1Pod).spec?.nodeName === settings.nodeName) events.sawPod(key);
+      const pod = kind === 'Pod' ? (object as k8s.V1Pod) : undefined;
+      if (pod?.spec?.nodeName === settings.nodeName) {
+        events.sawPod(key);
+        // A new pod of this node without an address has no interface to police yet (the dispatch
+        // drops what an interface it does not map carries): its ADD programs it, with the
+        // addresses it plans (program-networked-pod.ts), and a pass for it alone now would only
+        // compete with that ADD. The next pass takes it in all the same.
+        if (!gone && !hasAddress(pod) && !feed.localPods().has(key)) return;
+      }
       events.trigger();
     };
     stopHandlers.push(
       resources[kind].addHandler(
         {
-          add: changed,
-          update: changed,
+          add: (object) => changed(object),
+          update: (object) => changed(object),
           delete: (object) => {
             if (kind === 'Pod') feed.forget(objectKey(object), object.metadata?.uid);
-            changed(object);
+            changed(object, true);
           },
           synced: () => {
             feed.markWhole(kind);
@@ -199,12 +217,13 @@ function followKubernetesApi(parts: NodeParts, engine: PolicyEngine, events: Sou
     feed,
     waitFor: Object.values(resources),
     lookup: (kind, key) => (kind in resources ? cached(resources[kind as FollowedKind], key) : undefined),
-    workloadNetworked: (programmer) =>
+    callHooks: (programmer, passSoon) =>
       programNetworkedPod({
         feed,
         programmer,
         pods: resources.Pod,
         readPod: async (namespace, name) => (await core.readNamespacedPod({ namespace, name })) as unknown as KubePod,
+        passSoon,
         log,
       }),
     stop: () => {
@@ -242,7 +261,10 @@ function followDatastore(parts: NodeParts, engine: PolicyEngine, events: SourceE
     feed: made,
     waitFor: documents.gates,
     lookup: (kind, key) => documents.source.get(kind, key),
-    workloadNetworked: (programmer) => programNetworkedEndpoint({ nodeName, store, documents, feed: made, programmer, log }),
+    // The workload endpoint the policy reads is committed with the addresses: nothing to begin before.
+    callHooks: (programmer) => ({
+      workloadNetworked: programNetworkedEndpoint({ nodeName, store, documents, feed: made, programmer, log }),
+    }),
     stop: () => documents.stop(),
   };
 }
