@@ -3,7 +3,7 @@
 // than one element, port lists and named ports are looked up in named sets shared by every rule
 // that names the same ones (anonymous sets cost the kernel a walk of the transaction each, and
 // thousands of them take seconds to load); one address or port range is compared inline.
-import { inSet, match, notMatch, rule } from '../nft/build.ts';
+import { match, notMatch, rule } from '../nft/build.ts';
 import type { Atom, Match, Rule, Selector as NftSelector, Statement } from '../nft/model.ts';
 import { intervalText, portText, type Family, type PortRange } from './addresses.ts';
 import { denyCounterName, hashOf, MARK } from './names.ts';
@@ -44,6 +44,33 @@ export interface RuleOptions {
   logPerSecond: number;
 }
 
+/**
+ * Matches and statements are shared by every rule that has the same one (they are never changed
+ * once made): at thousands of policies the rules' own small objects were most of the compiler's
+ * heap, and most of the garbage collector's work in a full compile.
+ */
+const sharedMatches = new Map<string, Match>();
+const sharedStatements = new Map<string, Statement[]>();
+const SHARED_LIMIT = 50_000;
+
+function shared<T>(cache: Map<string, T>, key: string, make: () => T): T {
+  let found = cache.get(key);
+  if (found === undefined) {
+    found = make();
+    if (cache.size >= SHARED_LIMIT) cache.clear();
+    cache.set(key, found);
+  }
+  return found;
+}
+
+/** `key value` (or `key != value`), shared. */
+function sharedMatch(key: NftSelector | NftSelector[], value: Atom | { set: string }, negated = false): Match {
+  const text = typeof value === 'object' ? `@${value.set}` : `${typeof value}:${value}`;
+  return shared(sharedMatches, `${negated ? '!' : ''}${String(key)} ${text}`, () => (negated ? notMatch(key, value) : match(key, value)));
+}
+
+const setMatch = (key: NftSelector | NftSelector[], set: string, negated = false) => sharedMatch(key, { set }, negated);
+
 /** At most this many `!=` comparisons inline for a notNets or notPorts list; more go to a set. */
 const INLINE_NEGATIONS = 3;
 
@@ -80,8 +107,8 @@ function nftRules(program: PolicyProgram, direction: Direction, r: RuleProgram, 
   const out: Rule[] = [];
   for (const family of specific ? families : [undefined]) {
     const common: Match[] = [];
-    if (r.protocol !== undefined) common.push(match('meta l4proto', r.protocol));
-    if (r.notProtocol !== undefined) common.push(notMatch('meta l4proto', r.notProtocol));
+    if (r.protocol !== undefined) common.push(sharedMatch('meta l4proto', r.protocol));
+    if (r.notProtocol !== undefined) common.push(sharedMatch('meta l4proto', r.notProtocol, true));
     const sources = sideMatches(r.source, 'source', family, r.protocol, useSet);
     const destinations = sideMatches(r.destination, 'destination', family, r.protocol, useSet);
     for (const icmp of icmpMatches(r, family)) {
@@ -89,7 +116,7 @@ function nftRules(program: PolicyProgram, direction: Direction, r: RuleProgram, 
         for (const destination of destinations) {
           const matches = [...common, ...source, ...destination, ...icmp];
           if (family !== undefined && !matches.some((m) => FAMILY_SELECTORS.has(firstKey(m))))
-            matches.unshift(match('meta nfproto', family === 4 ? 'ipv4' : 'ipv6'));
+            matches.unshift(sharedMatch('meta nfproto', family === 4 ? 'ipv4' : 'ipv6'));
           out.push(rule(matches, action.verdict, comment, action.statements));
         }
       }
@@ -115,11 +142,13 @@ function actionOf(
 ): { verdict?: Rule['verdict']; statements: Statement[] } {
   switch (r.action) {
     case 'Allow':
-      return { verdict: 'return', statements: [{ mark: { or: MARK.accept } }] };
+      return { verdict: 'return', statements: shared(sharedStatements, 'allow', () => [{ mark: { or: MARK.accept } }]) };
     case 'Pass':
-      return { verdict: 'return', statements: [{ mark: { or: MARK.pass } }] };
-    case 'Deny':
-      return { verdict: 'drop', statements: [{ counter: { name: denyCounterName(program.key) } }] };
+      return { verdict: 'return', statements: shared(sharedStatements, 'pass', () => [{ mark: { or: MARK.pass } }]) };
+    case 'Deny': {
+      const counter = denyCounterName(program.key);
+      return { verdict: 'drop', statements: shared(sharedStatements, `deny ${counter}`, () => [{ counter: { name: counter } }]) };
+    }
     case 'Log':
       return {
         statements: [
@@ -152,38 +181,37 @@ function sideMatches(
     if (side.nets) {
       const elements = side.nets[family].map((interval) => intervalText(family, interval));
       all.push(
-        elements.length === 1 ? match(address, elements[0] as string) : match(address, inSet(useSet({ kind: 'nets', family, elements }))),
+        elements.length === 1 ? sharedMatch(address, elements[0] as string) : setMatch(address, useSet({ kind: 'nets', family, elements })),
       );
     }
     if (side.notNets) {
       const elements = side.notNets[family].map((interval) => intervalText(family, interval));
-      if (elements.length <= INLINE_NEGATIONS) for (const element of elements) all.push(notMatch(address, element));
-      else all.push(notMatch(address, inSet(useSet({ kind: 'nets', family, elements }))));
+      if (elements.length <= INLINE_NEGATIONS) for (const element of elements) all.push(sharedMatch(address, element, true));
+      else all.push(setMatch(address, useSet({ kind: 'nets', family, elements }), true));
     }
-    if (side.selector !== undefined) all.push(match(address, inSet(useSet({ kind: 'selector', family, selector: side.selector }))));
-    if (side.notSelector !== undefined)
-      all.push(notMatch(address, inSet(useSet({ kind: 'selector', family, selector: side.notSelector }))));
+    if (side.selector !== undefined) all.push(setMatch(address, useSet({ kind: 'selector', family, selector: side.selector })));
+    if (side.notSelector !== undefined) all.push(setMatch(address, useSet({ kind: 'selector', family, selector: side.notSelector }), true));
     if (side.notNamedPorts) {
       const set = useSet(namedPorts(side, side.notNamedPorts, family, protocol));
-      all.push(notMatch([address, 'meta l4proto', port], inSet(set)));
+      all.push(setMatch([address, 'meta l4proto', port], set, true));
     }
   }
   if (side.notPorts) {
     const elements = side.notPorts.map(portText);
-    if (elements.length <= INLINE_NEGATIONS) for (const element of elements) all.push(notMatch(port, element));
-    else all.push(notMatch(port, inSet(useSet({ kind: 'ports', elements }))));
+    if (elements.length <= INLINE_NEGATIONS) for (const element of elements) all.push(sharedMatch(port, element, true));
+    else all.push(setMatch(port, useSet({ kind: 'ports', elements }), true));
   }
   if (!side.ports && !side.namedPorts) return [all];
   const alternatives: Match[][] = [];
   if (side.ports) alternatives.push([...all, portMatch(port, side.ports, useSet)]);
   if (side.namedPorts && family !== undefined)
-    alternatives.push([...all, match([address, 'meta l4proto', port], inSet(useSet(namedPorts(side, side.namedPorts, family, protocol))))]);
+    alternatives.push([...all, setMatch([address, 'meta l4proto', port], useSet(namedPorts(side, side.namedPorts, family, protocol)))]);
   return alternatives;
 }
 
 function portMatch(port: NftSelector, ranges: PortRange[], useSet: UseSet): Match {
   const elements = ranges.map(portText);
-  return elements.length === 1 ? match(port, elements[0] as Atom) : match(port, inSet(useSet({ kind: 'ports', elements })));
+  return elements.length === 1 ? sharedMatch(port, elements[0] as Atom) : setMatch(port, useSet({ kind: 'ports', elements }));
 }
 
 /** The named ports of the endpoints at this end (every endpoint when it names none), of the rule's protocol. */
