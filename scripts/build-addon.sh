@@ -22,7 +22,20 @@ use_cross_toolchain "$target"
 extra=""
 [ -z "$cross_target_dir" ] || extra="--target-dir $cross_target_dir"
 
+case "${target:-$(uname -m)}" in
+  aarch64*) node_arch=arm64 ;;
+  x86_64*) node_arch=x64 ;;
+  *) say "no addon name is known for ${target:-$(uname -m)}"; exit 2 ;;
+esac
+built="native/netplug-dataplane.linux-$node_arch-gnu.node"
+
+# Copied from the cache when these sources were built before (scripts/lib.sh).
+key="addon-$(rust_build_key addon "$@" "$(grep -m1 '"version"' node_modules/@napi-rs/cli/package.json)")"
+[ -f "$rust_cache_root/$key/complete" ] || cache_lock "$rust_cache_root/$key.lock"
+rust_cache_restore "$key" "$built" ts/native/binding.d.ts && exit 0
+
 # shellcheck disable=SC2086 # $extra is empty or two words
-exec node_modules/.bin/napi build --platform --release \
+node_modules/.bin/napi build --platform --release \
   --manifest-path crates/netplug-dataplane-napi/Cargo.toml \
   --output-dir native --no-js --dts ../ts/native/binding.d.ts $extra "$@"
+rust_cache_store "$key" "$built" ts/native/binding.d.ts

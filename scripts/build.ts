@@ -103,16 +103,10 @@ linkSync(executable, out('cni/netplug-ipam'));
 for (const name of BIN_NAMES) linkSync(executable, out(`bin/${name}`));
 for (const dir of ['cni', 'bin']) copyFileSync(`${root}native/${addonFile}`, out(`${dir}/${addonFile}`));
 
-// The shim, linked statically (glibc's crt-static): it runs on any host's libc, loads nothing at
-// start-up, and the image needs no library for it. An explicit --target keeps the flag off build
-// scripts and the addon's host build.
+// The shim, linked statically (scripts/build-shim.sh says why).
 const shimTarget = { x64: 'x86_64-unknown-linux-gnu', arm64: 'aarch64-unknown-linux-gnu' }[arch() as 'x64' | 'arm64'];
-execFileSync('sh', [`${root}scripts/cargo.sh`, 'build', '--quiet', '--release', '-p', 'netplug-shim', '--target', shimTarget], {
-  cwd: root,
-  stdio: 'inherit',
-  env: { ...process.env, RUSTFLAGS: '-C target-feature=+crt-static' },
-});
-copyFileSync(`${root}target/${shimTarget}/release/netplug`, out('cni/netplug'));
+const builtShim = execFileSync('sh', [`${root}scripts/build-shim.sh`, shimTarget], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+copyFileSync(builtShim, out('cni/netplug'));
 chmodSync(out('cni/netplug'), 0o755);
 
 // A rejected cache still runs, only slower on every command: refuse to build one.

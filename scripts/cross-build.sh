@@ -15,12 +15,9 @@ esac
 sh scripts/build-addon.sh --target "$triple" >&2
 
 # The shim with the toolchain the addon used (scripts/build.ts builds this machine's the same way).
-with_cargo_on_path
-use_cross_toolchain "$triple"
-RUSTFLAGS='-C target-feature=+crt-static' cargo build --quiet --release -p netplug-shim --target "$triple" \
-  --target-dir "${cross_target_dir:-target}" >&2
+built_shim=$(sh scripts/build-shim.sh "$triple")
 shim="native/netplug.linux-$node_arch-gnu"
-cp "${cross_target_dir:-target}/$triple/release/netplug" "$shim.tmp"
+cp "$built_shim" "$shim.tmp"
 mv "$shim.tmp" "$shim"
 
 if [ "${1:-}" = "--shim" ]; then

@@ -71,3 +71,49 @@ cache_lock() {
   exec 9>"$1"
   flock 9
 }
+
+# Built Rust artifacts (the addon, the shim, for this machine and cross-built) are cached outside
+# the repository, keyed by what they are built from: every file under crates/, the workspace's
+# Cargo.toml and Cargo.lock, the compiler's version and the build's own arguments. A fresh clone
+# of the same sources (CI) copies them in seconds instead of compiling for minutes; any change to
+# a source, the lockfile, the toolchain or the flags is another key, so a stale artifact is never
+# used. The newest RUST_CACHE_KEEP entries are kept.
+rust_cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/netplug/rust"
+RUST_CACHE_KEEP=12
+
+# rust_build_key WHAT ARG... : prints the cache key of the build WHAT with ARG... (run from the root).
+rust_build_key() {
+  {
+    find crates Cargo.toml Cargo.lock -type f -not -path '*/target/*' -print0 | sort -z | xargs -0 sha256sum
+    "${RUSTC:-rustc}" -vV
+    printf '%s\n' "$@" "RUSTFLAGS=${RUSTFLAGS:-}"
+  } | sha256sum | cut -c1-24
+}
+
+# rust_cache_restore KEY FILE... : copies the cached FILEs of KEY into place (paths relative to the
+# root, as stored); false if KEY is not complete in the cache.
+rust_cache_restore() {
+  entry="$rust_cache_root/$1"; shift
+  [ -f "$entry/complete" ] || return 1
+  for file in "$@"; do
+    mkdir -p "$(dirname "$file")"
+    cp "$entry/files/$file" "$file.tmp" && mv "$file.tmp" "$file" || return 1
+  done
+  touch "$entry" # the newest used is kept longest
+}
+
+# rust_cache_store KEY FILE... : stores the built FILEs under KEY, then drops the oldest entries.
+rust_cache_store() {
+  entry="$rust_cache_root/$1"; shift
+  rm -rf "$entry.tmp"
+  for file in "$@"; do
+    mkdir -p "$entry.tmp/files/$(dirname "$file")"
+    cp "$file" "$entry.tmp/files/$file"
+  done
+  touch "$entry.tmp/complete"
+  rm -rf "$entry" && mv "$entry.tmp" "$entry"
+  # shellcheck disable=SC2012 # entry names are hex keys
+  ls -1t "$rust_cache_root" | grep -v '\.' | tail -n +$((RUST_CACHE_KEEP + 1)) | while read -r old; do
+    rm -rf "${rust_cache_root:?}/$old" "${rust_cache_root:?}/$old.lock"
+  done
+}
