@@ -105,7 +105,11 @@ for (const dir of ['cni', 'bin']) copyFileSync(`${root}native/${addonFile}`, out
 
 // The shim, linked statically (scripts/build-shim.sh says why).
 const shimTarget = { x64: 'x86_64-unknown-linux-gnu', arm64: 'aarch64-unknown-linux-gnu' }[arch() as 'x64' | 'arm64'];
-const builtShim = execFileSync('sh', [`${root}scripts/build-shim.sh`, shimTarget], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+const builtShim = execFileSync('sh', [`${root}scripts/build-shim.sh`, shimTarget], {
+  cwd: root,
+  encoding: 'utf8',
+  stdio: ['ignore', 'pipe', 'inherit'],
+}).trim();
 copyFileSync(builtShim, out('cni/netplug'));
 chmodSync(out('cni/netplug'), 0o755);
 
