@@ -1,6 +1,8 @@
 // What the feed gives the policy compiler for a followed object (feed-engine.ts): a followed
 // resource converted (Kubernetes NetworkPolicies, namespaces and service accounts as profiles) or
 // checked (netplug's documents, as netplugctl checks them), and the engine call that removes it.
+import { createHash } from 'node:crypto';
+
 import type * as k8s from '@kubernetes/client-node';
 
 import { checkPolicyDocument } from '../../model/policy-check.ts';
@@ -100,4 +102,23 @@ function userDocument(object: k8s.KubernetesObject): unknown {
     },
     spec: (object as { spec?: unknown }).spec ?? {},
   };
+}
+
+/** A short digest of a value's JSON: what the feed keeps to tell a resource changed. */
+export const digestOf = (value: unknown): string => createHash('sha256').update(JSON.stringify(value)).digest('base64');
+
+/** Whether two JSON-like values are the same content (a key whose value is undefined counts as absent, as in JSON). */
+export function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a)) {
+    const other = b as unknown[];
+    return a.length === other.length && a.every((item, i) => sameJson(item, other[i]));
+  }
+  const left = a as Record<string, unknown>;
+  const right = b as Record<string, unknown>;
+  const keys = Object.keys(left).filter((key) => left[key] !== undefined);
+  if (keys.length !== Object.keys(right).filter((key) => right[key] !== undefined).length) return false;
+  return keys.every((key) => sameJson(left[key], right[key]));
 }

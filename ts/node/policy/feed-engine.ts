@@ -20,7 +20,7 @@ import type { WorkloadEndpoint } from '../../model/workload-endpoint.ts';
 import { endpointOfPod, endpointOfWorkload, type EndpointInput, type KubePod } from '../../policy/endpoints.ts';
 import type { PolicyEngine } from '../../policy/engine.ts';
 import type { namespaceProfile } from '../../policy/kubernetes.ts';
-import { convertedResource, type FeedKind, removeResource } from './convert-resources.ts';
+import { convertedResource, digestOf, type FeedKind, removeResource, sameJson } from './convert-resources.ts';
 import { cached, FOLLOWED_KINDS, type FollowedKind, objectKey, type PolicyInformers } from './follow-resources.ts';
 
 /** What an ADD served on this node said of its pod (program-networked-pod.ts). */
@@ -95,8 +95,12 @@ export class EngineFeed {
   readonly #options: EngineFeedOptions;
   readonly #dirty = new Map<FeedKind, Set<string>>(FEED_KINDS.map((kind) => [kind, new Set<string>()]));
   readonly #whole = new Set<FeedKind>();
-  /** Per kind, each key the engine holds and the text of what it was given. */
-  readonly #fed = new Map<FeedKind, Map<string, string>>(FEED_KINDS.map((kind) => [kind, new Map<string, string>()]));
+  /**
+   * Per kind, each key the engine holds and what it was given: an endpoint's input (the object
+   * the engine keeps), or a digest of a resource's converted JSON (its text, kept for thousands
+   * of policies, was megabytes).
+   */
+  readonly #fed = new Map<FeedKind, Map<string, unknown>>(FEED_KINDS.map((kind) => [kind, new Map<string, unknown>()]));
   /** Each workload endpoint document's endpoint key (`<namespace>/<pod>`) in the engine. */
   readonly #endpointKeys = new Map<string, string>();
   /** What of each resource could not be converted or checked (`<kind>/<key>` → messages). */
@@ -155,7 +159,7 @@ export class EngineFeed {
       const keys = this.#dirty.get(kind) as Set<string>;
       if (this.#whole.delete(kind)) {
         for (const key of this.#source.keys(kind)) keys.add(key);
-        for (const key of (this.#fed.get(kind) as Map<string, string>).keys()) keys.add(key);
+        for (const key of (this.#fed.get(kind) as Map<string, unknown>).keys()) keys.add(key);
         if (kind === 'Pod') for (const key of this.#added.keys()) keys.add(key);
       }
       for (const key of keys) {
@@ -194,10 +198,10 @@ export class EngineFeed {
       this.#issues.set(`${kind}/${key}`, [err.message]);
       return;
     }
-    const text = JSON.stringify(given);
-    const fed = this.#fed.get(kind) as Map<string, string>;
-    if (fed.get(key) !== text) {
-      fed.set(key, text);
+    const digest = digestOf(given);
+    const fed = this.#fed.get(kind) as Map<string, unknown>;
+    if (fed.get(key) !== digest) {
+      fed.set(key, digest);
       if ('profile' in given) this.engine.upsertProfile(given.profile);
       else if (given.kind === 'Profile') this.engine.upsertProfile(given as ProfileResource);
       else if (given.kind === 'NetworkPolicy' || given.kind === 'GlobalNetworkPolicy') this.engine.upsertPolicy(given);
@@ -210,7 +214,7 @@ export class EngineFeed {
 
   /** Whether the engine held `key` of `kind` (it does no more). */
   #forget(kind: FeedKind, key: string): boolean {
-    return (this.#fed.get(kind) as Map<string, string>).delete(key);
+    return (this.#fed.get(kind) as Map<string, unknown>).delete(key);
   }
 
   /**
@@ -218,7 +222,7 @@ export class EngineFeed {
    * node's carry the host interface the plugin wrote, and are the local pods the status files are for.
    */
   #feedWorkloadEndpoint(key: string, document: WorkloadEndpoint | undefined): void {
-    const fed = this.#fed.get('WorkloadEndpoint') as Map<string, string>;
+    const fed = this.#fed.get('WorkloadEndpoint') as Map<string, unknown>;
     const before = this.#endpointKeys.get(key);
     const endpoint = document?.spec && document.metadata ? endpointOfWorkload(document) : undefined;
     const local = endpoint?.node === this.#options.nodeName;
@@ -240,9 +244,8 @@ export class EngineFeed {
       return;
     }
     this.#endpointKeys.set(key, endpoint.key);
-    const text = JSON.stringify(endpoint);
-    if (fed.get(key) !== text) {
-      fed.set(key, text);
+    if (!sameJson(fed.get(key), endpoint)) {
+      fed.set(key, endpoint);
       this.engine.upsertEndpoint(endpoint);
     }
     if (local)
@@ -275,15 +278,14 @@ export class EngineFeed {
       : undefined;
     const endpoint: EndpointInput | undefined = pod && !finished ? endpointOfPod(pod, hostInterface) : undefined;
     if (endpoint && local && endpoint.addresses.length === 0 && fromAdd) endpoint.addresses = fromAdd.addresses;
-    const fed = this.#fed.get('Pod') as Map<string, string>;
+    const fed = this.#fed.get('Pod') as Map<string, unknown>;
     if (!endpoint) {
       if (fed.delete(key)) this.engine.removeEndpoint(key);
       this.#local.delete(key);
       return;
     }
-    const text = JSON.stringify(endpoint);
-    if (fed.get(key) !== text) {
-      fed.set(key, text);
+    if (!sameJson(fed.get(key), endpoint)) {
+      fed.set(key, endpoint);
       this.engine.upsertEndpoint(endpoint);
     }
     if (local)

@@ -65,9 +65,12 @@ export function followPolicyResources(informers: Informers, kube: k8s.KubeConfig
     }),
     Namespace: follow('namespaces', '/api/v1/namespaces', () => core.listNamespace()),
     ServiceAccount: follow('service accounts', '/api/v1/serviceaccounts', () => core.listServiceAccountForAllNamespaces()),
-    KubernetesNetworkPolicy: follow('networkpolicies.networking.k8s.io', '/apis/networking.k8s.io/v1/networkpolicies', () =>
-      networking.listNetworkPolicyForAllNamespaces(),
-    ),
+    KubernetesNetworkPolicy: informers.informer<k8s.KubernetesObject>({
+      what: 'networkpolicies.networking.k8s.io',
+      path: '/apis/networking.k8s.io/v1/networkpolicies',
+      list: () => networking.listNetworkPolicyForAllNamespaces() as Promise<k8s.KubernetesListObject<k8s.KubernetesObject>>,
+      view: { name: 'policy', of: specAndIdentity },
+    }),
     NetworkPolicy: netplug('NetworkPolicy'),
     GlobalNetworkPolicy: netplug('GlobalNetworkPolicy'),
     NetworkSet: netplug('NetworkSet'),
@@ -94,6 +97,21 @@ function podAsPolicySees(object: k8s.KubernetesObject): k8s.KubernetesObject {
       containers: (pod.spec?.containers ?? []).map((c) => ({ name: c.name, ports: c.ports })),
     },
     status: { phase: pod.status?.phase, podIP: pod.status?.podIP, podIPs: pod.status?.podIPs },
+  } as k8s.KubernetesObject;
+}
+
+/**
+ * What the policy subsystem reads of a Kubernetes NetworkPolicy (its conversion, the uid an Event
+ * names): its identity and spec, not the rest of its metadata (timestamps, annotations), for
+ * thousands of them.
+ */
+function specAndIdentity(object: k8s.KubernetesObject): k8s.KubernetesObject {
+  const { name, namespace, uid, labels, resourceVersion, deletionTimestamp } = object.metadata ?? {};
+  return {
+    apiVersion: object.apiVersion,
+    kind: object.kind,
+    metadata: { name, namespace, uid, labels, resourceVersion, deletionTimestamp },
+    spec: (object as { spec?: unknown }).spec,
   } as k8s.KubernetesObject;
 }
 
