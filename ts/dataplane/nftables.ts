@@ -5,7 +5,7 @@
 // addon; failures are thrown as DataplaneError naming the operation and the object.
 import { addon } from '../native/addon.ts';
 import type { KernelError, NflogPacket, NflogSubscription as NativeSubscription } from '../native/binding.d.ts';
-import type { Chain, ElementChanges, Family, Table, TableDelta } from '../nft/model.ts';
+import type { ElementChanges, Family, Table, TableDelta } from '../nft/model.ts';
 import { DataplaneError } from './errors.ts';
 
 export type { NflogPacket } from '../native/binding.d.ts';
@@ -39,7 +39,7 @@ export class NftTable {
 
   /** Makes the kernel's table equal `table` (its family and name must be this writer's). */
   apply(table: Table): Promise<NftApplyReport> {
-    return this.#serial(async () => report(await this.#writer.apply(descriptionJson(table))));
+    return this.#serial(async () => report(await this.#writer.apply(JSON.stringify(table))));
   }
 
   /**
@@ -47,7 +47,7 @@ export class NftTable {
    * with nothing sent, when the kernel's table is not as last written (apply it whole then).
    */
   applyDelta(delta: TableDelta): Promise<NftApplyReport> {
-    return this.#serial(async () => report(await this.#writer.applyDelta(descriptionJson(delta))));
+    return this.#serial(async () => report(await this.#writer.applyDelta(JSON.stringify(delta))));
   }
 
   /** Adds and deletes set and map elements of the table last applied, in one transaction. */
@@ -108,36 +108,6 @@ export async function removeIptablesChain(table: string, chain: string): Promise
   const outcome = await addon().removeIptablesChain(table, chain);
   if (outcome.error) throw new DataplaneError(outcome.error);
   return outcome.removedJumpsFrom;
-}
-
-/**
- * Each chain's JSON, kept while the chain object lives: the policy compiler makes a new chain
- * object for every change and gives the same object again while its chain is unchanged, so a
- * write for one pod's chains stringifies those alone, not the thousands of others.
- */
-const chainJson = new WeakMap<Chain, string>();
-
-/** `JSON.stringify(description)`'s meaning (the addon parses it), the chains' text reused. */
-function descriptionJson(table: Table | TableDelta): string {
-  const fields: string[] = [];
-  for (const [key, value] of Object.entries(table)) {
-    if (value === undefined) continue;
-    let text: string;
-    if (key === 'chains') {
-      text = `[${(value as Chain[])
-        .map((chain) => {
-          let json = chainJson.get(chain);
-          if (json === undefined) {
-            json = JSON.stringify(chain);
-            chainJson.set(chain, json);
-          }
-          return json;
-        })
-        .join(',')}]`;
-    } else text = JSON.stringify(value);
-    fields.push(`${JSON.stringify(key)}:${text}`);
-  }
-  return `{${fields.join(',')}}`;
 }
 
 function report(outcome: { report?: NftApplyReport; error?: KernelError }): NftApplyReport {
