@@ -79,11 +79,16 @@ export async function cmdAdd(ctx: PluginContext, presence?: Promise<Presence>): 
         (addresses) => addHostRoutes(hostIfname, addresses),
         () => teardownAttachment(env.netns, env.ifname, hostIfname),
       );
-  // The host starts on the pod's part (its policy) with the first plan too; a failed ADD withdraws it.
+  // The host starts on the pod's part (its policy) with the plan too; a failed ADD withdraws it. A
+  // plan made again with other addresses (a conflict at the commit) withdraws the first: addresses
+  // the pod will not hold must not stand for it in its peers' sets, not even until the answer.
   let withdraw: (() => void) | undefined;
+  let plannedAddresses = '';
   const planned = (addresses: readonly string[]) => {
     ahead?.planned(addresses);
-    if (withdraw || !workload.pod || !ctx.workloadPlanned || addresses.length === 0) return;
+    if (!workload.pod || !ctx.workloadPlanned || addresses.length === 0 || addresses.join() === plannedAddresses) return;
+    withdraw?.();
+    plannedAddresses = addresses.join();
     withdraw = ctx.workloadPlanned({
       namespace: workload.namespace,
       pod: workload.pod,
