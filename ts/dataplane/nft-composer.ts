@@ -60,7 +60,8 @@ export class NftComposer {
   readonly #options: NftComposerOptions;
   readonly #parts = new Map<string, TablePart>();
   #waiters: Waiter[] = [];
-  #timer: NodeJS.Timeout | undefined;
+  /** The pending write's cancellation, while one is scheduled. */
+  #timer: (() => void) | undefined;
   #running: Promise<void> | undefined;
   #closed = false;
   /**
@@ -142,7 +143,7 @@ export class NftComposer {
   /** Stops writing: a pending write is dropped (its waiters rejected), a running one finishes. */
   async close(): Promise<void> {
     this.#closed = true;
-    clearTimeout(this.#timer);
+    this.#timer?.();
     this.#timer = undefined;
     const dropped = this.#waiters.splice(0);
     for (const waiter of dropped) waiter.reject(new Error(`table ${this.#options.family} ${this.#options.name}: the composer closed`));
@@ -154,8 +155,16 @@ export class NftComposer {
     if (now) this.#now = true;
     if (this.#running || this.#closed) return;
     if (this.#timer && !this.#now) return;
-    clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => this.#write(), this.#now ? 0 : (this.#options.coalesceMs ?? 20));
+    this.#timer?.();
+    // Now: after the parts given in this turn of the event loop (setImmediate; a setTimeout of 0
+    // waits a millisecond at least, on the path of every ADD the agent polices).
+    if (this.#now) {
+      const immediate = setImmediate(() => this.#write());
+      this.#timer = () => clearImmediate(immediate);
+    } else {
+      const timeout = setTimeout(() => this.#write(), this.#options.coalesceMs ?? 20);
+      this.#timer = () => clearTimeout(timeout);
+    }
   }
 
   #write(): void {
