@@ -7,6 +7,7 @@ import { parseSelector } from '../selectors/parse.ts';
 import { intervalText, type Family, type Interval } from './addresses.ts';
 import type { NamedPort } from './endpoints.ts';
 import { setName, type SetDescriptor } from './rules.ts';
+import { memoized } from './memo.ts';
 import type { SelectorIndex } from './selector-index.ts';
 import { AddressElements, CountedElements, ElementJournal } from './sets.ts';
 
@@ -26,6 +27,9 @@ interface SetRecord {
   /** The set as the part gives it, kept while its elements stay (the table writer skips a set it gave before by identity). */
   nft?: NftSet;
 }
+
+/** A set's selector parsed (the sets of both families and the named-port sets of a selector read the same text). */
+const parsedSetSelector = memoized((text) => parseSelector(text, { allowGlobal: true }));
 
 const protocolNumberOf = (name: string): number | undefined => PROTOCOL_NUMBERS[name as keyof typeof PROTOCOL_NUMBERS];
 
@@ -72,7 +76,7 @@ export class SetRegistry {
     const dependents = this.#bySelector.get(set.selector) ?? new Set<SetRecord>();
     this.#bySelector.set(set.selector, dependents);
     dependents.add(record);
-    const members = this.#index.register(set.selector, parseSelector(set.selector, { allowGlobal: true }));
+    const members = this.#index.register(set.selector, parsedSetSelector(set.selector));
     for (const member of members) this.#apply(record, this.#contribution(member), true);
     this.journal.forget(name); // a new set is written whole with the part
     return name;
