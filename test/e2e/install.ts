@@ -140,14 +140,15 @@ export async function eventually<T>(what: string, check: () => Promise<T | undef
 /**
  * The WARNING and ERROR lines each container logged over a quiet spell of `seconds` from now, by
  * `namespace/pod container`. Longer than the 30 s after which client-node ends a watch that heard
- * nothing, and than the agent's route and health intervals: what a component does when nothing
- * happens shows here. The agents' lines say [WARNING] or [ERROR]; the installer's and the
+ * nothing, and than the agent's route refresh (30 s) and health intervals, with a margin; not
+ * longer, since every second of it is a second of CI for each install: what a component does when
+ * nothing happens shows here. The agents' lines say [WARNING] or [ERROR]; the installer's and the
  * operator's, `<time> WARNING <message>`.
  */
 export async function complaintsOverQuietSpell(
   cluster: Cluster,
   containers: { namespace: string; pod: string; container: string }[],
-  seconds = 65,
+  seconds = 40,
 ): Promise<string[]> {
   const since = new Date().toISOString();
   await new Promise((resolve) => setTimeout(resolve, seconds * 1000));

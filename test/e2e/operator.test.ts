@@ -54,7 +54,7 @@ test.serial('apply operator-crds.yaml, netplug-operator.yaml and custom-resource
   await c.kubectl('delete', 'deployment', 'web', '--wait=true');
 });
 
-test.serial('quiet for 65 s: the operator, the node agent, the installer and the controllers log no warning or error', async (t) => {
+test.serial('quiet for 40 s: the operator, the node agent, the installer and the controllers log no warning or error', async (t) => {
   const c = cluster();
   const pod = async (namespace: string, app: string) =>
     (await getJson(c, 'pods', '-n', namespace, '-l', `k8s-app=${app}`)).items[0].metadata.name;

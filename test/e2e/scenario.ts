@@ -99,7 +99,7 @@ export function installScenario(test: TestFn, datastore: Datastore): void {
     t.regex(await c.inNode('ping', ['-c', '1', '-W', '5', first.status.podIP]), / 0% packet loss/);
   });
 
-  test.serial('quiet for 65 s with 20 pods: the node agent, the installer and the controllers log no warning or error', async (t) => {
+  test.serial('quiet for 40 s with 20 pods: the node agent, the installer and the controllers log no warning or error', async (t) => {
     const [node] = await podsOf('k8s-app=netplug-node');
     const [controllers] = await podsOf('k8s-app=netplug-kube-controllers');
     const complaints = await complaintsOverQuietSpell(cluster(), [
