@@ -127,6 +127,10 @@ fn main() {
 /// A table read from a file: its parse, check, encoding and a whole write, three times.
 fn whole_writes(file: &str) {
     let text = std::fs::read_to_string(file).expect("the table description");
+    let before = rss_mib();
+    let held = netplug_nftables::table_from_json(&text).expect("a table description");
+    println!("the description held: {:.1} MiB of RSS", rss_mib() - before);
+    drop(held);
     for round in 0..3 {
         let start = Instant::now();
         let table = netplug_nftables::table_from_json(&text).expect("a table description");
@@ -147,6 +151,13 @@ fn whole_writes(file: &str) {
             report.operations
         );
     }
+}
+
+/// This process's resident memory.
+fn rss_mib() -> f64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: f64 = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0.0);
+    pages * 4096.0 / f64::from(1 << 20)
 }
 
 fn ms(start: Instant) -> f64 {
