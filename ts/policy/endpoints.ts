@@ -12,6 +12,7 @@ import {
 } from '../model/policy.ts';
 import type { WorkloadEndpoint } from '../model/workload-endpoint.ts';
 import type { Labels } from '../selectors/syntax.ts';
+import { fitted } from './fitted.ts';
 
 export interface NamedPort {
   name: string;
@@ -142,7 +143,7 @@ export function endpointOfPod(pod: KubePod, interfaceName?: string): EndpointInp
     labels: pod.metadata.labels ?? {},
     serviceAccount: pod.spec?.serviceAccountName ?? DEFAULT_SERVICE_ACCOUNT,
     addresses: pod.status?.podIPs?.map((p) => p.ip) ?? (pod.status?.podIP ? [pod.status.podIP] : []),
-    ports,
+    ports: fitted(ports),
     node: pod.spec?.nodeName ?? '',
     ...(interfaceName !== undefined ? { interfaceName } : {}),
   };

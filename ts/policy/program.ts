@@ -17,6 +17,7 @@ import { typesOf } from '../model/policy-check.ts';
 import { parseSelector } from '../selectors/parse.ts';
 import type { Selector } from '../selectors/syntax.ts';
 import { mergedPorts, netList, type NetList, type PortRange } from './addresses.ts';
+import { fitted } from './fitted.ts';
 import { memoized } from './memo.ts';
 import { canonical, entitySelector, policySelector } from './selectors.ts';
 
@@ -126,7 +127,7 @@ function rules(list: readonly PolicyRule[], field: string, namespace: string | u
       issues.push({ field: `${field}[${index}]`, message: `left out: ${(err as Error).message}` });
     }
   });
-  return out;
+  return fitted(out);
 }
 
 function ruleProgram(rule: PolicyRule, index: number, namespace: string | undefined): RuleProgram {
@@ -214,5 +215,5 @@ function portsOf(list: readonly (number | string)[] | undefined): [PortRange[], 
     if ('name' in parsed) names.add(parsed.name);
     else ranges.push({ from: parsed.from, to: parsed.to });
   }
-  return [mergedPorts(ranges), [...names].sort()];
+  return [fitted(mergedPorts(ranges)), fitted([...names].sort())];
 }

@@ -5,6 +5,7 @@
 import type { Chain } from '../nft/model.ts';
 import type { Labels } from '../selectors/syntax.ts';
 import { denyCounterName, policyChainName } from './names.ts';
+import { fitted } from './fitted.ts';
 import { DIRECTIONS, type PolicyProgram, type ProgramIssue } from './program.ts';
 import { policyRules, type RuleOptions, type SetDescriptor } from './rules.ts';
 import type { SetRegistry } from './set-registry.ts';
@@ -170,7 +171,7 @@ export class Programs {
     }
     this.#programmed = undefined;
     this.#structureChanged();
-    return { chains, sets, counter: denyCounterName(program.key) };
+    return { chains: fitted(chains), sets: fitted(sets), counter: denyCounterName(program.key) };
   }
 
   #release(active: { sets: string[] }): void {

@@ -7,6 +7,7 @@ import { match, notMatch, rule } from '../nft/build.ts';
 import type { Atom, Match, Rule, Selector as NftSelector, Statement } from '../nft/model.ts';
 import { intervalText, portText, type Family, type PortRange } from './addresses.ts';
 import { denyCounterName, hashOf, MARK } from './names.ts';
+import { fitted } from './fitted.ts';
 import type { Direction, PolicyProgram, RuleProgram, SideProgram } from './program.ts';
 
 /** A named set a rule looks up; its name is a hash of what it holds (static sets) or stands for. */
@@ -78,7 +79,7 @@ const INLINE_NEGATIONS = 3;
 export function policyRules(program: PolicyProgram, direction: Direction, options: RuleOptions, useSet: UseSet): Rule[] {
   const out: Rule[] = [];
   for (const ruleProgram of program[direction] ?? []) out.push(...nftRules(program, direction, ruleProgram, options, useSet));
-  return out;
+  return fitted(out);
 }
 
 /** The families a rule can match packets of; `specific` when its matches name one. */
@@ -114,9 +115,13 @@ function nftRules(program: PolicyProgram, direction: Direction, r: RuleProgram, 
     for (const icmp of icmpMatches(r, family)) {
       for (const source of sources) {
         for (const destination of destinations) {
-          const matches = [...common, ...source, ...destination, ...icmp];
-          if (family !== undefined && !matches.some((m) => FAMILY_SELECTORS.has(firstKey(m))))
-            matches.unshift(sharedMatch('meta nfproto', family === 4 ? 'ipv4' : 'ipv6'));
+          // concat, not a spread and unshift: its array is as long as it holds, where the others
+          // leave room to grow, which tens of thousands of rules kept (megabytes).
+          const given = common.concat(source, destination, icmp);
+          const matches =
+            family !== undefined && !given.some((m) => FAMILY_SELECTORS.has(firstKey(m)))
+              ? [sharedMatch('meta nfproto', family === 4 ? 'ipv4' : 'ipv6')].concat(given)
+              : given;
           out.push(rule(matches, action.verdict, comment, action.statements));
         }
       }
