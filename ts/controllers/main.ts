@@ -58,6 +58,7 @@ export async function runControllersMain(
   try {
     settings = controllersSettings(env);
     log = programLog(PROGRAM, write, settings.logLevel);
+    if (settings.etcdDeprecation) log.warning(settings.etcdDeprecation);
     if (settings.kubeconfig) config.loadFromFile(settings.kubeconfig);
     else config.loadFromCluster();
     store = await openDatastore(settings, env);

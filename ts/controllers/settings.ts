@@ -7,6 +7,7 @@ import { CONTROLLERS as CONTROLLERS_NAME } from '../render/objects.ts';
 import { type LeaderElectionSettings, leaderElectionSchema, leaderElectionSettings } from '../runtime/leader-election.ts';
 import { LOG_LEVEL } from '../runtime/log.ts';
 import { duration, hostPort, list, oneOf, parseEnv, text } from '../runtime/settings.ts';
+import { ETCD_ENVIRONMENT, etcdFromEnvironment } from '../store/etcd/environment.ts';
 import type { DatastoreSettings } from '../store/open.ts';
 
 const CONTROLLERS = ['node', 'ipam', 'policy', 'profile', 'workloadendpoint'] as const;
@@ -24,11 +25,7 @@ const LEASE_NAME = CONTROLLERS_NAME;
 const schema = z.object({
   DATASTORE_TYPE: oneOf(['etcdv3', 'kubernetes'], { default: 'etcdv3', problem: 'is not known; use "etcdv3" or "kubernetes"' }),
   KUBECONFIG: text(),
-  ETCD_ENDPOINTS: text(),
-  ETCD_DISCOVERY_SRV: text(),
-  ETCD_CA_CERT_FILE: text(),
-  ETCD_CERT_FILE: text(),
-  ETCD_KEY_FILE: text(),
+  ...ETCD_ENVIRONMENT,
   ENABLED_CONTROLLERS: list(CONTROLLERS, 'node,ipam'),
   LEAK_GRACE_PERIOD: duration('15m'),
   NETPLUG_CONTROLLERS_HEALTH_ADDR: hostPort('0.0.0.0:9094'),
@@ -38,6 +35,8 @@ const schema = z.object({
 
 export interface ControllersSettings {
   datastore: DatastoreSettings & { datastore_type: 'etcdv3' | 'kubernetes' };
+  /** What to log at start about deprecated ETCD_* variables (etcd datastore only). */
+  etcdDeprecation?: string;
   /** The kubeconfig file; none: the pod's service account (in-cluster). */
   kubeconfig: string | undefined;
   enabled: ReadonlySet<ControllerName>;
@@ -55,16 +54,10 @@ export function controllersSettings(env: NodeJS.ProcessEnv): ControllersSettings
   const given = parseEnv(schema, env);
   const type = given.DATASTORE_TYPE;
   const kubeconfig = given.KUBECONFIG;
-  const etcd = {
-    etcd_endpoints: given.ETCD_ENDPOINTS,
-    etcd_discovery_srv: given.ETCD_DISCOVERY_SRV,
-    etcd_ca_cert_file: given.ETCD_CA_CERT_FILE,
-    etcd_cert_file: given.ETCD_CERT_FILE,
-    etcd_key_file: given.ETCD_KEY_FILE,
-  };
-  const datastore = Object.fromEntries(Object.entries(etcd).filter(([, value]) => value)) as DatastoreSettings;
+  const { etcd: datastore, deprecation } = etcdFromEnvironment(given);
   return {
     datastore: { ...datastore, datastore_type: type, ...(type === 'kubernetes' && kubeconfig ? { kubernetes: { kubeconfig } } : {}) },
+    ...(type === 'etcdv3' && deprecation ? { etcdDeprecation: deprecation } : {}),
     kubeconfig,
     enabled: new Set(given.ENABLED_CONTROLLERS.filter((name) => type === 'etcdv3' || !ETCD_ONLY_CONTROLLERS.has(name))),
     ignored: given.ENABLED_CONTROLLERS.filter((name) => type !== 'etcdv3' && ETCD_ONLY_CONTROLLERS.has(name)),

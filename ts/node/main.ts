@@ -59,6 +59,7 @@ export async function runNodeMain(
     return 1;
   }
   log.info(`starting ${NETPLUG_VERSION} on node "${settings.nodeName}", datastore ${settings.datastoreType}`);
+  if (settings.etcdDeprecation) log.warning(settings.etcdDeprecation);
   if (!keepFiles(settings, log)) return 1;
   const health = { ...settings.health, aliases: { '/readiness': '/readyz' } as const };
   const manager = new Manager({ log, health, informers, ...(settings.metrics ? { metricsAddress: settings.metrics } : {}) });

@@ -22,6 +22,10 @@ export function renderConfig(options: RenderOptions): KubeObject[] {
           // /netplug-secrets/etcd-ca, /netplug-secrets/etcd-cert, /netplug-secrets/etcd-key and
           // put the files in the Secret netplug-etcd-secrets.
           etcd_endpoints: 'http://<ETCD_IP>:<ETCD_PORT>',
+          // Or, with etcd_endpoints set to "", the DNS domain whose SRV records name your etcd
+          // cluster (_etcd-client-ssl._tcp.<domain>, else _etcd-client._tcp.<domain>). Not both:
+          // every component refuses the pair.
+          etcd_discovery_srv: '',
           etcd_ca: '',
           etcd_cert: '',
           etcd_key: '',
@@ -79,6 +83,8 @@ export function datastoreEnv(options: RenderOptions): object[] {
   return [
     { name: 'DATASTORE_TYPE', value: 'etcdv3' },
     fromConfig('ETCD_ENDPOINTS', 'etcd_endpoints'),
+    // Optional: a ConfigMap from before this key still works.
+    fromConfig('ETCD_DISCOVERY_SRV', 'etcd_discovery_srv', true),
     fromConfig('ETCD_CA_CERT_FILE', 'etcd_ca'),
     fromConfig('ETCD_CERT_FILE', 'etcd_cert'),
     fromConfig('ETCD_KEY_FILE', 'etcd_key'),

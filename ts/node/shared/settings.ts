@@ -10,6 +10,7 @@ import { isNodeName, NODE_NAME_RULE } from '../../config/nodename.ts';
 import { parsePrefix } from '../../net/cidr.ts';
 import { LOG_LEVEL } from '../../runtime/log.ts';
 import { flag, hostPort, Invalid, oneOf, parseEnv, SettingsError, setting, text } from '../../runtime/settings.ts';
+import { ETCD_ENVIRONMENT, etcdFromEnvironment } from '../../store/etcd/environment.ts';
 import type { DatastoreSettings } from '../../store/open.ts';
 import { interfacePrefix } from '../../plugin/host-interface.ts';
 import { parseAddressSetting, type AddressSetting } from './node-address.ts';
@@ -19,6 +20,8 @@ export interface NodeSettings {
   datastoreType: 'etcdv3' | 'kubernetes';
   /** The etcd datastore's connection (ETCD_*); unused with the Kubernetes datastore. */
   etcd: DatastoreSettings;
+  /** What to log at start about deprecated ETCD_* variables (etcd datastore only). */
+  etcdDeprecation?: string;
   /** The kubeconfig for the Kubernetes API (tests, or outside a pod); in a pod, the service account. */
   kubeconfig: string | undefined;
   /** CLUSTER_TYPE, with `kdd` added on the Kubernetes datastore. */
@@ -94,11 +97,7 @@ const schema = z.object({
     return given;
   }),
   DATASTORE_TYPE: oneOf(['etcdv3', 'kubernetes'], { default: 'etcdv3' }),
-  ETCD_ENDPOINTS: text(),
-  ETCD_DISCOVERY_SRV: text(),
-  ETCD_CA_CERT_FILE: text(),
-  ETCD_CERT_FILE: text(),
-  ETCD_KEY_FILE: text(),
+  ...ETCD_ENVIRONMENT,
   KUBECONFIG: text(),
   CLUSTER_TYPE: setting((given) => given, 'k8s'),
   NETPLUG_VAR_DIR: setting((given) => given, DEFAULT_VAR_DIR),
@@ -153,17 +152,12 @@ export function nodeSettings(env: NodeJS.ProcessEnv): NodeSettings {
   if (!isNodeName(nodeName))
     throw new SettingsError(`the host name (NODENAME is not set) ${NODE_NAME_RULE}, got "${nodeName.slice(0, 100)}"`);
   const type = given.DATASTORE_TYPE;
-  const etcd = {
-    etcd_endpoints: given.ETCD_ENDPOINTS,
-    etcd_discovery_srv: given.ETCD_DISCOVERY_SRV,
-    etcd_ca_cert_file: given.ETCD_CA_CERT_FILE,
-    etcd_cert_file: given.ETCD_CERT_FILE,
-    etcd_key_file: given.ETCD_KEY_FILE,
-  };
+  const { etcd, deprecation } = etcdFromEnvironment(given);
   return {
     nodeName,
     datastoreType: type,
-    etcd: { datastore_type: 'etcdv3', ...Object.fromEntries(Object.entries(etcd).filter(([, value]) => value)) },
+    etcd: { datastore_type: 'etcdv3', ...etcd },
+    ...(type === 'etcdv3' && deprecation ? { etcdDeprecation: deprecation } : {}),
     kubeconfig: given.KUBECONFIG,
     clusterType: [given.CLUSTER_TYPE, ...(type === 'kubernetes' ? ['kdd'] : [])].join(','),
     varDir: given.NETPLUG_VAR_DIR,
