@@ -113,8 +113,10 @@ for (const key of RISKY) {
 
     await label(ns, ADDRESS_ANNOTATIONS_ALLOWED);
     // The API server reads the namespace's labels from its own cache: admitted once it has the label.
-    await eventually('admitted in the labelled namespace', async () => (await createPod(ns, { [key]: VALUES[key]! })) === undefined);
-    t.pass();
+    const name = `allowed-${made++}`;
+    await eventually('admitted in the labelled namespace', async () => (await createPod(ns, { [key]: VALUES[key]! }, name)) === undefined);
+    const admitted = await kube.core.readNamespacedPod({ namespace: ns, name });
+    t.is(admitted.metadata?.annotations?.[key], VALUES[key], 'stored with its annotation');
   });
 }
 
