@@ -4,13 +4,10 @@
 // runs under, without the subsystem knowing the CNI service. Nothing is timed without a recorder.
 import { AsyncLocalStorage } from 'node:async_hooks';
 
-/** Told each span's name, start and end (milliseconds on the monotonic clock). */
-export type SpanRecorder = (name: string, startMs: number, endMs: number) => void;
+/** Told a span's name as it starts; returns what is called as it ends (the recorder keeps the clock). */
+export type SpanRecorder = (name: string) => () => void;
 
 const recorders = new AsyncLocalStorage<SpanRecorder>();
-
-/** Milliseconds on the monotonic clock (comparable with the kernel calls' and the shim's). */
-const monotonicMs = (): number => Number(process.hrtime.bigint()) / 1e6;
 
 /** Runs `work` with its spans (and those of what it starts) told to `recorder`. */
 export function recordSpans<T>(recorder: SpanRecorder, work: () => T): T {
@@ -21,10 +18,10 @@ export function recordSpans<T>(recorder: SpanRecorder, work: () => T): T {
 export async function span<T>(name: string, work: () => T | Promise<T>): Promise<T> {
   const recorder = recorders.getStore();
   if (!recorder) return work();
-  const start = monotonicMs();
+  const end = recorder(name);
   try {
     return await work();
   } finally {
-    recorder(name, start, monotonicMs());
+    end();
   }
 }

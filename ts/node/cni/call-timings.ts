@@ -56,11 +56,14 @@ export class CallTrace {
     return calls.run(this, () => recordSpans(this.namedSpan, work));
   }
 
-  /** A span another subsystem marked in the call's work (ts/runtime/call-spans.ts). */
-  readonly namedSpan = (name: string, start: number, end: number): void => {
-    const spans = this.named.get(name) ?? [];
-    spans.push([start, end]);
-    this.named.set(name, spans);
+  /** A span another subsystem marks in the call's work, from now until the returned end (ts/runtime/call-spans.ts). */
+  readonly namedSpan = (name: string): (() => void) => {
+    const start = monotonicMs();
+    return () => {
+      const spans = this.named.get(name) ?? [];
+      spans.push([start, monotonicMs()]);
+      this.named.set(name, spans);
+    };
   };
 
   readonly kernelCall = (start: number, end: number): void => {
