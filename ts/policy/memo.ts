@@ -1,14 +1,23 @@
-// The answers of a pure function of a text, kept by that text: thousands of policies repeat the
-// same few selectors, whose parsing and canonical formatting were most of a full compile's time.
-// A call that throws keeps nothing (the next call throws the same); past `limit` answers all are
-// forgotten at once, which bounds the memory whatever the texts.
-export function memoized<T>(make: (key: string) => T, limit = 20_000): (key: string) => T {
-  const answers = new Map<string, T>();
-  return (key) => {
-    if (answers.has(key)) return answers.get(key) as T;
-    const answer = make(key);
-    if (answers.size >= limit) answers.clear();
-    answers.set(key, answer);
-    return answer;
+// Values kept by a text key, for what thousands of policies repeat: the same few selectors (whose
+// parsing and canonical formatting were most of a full compile's time) and the same rule matches
+// and statements (never changed once made, so one object serves every rule that has it). A make
+// that throws keeps nothing (the next call throws the same); past `limit` entries all are
+// forgotten at once, which bounds the memory whatever the keys.
+
+/** A bounded cache: `kept(key, make)` is the value kept for `key`, made once. */
+export function keeper(limit = 20_000): <T>(key: string, make: () => T) => T {
+  const kept = new Map<string, unknown>();
+  return <T>(key: string, make: () => T): T => {
+    if (kept.has(key)) return kept.get(key) as T;
+    const value = make();
+    if (kept.size >= limit) kept.clear();
+    kept.set(key, value);
+    return value;
   };
+}
+
+/** A pure function of a text, its answers kept by that text. */
+export function memoized<T>(make: (key: string) => T, limit = 20_000): (key: string) => T {
+  const kept = keeper(limit);
+  return (key) => kept(key, () => make(key));
 }

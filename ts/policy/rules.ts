@@ -8,6 +8,7 @@ import type { Atom, Match, Rule, Selector as NftSelector, Statement } from '../n
 import { intervalText, portText, type Family, type PortRange } from './addresses.ts';
 import { denyCounterName, hashOf, MARK } from './names.ts';
 import { fitted } from './fitted.ts';
+import { keeper } from './memo.ts';
 import type { Direction, PolicyProgram, RuleProgram, SideProgram } from './program.ts';
 
 /** A named set a rule looks up; its name is a hash of what it holds (static sets) or stands for. */
@@ -50,24 +51,13 @@ export interface RuleOptions {
  * once made): at thousands of policies the rules' own small objects were most of the compiler's
  * heap, and most of the garbage collector's work in a full compile.
  */
-const sharedMatches = new Map<string, Match>();
-const sharedStatements = new Map<string, Statement[]>();
-const SHARED_LIMIT = 50_000;
-
-function shared<T>(cache: Map<string, T>, key: string, make: () => T): T {
-  let found = cache.get(key);
-  if (found === undefined) {
-    found = make();
-    if (cache.size >= SHARED_LIMIT) cache.clear();
-    cache.set(key, found);
-  }
-  return found;
-}
+const sharedMatches = keeper(50_000);
+const sharedStatements = keeper(50_000);
 
 /** `key value` (or `key != value`), shared. */
 function sharedMatch(key: NftSelector | NftSelector[], value: Atom | { set: string }, negated = false): Match {
   const text = typeof value === 'object' ? `@${value.set}` : `${typeof value}:${value}`;
-  return shared(sharedMatches, `${negated ? '!' : ''}${String(key)} ${text}`, () => (negated ? notMatch(key, value) : match(key, value)));
+  return sharedMatches<Match>(`${negated ? '!' : ''}${String(key)} ${text}`, () => (negated ? notMatch(key, value) : match(key, value)));
 }
 
 const setMatch = (key: NftSelector | NftSelector[], set: string, negated = false) => sharedMatch(key, { set }, negated);
@@ -147,12 +137,12 @@ function actionOf(
 ): { verdict?: Rule['verdict']; statements: Statement[] } {
   switch (r.action) {
     case 'Allow':
-      return { verdict: 'return', statements: shared(sharedStatements, 'allow', () => [{ mark: { or: MARK.accept } }]) };
+      return { verdict: 'return', statements: sharedStatements<Statement[]>('allow', () => [{ mark: { or: MARK.accept } }]) };
     case 'Pass':
-      return { verdict: 'return', statements: shared(sharedStatements, 'pass', () => [{ mark: { or: MARK.pass } }]) };
+      return { verdict: 'return', statements: sharedStatements<Statement[]>('pass', () => [{ mark: { or: MARK.pass } }]) };
     case 'Deny': {
       const counter = denyCounterName(program.key);
-      return { verdict: 'drop', statements: shared(sharedStatements, `deny ${counter}`, () => [{ counter: { name: counter } }]) };
+      return { verdict: 'drop', statements: sharedStatements<Statement[]>(`deny ${counter}`, () => [{ counter: { name: counter } }]) };
     }
     case 'Log':
       return {
