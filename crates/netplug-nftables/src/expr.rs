@@ -1,14 +1,19 @@
 //! nf_tables expressions, as netlink attributes.
 //!
-//! Loads, comparisons, bitwise, lookups and immediates use netlink-packet-netfilter's attribute
-//! types. That crate has no `ct`, `counter`, `objref`, `limit`, `log`, `masq`, `notrack`,
-//! `reject` or `range` expression, so those are encoded here on netlink-packet-core's NLA
-//! types, attribute by attribute as libnftnl lays them out (nft_*.c in the kernel names them).
+//! A batch writes a rule's expressions through wire.rs, straight into its bytes. `to_attribute`
+//! (tests only) encodes them the earlier way, which wire.rs is checked against byte for byte:
+//! loads, comparisons, bitwise, lookups and immediates on netlink-packet-netfilter's attribute
+//! types; `ct`, `counter`, `objref`, `limit`, `log`, `masq`, `notrack`, `reject` and `range`,
+//! which that crate has no type for, on netlink-packet-core's NLA types, attribute by attribute as
+//! libnftnl lays them out (nft_*.c in the kernel names them).
 
 use netlink_packet_core::{DefaultNla, NLA_F_NESTED};
+use netlink_packet_netfilter::nftables::{Verdict, VerdictAttribute};
+// The typed encoding (`Expr::to_attribute`), kept as the reference wire.rs is tested against.
+#[cfg(test)]
 use netlink_packet_netfilter::nftables::{
     Bitwise, Cmp, DataAttribute, ExpressionAttribute, Expressions, Immediate, ListAttribute, Lookup, Meta, MetaKey,
-    Operator, Payload, Register, Verdict, VerdictAttribute,
+    Operator, Payload, Register,
 };
 
 /// NFT_REG_VERDICT and NFT_REG_1 (the 16-byte register nft loads into first).
@@ -134,7 +139,9 @@ pub enum CmpOp {
 }
 
 impl Expr {
-    /// The expression as an element of NFTA_RULE_EXPRESSIONS.
+    /// The expression as an element of NFTA_RULE_EXPRESSIONS, through netlink-packet-netfilter's
+    /// types: the reference the batch's own encoding (wire.rs) is tested against, byte for byte.
+    #[cfg(test)]
     pub fn to_attribute(&self) -> ListAttribute<ExpressionAttribute> {
         let (name, data) = match self {
             Expr::Meta { key, dreg } => {
@@ -264,10 +271,12 @@ pub fn verdict_attributes(code: u32, chain: Option<&str>) -> Vec<VerdictAttribut
     attrs
 }
 
+#[cfg(test)]
 fn reg(number: u32) -> Register {
     Register::from(number)
 }
 
+#[cfg(test)]
 fn other(attributes: Vec<DefaultNla>) -> Expressions {
     Expressions::Unknown(attributes)
 }

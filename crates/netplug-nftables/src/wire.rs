@@ -16,7 +16,6 @@ impl<'e, F: Fn(usize, &'e str, Option<u32>) -> (&'e str, Option<u32>)> SetOf<'e>
 const LIST_ELEM: u16 = 1;
 const EXPR_NAME: u16 = 1;
 const EXPR_DATA: u16 = 2;
-const DATA_VALUE: u16 = 1;
 const DATA_VERDICT: u16 = 2;
 const VERDICT_CODE: u16 = 1;
 const VERDICT_CHAIN: u16 = 2;
@@ -99,7 +98,7 @@ impl<'a> Writer<'a> {
 
     /// NFTA_DATA_VALUE inside a nested data attribute.
     fn data(&mut self, kind: u16, value: &[u8]) {
-        self.nested(kind, |w| w.bytes(DATA_VALUE, value));
+        self.nested(kind, |w| w.bytes(expr::DATA_VALUE, value));
     }
 
     /// The content of NFTA_RULE_EXPRESSIONS: one list element per expression. A lookup's set
