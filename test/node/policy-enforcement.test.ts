@@ -34,6 +34,7 @@ import {
   podCni,
   reaches,
   settles,
+  sh,
   startPolicyNode,
   type PolicyNode,
 } from './policy-node.ts';
@@ -145,6 +146,23 @@ test.serial('an interface with the workload prefix that no pod owns passes nothi
     () => metric('netplug_policy_default_denied_packets_total{reason="interface-not-programmed"}') > 0,
   );
   t.true(metric('netplug_policy_default_denied_bytes_total{reason="interface-not-programmed"}') > 0);
+});
+
+test.serial('a pod cannot send from an address that is not its own, even one the node routes back to it', async (t) => {
+  const [a, b] = [pods.get('a') as TestPod, pods.get('b') as TestPod];
+  // Another address on a's eth0, which the node routes to a as it routes a's own: b's answers
+  // would reach a, so only the anti-spoofing rule of a's egress chain stands in the way.
+  const spoofed = '10.77.0.50';
+  sh(a.netns, `ip addr add ${spoofed}/32 dev eth0`);
+  sh(node.netns, `ip route add ${spoofed}/32 dev ${a.hostInterface}`);
+  t.teardown(() => {
+    sh(node.netns, `ip route del ${spoofed}/32 dev ${a.hostInterface}`);
+    sh(a.netns, `ip addr del ${spoofed}/32 dev eth0`);
+  });
+  t.true(await reaches(a, b), 'from its own address');
+  t.true(connects(a, b, a.address), 'from its own address, named');
+  t.false(connects(a, b, spoofed), 'from another address');
+  t.false(connects(a, b, spoofed), 'from another address, again');
 });
 
 test.serial('a default-deny ingress policy on b blocks a → b but not b → a; allowing a from a podSelector lets it through', async (t) => {

@@ -222,8 +222,8 @@ export function echoListener(shared: Teardowns, netns: Netns): ChildProcess {
 }
 
 const CONNECT = `
-const [host, port] = process.argv.slice(1);
-const socket = require('node:net').connect(Number(port), host);
+const [host, port, localAddress] = process.argv.slice(1);
+const socket = require('node:net').connect({ port: Number(port), host, ...(localAddress ? { localAddress } : {}) });
 const fail = () => process.exit(1);
 setTimeout(fail, 1500);
 socket.on('error', fail);
@@ -237,9 +237,12 @@ interface Probed {
   address: string;
 }
 
-/** Whether a new TCP connection from `from` to `to`'s echo listener gets its echo (a refused or dropped one does not). */
-export const connects = (from: Probed, to: Probed): boolean =>
-  inNs(from.netns, [process.execPath, '-e', CONNECT, to.address, String(ECHO_PORT)]).status === 0;
+/**
+ * Whether a new TCP connection from `from` to `to`'s echo listener gets its echo (a refused or
+ * dropped one does not); from the source address `source` when given (one of `from`'s).
+ */
+export const connects = (from: Probed, to: Probed, source?: string): boolean =>
+  inNs(from.netns, [process.execPath, '-e', CONNECT, to.address, String(ECHO_PORT), ...(source ? [source] : [])]).status === 0;
 
 /**
  * Connectivity settles on `expected`; a blocked pair stays so for two more tries. A connection
