@@ -75,6 +75,15 @@ export interface PolicySpec {
   types?: PolicyType[];
   ingress?: PolicyRule[];
   egress?: PolicyRule[];
+  /**
+   * GlobalNetworkPolicy only, for host endpoints: the policy also applies to traffic forwarded
+   * through the host endpoint's interface (to or from local workloads, or between interfaces).
+   */
+  applyOnForward?: boolean;
+  /** GlobalNetworkPolicy only: ingress of host endpoints before kube-proxy's DNAT (needs applyOnForward). */
+  preDNAT?: boolean;
+  /** GlobalNetworkPolicy only: host endpoints' traffic before connection tracking, which what it allows bypasses (needs applyOnForward). */
+  doNotTrack?: boolean;
 }
 
 interface ResourceMetadata {
