@@ -332,7 +332,11 @@ test.serial('documents a schema cannot refuse reach the plugin as error 7 naming
 });
 
 /** Creates a projectnet.org/v3 object as kubectl would: the fields the API server names in its refusal, or [] if accepted (then removed). */
-async function refusedPolicyFields(plural: string, document: Record<string, any>): Promise<{ fields: string[]; message: string }> {
+async function refusedPolicyFields(
+  plural: string,
+  document: Record<string, any>,
+  fieldValidation?: 'Strict',
+): Promise<{ fields: string[]; message: string }> {
   const namespaced = plural === 'networkpolicies' || plural === 'networksets';
   const body = {
     apiVersion: 'projectnet.org/v3',
@@ -342,8 +346,8 @@ async function refusedPolicyFields(plural: string, document: Record<string, any>
   const name = body.metadata.name as string;
   const at = { group: 'projectnet.org', version: 'v3', plural };
   try {
-    if (namespaced) await custom.createNamespacedCustomObject({ ...at, namespace: 'default', body });
-    else await custom.createClusterCustomObject({ ...at, body });
+    if (namespaced) await custom.createNamespacedCustomObject({ ...at, namespace: 'default', body, fieldValidation });
+    else await custom.createClusterCustomObject({ ...at, body, fieldValidation });
   } catch (err) {
     const raw = (err as { body?: unknown }).body;
     const status = (typeof raw === 'string' ? JSON.parse(raw) : raw) as { message: string; details?: { causes?: { field: string }[] } };
@@ -436,4 +440,67 @@ test('the API server refuses policy resources netplug could not use, naming the 
     ['tiers', { kind: 'Tier', metadata: { name: 'default' }, spec: { order: 1000000 } }],
   ] as const)
     t.deepEqual(await refusedPolicyFields(plural, document), { fields: [], message: 'accepted' }, plural);
+});
+
+test('the API server refuses GlobalNetworkPolicy host endpoint flags that do not fit together, naming the field', async (t) => {
+  const global = (spec: Record<string, unknown>) => ({ kind: 'GlobalNetworkPolicy', spec });
+  const cases: Array<[Record<string, unknown>, string, RegExp]> = [
+    [{ applyOnForward: 'yes' }, 'spec.applyOnForward', /spec\.applyOnForward: Invalid value: "string": .*must be of type boolean/],
+    [{ preDNAT: 1 }, 'spec.preDNAT', /spec\.preDNAT: Invalid value: "integer": .*must be of type boolean/],
+    [
+      { applyOnForward: true, preDNAT: true, doNotTrack: true },
+      'spec.doNotTrack',
+      /spec\.doNotTrack: Invalid value: .*doNotTrack must not be true with preDNAT: true/,
+    ],
+    [{ preDNAT: true }, 'spec.applyOnForward', /spec\.applyOnForward: Invalid value: .*applyOnForward must be true when preDNAT is true/],
+    [
+      { doNotTrack: true, applyOnForward: false },
+      'spec.applyOnForward',
+      /spec\.applyOnForward: Invalid value: .*applyOnForward must be true when doNotTrack is true/,
+    ],
+    [
+      { applyOnForward: true, preDNAT: true, egress: [{ action: 'Deny' }] },
+      'spec.egress',
+      /spec\.egress: Invalid value: .*egress must be empty when preDNAT is true/,
+    ],
+    [
+      { applyOnForward: true, preDNAT: true, types: ['Ingress', 'Egress'] },
+      'spec.types',
+      /spec\.types: Invalid value: .*types must not include Egress when preDNAT is true/,
+    ],
+  ];
+  for (const [spec, field, message] of cases) {
+    const refused = await refusedPolicyFields('globalnetworkpolicies', global(spec));
+    t.true(
+      refused.fields.includes(field),
+      `${JSON.stringify(spec)}: ${field} not among ${JSON.stringify(refused.fields)}: ${refused.message}`,
+    );
+    t.regex(refused.message, message, JSON.stringify(spec));
+  }
+  // A NetworkPolicy has no such field: kubectl (strict field validation) is refused, naming it.
+  const namespaced = await refusedPolicyFields('networkpolicies', { kind: 'NetworkPolicy', spec: { doNotTrack: true } }, 'Strict');
+  t.regex(namespaced.message, /unknown field "spec\.doNotTrack"/);
+
+  // Accepted, and kept as written (not pruned): a preDNAT policy, an untracked one, one for forwarded traffic.
+  for (const spec of [
+    {
+      applyOnForward: true,
+      preDNAT: true,
+      types: ['Ingress'],
+      ingress: [{ action: 'Deny', protocol: 'TCP', destination: { ports: [30080] } }],
+    },
+    { applyOnForward: true, doNotTrack: true, preDNAT: false, ingress: [{ action: 'Allow' }], egress: [{ action: 'Allow' }] },
+    { applyOnForward: true, egress: [{ action: 'Allow' }] },
+  ]) {
+    const name = `hep-${Math.random().toString(36).slice(2, 10)}`;
+    const at = { group: 'projectnet.org', version: 'v3', plural: 'globalnetworkpolicies' };
+    await custom.createClusterCustomObject({
+      ...at,
+      body: { apiVersion: 'projectnet.org/v3', kind: 'GlobalNetworkPolicy', metadata: { name }, spec },
+      fieldValidation: 'Strict',
+    });
+    const stored = (await custom.getClusterCustomObject({ ...at, name })) as { spec: unknown };
+    t.deepEqual(stored.spec, spec);
+    await custom.deleteClusterCustomObject({ ...at, name });
+  }
 });

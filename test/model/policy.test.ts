@@ -13,6 +13,12 @@ const policy = (spec: Record<string, unknown>, extra: Record<string, unknown> = 
   spec,
   ...extra,
 });
+const globalPolicy = (spec: Record<string, unknown>) => ({
+  apiVersion: 'projectnet.org/v3',
+  kind: 'GlobalNetworkPolicy',
+  metadata: { name: 'hosts' },
+  spec,
+});
 
 test('a valid policy passes with its defaults: tier default, selector all(), types from its rules', (t) => {
   const checked = checkPolicyDocument(
@@ -48,6 +54,20 @@ test('a valid policy passes with its defaults: tier default, selector all(), typ
     spec: { namespaceSelector: 'all()', serviceAccountSelector: 'tier == "x"' },
   });
   t.is(global.kind, 'GlobalNetworkPolicy');
+  // The host endpoint flags, as Calico takes them: preDNAT or doNotTrack with applyOnForward; a preDNAT policy ingress only.
+  for (const spec of [
+    { applyOnForward: true },
+    { applyOnForward: false, preDNAT: false, doNotTrack: false, egress: [{ action: 'Allow' }] },
+    { applyOnForward: true, preDNAT: true, ingress: [{ action: 'Deny', protocol: 'TCP', destination: { ports: [30080] } }] },
+    { applyOnForward: true, preDNAT: true, types: ['Ingress'] },
+    { applyOnForward: true, preDNAT: false, doNotTrack: true, types: ['Ingress', 'Egress'], egress: [{ action: 'Allow' }] },
+  ]) {
+    const checked = checkPolicyDocument(globalPolicy(spec));
+    t.like(checked, { spec }, JSON.stringify(spec));
+  }
+  t.deepEqual((checkPolicyDocument(globalPolicy({ applyOnForward: true, preDNAT: true })) as { spec: { types: string[] } }).spec.types, [
+    'Ingress',
+  ]);
   for (const document of [
     {
       apiVersion: 'projectnet.org/v3',
@@ -139,7 +159,34 @@ const refusals: [unknown, string, RegExp][] = [
     /is not a field netplug knows/,
   ],
   [policy({ namespaceSelector: 'all()' }), 'spec.namespaceSelector', /is not a field netplug knows/],
-  [policy({ doNotTrack: true }), 'spec.doNotTrack', /is not a field netplug knows/],
+  [policy({ doNotTrack: true }), 'spec.doNotTrack', /must be absent: only a GlobalNetworkPolicy has it.*, got true$/],
+  [policy({ applyOnForward: false }), 'spec.applyOnForward', /must be absent: only a GlobalNetworkPolicy has it.*, got false$/],
+  [policy({ preDNAT: true }), 'spec.preDNAT', /must be absent: only a GlobalNetworkPolicy has it.*, got true$/],
+  [globalPolicy({ applyOnForward: 'yes' }), 'spec.applyOnForward', /must be true or false, got "yes"/],
+  [globalPolicy({ applyOnForward: true, preDNAT: 1 }), 'spec.preDNAT', /must be true or false, got 1/],
+  [globalPolicy({ doNotTrack: null }), 'spec.doNotTrack', /must be true or false, got null/],
+  [
+    globalPolicy({ applyOnForward: true, preDNAT: true, doNotTrack: true }),
+    'spec.doNotTrack',
+    /must not be true with preDNAT: true \(a policy is applied before DNAT or untracked, not both\), got true$/,
+  ],
+  [globalPolicy({ preDNAT: true }), 'spec.applyOnForward', /must be true when preDNAT is true .*, got nothing$/],
+  [globalPolicy({ doNotTrack: true, applyOnForward: false }), 'spec.applyOnForward', /must be true when doNotTrack is true .*, got false$/],
+  [
+    globalPolicy({ applyOnForward: true, preDNAT: true, egress: [{ action: 'Deny' }] }),
+    'spec.egress',
+    /must be empty when preDNAT is true \(a preDNAT policy has ingress rules only\), got \[\{"action":"Deny"\}\]$/,
+  ],
+  [
+    globalPolicy({ applyOnForward: true, preDNAT: true, types: ['Ingress'], egress: [{ action: 'Deny' }] }),
+    'spec.egress',
+    /must be empty when preDNAT is true/,
+  ],
+  [
+    globalPolicy({ applyOnForward: true, preDNAT: true, types: ['Ingress', 'Egress'] }),
+    'spec.types',
+    /must not include Egress when preDNAT is true \(a preDNAT policy applies to ingress only\), got \["Ingress","Egress"\]$/,
+  ],
   [
     policy({ types: ['Ingress'], egress: [{ action: 'Allow' }] }),
     'spec.types',

@@ -14,6 +14,7 @@ import {
   TIER_ACTIONS,
   type EntityRule,
   type PolicyRule,
+  type PolicySpec,
   type Protocol,
 } from './policy.ts';
 
@@ -180,6 +181,12 @@ const types = z
 const order = z.number('must be a number').check(z.refine((n) => Number.isFinite(n), 'must be a finite number'));
 const tierName = z.string().check(z.regex(RESOURCE_NAME, 'must be a tier name'));
 
+/** GlobalNetworkPolicy's flags for host endpoints (applyOnForward, preDNAT, doNotTrack); a NetworkPolicy has none. */
+const hostEndpointFlag = (global: boolean) =>
+  global
+    ? z.optional(z.boolean('must be true or false'))
+    : z.optional(z.undefined('must be absent: only a GlobalNetworkPolicy has it (a flag for host endpoints)'));
+
 const policySpec = (global: boolean) =>
   z
     .strictObject({
@@ -191,9 +198,14 @@ const policySpec = (global: boolean) =>
       types: z.optional(types),
       ingress: z.optional(rules),
       egress: z.optional(rules),
+      applyOnForward: hostEndpointFlag(global),
+      preDNAT: hostEndpointFlag(global),
+      doNotTrack: hostEndpointFlag(global),
     })
     .check(
-      z.superRefine((spec, ctx) => {
+      z.superRefine((value, ctx) => {
+        const spec = value as PolicySpec;
+        hostEndpointConsistency(spec, ctx);
         for (const [field, type] of [
           ['ingress', 'Ingress'],
           ['egress', 'Egress'],
@@ -208,6 +220,25 @@ const policySpec = (global: boolean) =>
         }
       }),
     );
+
+/**
+ * How the host endpoint flags fit together, as Calico has them: preDNAT and doNotTrack exclude each
+ * other and each needs applyOnForward; a preDNAT policy is for ingress only.
+ */
+function hostEndpointConsistency(spec: PolicySpec, ctx: z.core.$RefinementCtx<unknown>): void {
+  const issue = (path: PropertyKey[], message: string, input: unknown) => ctx.addIssue({ code: 'custom', path, message, input });
+  if (spec.preDNAT === true && spec.doNotTrack === true)
+    issue(['doNotTrack'], 'must not be true with preDNAT: true (a policy is applied before DNAT or untracked, not both)', spec.doNotTrack);
+  for (const flag of ['preDNAT', 'doNotTrack'] as const) {
+    if (spec[flag] === true && spec.applyOnForward !== true)
+      issue(['applyOnForward'], `must be true when ${flag} is true (${flag} policies apply to forwarded traffic too)`, spec.applyOnForward);
+  }
+  if (spec.preDNAT !== true) return;
+  if ((spec.egress?.length ?? 0) > 0)
+    issue(['egress'], 'must be empty when preDNAT is true (a preDNAT policy has ingress rules only)', spec.egress);
+  if (spec.types?.includes('Egress'))
+    issue(['types'], 'must not include Egress when preDNAT is true (a preDNAT policy applies to ingress only)', spec.types);
+}
 
 const apiVersion = z.literal('projectnet.org/v3', 'must be projectnet.org/v3');
 
