@@ -1,7 +1,9 @@
 // netplugctl's network policy commands, the built executable, on both datastores (a real etcd and a
 // real kube-apiserver with netplug's CRDs): apply -f (YAML, JSON, several documents, stdin), get
 // (tables, -o yaml|json that apply takes back), delete (by name, by file), explain pod; and
-// refusals that name the file, the document, the field and the value, with nothing written.
+// refusals that name the file, the document, the field and the value, with nothing written. The
+// built-in profile projectnet-default-allow is there on both, allows all, and is neither changed
+// nor deleted.
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -207,6 +209,7 @@ spec:
     /^NAME\s+NETS\s+LABELS\ninternet\s+0\.0\.0\.0\/0\s+role=internet\n$/,
     'nothing of the refused files was written',
   );
+  builtInProfileChecks(t, ctl);
 
   t.is(ok(t, ctl, ['delete', 'networkpolicy', 'web', '-n', 'shop']), 'NetworkPolicy "shop/web" deleted\n');
   t.is(
@@ -214,6 +217,28 @@ spec:
     'NetworkPolicy "shop/web" did not exist\nTier "security" deleted\nGlobalNetworkPolicy "no-ssh" deleted\nNetworkSet "shop/partners" deleted\nGlobalNetworkSet "internet" deleted\n',
   );
   t.regex(ok(t, ctl, ['get', 'tier']), /^NAME\s+ORDER\s+DEFAULT ACTION\ndefault\s+1000000\s+Deny\n$/);
+}
+
+const DEFAULT_ALLOW = {
+  apiVersion: 'projectnet.org/v3',
+  kind: 'Profile',
+  metadata: { name: 'projectnet-default-allow' },
+  spec: { ingress: [{ action: 'Allow' }], egress: [{ action: 'Allow' }] },
+};
+const BUILT_IN = /^netplugctl: (stdin, document 1: )?Profile projectnet-default-allow is built in: it cannot be changed or deleted$/;
+
+/** The built-in profile: shown as it is, allowing all; apply and delete refuse it (by name, by file, even unchanged). */
+function builtInProfileChecks(t: ExecutionContext, ctl: Ctl): void {
+  const json = ok(t, ctl, ['get', 'profile', 'projectnet-default-allow', '-o', 'json']);
+  t.deepEqual(JSON.parse(json), DEFAULT_ALLOW);
+  t.deepEqual(load(ok(t, ctl, ['get', 'profiles', 'projectnet-default-allow', '-o', 'yaml'])), DEFAULT_ALLOW);
+  t.regex(ok(t, ctl, ['get', 'profiles']), /\nprojectnet-default-allow\n/);
+  refusedWith(t, ctl(['apply', '-f', '-'], json), 1, BUILT_IN);
+  const denying = JSON.stringify({ ...DEFAULT_ALLOW, spec: { ingress: [{ action: 'Deny' }] } });
+  refusedWith(t, ctl(['apply', '-f', '-'], denying), 1, BUILT_IN);
+  refusedWith(t, ctl(['delete', 'profile', 'projectnet-default-allow']), 1, BUILT_IN);
+  refusedWith(t, ctl(['delete', '-f', '-'], json), 1, BUILT_IN);
+  t.deepEqual(JSON.parse(ok(t, ctl, ['get', 'profile', 'projectnet-default-allow', '-o', 'json'])), DEFAULT_ALLOW, 'unchanged');
 }
 
 /** The policies explain is asked about, the same on both datastores (profiles come from the datastore's side). */
@@ -320,7 +345,22 @@ spec:
     ]),
   );
   explainChecks(t, ctl);
-  t.regex(ok(t, ctl, ['get', 'profile']), /^NAME\s+LABELS TO APPLY\nkns\.shop\s+pcns\.projectnet\.org\/name=shop\n$/);
+  t.regex(
+    ok(t, ctl, ['get', 'profile']),
+    /^NAME\s+LABELS TO APPLY\nkns\.shop\s+pcns\.projectnet\.org\/name=shop\nprojectnet-default-allow\n$/,
+  );
+  // A stored copy that was changed behind netplugctl's back (netplug-kube-controllers puts it back):
+  // netplugctl shows the profile as netplug-node has it, and still refuses to touch it.
+  t.true(
+    await store.commit([
+      {
+        key: keys.profile('projectnet-default-allow'),
+        create: { ...DEFAULT_ALLOW, spec: { ingress: [{ action: 'Deny' }], egress: [{ action: 'Deny' }] } },
+      },
+    ]),
+  );
+  t.deepEqual(JSON.parse(ok(t, ctl, ['get', 'profile', 'projectnet-default-allow', '-o', 'json'])), DEFAULT_ALLOW);
+  refusedWith(t, ctl(['delete', 'profile', 'projectnet-default-allow']), 1, BUILT_IN);
 });
 
 test('Kubernetes datastore: the same commands on projectnet.org/v3 objects, kubectl-shaped; explain reads pods and namespaces from the API', async (t) => {
@@ -367,10 +407,9 @@ test('Kubernetes datastore: the same commands on projectnet.org/v3 objects, kube
     1,
     /NetworkSet "nowhere\/s": namespace "nowhere" does not exist$/,
   );
-  t.regex(
-    ok(t, ctl, ['get', 'profile']),
-    /kns\.shop\s+pcns\.kubernetes\.io\/metadata\.name=shop,pcns\.team=a,pcns\.projectnet\.org\/name=shop/,
-  );
+  const profiles = ok(t, ctl, ['get', 'profile']);
+  t.regex(profiles, /kns\.shop\s+pcns\.kubernetes\.io\/metadata\.name=shop,pcns\.team=a,pcns\.projectnet\.org\/name=shop/);
+  t.regex(profiles, /\nprojectnet-default-allow\n/, 'the built-in profile, computed with the others');
   t.regex(ok(t, ctl, ['delete', '-f', '-'], RESOURCES), /deleted/);
 
   for (const [name, labels, ip, ports] of [

@@ -2,9 +2,12 @@
 // commit (one etcd transaction; on the Kubernetes datastore one write after another, the earlier
 // ones undone when a later one fails), re-read and retried when another writer got there first.
 // A policy naming a tier that exists neither in the datastore nor in the files is refused, and so
-// is deleting a tier that policies are still in.
+// is deleting a tier that policies are still in, and applying or deleting the built-in profile
+// projectnet-default-allow (on either datastore).
 import { keys } from '../model/keys.ts';
+import { DEFAULT_ALLOW_PROFILE } from '../model/host-endpoint.ts';
 import { DEFAULT_TIER, policyKindPrefix, type NetworkPolicyResource, type PolicyResource } from '../model/policy.ts';
+import { isDefaultAllowProfile } from '../policy/default-allow.ts';
 import { KubeStore } from '../store/kubernetes/store.ts';
 import { retryOnConflict, type Entry, type Store, type Write } from '../store/store.ts';
 import { storedDocument, type FileDocument } from './policy-documents.ts';
@@ -33,8 +36,13 @@ const comparable = (document: unknown): string => {
   return JSON.stringify(sorted({ ...rest, metadata: { name, namespace, labels: labels ?? {}, annotations: annotations ?? {} } }));
 };
 
+/** What apply and delete say of the built-in profile. */
+export const BUILT_IN_PROFILE = `Profile ${DEFAULT_ALLOW_PROFILE} is built in: it cannot be changed or deleted`;
+
 /** Writes the documents; says per document whether it was created, changed or already so. */
 export async function applyDocuments(store: Store, documents: readonly FileDocument[]): Promise<string> {
+  const builtIn = documents.find((d) => d.resource.kind === 'Profile' && isDefaultAllowProfile(d.resource.metadata.name));
+  if (builtIn) throw refused(`${builtIn.origin}: ${BUILT_IN_PROFILE}`);
   const kubernetes = store instanceof KubeStore;
   if (kubernetes) {
     const profile = documents.find((d) => d.resource.kind === 'Profile');
@@ -73,6 +81,8 @@ export async function applyDocuments(store: Store, documents: readonly FileDocum
 
 /** Deletes what exists of `targets` (in one commit); says which were deleted and which did not exist. */
 export async function deleteTargets(store: Store, targets: readonly Target[]): Promise<{ text: string; missing: Target[] }> {
+  if (targets.some((t) => t.key.startsWith(keys.profiles) && isDefaultAllowProfile(t.key.slice(keys.profiles.length))))
+    throw refused(BUILT_IN_PROFILE);
   await refuseTiersInUse(store, targets);
   return retryOnConflict('delete', async () => {
     const current = await store.read(targets.map((t) => ({ get: t.key })));

@@ -2,7 +2,9 @@
 // datastore (checked; a broken one is reported, never used), and the endpoints and profiles: on the
 // Kubernetes datastore from the API (pods, namespaces, service accounts, Kubernetes
 // NetworkPolicies, converted as netplug-node converts them), on etcd from the workload endpoints
-// and profiles stored there.
+// and profiles stored there. The built-in profile projectnet-default-allow is among the profiles on
+// both: computed on the Kubernetes datastore; on etcd as netplug-node has it (policy/default-allow.ts),
+// whether or not netplug-kube-controllers has stored it yet.
 import { checkedPolicyEntry } from '../model/policy-check.ts';
 import {
   NAMESPACED_KINDS,
@@ -18,6 +20,7 @@ import { keys } from '../model/keys.ts';
 import type { WorkloadEndpoint } from '../model/workload-endpoint.ts';
 import { endpointOfPod, endpointOfWorkload, type KubePod } from '../policy/endpoints.ts';
 import type { PolicySnapshot } from '../policy/explain.ts';
+import { defaultAllowProfile, isDefaultAllowProfile } from '../policy/default-allow.ts';
 import { convertKubernetesPolicy, namespaceProfile, serviceAccountProfile, type KubeNetworkPolicy } from '../policy/kubernetes.ts';
 import { KubeStore } from '../store/kubernetes/store.ts';
 import type { Store } from '../store/store.ts';
@@ -25,9 +28,13 @@ import type { Store } from '../store/store.ts';
 /** The stored resources of a kind (of one namespace, when given), checked; a broken one is thrown, unless `broken` collects them. */
 export async function readResources(store: Store, kind: PolicyKind, namespace?: string, broken?: string[]): Promise<PolicyResource[]> {
   if (kind === 'Profile' && store instanceof KubeStore) return kubeProfiles(store);
-  const entries = await store.list(policyKindPrefix(kind, NAMESPACED_KINDS.has(kind) ? namespace : undefined));
+  const prefix = policyKindPrefix(kind, NAMESPACED_KINDS.has(kind) ? namespace : undefined);
+  const entries = await store.list(prefix);
   const out: PolicyResource[] = [];
+  if (kind === 'Profile') out.push(defaultAllowProfile());
   for (const entry of entries) {
+    // The built-in profile is the one above, whatever the stored copy says.
+    if (kind === 'Profile' && isDefaultAllowProfile(entry.key.slice(prefix.length))) continue;
     try {
       out.push(checkedPolicyEntry(entry, kind).value);
     } catch (err) {
@@ -42,7 +49,7 @@ async function kubeList<T>(store: KubeStore, path: string, needs: string): Promi
   return (await store.client.get<{ items: T[] | null }>(path, needs))?.items ?? [];
 }
 
-/** The profiles the Kubernetes datastore computes: one per namespace and per service account. */
+/** The profiles the Kubernetes datastore computes: one per namespace and per service account, and the built-in one. */
 async function kubeProfiles(store: KubeStore): Promise<ProfileResource[]> {
   const namespaces = await kubeList<{ metadata: { name: string; labels?: Record<string, string> } }>(
     store,
@@ -54,7 +61,7 @@ async function kubeProfiles(store: KubeStore): Promise<ProfileResource[]> {
     '/api/v1/serviceaccounts',
     'list on serviceaccounts',
   );
-  return [...namespaces.map(namespaceProfile), ...accounts.map(serviceAccountProfile)];
+  return [...namespaces.map(namespaceProfile), ...accounts.map(serviceAccountProfile), defaultAllowProfile()];
 }
 
 /** Everything explain needs; `issues` collects what could not be used (broken documents, rules left out). */

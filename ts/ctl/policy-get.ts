@@ -16,7 +16,8 @@ import {
 } from '../model/policy.ts';
 import { KubeStore } from '../store/kubernetes/store.ts';
 import type { Store } from '../store/store.ts';
-import { deleteTargets } from './policy-apply.ts';
+import { isDefaultAllowProfile } from '../policy/default-allow.ts';
+import { BUILT_IN_PROFILE, deleteTargets } from './policy-apply.ts';
 import { readResources } from './policy-cluster.ts';
 import { table } from './table.ts';
 import { refused } from './usage.ts';
@@ -59,6 +60,7 @@ export async function getResources(
 }
 
 export async function deleteResource(store: Store, kind: PolicyKind, name: string, namespace: string): Promise<string> {
+  if (kind === 'Profile' && isDefaultAllowProfile(name)) throw refused(BUILT_IN_PROFILE);
   if (kind === 'Profile' && store instanceof KubeStore)
     throw refused('on the Kubernetes datastore profiles are computed from namespaces and service accounts; there is nothing to delete');
   const target = { key: policyResourceKey(kind, name, namespace), label: label(kind, name, namespace) };
