@@ -3,7 +3,8 @@
 // auto-host-endpoints.test.ts holds them equal to the shipped ClusterRole): Kubernetes
 // NetworkPolicies, Namespaces' and ServiceAccounts' labels and pods' labels are followed into
 // etcd's documents (created, updated, removed); what was left by objects deleted while no
-// controller ran is removed when they start, and what is not theirs stays.
+// controller ran is removed when they start, and what is not theirs stays. The built-in profile
+// projectnet-default-allow is kept on etcd: written at start, put back when deleted or changed.
 import test from 'ava';
 import * as k8s from '@kubernetes/client-node';
 
@@ -12,6 +13,7 @@ import { API_VERSION } from '../../ts/model/entry.ts';
 import { keys } from '../../ts/model/keys.ts';
 import type { NetworkPolicyResource, ProfileResource } from '../../ts/model/policy.ts';
 import { workloadEndpoint, type WorkloadEndpoint } from '../../ts/model/workload-endpoint.ts';
+import { defaultAllowProfile } from '../../ts/policy/default-allow.ts';
 import { convertKubernetesPolicy, type KubeNetworkPolicy, namespaceProfile } from '../../ts/policy/kubernetes.ts';
 import { openStore } from '../../ts/store/open.ts';
 import type { Store } from '../../ts/store/store.ts';
@@ -154,6 +156,31 @@ test("etcd datastore: NetworkPolicies, Namespaces, ServiceAccounts and pods' lab
   t.truthy(await store.get(ownPolicy), "a policy that is not the controller's stays");
   t.truthy(await store.get(keys.profile('custom')), "a profile that is not the controller's stays");
   t.deepEqual((await profile(store, `kns.${namespace}`))?.spec.ingress, [{ action: 'Allow' }]);
+
+  // The built-in profile: there from the start, put back when deleted or changed, never swept.
+  const defaultAllowKey = keys.profile('projectnet-default-allow');
+  const builtIn = JSON.stringify(defaultAllowProfile());
+  const defaultAllowText = async () => JSON.stringify((await store.get(defaultAllowKey))?.value ?? null);
+  await eventually('projectnet-default-allow is on etcd', async () => (await defaultAllowText()) === builtIn);
+  t.deepEqual((await profile(store, 'projectnet-default-allow'))?.spec, {
+    ingress: [{ action: 'Allow' }],
+    egress: [{ action: 'Allow' }],
+  });
+  const stored = await store.get(defaultAllowKey);
+  t.true(await store.commit([{ key: defaultAllowKey, remove: true, revision: stored?.revision as string }]));
+  await eventually('projectnet-default-allow comes back after it is deleted', async () => (await defaultAllowText()) === builtIn);
+  const back = await store.get(defaultAllowKey);
+  t.true(
+    await store.commit([
+      {
+        key: defaultAllowKey,
+        update: { ...defaultAllowProfile(), spec: { ingress: [{ action: 'Deny' }], egress: [{ action: 'Allow' }] } },
+        revision: back?.revision as string,
+      },
+    ]),
+  );
+  await eventually('projectnet-default-allow is put back after it is changed', async () => (await defaultAllowText()) === builtIn);
+  t.true(controllers.lines.some((line) => line.includes('wrote profile projectnet-default-allow')));
 
   // Updates.
   await networking.patchNamespacedNetworkPolicy(

@@ -5,22 +5,32 @@
 // the caches; an object gone from its cache (and from the API) takes its profile with it. The key
 // `*` sweeps the kns./ksa. profiles whose object is gone (after every full list, and every
 // resync). Only label changes trigger.
+// The key `default-allow` keeps the built-in profile projectnet-default-allow (policy/default-allow.ts)
+// stored as it is: written at start, at every resync, and whenever etcd's watch of its document
+// (while the controller runs) says it was changed or removed; the sweep never takes it (no object
+// stands for it).
 import type * as k8s from '@kubernetes/client-node';
 
+import { DEFAULT_ALLOW_PROFILE } from '../model/host-endpoint.ts';
 import { keys } from '../model/keys.ts';
 import { namespaceProfileName, serviceAccountProfileName } from '../model/policy.ts';
+import { defaultAllowProfile } from '../policy/default-allow.ts';
 import { namespaceProfile, serviceAccountProfile } from '../policy/kubernetes.ts';
-import { Controller } from '../runtime/controller.ts';
+import { Controller, type ControllerOptions } from '../runtime/controller.ts';
 import { exists } from '../runtime/errors.ts';
 import type { Informer, Informers } from '../runtime/informers.ts';
 import type { Log } from '../runtime/log.ts';
 import type { RuntimeMetrics } from '../runtime/metrics.ts';
-import type { Store } from '../store/store.ts';
+import type { Following, Store } from '../store/store.ts';
+import type { Follow } from './auto-host-endpoints-controller.ts';
 import { ORPHANS_KEY, putDocument, removeDocument, removeOrphans, RESYNC_MS } from './mirror-documents.ts';
 import { objectKey, splitKey } from './object-keys.ts';
 
 const NAMESPACE = 'namespace:';
 const SERVICE_ACCOUNT = 'serviceaccount:';
+/** The reconcile key of the built-in profile; no object's key has it. */
+const DEFAULT_ALLOW_KEY = 'default-allow';
+const DEFAULT_ALLOW_DOCUMENT = keys.profile(DEFAULT_ALLOW_PROFILE);
 /** The profile names' prefixes (model/policy.ts's names of a namespace `x`, less the `x`). */
 const KNS = namespaceProfileName('');
 const KSA = serviceAccountProfileName('', '').slice(0, -1);
@@ -47,6 +57,25 @@ function sourceOfProfile(name: string): string | undefined {
   return dot > 0 ? `${SERVICE_ACCOUNT}${rest.slice(0, dot)}/${rest.slice(dot + 1)}` : undefined;
 }
 
+/** A controller that follows something of the datastore while it runs (and only then). */
+class FollowingController extends Controller {
+  private readonly start: (() => Following) | undefined;
+
+  constructor(options: ControllerOptions, start: (() => Following) | undefined) {
+    super(options);
+    this.start = start;
+  }
+
+  override async run(signal: AbortSignal): Promise<void> {
+    const following = this.start?.();
+    try {
+      await super.run(signal);
+    } finally {
+      following?.stop();
+    }
+  }
+}
+
 export function profileController(options: {
   store: Store;
   namespaces: Informer<k8s.V1Namespace>;
@@ -54,8 +83,11 @@ export function profileController(options: {
   core: k8s.CoreV1Api;
   log: Log;
   metrics: RuntimeMetrics;
+  /** The datastore's watch of a prefix (default: the store's own; without one, resyncs alone put the built-in profile back). */
+  follow?: Follow;
 }): Controller {
   const { store, namespaces, serviceAccounts, core, log } = options;
+  const follow = options.follow ?? store.follow?.bind(store);
   /** The object of a key: its cache entry, whether that cache is complete, a fresh read, its profile. */
   const source = (key: string) => {
     if (key.startsWith(NAMESPACE)) {
@@ -80,6 +112,10 @@ export function profileController(options: {
   };
 
   const reconcile = async (key: string) => {
+    if (key === DEFAULT_ALLOW_KEY) {
+      if (await putDocument(store, DEFAULT_ALLOW_DOCUMENT, defaultAllowProfile())) log.info(`wrote profile ${DEFAULT_ALLOW_PROFILE}`);
+      return undefined;
+    }
     if (key === ORPHANS_KEY) {
       if (!namespaces.synced() || !serviceAccounts.synced()) return undefined;
       await removeOrphans({
@@ -105,19 +141,38 @@ export function profileController(options: {
     return undefined;
   };
 
-  const controller = new Controller({
-    name: 'profile',
-    log,
-    metrics: options.metrics,
-    resyncMs: RESYNC_MS,
-    settleMs: 100,
-    keys: () => [
-      ...namespaces.list().map((object) => `${NAMESPACE}${objectKey(object)}`),
-      ...serviceAccounts.list().map((object) => `${SERVICE_ACCOUNT}${objectKey(object)}`),
-      ORPHANS_KEY,
-    ],
-    reconcile,
-  });
+  const controller: Controller = new FollowingController(
+    {
+      name: 'profile',
+      log,
+      metrics: options.metrics,
+      resyncMs: RESYNC_MS,
+      settleMs: 100,
+      keys: () => [
+        DEFAULT_ALLOW_KEY,
+        ...namespaces.list().map((object) => `${NAMESPACE}${objectKey(object)}`),
+        ...serviceAccounts.list().map((object) => `${SERVICE_ACCOUNT}${objectKey(object)}`),
+        ORPHANS_KEY,
+      ],
+      reconcile,
+    },
+    follow &&
+      (() => {
+        // The prefix is the document's key; longer keys under it are other profiles.
+        const trigger = () => controller.trigger(DEFAULT_ALLOW_KEY);
+        return follow(DEFAULT_ALLOW_DOCUMENT, {
+          listed: trigger,
+          changed: (entry) => {
+            if (entry.key === DEFAULT_ALLOW_DOCUMENT) trigger();
+          },
+          removed: (key) => {
+            if (key === DEFAULT_ALLOW_DOCUMENT) trigger();
+          },
+          // It lists again: that triggers.
+          failed: () => undefined,
+        });
+      }),
+  );
   const labels = { significant: (object: k8s.KubernetesObject) => object.metadata?.labels ?? {} };
   const handler = (prefix: string) => {
     const trigger = (object: k8s.KubernetesObject) => controller.trigger(`${prefix}${objectKey(object)}`);
