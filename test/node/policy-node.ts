@@ -35,6 +35,8 @@ export interface PolicyNode {
   etcd: EtcdServer | undefined;
   networking: k8s.NetworkingV1Api;
   node: TestNode;
+  /** The router on the node's subnet (172.30.1.254): a host outside the cluster, reaching the node on its eth0. */
+  router: Netns;
   /** The agent's environment (its identity, datastore, enforcement on). */
   agentEnv: Record<string, string>;
   /** Where the agent writes the endpoint status files. */
@@ -130,6 +132,7 @@ export async function startPolicyNode(
     etcd,
     networking,
     node,
+    router: topology.router,
     agentEnv,
     statusDir: join(node.varDir, 'run', 'endpoint-status'),
     startAgent() {
@@ -213,9 +216,9 @@ export async function createRunningPod(kube: Kube, pod: RunningPod): Promise<voi
 /** The port the pods' echo listeners serve. */
 export const ECHO_PORT = 8080;
 
-/** A TCP echo listener on ECHO_PORT in `netns`, until the file's teardown. */
-export function echoListener(shared: Teardowns, netns: Netns): ChildProcess {
-  const script = `require('node:net').createServer((s) => { s.on('error', () => {}); s.pipe(s); }).listen(${ECHO_PORT}, '0.0.0.0')`;
+/** A TCP echo listener on ECHO_PORT (or `port`) in `netns`, until the file's teardown. */
+export function echoListener(shared: Teardowns, netns: Netns, port = ECHO_PORT): ChildProcess {
+  const script = `require('node:net').createServer((s) => { s.on('error', () => {}); s.pipe(s); }).listen(${port}, '0.0.0.0')`;
   const child = spawn('ip', ['netns', 'exec', netns.name, process.execPath, '-e', script], { stdio: 'ignore' });
   shared.teardown(() => child.kill('SIGKILL'));
   return child;
@@ -243,6 +246,10 @@ interface Probed {
  */
 export const connects = (from: Probed, to: Probed, source?: string): boolean =>
   inNs(from.netns, [process.execPath, '-e', CONNECT, to.address, String(ECHO_PORT), ...(source ? [source] : [])]).status === 0;
+
+/** Whether a new TCP connection from `netns` to an echo listener at `address`:`port` gets its echo. */
+export const connectsTo = (netns: Netns, address: string, port: number): boolean =>
+  inNs(netns, [process.execPath, '-e', CONNECT, address, String(port)]).status === 0;
 
 /**
  * Connectivity settles on `expected`; a blocked pair stays so for two more tries. A connection

@@ -326,3 +326,38 @@ test('settings: enforcement is off by default, on either datastore, and has its 
   t.is(nodeSettings({ ...base, FELIX_INTERFACEPREFIX: 'tap,cali' }).interfacePrefix, 'tap');
   t.throws(() => nodeSettings({ ...base, FELIX_INTERFACEPREFIX: 'muchtoolongprefix' }), { message: /FELIX_INTERFACEPREFIX/ });
 });
+
+test('host endpoints are fed from their documents: this node’s programmed, a broken one reported and the one before kept', async (t) => {
+  const s = setUp(t);
+  const hostEndpoint = (name: string, spec: Record<string, unknown>): Obj => ({
+    apiVersion: 'crd.projectnet.org/v1',
+    kind: 'HostEndpoint',
+    metadata: { name, labels: { role: 'edge' } },
+    spec,
+  });
+  s.put('HostEndpoint', hostEndpoint('n1-eth0', { node: NODE, interfaceName: 'eth0', expectedIPs: ['192.0.2.1'] }));
+  s.put('HostEndpoint', hostEndpoint('n2-eth0', { node: 'n2', interfaceName: 'eth0', expectedIPs: ['192.0.2.2'] }));
+  t.is(await s.pass(), 'written');
+  const chains = () => (s.parts.at(-1)?.chains ?? []).map((c) => c.name);
+  t.true(chains().includes('fh-eth0'));
+  t.true(chains().includes('host-input'));
+  s.put('HostEndpoint', hostEndpoint('n1-eth0', { node: NODE, interfaceName: 'eth0', expectedIPs: 'not a list' }));
+  await s.pass();
+  t.regex(s.feed.resourceIssues().get('HostEndpoint/n1-eth0')?.[0] ?? '', /expectedIPs/);
+  t.true(chains().includes('fh-eth0'), 'the endpoint as it was stays programmed');
+  s.drop('HostEndpoint', hostEndpoint('n1-eth0', {}));
+  await s.pass();
+  t.false(chains().includes('host-input'), 'no host endpoint of this node: no host chain');
+});
+
+test('settings: failsafe ports, with the metrics port when it listens beyond loopback; a bad entry is named', (t) => {
+  const base = { NODENAME: 'n1' };
+  const inbound = (env: Record<string, string>) => nodeSettings({ ...base, ...env }).failsafe.inbound.map((p) => `${p.protocol}:${p.port}`);
+  t.true(inbound({}).includes('tcp:22') && inbound({}).includes('tcp:10250'));
+  t.deepEqual(inbound({ NETPLUG_FAILSAFE_INBOUND_HOST_PORTS: 'tcp:2222', NETPLUG_METRICS_ADDR: ':9091' }), ['tcp:2222', 'tcp:9091']);
+  t.deepEqual(inbound({ NETPLUG_FAILSAFE_INBOUND_HOST_PORTS: 'none' }), []);
+  t.deepEqual(nodeSettings({ ...base, NETPLUG_FAILSAFE_OUTBOUND_HOST_PORTS: 'udp:53' }).failsafe.outbound, [{ protocol: 'udp', port: 53 }]);
+  t.throws(() => nodeSettings({ ...base, NETPLUG_FAILSAFE_INBOUND_HOST_PORTS: 'tcp:22,sctp:9' }), {
+    message: /NETPLUG_FAILSAFE_INBOUND_HOST_PORTS "tcp:22,sctp:9" must be a list of <tcp\|udp>:<port>.*"sctp:9"/,
+  });
+});

@@ -20,7 +20,7 @@ import type { Chain, MapElement, Match, Rule } from '../nft/model.ts';
 import { CHAINS, DEFAULT_DENY_COUNTERS, endpointChainName, MAPS, MARK, policyListChainName } from './names.ts';
 import type { Direction } from './program.ts';
 
-interface TierPlan {
+export interface TierPlan {
   name: string;
   /** The tier passes to the next when none of its policies decided (else it drops). */
   passes: boolean;
@@ -41,7 +41,7 @@ const failClosed = [{ counter: { name: DEFAULT_DENY_COUNTERS.failClosed } }];
 const noPolicyAllowed = [{ counter: { name: DEFAULT_DENY_COUNTERS.noPolicyAllowed } }];
 
 /** The priority of the base chains: after iptables-nft's filter chains (0) and kube-proxy's. */
-const POLICY_PRIORITY = PRIORITY.filter + 10;
+export const POLICY_PRIORITY = PRIORITY.filter + 10;
 
 const ND_TYPES = [133, 134, 135, 136, 137];
 
@@ -74,16 +74,24 @@ export function fixedChains(interfacePrefix: string): Chain[] {
   ];
 }
 
-const markClear = (bits: number): Rule => rule([], undefined, undefined, [{ mark: { clear: bits } }]);
+export const markClear = (bits: number): Rule => rule([], undefined, undefined, [{ mark: { clear: bits } }]);
 const bitClear = (bit: number): Match => ({ key: 'meta mark', mask: bit, value: 0 });
-const bitSet = (bit: number): Match => ({ key: 'meta mark', mask: bit, value: bit });
+export const bitSet = (bit: number): Match => ({ key: 'meta mark', mask: bit, value: bit });
+
+/**
+ * How a policy list ends when no policy allowed: `drop` (an endpoint's own traffic), `tiers` (a
+ * tier whose policies did not decide drops; a packet every tier passed returns: forwarded traffic
+ * through a host endpoint), `return` (nothing dropped but by a Deny rule: before DNAT and before
+ * connection tracking, what no policy decided goes on to the policies after).
+ */
+export type ListEnding = 'drop' | 'tiers' | 'return';
 
 /**
  * The chain of the policies and profiles for `direction` of an endpoint (`pli-<hash>` ingress,
  * `plo-<hash>` egress, named by its rules): shared by every local endpoint with the same ones, so
  * that a pod joining its Deployment's pods on a node writes only its own short chains.
  */
-export function policyListChain(plan: Pick<EndpointPlan, 'tiers' | 'profiles'>, direction: Direction): Chain {
+export function policyListChain(plan: Pick<EndpointPlan, 'tiers' | 'profiles'>, direction: Direction, ending: ListEnding = 'drop'): Chain {
   const rules: Rule[] = [markClear(MARK.accept | MARK.pass)];
   plan.tiers[direction].forEach((tier, t) => {
     if (t > 0) rules.push(markClear(MARK.pass));
@@ -91,7 +99,8 @@ export function policyListChain(plan: Pick<EndpointPlan, 'tiers' | 'profiles'>, 
       rules.push(rule(i === 0 ? [] : [bitClear(MARK.pass)], jump(policy.chain), `tier ${tier.name}: ${policy.display}`.slice(0, 127)));
       rules.push(rule([bitSet(MARK.accept)], 'return'));
     });
-    if (!tier.passes) rules.push(rule([bitClear(MARK.pass)], 'drop', `end of tier ${tier.name}`.slice(0, 127), noPolicyAllowed));
+    if (!tier.passes && ending !== 'return')
+      rules.push(rule([bitClear(MARK.pass)], 'drop', `end of tier ${tier.name}`.slice(0, 127), noPolicyAllowed));
   });
   for (const profile of plan.profiles) {
     const chain = profile[direction];
@@ -99,7 +108,7 @@ export function policyListChain(plan: Pick<EndpointPlan, 'tiers' | 'profiles'>, 
     rules.push(rule([], jump(chain), `profile ${profile.display}`.slice(0, 127)));
     rules.push(rule([bitSet(MARK.accept)], 'return'));
   }
-  rules.push(rule([], 'drop', 'no policy or profile allowed', noPolicyAllowed));
+  if (ending === 'drop') rules.push(rule([], 'drop', 'no policy or profile allowed', noPolicyAllowed));
   return regularChain(policyListChainName(direction, JSON.stringify(rules)), rules);
 }
 

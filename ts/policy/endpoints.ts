@@ -10,6 +10,7 @@ import {
   serviceAccountProfileName,
   type NetworkSetResource,
 } from '../model/policy.ts';
+import type { HostEndpoint } from '../model/host-endpoint.ts';
 import type { WorkloadEndpoint } from '../model/workload-endpoint.ts';
 import type { Labels } from '../selectors/syntax.ts';
 import { fitted } from './fitted.ts';
@@ -146,5 +147,41 @@ export function endpointOfPod(pod: KubePod, interfaceName?: string): EndpointInp
     ports: fitted(ports),
     node: pod.spec?.nodeName ?? '',
     ...(interfaceName !== undefined ? { interfaceName } : {}),
+  };
+}
+
+/** A host endpoint: a node's interface (or all of them, `*`) that policies select like a pod. */
+export interface HostEndpointInput {
+  name: string;
+  node: string;
+  /** An interface name, or `*` for all but workloads' and loopback; absent: none programmed. */
+  interfaceName?: string;
+  /** Its addresses, for rule selectors that match it as a peer. */
+  expectedIPs: readonly string[];
+  labels: Labels;
+  /** Only those it names (no namespace's). */
+  profiles: readonly string[];
+  ports?: readonly NamedPort[];
+}
+
+/** The labels of a host endpoint: its own, then its profiles'; none of netplug's (it is in no namespace). */
+export function hostEndpointLabels(endpoint: HostEndpointInput, profileLabels: (profile: string) => Labels | undefined): Labels {
+  const labels = ownLabels(endpoint.labels);
+  delete labels[ENDPOINT_LABELS.namespace];
+  for (const profile of endpoint.profiles) Object.assign(labels, profileLabels(profile));
+  return labels;
+}
+
+/** A host endpoint from its document (both datastores keep the same one). */
+export function endpointOfHostEndpoint(endpoint: HostEndpoint): HostEndpointInput {
+  const { metadata, spec } = endpoint;
+  return {
+    name: metadata.name,
+    node: spec.node ?? '',
+    ...(spec.interfaceName ? { interfaceName: spec.interfaceName } : {}),
+    expectedIPs: spec.expectedIPs ?? [],
+    labels: metadata.labels ?? {},
+    profiles: spec.profiles ?? [],
+    ports: (spec.ports ?? []).map((p) => ({ name: p.name, protocol: p.protocol, port: p.port })),
   };
 }

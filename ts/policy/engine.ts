@@ -14,7 +14,16 @@ import type { NetworkPolicyResource, NetworkSetResource, ProfileResource, TierRe
 import { DEFAULT_TIER } from '../model/policy.ts';
 import { netInterval, type Family } from './addresses.ts';
 import { fixedChains } from './chains.ts';
-import { endpointLabels, networkSetKey, networkSetLabels, profilesOf, type EndpointInput } from './endpoints.ts';
+import {
+  endpointLabels,
+  hostEndpointLabels,
+  networkSetKey,
+  networkSetLabels,
+  profilesOf,
+  type EndpointInput,
+  type HostEndpointInput,
+} from './endpoints.ts';
+import { DEFAULT_FAILSAFE, parseFailsafePorts, type FailsafePort } from './host-chains.ts';
 import { LocalEndpoints } from './local-endpoints.ts';
 import { DEFAULT_DENY_COUNTERS, MAPS } from './names.ts';
 import { byTier, DEFAULT_TIER_INFO, missingTier, tierInfo, type TierInfo } from './order.ts';
@@ -36,6 +45,8 @@ export interface PolicyEngineOptions {
   logGroup?: number;
   /** Packets per second a Log rule logs at most (default 10). */
   logPerSecond?: number;
+  /** The ports host endpoints' policies never close (default DEFAULT_FAILSAFE, with the kubelet's). */
+  failsafe?: { inbound: readonly FailsafePort[]; outbound: readonly FailsafePort[] };
 }
 
 /** What changed since the last flush. */
@@ -56,6 +67,8 @@ interface EndpointRecord {
 
 const endpointEntity = (key: string) => `WorkloadEndpoint/${key}`;
 const ENDPOINT_ENTITY = 'WorkloadEndpoint/';
+/** A host endpoint's entity in the selector index, and its key among local endpoints (no namespace has capitals). */
+const HOST_ENTITY = 'HostEndpoint/';
 
 export class PolicyEngine {
   readonly #options: Required<PolicyEngineOptions>;
@@ -65,6 +78,7 @@ export class PolicyEngine {
   readonly #local: LocalEndpoints;
   readonly #endpoints = new Map<string, EndpointRecord>();
   readonly #networkSets = new Map<string, { resource: NetworkSetResource; contribution: Contribution }>();
+  readonly #hostEndpoints = new Map<string, { input: HostEndpointInput; contribution: Contribution; local: boolean }>();
   readonly #programs: Programs;
   /** Profile name → the entities (endpoints, namespaced network sets) whose labels it gives. */
   readonly #profileUsers = new Map<string, Set<string>>();
@@ -77,7 +91,14 @@ export class PolicyEngine {
   #muted: string | undefined;
 
   constructor(options: PolicyEngineOptions) {
-    this.#options = { families: [4, 6], interfacePrefix: 'cali', logGroup: 20, logPerSecond: 10, ...options };
+    this.#options = {
+      families: [4, 6],
+      interfacePrefix: 'cali',
+      logGroup: 20,
+      logPerSecond: 10,
+      failsafe: { inbound: parseFailsafePorts(DEFAULT_FAILSAFE.inbound), outbound: parseFailsafePorts(DEFAULT_FAILSAFE.outbound) },
+      ...options,
+    };
     this.#index = new SelectorIndex((selector, entity, added) => {
       if (entity !== this.#muted) this.#sets.membershipChanged(selector, entity, added);
     });
@@ -95,6 +116,8 @@ export class PolicyEngine {
       selectionChanged: (policy) => this.#programs.need(this.#programs.policies.get(policy), this.#local.selection(policy).size > 0),
       profileNeeded: (name, needed) => this.#programs.need(this.#programs.profiles.get(name), needed),
       structureChanged: () => this.#changedStructure(),
+      interfacePrefix: this.#options.interfacePrefix,
+      failsafe: this.#options.failsafe,
     });
   }
 
@@ -129,6 +152,47 @@ export class PolicyEngine {
     this.#unuseProfiles(record.entity, profilesOf(record.input));
     if (record.local) this.#local.remove(key);
     this.#endpoints.delete(key);
+    this.#changed();
+  }
+
+  /**
+   * Adds or changes a host endpoint (of any node: those of this node with an interface are
+   * programmed; every one's expected addresses are in the sets of selectors matching it).
+   */
+  upsertHostEndpoint(input: HostEndpointInput): void {
+    const entity = `${HOST_ENTITY}${input.name}`;
+    const before = this.#hostEndpoints.get(input.name);
+    const contribution: Contribution = {
+      addresses: input.expectedIPs.flatMap((text) => {
+        const found = netInterval(text);
+        return found && found.interval.start === found.interval.end ? [found] : [];
+      }),
+      ports: input.ports ?? [],
+    };
+    const local = input.node === this.#options.nodeName && input.interfaceName !== undefined;
+    if (before) this.#unuseProfiles(entity, before.input.profiles);
+    this.#useProfiles(entity, input.profiles);
+    const labels = hostEndpointLabels(input, (profile) => this.#programs.profiles.get(profile)?.labels);
+    this.#setEntity(entity, labels, before?.contribution, contribution, () =>
+      this.#hostEndpoints.set(input.name, { input, contribution, local }),
+    );
+    if (local)
+      this.#local.set(
+        { key: entity, namespace: '', profiles: input.profiles, interfaceName: input.interfaceName, host: true },
+        labels,
+        contribution.addresses,
+      );
+    else if (before?.local) this.#local.remove(entity);
+  }
+
+  removeHostEndpoint(name: string): void {
+    const record = this.#hostEndpoints.get(name);
+    if (!record) return;
+    const entity = `${HOST_ENTITY}${name}`;
+    this.#index.removeEntity(entity);
+    this.#unuseProfiles(entity, record.input.profiles);
+    if (record.local) this.#local.remove(entity);
+    this.#hostEndpoints.delete(name);
     this.#changed();
   }
 
@@ -317,6 +381,7 @@ export class PolicyEngine {
 
   #contributionOf(entity: string): Contribution | undefined {
     if (entity.startsWith(ENDPOINT_ENTITY)) return this.#endpoints.get(entity.slice(ENDPOINT_ENTITY.length))?.contribution;
+    if (entity.startsWith(HOST_ENTITY)) return this.#hostEndpoints.get(entity.slice(HOST_ENTITY.length))?.contribution;
     return this.#networkSets.get(entity)?.contribution;
   }
 
@@ -361,6 +426,9 @@ export class PolicyEngine {
       if (entity.startsWith(ENDPOINT_ENTITY)) {
         const record = this.#endpoints.get(entity.slice(ENDPOINT_ENTITY.length));
         if (record) this.upsertEndpoint(record.input);
+      } else if (entity.startsWith(HOST_ENTITY)) {
+        const record = this.#hostEndpoints.get(entity.slice(HOST_ENTITY.length));
+        if (record) this.upsertHostEndpoint(record.input);
       } else {
         const record = this.#networkSets.get(entity);
         if (record) this.#index.setEntity(entity, this.#networkSetLabels(record.resource));

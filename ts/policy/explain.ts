@@ -18,7 +18,7 @@ import { covers, merged, netInterval, parseAddress, type Family, type Interval }
 import { endpointLabels, networkSetLabels, profilesOf, type EndpointInput } from './endpoints.ts';
 import { policyDecision, type Packet, type Resolver } from './evaluate.ts';
 import { byTier, DEFAULT_TIER_INFO, missingTier, tierInfo, type TierInfo } from './order.ts';
-import { policyProgram, profileProgram, type Direction, type PolicyProgram, type ProgramIssue } from './program.ts';
+import { appliesAt, policyProgram, profileProgram, type Direction, type PolicyProgram, type ProgramIssue } from './program.ts';
 
 /** Everything explain reads: the cluster's endpoints, profiles, network sets, policies (Kubernetes ones converted) and tiers. */
 export interface PolicySnapshot {
@@ -130,7 +130,8 @@ export function explain(snapshot: PolicySnapshot, query: ExplainQuery): Explanat
   if (!target?.endpoint) throw new ExplainError(`no endpoint "${query.endpoint}" is known`);
   const applying = (entity: Entity, direction: Direction) =>
     byTier(
-      programs.filter((p) => p[direction] && matches(p.selects, entity.labels)),
+      // Pods' traffic meets the policies of the endpoint hook: preDNAT and doNotTrack ones are host endpoints'.
+      programs.filter((p) => p[direction] && appliesAt(p, 'endpoint') && matches(p.selects, entity.labels)),
       tierOf,
     );
   const listed = (direction: Direction): ExplainedPolicy[] =>

@@ -9,9 +9,10 @@ import { formatIp } from '../net/cidr.ts';
 import type { Family, Interval } from './addresses.ts';
 import { dispatchElements, endpointChain, policyListChain, type EndpointPlan } from './chains.ts';
 import { profilesOf, type EndpointInput } from './endpoints.ts';
+import { hostBaseChains, hostEndpointChains, type BuiltHostEndpoint, type FailsafePort, type HostEndpointPlan } from './host-chains.ts';
 import { MAPS, policyChainName } from './names.ts';
 import { byTier, type TierInfo } from './order.ts';
-import type { PolicyProgram } from './program.ts';
+import { appliesAt, type Direction, type PolicyHook, type PolicyProgram } from './program.ts';
 import { SelectorIndex } from './selector-index.ts';
 import { ElementJournal } from './sets.ts';
 
@@ -25,14 +26,22 @@ export interface LocalContext {
   /** A profile became named by some local endpoint, or by none any more. */
   profileNeeded(name: string, needed: boolean): void;
   structureChanged(): void;
+  /** The workloads' interface prefix (never a host endpoint's) and the failsafe ports of host endpoints. */
+  interfacePrefix: string;
+  failsafe: { inbound: readonly FailsafePort[]; outbound: readonly FailsafePort[] };
 }
 
+/** What a local endpoint is programmed from: a workload's, or a host endpoint's (`host`, named profiles only). */
+export type LocalInput = Pick<EndpointInput, 'key' | 'namespace' | 'serviceAccount' | 'profiles' | 'interfaceName'> & { host?: true };
+
 interface Local {
-  input: EndpointInput;
+  input: LocalInput;
   addresses: readonly { family: Family; interval: Interval }[];
   selectedBy: Set<string>;
   /** Its chains, and the policy list chains they go to (shared: the same object for every endpoint with that list). */
   built?: { ingress: Chain; egress: Chain; lists: [Chain, Chain]; text: string; interfaceName: string };
+  /** A host endpoint's chains, once built. */
+  hostBuilt?: { endpoint: BuiltHostEndpoint; text: string };
 }
 
 /** How many policy list chains no endpoint uses are kept. */
@@ -91,7 +100,7 @@ export class LocalEndpoints {
   }
 
   /** Adds or changes a local endpoint. */
-  set(input: EndpointInput, labels: Labels, addresses: Local['addresses']): void {
+  set(input: LocalInput, labels: Labels, addresses: Local['addresses']): void {
     const before = this.#endpoints.get(input.key);
     const local: Local = {
       input,
@@ -118,6 +127,7 @@ export class LocalEndpoints {
       this.#noteDispatch(local.built.interfaceName, false);
       this.#context.structureChanged();
     }
+    if (local.hostBuilt) this.#context.structureChanged();
   }
 
   /** A policy's selector (undefined: it has none any more); returns whether its selection changed. */
@@ -128,7 +138,10 @@ export class LocalEndpoints {
       before.tier !== after.tier ||
       before.order !== after.order ||
       !before.ingress !== !after.ingress ||
-      !before.egress !== !after.egress;
+      !before.egress !== !after.egress ||
+      before.applyOnForward !== after.applyOnForward ||
+      before.preDNAT !== after.preDNAT ||
+      before.doNotTrack !== after.doNotTrack;
     const was = this.#selected.get(policy) ?? new Set<string>();
     const now = new Set<string>();
     if (after) {
@@ -196,7 +209,27 @@ export class LocalEndpoints {
     }
     this.#lists = new Map([...lists].reverse());
     chains.push(...[...lists.values()].sort((a, b) => (a.name < b.name ? -1 : 1)));
+    chains.push(...this.#hostChains(new Set(lists.keys())));
     return { chains, from, to };
+  }
+
+  /** The host endpoints' chains: per interface the first endpoint by key; lists the workloads' have are theirs. */
+  #hostChains(listed: Set<string>): Chain[] {
+    const byInterface = new Map<string, BuiltHostEndpoint>();
+    const keys = [...this.#endpoints.keys()].sort();
+    for (const key of keys) {
+      const built = this.#endpoints.get(key)?.hostBuilt?.endpoint;
+      if (built && !byInterface.has(built.interfaceName)) byInterface.set(built.interfaceName, built);
+    }
+    const endpoints = [...byInterface.values()];
+    const chains: Chain[] = hostBaseChains(endpoints, this.#context.failsafe, this.#context.interfacePrefix);
+    for (const endpoint of endpoints)
+      for (const chain of endpoint.chains) {
+        if (listed.has(chain.name)) continue;
+        listed.add(chain.name);
+        chains.push(chain);
+      }
+    return chains;
   }
 
   /** The list chain of that name made before (its object, which the table writer skips), or this one. */
@@ -255,28 +288,36 @@ export class LocalEndpoints {
     const interfaceName = local?.input.interfaceName;
     if (!local || interfaceName === undefined) return;
     const programs = [...local.selectedBy].flatMap((policy) => this.#context.program(policy) ?? []);
-    const tiers = (direction: 'ingress' | 'egress') =>
+    const tiers = (direction: Direction, hook: PolicyHook = 'endpoint') =>
       byTier(
-        programs.filter((p) => p[direction]),
+        programs.filter((p) => p[direction] && appliesAt(p, hook)),
         (name) => this.#context.tier(name),
       ).map(({ tier, programs: list }) => ({
         name: tier.name,
         passes: tier.passes,
         policies: list.map((p) => ({ display: p.display, chain: policyChainName(p.key, direction) })),
       }));
+    const profiles = this.#profilePlans(local.input);
+    if (local.input.host) {
+      const plan: HostEndpointPlan = {
+        interfaceName,
+        tiers: {
+          host: { ingress: tiers('ingress'), egress: tiers('egress') },
+          forward: { ingress: tiers('ingress', 'forward'), egress: tiers('egress', 'forward') },
+          preDNAT: { ingress: tiers('ingress', 'preDNAT'), egress: [] },
+          untracked: { ingress: tiers('ingress', 'untracked'), egress: tiers('egress', 'untracked') },
+        },
+        profiles,
+      };
+      const endpoint = hostEndpointChains(plan);
+      const text = JSON.stringify(endpoint);
+      if (local.hostBuilt?.text === text) return;
+      local.hostBuilt = { endpoint, text };
+      this.#context.structureChanged();
+      return;
+    }
     const addresses: EndpointPlan['addresses'] = { 4: [], 6: [] };
     for (const { family, interval } of local.addresses) addresses[family].push(formatIp(family, interval.start));
-    const profiles = profilesOf(local.input).flatMap((name) => {
-      const program = this.#context.profile(name);
-      if (!program) return [];
-      return [
-        {
-          display: name,
-          ...((program.ingress?.length ?? 0) > 0 ? { ingress: policyChainName(program.key, 'ingress') } : {}),
-          ...((program.egress?.length ?? 0) > 0 ? { egress: policyChainName(program.key, 'egress') } : {}),
-        },
-      ];
-    });
     const plan: EndpointPlan = { interfaceName, addresses, tiers: { ingress: tiers('ingress'), egress: tiers('egress') }, profiles };
     const lists = { ingress: this.#listChain(policyListChain(plan, 'ingress')), egress: this.#listChain(policyListChain(plan, 'egress')) };
     const ingress = endpointChain(plan, 'ingress', lists.ingress.name);
@@ -288,6 +329,21 @@ export class LocalEndpoints {
     if (!before || before.interfaceName !== interfaceName) this.#noteDispatch(interfaceName, true);
     local.built = { ingress, egress, lists: [lists.ingress, lists.egress], text, interfaceName };
     this.#context.structureChanged();
+  }
+
+  /** The chains of the profiles an endpoint names, in order; a profile with no rules in a direction has none there. */
+  #profilePlans(input: LocalInput): EndpointPlan['profiles'] {
+    return profilesOf(input).flatMap((name) => {
+      const program = this.#context.profile(name);
+      if (!program) return [];
+      return [
+        {
+          display: name,
+          ...((program.ingress?.length ?? 0) > 0 ? { ingress: policyChainName(program.key, 'ingress') } : {}),
+          ...((program.egress?.length ?? 0) > 0 ? { egress: policyChainName(program.key, 'egress') } : {}),
+        },
+      ];
+    });
   }
 
   #noteDispatch(interfaceName: string, added: boolean): void {

@@ -21,8 +21,11 @@ export const CHAINS = {
 
 export const MAPS = { from: 'from-wl', to: 'to-wl' } as const;
 
-/** Mark bits: a policy accepted the packet (return to the endpoint chain), or passed it to the next tier. */
-export const MARK = { accept: 0x10000, pass: 0x20000 } as const;
+/**
+ * Mark bits: a policy accepted the packet (return to the endpoint chain), or passed it to the next
+ * tier; a host endpoint's doNotTrack policy allowed it (untracked: the filter hooks accept it).
+ */
+export const MARK = { accept: 0x10000, pass: 0x20000, untracked: 0x40000 } as const;
 
 const hashes = new Map<string, string>();
 
@@ -67,6 +70,42 @@ export const DEFAULT_DENY_COUNTERS = {
 } as const;
 
 const IFACE = /^[A-Za-z0-9_.-]{1,15}$/;
+
+/** The chains of host endpoints, created while this node has one (ts/policy/host-chains.ts). */
+export const HOST_CHAINS = {
+  input: 'host-input',
+  output: 'host-output',
+  forward: 'host-forward',
+  fromForward: 'from-host-forward',
+  toForward: 'to-host-forward',
+  preDnat: 'host-pre-dnat',
+  rawPrerouting: 'host-raw-prerouting',
+  rawOutput: 'host-raw-output',
+  untrackedIn: 'from-host-untracked',
+  untrackedOut: 'to-host-untracked',
+  failsafeIn: 'failsafe-in',
+  failsafeOut: 'failsafe-out',
+} as const;
+
+/** The chain kinds of a host endpoint: its own traffic, forwarded traffic, before DNAT, before conntrack. */
+export type HostChainKind = 'host' | 'forward' | 'preDNAT' | 'untracked';
+
+const HOST_PREFIXES: Record<HostChainKind, Record<Direction, string>> = {
+  host: { ingress: 'fh', egress: 'th' },
+  forward: { ingress: 'fhfw', egress: 'thfw' },
+  preDNAT: { ingress: 'fhpd', egress: 'thpd' },
+  untracked: { ingress: 'fhnt', egress: 'thnt' },
+};
+
+/**
+ * A host endpoint's chain: `fh-<iface>` (from the host endpoint: its ingress) or `th-<iface>`
+ * (to it: its egress), `fhfw-`/`thfw-` forwarded, `fhpd-` before DNAT, `fhnt-`/`thnt-` untracked;
+ * all interfaces (`*`) by a hash, which no interface name (15 characters at most) can equal.
+ */
+export function hostChainName(interfaceName: string, kind: HostChainKind, direction: Direction): string {
+  const id = IFACE.test(interfaceName) ? interfaceName : hashOf(interfaceName);
+  return `${HOST_PREFIXES[kind][direction]}-${id}`;
+}
 
 /** `tw-<iface>` (to the workload: its ingress) or `fw-<iface>` (from it: its egress). */
 export function endpointChainName(interfaceName: string, direction: Direction): string {

@@ -69,6 +69,25 @@ export interface PolicyProgram {
   /** Per direction it applies in, its rules; absent when it does not apply in that direction. */
   ingress?: RuleProgram[];
   egress?: RuleProgram[];
+  /** GlobalNetworkPolicy's host endpoint flags, when set (see HOOKS). */
+  applyOnForward?: true;
+  preDNAT?: true;
+  doNotTrack?: true;
+}
+
+/**
+ * Where a policy's rules are evaluated: `endpoint` (a workload's traffic, or the traffic of a host
+ * endpoint's own processes), `forward` (traffic forwarded through a host endpoint's interface),
+ * `preDNAT` (a host endpoint's ingress before kube-proxy's DNAT), `untracked` (a host endpoint's
+ * traffic before connection tracking).
+ */
+export type PolicyHook = 'endpoint' | 'forward' | 'preDNAT' | 'untracked';
+
+/** Whether the policy's rules are evaluated at `hook`: preDNAT and doNotTrack policies are at their hook only. */
+export function appliesAt(program: PolicyProgram, hook: PolicyHook): boolean {
+  if (program.preDNAT) return hook === 'preDNAT';
+  if (program.doNotTrack) return hook === 'untracked';
+  return hook === 'endpoint' || (hook === 'forward' && program.applyOnForward === true);
 }
 
 /** A field that could not be programmed: the policy's other rules still are. */
@@ -100,6 +119,9 @@ export function policyProgram(policy: NetworkPolicyResource, issues: ProgramIssu
     selectsText: selects.text,
     ...(types.includes('Ingress') ? { ingress: rules(spec.ingress ?? [], 'spec.ingress', namespace, issues) } : {}),
     ...(types.includes('Egress') ? { egress: rules(spec.egress ?? [], 'spec.egress', namespace, issues) } : {}),
+    ...(spec.applyOnForward === true ? { applyOnForward: true } : {}),
+    ...(spec.preDNAT === true ? { preDNAT: true } : {}),
+    ...(spec.doNotTrack === true ? { doNotTrack: true } : {}),
   };
 }
 

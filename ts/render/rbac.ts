@@ -25,6 +25,8 @@ const NODE_POLICY_RULES: Rule[] = [
     resources: ['networkpolicies', 'globalnetworkpolicies', 'networksets', 'globalnetworksets', 'tiers'],
     verbs: ['list', 'watch'],
   },
+  // Host endpoints: this node's are programmed, every one's addresses are peers.
+  { apiGroups: [CRD_GROUP], resources: ['hostendpoints'], verbs: ['list', 'watch'] },
 ];
 const IPAM_KINDS = ['ipamblocks', 'blockaffinities', 'ipamhandles', 'ipampendingrequests', 'workloadendpoints'];
 

@@ -85,6 +85,9 @@ export function removeResource(engine: PolicyEngine, kind: FeedKind, name: strin
     case 'Pod':
       engine.removeEndpoint(`${namespace ?? 'default'}/${name}`);
       break;
+    case 'HostEndpoint':
+      engine.removeHostEndpoint(name);
+      break;
   }
 }
 

@@ -14,10 +14,12 @@ import type * as k8s from '@kubernetes/client-node';
 
 import { hostInterfaceName } from '../../dataplane/index.ts';
 import type { Logger } from '../../log/logger.ts';
+import { checkedHostEndpoint, type HostEndpoint } from '../../model/host-endpoint.ts';
 import { PolicyDocumentError } from '../../model/policy-check.ts';
 import type { PolicyResource, ProfileResource } from '../../model/policy.ts';
 import type { WorkloadEndpoint } from '../../model/workload-endpoint.ts';
-import { endpointOfPod, endpointOfWorkload, type EndpointInput, type KubePod } from '../../policy/endpoints.ts';
+import { defaultAllowProfile, isDefaultAllowProfile } from '../../policy/default-allow.ts';
+import { endpointOfHostEndpoint, endpointOfPod, endpointOfWorkload, type EndpointInput, type KubePod } from '../../policy/endpoints.ts';
 import type { PolicyEngine } from '../../policy/engine.ts';
 import type { namespaceProfile } from '../../policy/kubernetes.ts';
 import { convertedResource, digestOf, type FeedKind, removeResource, sameJson } from './convert-resources.ts';
@@ -60,6 +62,7 @@ const PASS_ORDER: readonly FeedKind[] = [
   'Tier',
   'NetworkSet',
   'GlobalNetworkSet',
+  'HostEndpoint',
   'Pod',
   'WorkloadEndpoint',
   'KubernetesNetworkPolicy',
@@ -115,6 +118,8 @@ export class EngineFeed {
     this.#options = options;
     const kinds = this.#source.kinds;
     this.#passOrder = [...PASS_ORDER.filter((kind) => kinds.includes(kind)), ...kinds.filter((kind) => !PASS_ORDER.includes(kind))];
+    // Built in: what automatic host endpoints name exists whatever the datastore holds.
+    engine.upsertProfile(defaultAllowProfile());
   }
 
   mark(kind: FeedKind, key: string): void {
@@ -181,7 +186,13 @@ export class EngineFeed {
       this.#feedWorkloadEndpoint(key, object as WorkloadEndpoint | undefined);
       return;
     }
+    if (kind === 'HostEndpoint') {
+      this.#feedHostEndpoint(key, object);
+      return;
+    }
     const name = key.slice(key.indexOf('/') + 1);
+    // The datastore's copy (etcd keeps one for netplugctl) never replaces or removes the built-in one.
+    if (kind === 'Profile' && isDefaultAllowProfile(name)) return;
     const namespace = key.includes('/') ? key.slice(0, key.indexOf('/')) : undefined;
     if (!object) {
       if (this.#forget(kind, key)) removeResource(this.engine, kind, name, namespace);
@@ -210,6 +221,28 @@ export class EngineFeed {
     }
     if (issues.length > 0) this.#issues.set(`${kind}/${key}`, issues);
     else this.#issues.delete(`${kind}/${key}`);
+  }
+
+  /** A host endpoint (this node's are programmed); a document that fails its check leaves the one held. */
+  #feedHostEndpoint(key: string, object: unknown): void {
+    const fed = this.#fed.get('HostEndpoint') as Map<string, unknown>;
+    if (!object) {
+      if (fed.delete(key)) this.engine.removeHostEndpoint(key);
+      this.#issues.delete(`HostEndpoint/${key}`);
+      return;
+    }
+    let document: HostEndpoint;
+    try {
+      document = checkedHostEndpoint({ key, value: object, revision: '0' }).value;
+    } catch (err) {
+      this.#issues.set(`HostEndpoint/${key}`, [(err as Error).message]);
+      return;
+    }
+    this.#issues.delete(`HostEndpoint/${key}`);
+    const endpoint = endpointOfHostEndpoint(document);
+    if (sameJson(fed.get(key), endpoint)) return;
+    fed.set(key, endpoint);
+    this.engine.upsertHostEndpoint(endpoint);
   }
 
   /** Whether the engine held `key` of `kind` (it does no more). */

@@ -2,7 +2,7 @@
 // cluster feed follows nodes, blocks and pools: listed whole once, then changes): every node's
 // workload endpoints (this node's with their host interface), the profiles and the Kubernetes
 // NetworkPolicies converted to `knp.default.*` policies that netplug-kube-controllers writes,
-// and netplug's own policies, network sets and tiers. Each event marks its document's key dirty
+// netplug's own policies, network sets and tiers, and host endpoints. Each event marks its document's key dirty
 // for the feed (feed-engine.ts); a following that broke keeps what it held until it lists again,
 // so a datastore away for a while neither opens nor closes anything.
 import { keys } from '../../model/keys.ts';
@@ -23,6 +23,7 @@ const PREFIXES = {
   NetworkPolicy: keys.networkPolicies,
   GlobalNetworkPolicy: keys.globalNetworkPolicies,
   WorkloadEndpoint: keys.workloadEndpoints,
+  HostEndpoint: keys.hostEndpoints,
 } as const satisfies Partial<Record<FeedKind, string>>;
 type DatastoreKind = keyof typeof PREFIXES;
 const KINDS = Object.keys(PREFIXES) as DatastoreKind[];

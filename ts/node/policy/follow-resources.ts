@@ -1,9 +1,10 @@
 // What the policy subsystem follows through the process's shared informers: every node's pods
 // (remote pods are the peers selectors name), namespaces and service accounts (their labels, as
-// profiles), Kubernetes NetworkPolicies, and netplug's policy resources (projectnet.org/v3).
+// profiles), Kubernetes NetworkPolicies, netplug's policy resources (projectnet.org/v3) and host
+// endpoints (crd.projectnet.org/v1).
 import * as k8s from '@kubernetes/client-node';
 
-import { POLICY_GROUP } from '../../store/kubernetes/resources.ts';
+import { GROUP, POLICY_GROUP, VERSION } from '../../store/kubernetes/resources.ts';
 import type { Informer, Informers } from '../../runtime/informers.ts';
 
 /** The kinds fed to the engine, each from one informer. */
@@ -17,6 +18,7 @@ export const FOLLOWED_KINDS = [
   'NetworkSet',
   'GlobalNetworkSet',
   'Tier',
+  'HostEndpoint',
 ] as const;
 export type FollowedKind = (typeof FOLLOWED_KINDS)[number];
 
@@ -43,6 +45,7 @@ export const POLICY_WATCH_RULES: k8s.V1PolicyRule[] = [
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
   { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: ['list', 'watch'] },
   { apiGroups: [POLICY_GROUP], resources: Object.values(PLURALS), verbs: ['list', 'watch'] },
+  { apiGroups: [GROUP], resources: ['hostendpoints'], verbs: ['list', 'watch'] },
 ];
 
 export function followPolicyResources(informers: Informers, kube: k8s.KubeConfig): PolicyInformers {
@@ -76,6 +79,9 @@ export function followPolicyResources(informers: Informers, kube: k8s.KubeConfig
     NetworkSet: netplug('NetworkSet'),
     GlobalNetworkSet: netplug('GlobalNetworkSet'),
     Tier: netplug('Tier'),
+    HostEndpoint: follow(`hostendpoints.${GROUP}`, `/apis/${GROUP}/${VERSION}/hostendpoints`, () =>
+      custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: 'hostendpoints' }),
+    ),
   };
 }
 

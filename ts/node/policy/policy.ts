@@ -84,7 +84,12 @@ export function networkPolicy(
 ): NetworkPolicySubsystem {
   const { settings, manager } = parts;
   const log = parts.log.child('policy');
-  const engine = new PolicyEngine({ nodeName: settings.nodeName, interfacePrefix: settings.interfacePrefix, logGroup: LOG_GROUP });
+  const engine = new PolicyEngine({
+    nodeName: settings.nodeName,
+    interfacePrefix: settings.interfacePrefix,
+    logGroup: LOG_GROUP,
+    failsafe: settings.failsafe,
+  });
   const metrics = new PolicyMetrics(manager.metrics.registry);
   registerDeniedCounters({ registry: manager.metrics.registry, read: netplugCounters(), owners: () => engine.denyCounters(), log });
   const files = new StatusFiles(settings.endpointStatusPathPrefix);

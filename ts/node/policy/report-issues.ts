@@ -32,6 +32,7 @@ const API_VERSIONS: Partial<Record<FeedKind, string>> = {
   Pod: 'v1',
   Namespace: 'v1',
   ServiceAccount: 'v1',
+  HostEndpoint: 'crd.projectnet.org/v1',
 };
 
 /** Where a problem is reported: an object, its uid read from the followed `kind` and `key`; or the Node. */

@@ -8,6 +8,7 @@ import * as z from 'zod/mini';
 
 import { isNodeName, NODE_NAME_RULE } from '../../config/nodename.ts';
 import { parsePrefix } from '../../net/cidr.ts';
+import { DEFAULT_FAILSAFE, parseFailsafePorts, type FailsafePort } from '../../policy/host-chains.ts';
 import { LOG_LEVEL } from '../../runtime/log.ts';
 import { flag, hostPort, Invalid, oneOf, parseEnv, SettingsError, setting, text } from '../../runtime/settings.ts';
 import { ETCD_ENVIRONMENT, etcdFromEnvironment } from '../../store/etcd/environment.ts';
@@ -68,6 +69,13 @@ export interface NodeSettings {
    * endpoint_status_dir names on the host.
    */
   endpointStatusPathPrefix: string;
+  /**
+   * NETPLUG_FAILSAFE_INBOUND_HOST_PORTS and NETPLUG_FAILSAFE_OUTBOUND_HOST_PORTS (`tcp:22,udp:68`,
+   * or `none`; defaults in ts/policy/host-chains.ts): what host endpoints' policies never close
+   * (by destination port), so a wrong policy cannot cut a node off; inbound also has the port of
+   * NETPLUG_METRICS_ADDR and of NETPLUG_HEALTH_ADDR when they listen beyond loopback.
+   */
+  failsafe: { inbound: FailsafePort[]; outbound: FailsafePort[] };
   /** FELIX_INTERFACEPREFIX's first entry (default cali): the host side of workloads' veths, as the plugin names them. */
   interfacePrefix: string;
   /**
@@ -80,6 +88,18 @@ export interface NodeSettings {
 }
 
 const DEFAULT_VAR_DIR = '/var/lib/netplug';
+
+/** 127.0.0.0/8, ::1 and localhost: a listener there is not reached through a host endpoint. */
+const isLoopback = (host: string): boolean => host === 'localhost' || host === '::1' || host.startsWith('127.');
+
+const failsafePorts = (fallback: string) =>
+  setting((given) => {
+    try {
+      return parseFailsafePorts(given);
+    } catch (err) {
+      throw new Invalid(`must be a list of <tcp|udp>:<port> such as tcp:22,udp:68, or none: ${(err as Error).message}`);
+    }
+  }, fallback);
 const DEFAULT_HEALTH_ADDR = '127.0.0.1:9099';
 
 /** A whole or decimal number of seconds within a day, in milliseconds. */
@@ -141,6 +161,8 @@ const schema = z.object({
       throw new Invalid((err as Error).message.replace(/^FELIX_INTERFACEPREFIX's first entry "[^"]*" /, 'its first entry '));
     }
   }, 'cali'),
+  NETPLUG_FAILSAFE_INBOUND_HOST_PORTS: failsafePorts(DEFAULT_FAILSAFE.inbound),
+  NETPLUG_FAILSAFE_OUTBOUND_HOST_PORTS: failsafePorts(DEFAULT_FAILSAFE.outbound),
   POD_NAMESPACE: text(),
   LOG_LEVEL,
 });
@@ -174,6 +196,15 @@ export function nodeSettings(env: NodeJS.ProcessEnv): NodeSettings {
     policyEnforcement: given.NETPLUG_POLICY_ENFORCEMENT,
     endpointStatusPathPrefix: given.NETPLUG_ENDPOINT_STATUS_PATH_PREFIX,
     interfacePrefix: given.FELIX_INTERFACEPREFIX,
+    failsafe: {
+      inbound: [
+        ...given.NETPLUG_FAILSAFE_INBOUND_HOST_PORTS,
+        ...[given.NETPLUG_HEALTH_ADDR, given.NETPLUG_METRICS_ADDR].flatMap((listener) =>
+          listener && !isLoopback(listener.host) ? [{ protocol: 'tcp' as const, port: listener.port }] : [],
+        ),
+      ],
+      outbound: given.NETPLUG_FAILSAFE_OUTBOUND_HOST_PORTS,
+    },
     podNamespace: given.POD_NAMESPACE,
     logLevel: given.LOG_LEVEL,
   };
