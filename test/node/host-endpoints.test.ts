@@ -4,12 +4,18 @@
 // out to the router's. HostEndpoint and GlobalNetworkPolicy objects in the API change what passes:
 // a host endpoint alone closes the node but for the failsafe ports, normal policies open it,
 // applyOnForward policies reach forwarded traffic, preDNAT policies drop before DNAT, doNotTrack
-// policies let traffic through untracked, the built-in allow-all profile opens everything again.
+// policies let traffic through untracked, the built-in allow-all profile opens everything again,
+// and netplugctl's migration to automatic host endpoints (with netplug-kube-controllers running)
+// breaks no connection while traffic flows.
+import { spawn } from 'node:child_process';
+
 import test from 'ava';
 import * as k8s from '@kubernetes/client-node';
 
 import { hostInterfaceName } from '../../ts/dataplane/index.ts';
+import { CONTROLLER_DATASTORE_RULES, CONTROLLER_RULES, controllersIdentity, startControllers } from '../controllers/fixtures.ts';
 import { eventually } from '../helpers/eventually.ts';
+import { NETPLUGCTL } from '../helpers/ipam.ts';
 import type { Kube } from '../helpers/kube.ts';
 import type { Netns, TestNode } from '../helpers/nodes.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
@@ -185,3 +191,83 @@ test.serial(
     t.true(routerToNode(CLOSED)());
   },
 );
+
+/**
+ * In the router: a new connection to `address`:`port` every 20 ms, and one kept open echoing a
+ * line every 20 ms; on SIGTERM prints how many of each failed.
+ */
+const PROBE = `
+const net = require('node:net');
+const [host, port] = [process.argv[1], Number(process.argv[2])];
+let opened = 0, failed = 0, keptBroken = 0, keptEchoes = 0;
+const tick = setInterval(() => {
+  const s = net.connect({ host, port });
+  const timer = setTimeout(() => { failed++; s.destroy(); }, 1000);
+  s.on('error', () => { clearTimeout(timer); failed++; });
+  s.on('connect', () => s.end('x'));
+  s.on('data', () => { clearTimeout(timer); opened++; s.destroy(); });
+}, 20);
+const kept = net.connect({ host, port });
+kept.on('error', () => keptBroken++);
+kept.on('close', () => keptBroken++);
+kept.on('data', () => keptEchoes++);
+const ping = setInterval(() => kept.write('y'), 20);
+process.on('SIGTERM', () => {
+  clearInterval(tick); clearInterval(ping);
+  setTimeout(() => { process.stdout.write(JSON.stringify({ opened, failed, keptBroken, keptEchoes })); process.exit(0); }, 1200);
+});
+`;
+
+test.serial('migrating to automatic host endpoints drops no connection while traffic flows', async (t) => {
+  await create('HostEndpoint', 'hep1-all', { node: node.name, interfaceName: '*', expectedIPs: [node.address] }, { role: 'edge' });
+  await create('GlobalNetworkPolicy', 'edge-web', {
+    selector: "role == 'edge'",
+    ingress: [{ action: 'Allow', protocol: 'TCP', destination: { ports: [CLOSED] } }],
+  });
+  t.true(await settles('router → node (edge-web)', routerToNode(CLOSED), true));
+  t.true(await settles('router → node (no rule of edge-web)', routerToNode(UNTRACKED), false));
+
+  const probe = spawn('ip', ['netns', 'exec', router.name, process.execPath, '-e', PROBE, node.address, String(CLOSED)], {
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  shared.teardown(() => probe.kill('SIGKILL'));
+  let counts = '';
+  probe.stdout.setEncoding('utf8').on('data', (text: string) => {
+    counts += text;
+  });
+  // netplug-kube-controllers' node controller, with its least-privilege identity, makes the automatic endpoint.
+  const identity = await controllersIdentity(kube, 'netplug-kube-controllers-hep', [...CONTROLLER_RULES, ...CONTROLLER_DATASTORE_RULES]);
+  const controllers = await startControllers(shared, {
+    DATASTORE_TYPE: 'kubernetes',
+    KUBECONFIG: identity.kubeconfig,
+    ENABLED_CONTROLLERS: 'node',
+  });
+  // Spawned, not run synchronously: the controllers run in this process.
+  const migrated = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn(NETPLUGCTL, ['migrate', 'auto-host-endpoints', '--kubeconfig', kube.server.admin.kubeconfig, '--timeout', '60s'], {
+      env: { PATH: '/usr/bin:/bin' },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (text: string) => {
+      stdout += text;
+    });
+    child.stderr.setEncoding('utf8').on('data', (text: string) => {
+      stderr += text;
+    });
+    child.on('close', (status) => resolve({ status, stdout, stderr }));
+  });
+  shared.teardown(() => custom.deleteClusterCustomObject({ ...hostEndpoints, name: `${node.name}-auto-hep` }).catch(() => undefined));
+  t.is(migrated.status, 0, `${migrated.stderr}\n${controllers.lines.join('')}`);
+  t.regex(migrated.stdout, /deleted host endpoint hep1-all/);
+  // The automatic endpoint (the node's labels, now the old one's) is selected as the old one was.
+  t.true(await settles('router → node (no rule of edge-web, automatic endpoint)', routerToNode(UNTRACKED), false));
+  const exited = new Promise((resolve) => probe.once('exit', resolve));
+  probe.kill('SIGTERM');
+  await exited;
+  const { opened = 0, failed = 0, keptBroken = 0, keptEchoes = 0 } = JSON.parse(counts) as Record<string, number>;
+  t.log(`during the migration: ${opened} new connections, ${keptEchoes} echoes on the one kept open`);
+  t.is(failed, 0, `${failed} of ${opened + failed} new connections failed`);
+  t.is(keptBroken, 0, 'the connection kept open throughout was not broken');
+  t.true(opened > 0 && keptEchoes > 0);
+});

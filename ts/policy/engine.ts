@@ -353,9 +353,12 @@ export class PolicyEngine {
   /** Sizes, for metrics and the cost measurements. */
   stats() {
     const programmed = this.#programs.programmed();
+    let localHosts = 0;
+    for (const record of this.#hostEndpoints.values()) if (record.local) localHosts++;
     return {
       endpoints: this.#endpoints.size,
-      localEndpoints: this.#local.size,
+      localEndpoints: this.#local.size - localHosts,
+      localHostEndpoints: localHosts,
       policies: this.#programs.policies.size,
       activePolicies: programmed.policies,
       policyRules: programmed.rules,

@@ -133,7 +133,10 @@ export function networkPolicy(
           problem = "netplug's table waits for its other parts";
           return { requeueAfterMs: WAITING_RETRY_MS };
         }
-        if (problem !== undefined) log.info(`network policy programmed (${engine.stats().localEndpoints} local pods)`);
+        if (problem !== undefined) {
+          const { localEndpoints, localHostEndpoints } = engine.stats();
+          log.info(`network policy programmed (${localEndpoints} local pods, ${localHostEndpoints} host endpoints)`);
+        }
         problem = undefined;
         return feed.pending() ? { requeueAfterMs: 0 } : undefined;
       } catch (err) {
