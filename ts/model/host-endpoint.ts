@@ -11,7 +11,7 @@ import { keys } from './keys.ts';
 /** Marks the host endpoints the controllers own; they never touch one without it. */
 export const CREATED_BY_LABEL = 'projectnet.org/created-by';
 export const CREATED_BY = 'netplug-kube-controllers';
-/** The allow-all profile of automatic host endpoints (netplug enforces no host policy; the name is the contract). */
+/** The allow-all profile of automatic host endpoints (built in: ts/policy/default-allow.ts). */
 export const DEFAULT_ALLOW_PROFILE = 'projectnet-default-allow';
 export const ALL_INTERFACES = '*';
 
