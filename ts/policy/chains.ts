@@ -18,6 +18,7 @@
 import { baseChain, jump, match, notMatch, PRIORITY, regularChain, rule } from '../nft/build.ts';
 import type { Chain, MapElement, Match, Rule } from '../nft/model.ts';
 import { CHAINS, DEFAULT_DENY_COUNTERS, endpointChainName, MAPS, MARK, policyListChainName } from './names.ts';
+import { listEndFlowPrefix, tierEndFlowPrefix } from './flow-prefix.ts';
 import type { Direction } from './program.ts';
 
 export interface TierPlan {
@@ -91,7 +92,15 @@ export type ListEnding = 'drop' | 'tiers' | 'return';
  * `plo-<hash>` egress, named by its rules): shared by every local endpoint with the same ones, so
  * that a pod joining its Deployment's pods on a node writes only its own short chains.
  */
-export function policyListChain(plan: Pick<EndpointPlan, 'tiers' | 'profiles'>, direction: Direction, ending: ListEnding = 'drop'): Chain {
+export function policyListChain(
+  plan: Pick<EndpointPlan, 'tiers' | 'profiles'>,
+  direction: Direction,
+  ending: ListEnding = 'drop',
+  flowLogGroup?: number,
+): Chain {
+  // With flow logs on, the drops no rule decided are logged too, saying where they happened.
+  const logged = (prefix: string) =>
+    flowLogGroup === undefined ? noPolicyAllowed : [{ log: { prefix, group: flowLogGroup } }, ...noPolicyAllowed];
   const rules: Rule[] = [markClear(MARK.accept | MARK.pass)];
   plan.tiers[direction].forEach((tier, t) => {
     if (t > 0) rules.push(markClear(MARK.pass));
@@ -100,7 +109,9 @@ export function policyListChain(plan: Pick<EndpointPlan, 'tiers' | 'profiles'>, 
       rules.push(rule([bitSet(MARK.accept)], 'return'));
     });
     if (!tier.passes && ending !== 'return')
-      rules.push(rule([bitClear(MARK.pass)], 'drop', `end of tier ${tier.name}`.slice(0, 127), noPolicyAllowed));
+      rules.push(
+        rule([bitClear(MARK.pass)], 'drop', `end of tier ${tier.name}`.slice(0, 127), logged(tierEndFlowPrefix(direction, tier.name))),
+      );
   });
   for (const profile of plan.profiles) {
     const chain = profile[direction];
@@ -108,7 +119,7 @@ export function policyListChain(plan: Pick<EndpointPlan, 'tiers' | 'profiles'>, 
     rules.push(rule([], jump(chain), `profile ${profile.display}`.slice(0, 127)));
     rules.push(rule([bitSet(MARK.accept)], 'return'));
   }
-  if (ending === 'drop') rules.push(rule([], 'drop', 'no policy or profile allowed', noPolicyAllowed));
+  if (ending === 'drop') rules.push(rule([], 'drop', 'no policy or profile allowed', logged(listEndFlowPrefix(direction))));
   return regularChain(policyListChainName(direction, JSON.stringify(rules)), rules);
 }
 

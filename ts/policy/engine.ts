@@ -34,6 +34,15 @@ import { SetRegistry, type Contribution } from './set-registry.ts';
 
 export type { PolicyIssue } from './programs.ts';
 
+/** What an address belongs to: a pod, a host endpoint or a network set (its addresses as the engine holds them). */
+export interface AddressedEntity {
+  kind: 'pod' | 'hep' | 'net';
+  namespace?: string;
+  name: string;
+  labels: Labels;
+  addresses: readonly { family: Family; interval: { start: bigint; end: bigint } }[];
+}
+
 export interface PolicyEngineOptions {
   /** The node whose endpoints (with an interface) are programmed. */
   nodeName: string;
@@ -45,6 +54,8 @@ export interface PolicyEngineOptions {
   logGroup?: number;
   /** Packets per second a Log rule logs at most (default 10). */
   logPerSecond?: number;
+  /** Flow logs: the NFLOG group every deciding rule also logs new flows to (flow-prefix.ts); off when absent. */
+  flowLogGroup?: number;
   /** The ports host endpoints' policies never close (default DEFAULT_FAILSAFE, with the kubelet's). */
   failsafe?: { inbound: readonly FailsafePort[]; outbound: readonly FailsafePort[] };
 }
@@ -71,7 +82,7 @@ const ENDPOINT_ENTITY = 'WorkloadEndpoint/';
 const HOST_ENTITY = 'HostEndpoint/';
 
 export class PolicyEngine {
-  readonly #options: Required<PolicyEngineOptions>;
+  readonly #options: Required<Omit<PolicyEngineOptions, 'flowLogGroup'>> & Pick<PolicyEngineOptions, 'flowLogGroup'>;
   /** Every endpoint and network set, for the sets of rule selectors. */
   readonly #index: SelectorIndex;
   readonly #sets: SetRegistry;
@@ -84,6 +95,8 @@ export class PolicyEngine {
   readonly #profileUsers = new Map<string, Set<string>>();
   readonly #tiers = new Map<string, TierInfo>();
   #structural = true;
+  /** Counts changes: what is derived from the inputs (flow-lookup.ts) is made again when it moved. */
+  #generation = 0;
   /** The chains every part has, built once: the same objects each time, which the table writer skips. */
   #fixedChains: Chain[] | undefined;
   #part: TablePart | undefined;
@@ -107,8 +120,12 @@ export class PolicyEngine {
       (entity) => this.#contributionOf(entity),
       () => this.#changedStructure(),
     );
-    const { families, logGroup, logPerSecond } = this.#options;
-    this.#programs = new Programs(this.#sets, { families, logGroup, logPerSecond }, () => this.#changedStructure());
+    const { families, logGroup, logPerSecond, flowLogGroup } = this.#options;
+    this.#programs = new Programs(
+      this.#sets,
+      { families, logGroup, logPerSecond, ...(flowLogGroup !== undefined ? { flowLogGroup } : {}) },
+      () => this.#changedStructure(),
+    );
     this.#local = new LocalEndpoints({
       program: (policy) => this.#programs.policies.get(policy)?.program,
       profile: (name) => this.#programs.profiles.get(name)?.program,
@@ -118,6 +135,7 @@ export class PolicyEngine {
       structureChanged: () => this.#changedStructure(),
       interfacePrefix: this.#options.interfacePrefix,
       failsafe: this.#options.failsafe,
+      ...(flowLogGroup !== undefined ? { flowLogGroup } : {}),
     });
   }
 
@@ -350,6 +368,33 @@ export class PolicyEngine {
     return this.#programs.denyCounters();
   }
 
+  /** Moves with every change of the inputs. */
+  get generation(): number {
+    return this.#generation;
+  }
+
+  /** Every endpoint, host endpoint and network set with its addresses: what flow logs name an address by. */
+  *addressedEntities(): Generator<AddressedEntity> {
+    for (const { input, contribution } of this.#endpoints.values())
+      yield { kind: 'pod', namespace: input.namespace, name: input.name, labels: input.labels, addresses: contribution.addresses };
+    for (const { input, contribution } of this.#hostEndpoints.values())
+      yield { kind: 'hep', name: input.name, labels: input.labels, addresses: contribution.addresses };
+    for (const { resource, contribution } of this.#networkSets.values())
+      yield {
+        kind: 'net',
+        ...(resource.metadata.namespace ? { namespace: resource.metadata.namespace } : {}),
+        name: resource.metadata.name,
+        labels: resource.metadata.labels ?? {},
+        addresses: contribution.addresses,
+      };
+  }
+
+  /** Every policy and profile the engine holds (their keys and tiers). */
+  *programKeys(): Generator<{ key: string; tier?: string }> {
+    for (const { program } of this.#programs.policies.values()) if (program) yield { key: program.key, tier: program.tier };
+    for (const { program } of this.#programs.profiles.values()) if (program) yield { key: program.key };
+  }
+
   /** Sizes, for metrics and the cost measurements. */
   stats() {
     const programmed = this.#programs.programmed();
@@ -371,11 +416,13 @@ export class PolicyEngine {
 
   #changed(): void {
     this.#part = undefined;
+    this.#generation++;
   }
 
   #changedStructure(): void {
     this.#structural = true;
     this.#part = undefined;
+    this.#generation++;
   }
 
   #tierOf(name: string): TierInfo {

@@ -68,7 +68,7 @@ const ENDINGS: Record<HostChainKind, ListEnding> = { host: 'drop', forward: 'tie
 const established = [rule([match('ct state', ['established', 'related'])], 'accept'), rule([match('ct state', 'invalid')], 'drop')];
 
 /** A host endpoint's chains; a kind and direction without policies (but the host's own) gets none. */
-export function hostEndpointChains(plan: HostEndpointPlan): BuiltHostEndpoint {
+export function hostEndpointChains(plan: HostEndpointPlan, flowLogGroup?: number): BuiltHostEndpoint {
   const chains: Chain[] = [];
   const dispatched = {} as BuiltHostEndpoint['dispatched'];
   for (const kind of ['host', 'forward', 'preDNAT', 'untracked'] as const) {
@@ -81,6 +81,7 @@ export function hostEndpointChains(plan: HostEndpointPlan): BuiltHostEndpoint {
         { tiers: { ingress: [], egress: [], [direction]: tiers }, profiles: kind === 'host' ? plan.profiles : [] },
         direction,
         ENDINGS[kind],
+        flowLogGroup,
       );
       const failsafe = rule([], jump(direction === 'ingress' ? HOST_CHAINS.failsafeIn : HOST_CHAINS.failsafeOut));
       const head: Rule[] =

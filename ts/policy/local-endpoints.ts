@@ -29,6 +29,8 @@ export interface LocalContext {
   /** The workloads' interface prefix (never a host endpoint's) and the failsafe ports of host endpoints. */
   interfacePrefix: string;
   failsafe: { inbound: readonly FailsafePort[]; outbound: readonly FailsafePort[] };
+  /** With flow logs on, their NFLOG group (the drops no rule decided log to it too). */
+  flowLogGroup?: number;
 }
 
 /** What a local endpoint is programmed from: a workload's, or a host endpoint's (`host`, named profiles only). */
@@ -309,7 +311,7 @@ export class LocalEndpoints {
         },
         profiles,
       };
-      const endpoint = hostEndpointChains(plan);
+      const endpoint = hostEndpointChains(plan, this.#context.flowLogGroup);
       const text = JSON.stringify(endpoint);
       if (local.hostBuilt?.text === text) return;
       local.hostBuilt = { endpoint, text };
@@ -319,7 +321,8 @@ export class LocalEndpoints {
     const addresses: EndpointPlan['addresses'] = { 4: [], 6: [] };
     for (const { family, interval } of local.addresses) addresses[family].push(formatIp(family, interval.start));
     const plan: EndpointPlan = { interfaceName, addresses, tiers: { ingress: tiers('ingress'), egress: tiers('egress') }, profiles };
-    const lists = { ingress: this.#listChain(policyListChain(plan, 'ingress')), egress: this.#listChain(policyListChain(plan, 'egress')) };
+    const list = (direction: Direction) => this.#listChain(policyListChain(plan, direction, 'drop', this.#context.flowLogGroup));
+    const lists = { ingress: list('ingress'), egress: list('egress') };
     const ingress = endpointChain(plan, 'ingress', lists.ingress.name);
     const egress = endpointChain(plan, 'egress', lists.egress.name);
     const text = JSON.stringify([ingress, egress]);

@@ -8,6 +8,7 @@ import type { Atom, Match, Rule, Selector as NftSelector, Statement } from '../n
 import { intervalText, portText, type Family, type PortRange } from './addresses.ts';
 import { denyCounterName, hashOf, MARK } from './names.ts';
 import { fitted } from './fitted.ts';
+import { ruleFlowPrefix, type FlowAction } from './flow-prefix.ts';
 import { keeper } from './memo.ts';
 import type { Direction, PolicyProgram, RuleProgram, SideProgram } from './program.ts';
 
@@ -44,6 +45,8 @@ export interface RuleOptions {
   logGroup: number;
   /** Log rules log at most this many packets per second (with a burst of as many). */
   logPerSecond: number;
+  /** With flow logs on, the NFLOG group every Allow and Deny rule also logs the packet to (flow-prefix.ts). */
+  flowLogGroup?: number;
 }
 
 /**
@@ -135,14 +138,36 @@ function actionOf(
   r: RuleProgram,
   options: RuleOptions,
 ): { verdict?: Rule['verdict']; statements: Statement[] } {
+  const group = options.flowLogGroup;
+  // The flow log's statement first: the verdict's statements are shared by every rule with them.
+  const flowLogged = (action: FlowAction, statements: Statement[]): Statement[] => {
+    if (group === undefined) return statements;
+    const prefix = ruleFlowPrefix(action, direction, hashOf(program.key), r.index);
+    return sharedStatements<Statement[]>(`${prefix} ${group} ${JSON.stringify(statements)}`, () => [
+      { log: { prefix, group } },
+      ...statements,
+    ]);
+  };
   switch (r.action) {
     case 'Allow':
-      return { verdict: 'return', statements: sharedStatements<Statement[]>('allow', () => [{ mark: { or: MARK.accept } }]) };
+      return {
+        verdict: 'return',
+        statements: flowLogged(
+          'Allow',
+          sharedStatements<Statement[]>('allow', () => [{ mark: { or: MARK.accept } }]),
+        ),
+      };
     case 'Pass':
       return { verdict: 'return', statements: sharedStatements<Statement[]>('pass', () => [{ mark: { or: MARK.pass } }]) };
     case 'Deny': {
       const counter = denyCounterName(program.key);
-      return { verdict: 'drop', statements: sharedStatements<Statement[]>(`deny ${counter}`, () => [{ counter: { name: counter } }]) };
+      return {
+        verdict: 'drop',
+        statements: flowLogged(
+          'Deny',
+          sharedStatements<Statement[]>(`deny ${counter}`, () => [{ counter: { name: counter } }]),
+        ),
+      };
     }
     case 'Log':
       return {
