@@ -68,9 +68,9 @@ test('the fast path is on by default (netplug-config fast_path), the agent sees 
     const env = Object.fromEntries(agent.env.map((e: { name: string; value?: string }) => [e.name, e.value]));
     t.like(env, { NETPLUG_AGENT_SOCKET: '/var/run/netplug/cni.sock', NETPLUG_METRICS_ADDR: ':9091', NETPLUG_VAR_DIR: '/var/lib/netplug' });
     t.true(agent.securityContext.privileged);
-    // Each mount at its host path: the plugin's calls name host paths.
+    // Each mount at its host path: the plugin's calls name host paths (etcd's TLS files and the flow-log token are no host's).
     const hostPaths = new Map(template.spec.volumes.map((v: any) => [v.name, v.hostPath?.path]));
-    for (const mount of agent.volumeMounts.filter((m: { name: string }) => m.name !== 'etcd-certs'))
+    for (const mount of agent.volumeMounts.filter((m: { name: string }) => !['etcd-certs', 'flows-token'].includes(m.name)))
       t.is(mount.mountPath, hostPaths.get(mount.name), mount.name);
     // Pod network namespaces come from the shim, one per call: nothing depends on mount propagation.
     t.false(
@@ -120,6 +120,121 @@ test("network policy: on as shipped (netplug-config policy_enforcement); on the 
         JSON.stringify(rule),
       );
   }
+});
+
+test("flow logs: off as shipped (netplug-config flow_logs, flow_logs_interval); netplug-node reaches netplug-flows' Service by its cluster IP with a token for it", (t) => {
+  const flows = JSON.parse(JSON.stringify(docs('netplug-flows.yaml')));
+  const service = flows.find((doc: Doc) => doc.kind === 'Service');
+  for (const name of ['netplug.yaml', 'netplug-etcd.yaml', 'netplug-host-local.yaml']) {
+    const config = docs(name).find((doc) => doc.kind === 'ConfigMap' && doc.metadata.name === 'netplug-config');
+    t.is(config?.data?.['flow_logs'], 'false', name);
+    t.is(config?.data?.['flow_logs_interval'], '15', name);
+    const daemonSet = JSON.parse(JSON.stringify(docs(name).find((doc) => doc.kind === 'DaemonSet')));
+    const pod = daemonSet.spec.template.spec;
+    const [agent, installer] = pod.containers;
+    const env = (variable: string) => agent.env.find((e: { name: string }) => e.name === variable);
+    // Optional keys: a netplug-config from before this release still starts the agent (flow logs off).
+    t.deepEqual(
+      env('NETPLUG_FLOW_LOGS')?.valueFrom,
+      { configMapKeyRef: { key: 'flow_logs', name: 'netplug-config', optional: true } },
+      name,
+    );
+    t.deepEqual(
+      env('NETPLUG_FLOW_LOGS_INTERVAL')?.valueFrom,
+      { configMapKeyRef: { key: 'flow_logs_interval', name: 'netplug-config', optional: true } },
+      name,
+    );
+    // The host network keeps the host's resolver (no ClusterFirstWithHostNet: the agent must resolve
+    // without cluster DNS), so the aggregator is the Service's cluster IP, which the kubelet gives
+    // the pods of its namespace as <NAME>_SERVICE_HOST and expands in the value.
+    t.true(pod.hostNetwork);
+    t.is(pod.dnsPolicy, undefined, name);
+    t.is(service.metadata.namespace, daemonSet.metadata.namespace);
+    const serviceHost = `${service.metadata.name.toUpperCase().replaceAll('-', '_')}_SERVICE_HOST`;
+    const aggregator = env('NETPLUG_FLOW_LOGS_AGGREGATOR')?.value;
+    t.is(aggregator, `http://$(${serviceHost}):${service.spec.ports[0].port}`, name);
+    // A URL netplug-node takes whether the kubelet expanded it (the Service there first, IPv4) or not.
+    t.deepEqual(service.spec.ipFamilies, ['IPv4']);
+    t.true(URL.canParse(aggregator.replace(`$(${serviceHost})`, '10.96.12.34')));
+    t.true(URL.canParse(aggregator));
+    // The token file: a projected service account token for netplug-flows, mounted read-only into the agent only.
+    const tokenFile = env('NETPLUG_FLOW_LOGS_TOKEN_FILE')?.value;
+    const mount = agent.volumeMounts.find((m: { mountPath: string }) => tokenFile.startsWith(`${m.mountPath}/`));
+    t.true(mount?.readOnly, name);
+    const volume = pod.volumes.find((v: { name: string }) => v.name === mount?.name);
+    t.deepEqual(
+      volume?.projected?.sources,
+      [{ serviceAccountToken: { audience: 'netplug-flows', expirationSeconds: 3600, path: tokenFile.slice(mount.mountPath.length + 1) } }],
+      name,
+    );
+    t.false(
+      installer.volumeMounts.some((m: { name: string }) => m.name === mount.name),
+      'install-cni has no flow-log token',
+    );
+  }
+});
+
+test('netplug-flows.yaml: the aggregator for netplug-node, allowed token reviews only, its Service on the write port only', (t) => {
+  const objects = JSON.parse(JSON.stringify(docs('netplug-flows.yaml'))) as (Doc & { rules?: any[]; roleRef?: any; subjects?: any[] })[];
+  t.deepEqual(
+    objects.map((doc) => `${doc.kind} ${doc.metadata.name}`),
+    [
+      'ServiceAccount netplug-flows',
+      'ClusterRole netplug-flows',
+      'ClusterRoleBinding netplug-flows',
+      'Service netplug-flows',
+      'Deployment netplug-flows',
+    ],
+  );
+  t.true(objects.every((doc) => doc.metadata.namespace === undefined || doc.metadata.namespace === 'kube-system'));
+  // Least privilege: it reviews its writers' tokens, and reads nothing.
+  t.deepEqual(objects.find((doc) => doc.kind === 'ClusterRole')?.rules, [
+    { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
+  ]);
+  const binding = objects.find((doc) => doc.kind === 'ClusterRoleBinding');
+  t.deepEqual(binding?.roleRef, { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'netplug-flows' });
+  t.deepEqual(binding?.subjects, [{ kind: 'ServiceAccount', name: 'netplug-flows', namespace: 'kube-system' }]);
+
+  const deployment = objects.find((doc) => doc.kind === 'Deployment');
+  t.is(deployment?.spec.replicas, 1);
+  const template = deployment?.spec.template;
+  // netplugctl flows finds the pod by this label.
+  t.deepEqual(template.metadata.labels, { 'k8s-app': 'netplug-flows' });
+  t.deepEqual(deployment?.spec.selector.matchLabels, { 'k8s-app': 'netplug-flows' });
+  t.is(template.spec.serviceAccountName, 'netplug-flows');
+  t.falsy(template.spec.hostNetwork);
+  const [container, ...others] = template.spec.containers;
+  t.is(others.length, 0);
+  t.is(container.image, RELEASE_IMAGE);
+  t.is(container.imagePullPolicy, 'IfNotPresent');
+  t.deepEqual(container.command, ['/usr/bin/netplug-flows']);
+  const env = Object.fromEntries(container.env.map((e: { name: string; value: string }) => [e.name, e.value]));
+  t.deepEqual(env, {
+    NETPLUG_FLOWS_LISTEN: ':9445',
+    NETPLUG_FLOWS_READ_LISTEN: '127.0.0.1:9446',
+    NETPLUG_FLOWS_HEALTH_ADDR: '0.0.0.0:9447',
+    NETPLUG_FLOWS_WRITERS: 'kube-system:netplug-node',
+    NETPLUG_FLOWS_RETENTION: '2h',
+    NETPLUG_FLOWS_MAX_BYTES: '64Mi',
+  });
+  // The writer is the service account every manifest's node pods run as.
+  for (const name of ['netplug.yaml', 'netplug-etcd.yaml', 'netplug-host-local.yaml']) {
+    const daemonSet = docs(name).find((doc) => doc.kind === 'DaemonSet');
+    t.is(env['NETPLUG_FLOWS_WRITERS'], `${daemonSet?.metadata.namespace}:${daemonSet?.spec.template.spec.serviceAccountName}`, name);
+  }
+  t.like(container.livenessProbe, { httpGet: { path: '/livez', port: 9447 } });
+  t.like(container.readinessProbe, { httpGet: { path: '/readyz', port: 9447 } });
+  t.like(template.metadata.annotations, { 'prometheus.io/scrape': 'true', 'prometheus.io/port': '9447', 'prometheus.io/path': '/metrics' });
+  t.truthy(container.resources.requests.cpu && container.resources.requests.memory);
+  // The read port is on the loopback: neither a container port nor the Service's.
+  t.deepEqual(container.ports, [
+    { name: 'write', containerPort: 9445, protocol: 'TCP' },
+    { name: 'metrics', containerPort: 9447, protocol: 'TCP' },
+  ]);
+  const service = objects.find((doc) => doc.kind === 'Service');
+  t.deepEqual(service?.spec.selector, template.metadata.labels);
+  t.deepEqual(service?.spec.ports, [{ name: 'write', port: 9445, targetPort: 'write', protocol: 'TCP' }]);
+  t.is(service?.spec.type ?? 'ClusterIP', 'ClusterIP');
 });
 
 test("one edit per CNI directory: its hostPath, anchored, moves the agent's mount and install-cni's CNI_NET_DIR with it", (t) => {

@@ -45,6 +45,11 @@ export function renderConfig(options: RenderOptions): KubeObject[] {
     // Another path must also be the plugin's endpoint_status_dir (<prefix>/endpoint-status)
     // in cni_network_config and a hostPath volume of DaemonSet netplug-node.
     [ENDPOINT_STATUS_PATH_PREFIX_KEY]: DEFAULT_ENDPOINT_STATUS_PATH_PREFIX,
+    // Flow logs: "true" makes netplug-node record the flows its policy decides and send them, every
+    // flow_logs_interval seconds, to netplug-flows, which deploy/manifests/netplug-flows.yaml
+    // installs (apply it first). After a change, kubectl rollout restart daemonset/netplug-node.
+    [FLOW_LOGS_KEY]: 'false',
+    [FLOW_LOGS_INTERVAL_KEY]: '15',
     cni_network_config: conflistTemplate(options.datastore, options.ipam),
   };
   const objects: KubeObject[] = [
@@ -68,6 +73,9 @@ export const FAST_PATH_KEY = 'fast_path';
 /** The ConfigMap keys of NETPLUG_POLICY_ENFORCEMENT and NETPLUG_ENDPOINT_STATUS_PATH_PREFIX, read by netplug-node. */
 export const POLICY_ENFORCEMENT_KEY = 'policy_enforcement';
 export const ENDPOINT_STATUS_PATH_PREFIX_KEY = 'endpoint_status_path_prefix';
+/** The ConfigMap keys of NETPLUG_FLOW_LOGS and NETPLUG_FLOW_LOGS_INTERVAL, read by netplug-node. */
+export const FLOW_LOGS_KEY = 'flow_logs';
+export const FLOW_LOGS_INTERVAL_KEY = 'flow_logs_interval';
 /** netplug-node's default, under the host directory of its socket (which the DaemonSet mounts). */
 export const DEFAULT_ENDPOINT_STATUS_PATH_PREFIX = '/var/run/netplug';
 

@@ -4,7 +4,8 @@
 // sees what the plugin sees on the host at the same paths: the CNI binaries and configuration, the
 // log and the node state. Pod network namespaces it gets from the shim, one per call (so it needs
 // no mount propagation, which hosts with a private root mount lack). Prometheus scrapes it on
-// NODE_METRICS_PORT.
+// NODE_METRICS_PORT. With flow logs on (netplug-config's flow_logs) it sends the flows its policy
+// decides to netplug-flows (ts/render/flows.ts), with a token of its service account for that audience.
 import { dirname } from 'node:path';
 
 import {
@@ -14,9 +15,12 @@ import {
   etcdSecretMount,
   etcdSecretVolume,
   FAST_PATH_KEY,
+  FLOW_LOGS_INTERVAL_KEY,
+  FLOW_LOGS_KEY,
   fromConfig,
   POLICY_ENFORCEMENT_KEY,
 } from './config.ts';
+import { FLOWS, FLOWS_AUDIENCE, FLOWS_WRITE_PORT } from './flows.ts';
 import {
   CONF_NAME,
   CONFIG_HASH_ANNOTATION,
@@ -36,6 +40,17 @@ const hostPath = (name: string, path: string) => ({ name, hostPath: { path, type
 const nodeName = (name: string) => ({ name, valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } });
 const probe = (path: string) => ({ httpGet: { host: '127.0.0.1', path, port: NODE_HEALTH_PORT } });
 const serviceEndpoint = [{ configMapRef: { name: SERVICE_ENDPOINT_CONFIG_MAP, optional: true } }];
+
+/** netplug-node's token for netplug-flows: projected, so the kubelet renews it before it expires. */
+const FLOWS_TOKEN_DIR = '/var/run/secrets/netplug-flows';
+const flowsTokenVolume = {
+  name: 'flows-token',
+  projected: { sources: [{ serviceAccountToken: { audience: FLOWS_AUDIENCE, expirationSeconds: 3600, path: 'token' } }] },
+};
+const flowsTokenMount = { name: flowsTokenVolume.name, mountPath: FLOWS_TOKEN_DIR, readOnly: true };
+const FLOWS_TOKEN_FILE = `${FLOWS_TOKEN_DIR}/token`;
+/** What the kubelet names its Service's cluster IP in the pods of its namespace. */
+const FLOWS_SERVICE_HOST = `${FLOWS.toUpperCase().replaceAll('-', '_')}_SERVICE_HOST`;
 
 export function renderNode(options: RenderOptions): KubeObject {
   const etcd = options.datastore === 'etcdv3';
@@ -63,6 +78,25 @@ export function renderNode(options: RenderOptions): KubeObject {
     : [
         fromConfig('NETPLUG_POLICY_ENFORCEMENT', POLICY_ENFORCEMENT_KEY, true),
         fromConfig('NETPLUG_ENDPOINT_STATUS_PATH_PREFIX', ENDPOINT_STATUS_PATH_PREFIX_KEY, true),
+      ];
+  // Flow logs, in the manifests only (the operator's come with its own resources): on and the
+  // interval from netplug-config (optional: a ConfigMap from before has no keys, and they are off).
+  // The aggregator is named by its Service's cluster IP, which the kubelet gives the pods of the
+  // Service's namespace as NETPLUG_FLOWS_SERVICE_HOST and expands here, not by its DNS name: on the
+  // host network with dnsPolicy ClusterFirst (the default) the pod has the host's resolver, where
+  // the name does not resolve; ClusterFirstWithHostNet would resolve it, but would put every name
+  // this agent looks up (etcd's endpoints and SRV records, the API server's) behind cluster DNS,
+  // whose pods need the network this agent brings up first. The cluster IP is reachable from the
+  // host (kube-proxy). It is given to pods started after the Service: apply netplug-flows.yaml, then
+  // restart netplug-node; before that the reference stays unexpanded, a URL that reaches nothing,
+  // and records are dropped as unreachable (traffic is not affected).
+  const flowLogsEnv = operator
+    ? []
+    : [
+        fromConfig('NETPLUG_FLOW_LOGS', FLOW_LOGS_KEY, true),
+        fromConfig('NETPLUG_FLOW_LOGS_INTERVAL', FLOW_LOGS_INTERVAL_KEY, true),
+        { name: 'NETPLUG_FLOW_LOGS_AGGREGATOR', value: `http://$(${FLOWS_SERVICE_HOST}):${FLOWS_WRITE_PORT}` },
+        { name: 'NETPLUG_FLOW_LOGS_TOKEN_FILE', value: FLOWS_TOKEN_FILE },
       ];
   // The status files are on the host, where the plugin looks: under the socket's directory by
   // default; elsewhere (the operator's setting) in a volume of their own.
@@ -96,6 +130,7 @@ export function renderNode(options: RenderOptions): KubeObject {
       fastPath,
       { name: 'NETPLUG_AGENT_SOCKET', value: layout.agentSocket },
       ...policyEnv,
+      ...flowLogsEnv,
       // Its DaemonSet's namespace: when that DaemonSet goes, netplug-node deletes netplug's table as it stops.
       { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
     ],
@@ -110,6 +145,7 @@ export function renderNode(options: RenderOptions): KubeObject {
       { name: 'cni-net-dir', mountPath: confDir, readOnly: true },
       { name: 'cni-log-dir', mountPath: dirname(layout.cniLogFile) },
       ...statusVolume.map((volume) => ({ name: volume.name, mountPath: statusDir })),
+      ...(operator ? [] : [flowsTokenMount]),
       ...(etcd ? [etcdSecretMount] : []),
     ],
     livenessProbe: { ...probe('/livez'), periodSeconds: 10, initialDelaySeconds: 10, failureThreshold: 6, timeoutSeconds: 10 },
@@ -179,6 +215,7 @@ export function renderNode(options: RenderOptions): KubeObject {
             hostPath('var-run-netplug', dirname(layout.agentSocket)),
             hostPath('cni-log-dir', dirname(layout.cniLogFile)),
             ...statusVolume,
+            ...(operator ? [] : [flowsTokenVolume]),
             ...(etcd ? [etcdSecretVolume] : []),
           ],
         },

@@ -1,5 +1,6 @@
 // The release files as text: deploy/manifests/{crds,netplug,netplug-etcd,netplug-host-local}.yaml for the manifest
-// install, {operator-crds,netplug-operator,custom-resources}.yaml for the operator install. Shared by
+// install (and netplug-flows.yaml beside any of them, for flow logs), {operator-crds,netplug-operator,custom-resources}.yaml
+// for the operator install. Shared by
 // the generator (which writes them) and the test that fails when the committed files drift.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -7,6 +8,7 @@ import { join } from 'node:path';
 import { dumpYaml } from '@kubernetes/client-node';
 
 import { NETPLUG_VERSION } from '../version.ts';
+import { renderFlows } from './flows.ts';
 import { anchorHostPaths } from './host-path-anchors.ts';
 import { renderManifest } from './manifests.ts';
 import { IMAGE_REPOSITORY, type RenderOptions } from './objects.ts';
@@ -86,6 +88,13 @@ export function releaseFiles(deployDir: string): Record<string, string> {
         `# Image: ${RELEASE_IMAGE}. netplug-node runs with USE_POD_CIDR=true; there is no upgrade-ipam init container.`,
       ],
       manifest('kubernetes', 'host-local'),
+    ),
+    'netplug-flows.yaml': documents(
+      [
+        `# netplug-flows ${NETPLUG_VERSION}, the flow-log aggregator, in kube-system, beside any of the manifests above. Image: ${RELEASE_IMAGE}.`,
+        '# Then set flow_logs: "true" in the netplug-config ConfigMap and restart netplug-node (docs/install.md#flow-logs).',
+      ],
+      renderFlows({ datastore: 'kubernetes', namespace: 'kube-system', image: RELEASE_IMAGE }),
     ),
   };
 }
