@@ -13,6 +13,7 @@ import test from 'ava';
 
 import { controllersSettings } from '../../ts/controllers/settings.ts';
 import { datastoreSettings } from '../../ts/ctl/datastore.ts';
+import { flowsSettings } from '../../ts/flows/settings.ts';
 import { placeholderValues } from '../../ts/install/placeholder-values.ts';
 import { nodeName, readSettings } from '../../ts/install/settings.ts';
 import { nodeSettings } from '../../ts/node/shared/settings.ts';
@@ -85,6 +86,12 @@ test('every environment variable of netplug-kube-controllers and netplug-operato
   const operator = variablesRead(operatorSettings);
   t.true(controllers.includes('LEAK_GRACE_PERIOD') && operator.includes('NETPLUG_IMAGE'), 'the settings were read');
   t.deepEqual(undocumented([...controllers, ...operator]), []);
+});
+
+test('every environment variable of netplug-flows is in docs/configuration.md', (t) => {
+  const names = variablesRead(flowsSettings);
+  t.true(names.includes('NETPLUG_FLOWS_WRITERS') && names.includes('NETPLUG_FLOWS_MAX_BYTES'), 'the settings were read');
+  t.deepEqual(undocumented(names), []);
 });
 
 test("every environment variable netplugctl's datastore flags fall back to is in docs/configuration.md", (t) => {

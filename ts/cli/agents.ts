@@ -1,6 +1,7 @@
 // Entry point of the long-running programs' bundle (netplug-node, netplug-install,
-// netplug-kube-controllers, netplug-operator). A second asset of the single executable, so the CNI plugin's
-// start-up never parses their libraries (@kubernetes/client-node and its dependencies).
+// netplug-kube-controllers, netplug-operator, netplug-flows). A second asset of the single
+// executable, so the CNI plugin's start-up never parses their libraries (@kubernetes/client-node
+// and its dependencies).
 import { NETPLUG_VERSION } from '../version.ts';
 import { programName, writeAll } from './process-io.ts';
 
@@ -11,6 +12,7 @@ export const AGENTS: Record<string, () => Promise<AgentMain>> = {
   'netplug-install': async () => (await import('../install/main.ts')).runInstallMain,
   'netplug-kube-controllers': async () => (await import('../controllers/main.ts')).runControllersMain,
   'netplug-operator': async () => (await import('../operator/main.ts')).runOperatorMain,
+  'netplug-flows': async () => (await import('../flows/main.ts')).runFlowsMain,
   // Only its cluster commands come here (ts/cli/sea-main.ts); the others run from the plugin's bundle.
   netplugctl: async () => {
     const { runClusterCtlMain } = await import('./cluster-commands.ts');

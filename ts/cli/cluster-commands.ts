@@ -1,5 +1,5 @@
-// netplugctl's cluster commands: upgrade, migrate and datastore migrate, dispatched here with the
-// entry points, so that ts/ctl (which upgrade/ and migrate/ build on) never imports them. They run
+// netplugctl's cluster commands: upgrade, migrate, datastore migrate and flows, dispatched here
+// with the entry points, so that ts/ctl (which upgrade/ and migrate/ build on) never imports them. They run
 // from the agents bundle (ts/cli/agents.ts) because they use @kubernetes/client-node, which the plugin's
 // bundle, on every pod's path, must not parse. Each group parses its own flags.
 import { type ClusterCommand, type ClusterCommandIo, commandStart } from '../ctl/cluster-command.ts';
@@ -24,6 +24,10 @@ const GROUPS: Record<string, { usage: string; load: () => Promise<ClusterCommand
   'datastore migrate': {
     usage: "datastore migrate export|import|lock|unlock   move netplug's data from etcd to the Kubernetes datastore",
     load: async () => (await import('../migrate/datastore-command.ts')).runDatastoreMigrateCommand,
+  },
+  flows: {
+    usage: 'flows [--namespace NS] [--pod [NS/]NAME] [--policy NAME] [--action Allow|Deny] [--follow]   the flow logs netplug-flows holds',
+    load: async () => (await import('../flows/command.ts')).runFlowsCommand,
   },
 };
 

@@ -16,7 +16,7 @@ export type ClusterCommand = (args: readonly string[], env: NodeJS.ProcessEnv, i
  * whose command starts with one of them to the agents bundle; kept here, free of imports, so that
  * the plugin's bundle and the SEA's main script can name them without taking in their code.
  */
-export const CLUSTER_COMMANDS = ['upgrade', 'migrate', 'datastore'] as const;
+export const CLUSTER_COMMANDS = ['upgrade', 'migrate', 'datastore', 'flows'] as const;
 
 /** The flags netplugctl takes before its command words whose value is the next argument (DATASTORE_FLAGS and -o). */
 export const VALUED_GLOBAL_FLAGS: readonly string[] = [

@@ -56,6 +56,10 @@ cluster commands (each has --help):
   migrate host-local           on a host-local manifest install: remove upgrade-ipam, set USE_POD_CIDR
   datastore migrate export|import|lock|unlock
                                move netplug's data from etcd to the Kubernetes datastore
+  flows [--namespace NS] [--pod [NS/]NAME] [--policy NAME] [--action Allow|Deny] [--node NODE]
+        [--since DURATION] [--limit N] [--follow] [-o table|json] [--server URL]
+                               the flow logs netplug-flows holds (what each node's policy decided),
+                               through the API server's port-forward, or at --server URL
 
 Commands that write refuse when this netplugctl is older than the cluster's netplug (after an
 upgrade, use the new netplugctl); --allow-version-mismatch writes anyway.
