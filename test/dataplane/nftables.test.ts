@@ -162,7 +162,7 @@ test('rendered text, loaded by nft, lists exactly as the table the writer writes
   }
 });
 
-test('NFLOG through the facade: logged packets arrive with their prefix, addresses and protocol', (t) => {
+test('NFLOG through the facade: logged packets arrive with their prefix, addresses, protocol and length', (t) => {
   const netns = createNetns(t, 'nft');
   execFileSync('ip', ['netns', 'exec', netns.name, 'ip', 'link', 'set', 'lo', 'up']);
   const table: Table = {
@@ -199,10 +199,12 @@ test('NFLOG through the facade: logged packets arrive with their prefix, address
     destination: string;
     icmpType: number;
     outInterface?: string;
+    length: number;
   }[];
   t.is(packets.length, 3, JSON.stringify(logged));
+  // ping's echo requests: 20 bytes of IPv4 header, 8 of ICMP, 56 of data.
   for (const packet of packets)
-    t.like(packet, { prefix: 'np-test: ', family: 4, protocol: 1, destination: '127.0.0.9', icmpType: 8, outInterface: 'lo' });
+    t.like(packet, { prefix: 'np-test: ', family: 4, protocol: 1, destination: '127.0.0.9', icmpType: 8, outInterface: 'lo', length: 84 });
   t.like(counters?.value, { logged: { packets: 3 } });
 });
 

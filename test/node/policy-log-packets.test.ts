@@ -22,6 +22,7 @@ const tcp: NflogPacket = {
   destination: '10.0.0.2',
   sourcePort: 40000,
   destinationPort: 80,
+  length: 60,
 };
 
 function logged() {
@@ -59,11 +60,20 @@ test('a packet is one line naming the policy and rule, protocol, both ends and t
       destination: 'fd00::2',
       icmpType: 128,
       icmpCode: 0,
+      length: 104,
     }),
     'Log rule profile kns.shop egress rule 2: icmpv6 fd00::1 -> fd00::2 type 128 code 0 in=cali1',
   );
   t.is(
-    describePacket({ group: 20, prefix: 'netplug web egress rule 1', family: 6, protocol: 17, source: 'fd00::1', sourcePort: 53 }),
+    describePacket({
+      group: 20,
+      prefix: 'netplug web egress rule 1',
+      family: 6,
+      protocol: 17,
+      source: 'fd00::1',
+      sourcePort: 53,
+      length: 90,
+    }),
     'Log rule web egress rule 1: udp [fd00::1]:53 -> ?',
     'an address the packet did not give is a question mark',
   );

@@ -1,7 +1,8 @@
 //! N-API binding of netplug's native crates: `netplug-dataplane` (kernel work; in [`routes`],
 //! the routes between nodes), in [`nftables`], `netplug-nftables` (netplug's nftables table and
-//! NFLOG), in [`http`], `netplug-http` (HTTP for etcd, the Kubernetes API and readiness gates),
-//! and in [`cni_socket`], `netplug-cni-socket` (netplug-node's CNI socket).
+//! NFLOG), in [`conntrack`], its conntrack dump and the accounting sysctls, in [`http`],
+//! `netplug-http` (HTTP for etcd, the Kubernetes API and readiness gates), and in
+//! [`cni_socket`], `netplug-cni-socket` (netplug-node's CNI socket).
 //!
 //! Each call starts a dedicated OS thread (namespaces are per thread), returns a promise at
 //! once, and settles it from that thread: neither the JS thread nor libuv's pool ever blocks on
@@ -10,6 +11,7 @@
 //! only if the binding itself breaks.
 
 pub mod cni_socket;
+pub mod conntrack;
 mod http;
 pub mod nftables;
 pub mod routes;

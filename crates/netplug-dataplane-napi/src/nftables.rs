@@ -210,6 +210,8 @@ pub struct NflogPacket {
     pub icmp_type: Option<u32>,
     pub icmp_code: Option<u32>,
     pub mark: Option<u32>,
+    /// The IP packet's length in bytes (from its header; the copy's length when that is cut).
+    pub length: u32,
 }
 
 type PacketCallback = ThreadsafeFunction<NflogPacket, (), NflogPacket, Status, false>;
@@ -285,9 +287,10 @@ fn packet_object(packet: LoggedPacket) -> NflogPacket {
         icmp_type: packet.icmp.map(|(t, _)| t.into()),
         icmp_code: packet.icmp.map(|(_, c)| c.into()),
         mark: packet.mark,
+        length: packet.length,
     }
 }
 
-fn nft_error(err: NftError) -> KernelError {
+pub(crate) fn nft_error(err: NftError) -> KernelError {
     KernelError { code: err.code(), errno: err.errno as i32, message: err.to_string(), op: err.op }
 }

@@ -5,13 +5,15 @@
 //! nf_tables over `NETLINK_NETFILTER` in atomic transactions, encoding every construct the way
 //! `nft` 1.0 encodes it so that `nft list table inet netplug` shows it cleanly; no `nft` binary
 //! or libnftnl is involved. [`nflog::NflogReader`] receives the packets rules log to an NFLOG
-//! group. [`legacy`] removes a chain an older release left in iptables-nft's tables.
+//! group; [`conntrack::dump`] lists the connection tracking table. [`legacy`] removes a chain an
+//! older release left in iptables-nft's tables.
 //!
 //! Every call acts on the network namespace of the calling thread.
 
 pub mod batch;
 pub mod check;
 pub mod compile;
+pub mod conntrack;
 pub mod delta;
 pub mod elements;
 pub mod error;

@@ -1,6 +1,6 @@
 //! The NFLOG reader: subscribes to one nfnetlink_log group and hands over every packet a rule
 //! logged to it (`log prefix "..." group N`) with its prefix, interfaces, and the addresses,
-//! protocol and ports read from the packet's headers. Messages are built and parsed with
+//! protocol, ports and length read from the packet's headers. Messages are built and parsed with
 //! netlink-packet-netfilter's nflog types; the IP and transport headers are read here.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -41,6 +41,10 @@ pub struct LoggedPacket {
     /// ICMP(v6) type and code.
     pub icmp: Option<(u8, u8)>,
     pub mark: Option<u32>,
+    /// The IP packet's length in bytes: the IPv4 total length, or the IPv6 payload length plus
+    /// the 40 bytes of its header; the length of the copy the kernel sent when the header is cut
+    /// short or its field is 0 (a BIG TCP aggregate), and 0 without a copy.
+    pub length: u32,
 }
 
 /// A running subscription; [`NflogReader::stop`] ends it.
@@ -204,6 +208,7 @@ fn packet_of(group: u16, family: u8, nlas: &[PacketNla]) -> LoggedPacket {
         destination_port: None,
         icmp: None,
         mark: None,
+        length: 0,
     };
     for nla in nlas {
         match nla {
@@ -211,7 +216,10 @@ fn packet_of(group: u16, family: u8, nlas: &[PacketNla]) -> LoggedPacket {
             PacketNla::IfIndexInDev(index) => packet.in_interface = interface_name(*index),
             PacketNla::IfIndexOutDev(index) => packet.out_interface = interface_name(*index),
             PacketNla::Mark(mark) => packet.mark = Some(*mark),
-            PacketNla::Payload(bytes) => read_headers(bytes, &mut packet),
+            PacketNla::Payload(bytes) => {
+                packet.length = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
+                read_headers(bytes, &mut packet);
+            }
             _ => {}
         }
     }
@@ -230,11 +238,16 @@ fn interface_name(index: u32) -> Option<String> {
     Some(String::from_utf8_lossy(&name[..len]).into_owned())
 }
 
-/// Reads the addresses, protocol and ports (or ICMP type and code) from the packet's headers.
+/// Reads the addresses, protocol, ports (or ICMP type and code) and length from the packet's
+/// headers.
 fn read_headers(bytes: &[u8], packet: &mut LoggedPacket) {
     let (protocol, transport) = match bytes.first().map(|b| b >> 4) {
         Some(4) if bytes.len() >= 20 => {
             packet.family = 4;
+            let total = u16::from_be_bytes([bytes[2], bytes[3]]);
+            if total != 0 {
+                packet.length = total.into();
+            }
             let header_len = usize::from(bytes[0] & 0x0f) * 4;
             packet.source = Some(IpAddr::V4(Ipv4Addr::new(bytes[12], bytes[13], bytes[14], bytes[15])));
             packet.destination = Some(IpAddr::V4(Ipv4Addr::new(bytes[16], bytes[17], bytes[18], bytes[19])));
@@ -244,6 +257,10 @@ fn read_headers(bytes: &[u8], packet: &mut LoggedPacket) {
         }
         Some(6) if bytes.len() >= 40 => {
             packet.family = 6;
+            let payload = u16::from_be_bytes([bytes[4], bytes[5]]);
+            if payload != 0 {
+                packet.length = u32::from(payload) + 40;
+            }
             let address = |at: usize| IpAddr::V6(Ipv6Addr::from(<[u8; 16]>::try_from(&bytes[at..at + 16]).unwrap()));
             packet.source = Some(address(8));
             packet.destination = Some(address(24));
@@ -286,6 +303,7 @@ mod tests {
         assert_eq!(packet.source, Some("10.0.0.1".parse().unwrap()));
         assert_eq!(packet.destination, Some("10.0.0.2".parse().unwrap()));
         assert_eq!((packet.protocol, packet.source_port, packet.destination_port), (Some(6), Some(12345), Some(80)));
+        assert_eq!(packet.length, 40);
 
         let mut v6 = vec![0x60, 0, 0, 0, 0, 8, 58, 64];
         v6.extend("fd00::1".parse::<Ipv6Addr>().unwrap().octets());
@@ -295,5 +313,23 @@ mod tests {
         read_headers(&v6, &mut packet);
         assert_eq!((packet.family, packet.protocol, packet.icmp), (6, Some(58), Some((128, 0))));
         assert_eq!(packet.destination, Some("fd00::2".parse().unwrap()));
+        assert_eq!(packet.length, 48);
+    }
+
+    #[test]
+    fn length_is_the_header_field_or_the_copy_when_the_header_is_cut() {
+        // A 1500-byte IPv4 packet of which the kernel copied the first 128 bytes.
+        let mut v4 = vec![0x45, 0, 0x05, 0xdc, 0, 0, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2];
+        v4.resize(128, 0);
+        assert_eq!(packet_of(1, 2, &[PacketNla::Payload(v4.clone())]).length, 1500);
+        // A BIG TCP aggregate leaves the field 0: the copy's length is all there is.
+        v4[2..4].copy_from_slice(&[0, 0]);
+        assert_eq!(packet_of(1, 2, &[PacketNla::Payload(v4)]).length, 128);
+        // An IPv6 header cut short: the copy's length.
+        let v6 = vec![0x60, 0, 0, 0, 0x05, 0xc8, 6, 64, 0xfd, 0];
+        let packet = packet_of(1, 10, &[PacketNla::Payload(v6)]);
+        assert_eq!((packet.length, packet.source), (10, None));
+        // No copy at all.
+        assert_eq!(empty().length, 0);
     }
 }
