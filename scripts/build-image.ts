@@ -31,7 +31,7 @@ const outDir = values.out;
 const ADDON = `netplug-dataplane.linux-${arch()}-gnu.node`;
 const SEA = join(root, 'dist/cni/netplug-oneshot');
 const SHIM = join(root, 'dist/cni/netplug');
-const USR_BIN = ['netplug-node', 'netplug-install', 'netplug-kube-controllers', 'netplug-operator', 'netplugctl'];
+const USR_BIN = ['netplug-node', 'netplug-install', 'netplug-kube-controllers', 'netplug-operator', 'netplug-flows', 'netplugctl'];
 const CNI_BIN = ['netplug-oneshot', 'netplug-ipam'];
 /** Debian's reference plugins (containernetworking-plugins) that the conflist chains or install-cni ships. */
 const SYSTEM_PLUGINS = ['portmap', 'host-local', 'loopback', 'tuning'];

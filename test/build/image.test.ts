@@ -136,7 +136,9 @@ test.serial('the layer holds the executables under their image names and exactly
   t.is(entries.get(sea), '-rwxr-xr-x');
   const seaNames = [
     'opt/cni/bin/netplug-oneshot',
-    ...['netplug-node', 'netplug-install', 'netplug-kube-controllers', 'netplug-operator', 'netplugctl'].map((n) => `usr/bin/${n}`),
+    ...['netplug-node', 'netplug-install', 'netplug-kube-controllers', 'netplug-operator', 'netplug-flows', 'netplugctl'].map(
+      (n) => `usr/bin/${n}`,
+    ),
   ];
   for (const name of seaNames) t.is(entries.get(name), `hrwxr-xr-x link to ${sea}`, name);
   t.is(entries.get(`opt/cni/bin/${ADDON}`), '-rwxr-xr-x');
@@ -211,6 +213,7 @@ test.serial('the layer holds the executables under their image names and exactly
     'usr/bin/iptables-restore',
     'usr/bin/iptables-save',
     `usr/bin/${ADDON}`,
+    'usr/bin/netplug-flows',
     'usr/bin/netplug-install',
     'usr/bin/netplug-kube-controllers',
     'usr/bin/netplug-node',

@@ -75,6 +75,8 @@ export async function startPolicyNode(
   shared: Teardowns,
   nodeName = 'pn1',
   datastore: 'kubernetes' | 'etcd' = 'kubernetes',
+  /** More of the host's loopback ports the node reaches on its own loopback (a flow-log aggregator's). */
+  relayPorts: number[] = [],
 ): Promise<PolicyNode> {
   requireRoot();
   requireBuilt();
@@ -93,7 +95,7 @@ export async function startPolicyNode(
   ]);
   const topology = await makeTopology(shared, {
     nodes: [{ name: nodeName, subnet: 1 }],
-    ports: [Number(new URL(kube.server.url).port), ...(etcd ? [Number(new URL(etcd.endpoints).port)] : [])],
+    ports: [Number(new URL(kube.server.url).port), ...(etcd ? [Number(new URL(etcd.endpoints).port)] : []), ...relayPorts],
     datastoreNetconf: etcd
       ? { etcd_endpoints: etcd.endpoints }
       : { datastore_type: 'kubernetes', kubernetes: { kubeconfig: kube.server.admin.kubeconfig } },

@@ -100,6 +100,20 @@ test('allowed flows count their connections and what conntrack says they moved, 
   t.deepEqual(aggregator.flush(4000, [conn(40001, 9, 900)]), [], 'a connection conntrack lost is followed no more');
 });
 
+test('both ends of a connection on this node count it, each in its record', (t) => {
+  const { aggregator } = setUp();
+  aggregator.packet({ ...allowed(40000), prefix: ruleFlowPrefix('Allow', 'egress', hashOf(POLICY), 0) }, 1000);
+  aggregator.packet(allowed(40000), 1000);
+  const records = aggregator.flush(2000, [conn(40000, 10, 1000)]);
+  t.deepEqual(
+    records.map((r) => [r.reporter, r.packets]),
+    [
+      ['src', 10],
+      ['dst', 10],
+    ],
+  );
+});
+
 test('denied flows count attempts by source port and every packet logged', (t) => {
   const { aggregator } = setUp();
   const denied = (sourcePort: number) => ({

@@ -5,7 +5,7 @@
 import * as z from 'zod/mini';
 
 /** One end of a flow: its address, and the pod (or host endpoint, or network set) it is, when known. */
-export const flowEndSchema = z.object({
+const flowEndSchema = z.object({
   address: z.string(),
   /** Absent for ICMP and for the source port of an aggregated record (ports vary). */
   port: z.optional(z.number()),
@@ -19,7 +19,7 @@ export const flowEndSchema = z.object({
 export type FlowEnd = z.infer<typeof flowEndSchema>;
 
 /** What decided a flow at one endpoint: the policy (or profile) and rule, or the default at the end of a tier. */
-export const flowPolicySchema = z.object({
+const flowPolicySchema = z.object({
   /** `NetworkPolicy/<ns>/<name>`, `GlobalNetworkPolicy/<name>`, `Profile/<name>`, or `default-deny` (no rule allowed). */
   policy: z.string(),
   /** The tier, for policies. */
@@ -30,7 +30,7 @@ export const flowPolicySchema = z.object({
 });
 export type FlowPolicy = z.infer<typeof flowPolicySchema>;
 
-export const flowRecordSchema = z.object({
+const flowRecordSchema = z.object({
   /** The node that recorded it. */
   node: z.string(),
   /** Start and end of the interval it covers, ms since the epoch. */

@@ -99,6 +99,55 @@ export interface CniRequest {
   acceptedAt?: number
 }
 
+export interface ConntrackAccountingOutcome {
+  error?: KernelError
+}
+
+/** One direction of a connection: the addresses and ports its packets carry, and what passed. */
+export interface ConntrackDirection {
+  source: string
+  destination: string
+  /** Absent for protocols without ports (ICMP, ...). */
+  sourcePort?: number
+  destinationPort?: number
+  /** 0 when accounting was off as the connection began. Floating point (exact up to 2^53). */
+  packets: number
+  /** IP bytes, headers included; 0 when accounting was off as the connection began. */
+  bytes: number
+}
+
+/** Every IPv4 and IPv6 entry of the process's connection tracking table. */
+export declare function conntrackDump(): Promise<ConntrackDumpOutcome>
+
+export interface ConntrackDumpOutcome {
+  entries?: Array<ConntrackEntry>
+  error?: KernelError
+}
+
+/** One entry of the connection tracking table. */
+export interface ConntrackEntry {
+  /** 4 or 6. */
+  family: number
+  /** IP protocol number. */
+  protocol: number
+  /** As the first packet went: from the initiator to the responder. */
+  original: ConntrackDirection
+  /** As the answers go (after NAT, to the address the initiator's packets were rewritten to). */
+  reply: ConntrackDirection
+  mark: number
+  /** The kernel's id of the entry, stable for its lifetime. */
+  id: number
+  /**
+   * `ip_conntrack_status` bits: 2 seen reply, 4 assured, 8 confirmed, 16 source NAT, 32
+   * destination NAT, 512 dying.
+   */
+  status: number
+  /** When the entry was created, ms since the epoch (fractional); with timestamps on only. */
+  start?: number
+  /** When it ended, ms since the epoch (entries being destroyed only). */
+  stop?: number
+}
+
 /** Removes the link `name` from the calling process's namespace; `deleted: false` when there was none. */
 export declare function deleteLink(name: string): Promise<DeleteLinkOutcome>
 
@@ -120,6 +169,12 @@ export interface Difference {
   expected: string
   actual: string
 }
+
+/**
+ * Sets `net.netfilter.nf_conntrack_acct` and `nf_conntrack_timestamp` to 1 in the process's
+ * network namespace: connections created from then on are counted and stamped.
+ */
+export declare function enableConntrackAccounting(): Promise<ConntrackAccountingOutcome>
 
 /** Makes the IP-in-IP device `spec.name` (no fixed remote, like tunl0) exist, up, with its MTU and address. */
 export declare function ensureIpipDevice(spec: IpipDeviceSpec): Promise<DeviceOutcome>
@@ -263,6 +318,8 @@ export interface NflogPacket {
   icmpType?: number
   icmpCode?: number
   mark?: number
+  /** The IP packet's length in bytes (from its header; the copy's length when that is cut). */
+  length: number
 }
 
 export interface NflogStopOutcome {

@@ -110,6 +110,8 @@ interface OpenRecord {
 }
 
 interface Tracked {
+  /** The connection's tuple (what conntrack is looked up by). */
+  connection: string;
   key: string;
   identity: FlowIdentity;
   /** Packets and bytes counted so far. */
@@ -176,9 +178,11 @@ export class FlowAggregator {
       record.bytes += packet.length ?? 0;
     } else {
       record.flows++;
+      // Followed once per reporter: both ends' records of a connection on this node count it.
       const connection = connectionKey(protocol, source, packet.sourcePort, destination, packet.destinationPort);
-      if (!this.#tracked.has(connection) && this.#tracked.size < (this.#options.maxTracked ?? 100_000))
-        this.#tracked.set(connection, { key, identity: open.identity, packets: 0, bytes: 0 });
+      const tracking = `${connection} ${reporter}`;
+      if (!this.#tracked.has(tracking) && this.#tracked.size < (this.#options.maxTracked ?? 100_000))
+        this.#tracked.set(tracking, { connection, key, identity: open.identity, packets: 0, bytes: 0 });
     }
     return record;
   }
@@ -196,10 +200,10 @@ export class FlowAggregator {
       // Seen after DNAT (in forward), the packet's destination is the reply's source.
       byTuple.set(connectionKey(c.protocol, c.source, c.sourcePort, c.replySource, c.replySourcePort), c);
     }
-    for (const [connection, tracked] of this.#tracked) {
-      const found = byTuple.get(connection);
+    for (const [tracking, tracked] of this.#tracked) {
+      const found = byTuple.get(tracked.connection);
       if (!found) {
-        this.#tracked.delete(connection);
+        this.#tracked.delete(tracking);
         continue;
       }
       const packets = Math.max(0, found.packets - tracked.packets);

@@ -6,6 +6,10 @@
 //   netplug_policy_issues_total                 such problems seen (each new one counted once)
 //   netplug_policy_flush_duration_seconds       a pass: feed the engine, write the table, the status files
 //   netplug_policy_pod_programmed_seconds       a local pod first seen (watch or ADD) → its status file written
+// and with flow logs on (record-flows.ts, send-flows.ts):
+//   netplug_flows_denied_total{policy}          flows (connection attempts) denied, by the policy that denied them
+//   netplug_flow_records_sent_total             flow records the aggregator took
+//   netplug_flow_records_dropped_total{reason}  flow records dropped: queue-full, unreachable, refused
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 /** From 1 ms (an element change) to a minute (a large table written whole on a loaded node). */
@@ -19,6 +23,9 @@ export class PolicyMetrics {
   readonly issuesSeen: Counter;
   readonly flush: Histogram;
   readonly podProgrammed: Histogram;
+  readonly flowsDenied: Counter<'policy'>;
+  readonly flowRecordsSent: Counter;
+  readonly flowRecordsDropped: Counter<'reason'>;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -53,6 +60,23 @@ export class PolicyMetrics {
       name: 'netplug_policy_pod_programmed_seconds',
       help: 'Time from a pod of this node first seen (by the watch or its ADD) to its endpoint status file written (its policy in the kernel).',
       buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers,
+    });
+    this.flowsDenied = new Counter({
+      name: 'netplug_flows_denied_total',
+      help: 'Flows (connection attempts) policy denied on this node, by the policy (or default-deny) that denied them; with flow logs on.',
+      labelNames: ['policy'],
+      registers,
+    });
+    this.flowRecordsSent = new Counter({
+      name: 'netplug_flow_records_sent_total',
+      help: 'Flow records the flow-log aggregator took.',
+      registers,
+    });
+    this.flowRecordsDropped = new Counter({
+      name: 'netplug_flow_records_dropped_total',
+      help: 'Flow records dropped, by reason: queue-full, unreachable (the aggregator), refused (by the aggregator).',
+      labelNames: ['reason'],
       registers,
     });
   }

@@ -33,6 +33,8 @@ import { EngineFeed } from './feed-engine.ts';
 import { followPolicyDocuments, onNode, podKeyOf } from './follow-datastore.ts';
 import { cached, FOLLOWED_KINDS, followPolicyResources, objectKey, type FollowedKind } from './follow-resources.ts';
 import { LOG_GROUP, logPolicyPackets } from './log-packets.ts';
+import { startFlowLogs } from './flow-logs.ts';
+import { FLOW_LOG_GROUP } from './record-flows.ts';
 import { programNetworkedEndpoint } from './program-networked-endpoint.ts';
 import { PolicyMetrics } from './policy-metrics.ts';
 import { PolicyProgrammer } from './program-policy.ts';
@@ -89,6 +91,7 @@ export function networkPolicy(
     interfacePrefix: settings.interfacePrefix,
     logGroup: LOG_GROUP,
     failsafe: settings.failsafe,
+    ...(settings.flowLogs ? { flowLogGroup: FLOW_LOG_GROUP } : {}),
   });
   const metrics = new PolicyMetrics(manager.metrics.registry);
   registerDeniedCounters({ registry: manager.metrics.registry, read: netplugCounters(), owners: () => engine.denyCounters(), log });
@@ -157,9 +160,11 @@ export function networkPolicy(
     callHooks: source.callHooks(programming, () => controller.enqueue(KEY)),
     async run(signal) {
       const packets = logPolicyPackets({ log, group: LOG_GROUP });
+      const flows = settings.flowLogs ? await startFlowLogs(settings.nodeName, settings.flowLogs, engine, metrics, log) : undefined;
       await aborted(signal);
       source.stop();
       await packets.stop();
+      await flows?.stop();
       // The table stays in the kernel: the pods stay policed (and new ones closed) while the agent is away.
     },
   };

@@ -76,6 +76,13 @@ export interface NodeSettings {
    * NETPLUG_METRICS_ADDR and of NETPLUG_HEALTH_ADDR when they listen beyond loopback.
    */
   failsafe: { inbound: FailsafePort[]; outbound: FailsafePort[] };
+  /**
+   * NETPLUG_FLOW_LOGS (default false): with enforcement, the flows policy decided are recorded
+   * per NETPLUG_FLOW_LOGS_INTERVAL (seconds, default 15) and sent to the flow-log aggregator at
+   * NETPLUG_FLOW_LOGS_AGGREGATOR with the token in NETPLUG_FLOW_LOGS_TOKEN_FILE
+   * (ts/node/policy/record-flows.ts, send-flows.ts).
+   */
+  flowLogs: { intervalMs: number; aggregator: string; tokenFile: string | undefined } | undefined;
   /** FELIX_INTERFACEPREFIX's first entry (default cali): the host side of workloads' veths, as the plugin names them. */
   interfacePrefix: string;
   /**
@@ -163,6 +170,14 @@ const schema = z.object({
   }, 'cali'),
   NETPLUG_FAILSAFE_INBOUND_HOST_PORTS: failsafePorts(DEFAULT_FAILSAFE.inbound),
   NETPLUG_FAILSAFE_OUTBOUND_HOST_PORTS: failsafePorts(DEFAULT_FAILSAFE.outbound),
+  NETPLUG_FLOW_LOGS: flag(false),
+  NETPLUG_FLOW_LOGS_INTERVAL: seconds('15'),
+  NETPLUG_FLOW_LOGS_AGGREGATOR: setting((given) => {
+    if (!URL.canParse(given) || !/^https?:$/.test(new URL(given).protocol))
+      throw new Invalid('must be an http(s) URL such as http://netplug-flows.kube-system.svc:9445');
+    return given;
+  }, 'http://netplug-flows.kube-system.svc:9445'),
+  NETPLUG_FLOW_LOGS_TOKEN_FILE: text(),
   POD_NAMESPACE: text(),
   LOG_LEVEL,
 });
@@ -205,6 +220,13 @@ export function nodeSettings(env: NodeJS.ProcessEnv): NodeSettings {
       ],
       outbound: given.NETPLUG_FAILSAFE_OUTBOUND_HOST_PORTS,
     },
+    flowLogs: given.NETPLUG_FLOW_LOGS
+      ? {
+          intervalMs: given.NETPLUG_FLOW_LOGS_INTERVAL,
+          aggregator: given.NETPLUG_FLOW_LOGS_AGGREGATOR,
+          tokenFile: given.NETPLUG_FLOW_LOGS_TOKEN_FILE,
+        }
+      : undefined,
     podNamespace: given.POD_NAMESPACE,
     logLevel: given.LOG_LEVEL,
   };
