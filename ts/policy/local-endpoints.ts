@@ -11,6 +11,7 @@ import { dispatchElements, endpointChain, policyListChain, type EndpointPlan } f
 import { profilesOf, type EndpointInput } from './endpoints.ts';
 import { hostBaseChains, hostEndpointChains, type BuiltHostEndpoint, type FailsafePort, type HostEndpointPlan } from './host-chains.ts';
 import { MAPS, policyChainName } from './names.ts';
+import { PolicyLists } from './policy-lists.ts';
 import { byTier, type TierInfo } from './order.ts';
 import { appliesAt, type Direction, type PolicyHook, type PolicyProgram } from './program.ts';
 import { SelectorIndex } from './selector-index.ts';
@@ -46,16 +47,6 @@ interface Local {
   hostBuilt?: { endpoint: BuiltHostEndpoint; text: string };
 }
 
-/** How many policy list chains no endpoint uses are kept. */
-const KEPT_UNUSED_LISTS = 64;
-
-/** The chains a list's rules jump to. */
-function jumpsTo(chain: Chain): string[] {
-  return (chain.rules ?? []).flatMap((r) =>
-    typeof r.verdict === 'object' && r.verdict !== null && 'jump' in r.verdict ? [r.verdict.jump] : [],
-  );
-}
-
 export class LocalEndpoints {
   readonly #context: LocalContext;
   readonly #endpoints = new Map<string, Local>();
@@ -70,8 +61,7 @@ export class LocalEndpoints {
   readonly #dirty = new Set<string>();
   /** Dispatch map changes since the last flush. */
   readonly dispatch = new ElementJournal<MapElement>();
-  /** The policy list chains by name, one object each, as chains() last gave them. */
-  #lists = new Map<string, Chain>();
+  readonly #lists = new PolicyLists();
 
   constructor(context: LocalContext) {
     this.#context = context;
@@ -197,21 +187,9 @@ export class LocalEndpoints {
       from.push(elements.from);
       to.push(elements.to);
     }
-    // Lists no endpoint goes to any more are kept a while (the newest first), so that pods coming
-    // and going with the same policies (a Deployment scaled, a pod replaced) write their own short
-    // chains only; never one that jumps to a chain no longer programmed.
-    const lists = new Map<string, Chain>();
-    let unused = 0;
-    for (const list of [...this.#lists.values()].reverse()) {
-      if (used.has(list.name)) lists.set(list.name, list);
-      else if (unused < KEPT_UNUSED_LISTS && jumpsTo(list).every(programmed)) {
-        lists.set(list.name, list);
-        unused++;
-      }
-    }
-    this.#lists = new Map([...lists].reverse());
-    chains.push(...[...lists.values()].sort((a, b) => (a.name < b.name ? -1 : 1)));
-    chains.push(...this.#hostChains(new Set(lists.keys())));
+    const lists = this.#lists.kept(used, programmed);
+    chains.push(...lists);
+    chains.push(...this.#hostChains(new Set(lists.map((list) => list.name))));
     return { chains, from, to };
   }
 
@@ -232,15 +210,6 @@ export class LocalEndpoints {
         chains.push(chain);
       }
     return chains;
-  }
-
-  /** The list chain of that name made before (its object, which the table writer skips), or this one. */
-  #listChain(chain: Chain): Chain {
-    const known = this.#lists.get(chain.name) ?? chain;
-    // Used last: the newest of the lists kept.
-    this.#lists.delete(chain.name);
-    this.#lists.set(chain.name, known);
-    return known;
   }
 
   #membership(selector: string, key: string, added: boolean): void {
@@ -321,7 +290,7 @@ export class LocalEndpoints {
     const addresses: EndpointPlan['addresses'] = { 4: [], 6: [] };
     for (const { family, interval } of local.addresses) addresses[family].push(formatIp(family, interval.start));
     const plan: EndpointPlan = { interfaceName, addresses, tiers: { ingress: tiers('ingress'), egress: tiers('egress') }, profiles };
-    const list = (direction: Direction) => this.#listChain(policyListChain(plan, direction, 'drop', this.#context.flowLogGroup));
+    const list = (direction: Direction) => this.#lists.shared(policyListChain(plan, direction, 'drop', this.#context.flowLogGroup));
     const lists = { ingress: list('ingress'), egress: list('egress') };
     const ingress = endpointChain(plan, 'ingress', lists.ingress.name);
     const egress = endpointChain(plan, 'egress', lists.egress.name);
