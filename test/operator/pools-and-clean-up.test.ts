@@ -228,11 +228,12 @@ test.serial('an Installation not named default is Degraded saying so; unknown ki
   });
   await cluster.extensions.createCustomResourceDefinition({
     body: {
-      metadata: { name: 'flowlogaggregators.operator.projectnet.org' },
+      // A kind of the reference's operator that netplug's does not know.
+      metadata: { name: 'apiservers.operator.projectnet.org' },
       spec: {
         group: 'operator.projectnet.org',
         scope: 'Cluster',
-        names: { kind: 'FlowLogAggregator', plural: 'flowlogaggregators', singular: 'flowlogaggregator' },
+        names: { kind: 'APIServer', plural: 'apiservers', singular: 'apiserver' },
         versions: [
           {
             name: 'v1',
@@ -244,7 +245,7 @@ test.serial('an Installation not named default is Degraded saying so; unknown ki
       },
     },
   });
-  t.teardown(() => cluster.extensions.deleteCustomResourceDefinition({ name: 'flowlogaggregators.operator.projectnet.org' }));
+  t.teardown(() => cluster.extensions.deleteCustomResourceDefinition({ name: 'apiservers.operator.projectnet.org' }));
   await createInstallation(cluster, {}, 'other');
   await eventually('other Degraded', async () => condition(await readInstallation(cluster, 'other'), 'Degraded')?.status === 'True');
   t.like(condition(await readInstallation(cluster, 'other'), 'Degraded'), { reason: 'NotReconciled' });

@@ -1,12 +1,14 @@
 // What netplug-operator reads, each from a shared informer's cache (runtime/informers.ts): the
-// Installations and NetplugStatuses, the IP pools, netplug-system's workloads, template ConfigMap
-// and pods, and kubeadm's ClusterConfiguration (the cluster's pod CIDRs). A reconcile reads these,
-// never the API; it acts on what a cache lacks only once every cache is synced, and confirms
-// with a fresh read before it creates or removes on that ground.
+// Installations and NetplugStatuses, the FlowLogAggregators and FlowViewers, the IP pools,
+// netplug-system's workloads, template ConfigMap and pods, and kubeadm's ClusterConfiguration (the
+// cluster's pod CIDRs). A reconcile reads these, never the API; it acts on what a cache lacks only
+// once every cache is synced, and confirms with a fresh read before it creates or removes on that
+// ground. Every one must be served: the controllers start once all are synced.
 import type * as k8s from '@kubernetes/client-node';
 
 import type { Informer, Informers } from '../runtime/informers.ts';
 import type { PoolObject } from './desired-pools.ts';
+import { AGGREGATOR_PLURAL, type FlowLogAggregator, type FlowViewer, VIEWER_PLURAL } from './flow-resources.ts';
 import { CNI_CONFIG_MAP, GROUP, type Installation, type NetplugStatus, SYSTEM_NAMESPACE } from './installation.ts';
 import type { OperatorKube } from './open-kube.ts';
 
@@ -15,12 +17,14 @@ export const KUBEADM_CONFIG = { namespace: 'kube-system', name: 'kubeadm-config'
 export interface OperatorCaches {
   installations: Informer<Installation>;
   statuses: Informer<NetplugStatus>;
+  flowLogAggregators: Informer<FlowLogAggregator>;
+  flowViewers: Informer<FlowViewer>;
   pools: Informer<PoolObject>;
   daemonSets: Informer<k8s.V1DaemonSet>;
   deployments: Informer<k8s.V1Deployment>;
   /** netplug-system/cni-config, the conflist template. */
   templates: Informer<k8s.V1ConfigMap>;
-  /** netplug-system's pods. */
+  /** netplug-system's pods (netplug-flows' among them). */
   pods: Informer<k8s.V1Pod>;
   /** kube-system/kubeadm-config. */
   kubeadm: Informer<k8s.V1ConfigMap>;
@@ -45,6 +49,8 @@ export function operatorCaches(informers: Informers, kube: OperatorKube): Operat
   const caches = {
     installations: custom<Installation>(GROUP, 'installations'),
     statuses: custom<NetplugStatus>(GROUP, 'netplugstatuses'),
+    flowLogAggregators: custom<FlowLogAggregator>(GROUP, AGGREGATOR_PLURAL),
+    flowViewers: custom<FlowViewer>(GROUP, VIEWER_PLURAL),
     pools: custom<PoolObject>('crd.projectnet.org', 'ippools'),
     daemonSets: informers.informer<k8s.V1DaemonSet>({
       what: `${namespace} DaemonSets`,

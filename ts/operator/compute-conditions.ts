@@ -20,10 +20,19 @@ type StateReason =
   | 'PodsUnavailable'
   | 'PodsNotReady'
   | 'IPPoolDraining'
-  | 'NotReconciled';
+  | 'NotReconciled'
+  /** A kind this release accepts but does not make (FlowViewer). */
+  | 'NotAvailable';
 
 /** Why the operator cannot make what it should: the Degraded condition's reason. */
-type ProblemReason = 'InvalidConfiguration' | 'IPPoolConflict' | 'ResourceUpdateError' | 'PodFailure' | 'NotReconciled';
+type ProblemReason =
+  | 'InvalidConfiguration'
+  | 'IPPoolConflict'
+  | 'ResourceUpdateError'
+  | 'PodFailure'
+  | 'NotReconciled'
+  /** FlowLogAggregator without Installation "default" (or with one being deleted). */
+  | 'NoInstallation';
 
 export interface ComponentState {
   available: boolean;

@@ -3,6 +3,8 @@
 // reported as not reconciled. Every event of what the reconcile reads brings "default" back:
 // - an Installation changed, except in its status (the operator's own status writes);
 // - a NetplugStatus added, changed other than in status, or deleted;
+// - FlowLogAggregator "default" added, changed other than in status, or deleted (netplug-node's
+//   flow logs follow it);
 // - an IP pool; netplug-system's DaemonSet, Deployment or template, their status included (the
 //   conditions follow the rollout); a pod of netplug-system added, deleted, relabelled, or
 //   waiting for a reason that changed (CrashLoopBackOff, ImagePullBackOff);
@@ -21,7 +23,7 @@ import { type Operator, reconcileInstallation, refuseOther } from './reconcile-i
 const RESYNC_MS = 60_000;
 
 /** What of a pod the conditions and the clean-up read: its labels and why its containers wait. */
-const podSignificance = (pod: k8s.V1Pod) => [
+export const podSignificance = (pod: k8s.V1Pod) => [
   pod.metadata?.labels ?? {},
   [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])].map(
     (status) => `${status.name}:${status.state?.waiting?.reason ?? ''}:${status.state?.waiting?.message ?? ''}`,
@@ -64,6 +66,7 @@ export function installationController(options: {
     { ignoreStatusOnly: true },
   );
   caches.statuses.addHandler(toDefault, { ignoreStatusOnly: true });
+  caches.flowLogAggregators.addHandler(toDefault, { ignoreStatusOnly: true });
   for (const cache of [caches.pools, caches.daemonSets, caches.deployments, caches.templates, caches.kubeadm] as const)
     cache.addHandler(toDefault);
   caches.pods.addHandler(toDefault, { significant: podSignificance });

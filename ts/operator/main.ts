@@ -1,6 +1,8 @@
 // netplug-operator: makes the cluster match Installation "default" (defaults, validation, IP pools,
 // netplug-system's objects by server-side apply, status with conditions that say why), and removes
-// what it made when the Installation is deleted. A controller on the runtime (ts/runtime/): one
+// what it made when the Installation is deleted; with FlowLogAggregator "default" it runs
+// netplug-flows and turns netplug-node's flow logs on, and reports FlowViewer "default" as not
+// available (flows-controllers.ts). Controllers on the runtime (ts/runtime/): one
 // level-triggered, idempotent reconcile per Installation (installation-controller.ts) fed by
 // shared informers whose caches it reads (caches.ts), run only by the replica that holds Lease
 // netplug-operator (LEADER_ELECTION, on by default). Serves /livez, /readyz (the API server
@@ -13,6 +15,7 @@ import { programLog } from '../runtime/log.ts';
 import { Manager } from '../runtime/manager.ts';
 import { NETPLUG_VERSION } from '../version.ts';
 import { operatorCaches } from './caches.ts';
+import { flowLogAggregatorController, flowViewerController } from './flows-controllers.ts';
 import { installationController } from './installation-controller.ts';
 import { openOperatorKube, type OperatorKube } from './open-kube.ts';
 import { DEFAULT_WAITS, type Operator, type Waits } from './reconcile-installation.ts';
@@ -83,13 +86,18 @@ export async function runOperatorMain(
     log,
     waits: { ...DEFAULT_WAITS, ...options.waits },
   };
-  const controller = installationController({
+  const controllerOptions = {
     operator,
     log,
     metrics: manager.metrics,
     ...(options.resyncMs === undefined ? {} : { resyncMs: options.resyncMs }),
-  });
-  manager.add(controller, { waitFor: caches.all });
+  };
+  for (const controller of [
+    installationController(controllerOptions),
+    flowLogAggregatorController(controllerOptions),
+    flowViewerController(controllerOptions),
+  ])
+    manager.add(controller, { waitFor: caches.all });
 
   const code = await manager.run(signal);
   kube.store.close();

@@ -2,7 +2,10 @@
 // the caches and makes the cluster match it; idempotent (server-side apply, writes only when
 // something differs). Order: aliases, defaults and validation (a bad Installation is reported as
 // Degraded and nothing that runs is touched), the defaults and the finalizer written back, pools,
-// netplug-system's objects, then the conditions, with the generation they describe.
+// netplug-system's objects (netplug-node with flow logs on while FlowLogAggregator "default" has
+// netplug-flows running: flow-resources.ts' nodeFlowLogs), then the conditions, with the
+// generation they describe. netplug-flows' own pods are the aggregator's to report.
+import { FLOWS } from '../render/flows.ts';
 import { CONTROLLERS, NODE, type NodeLayout } from '../render/objects.ts';
 import { apiStatus, describeError } from '../runtime/errors.ts';
 import type { Log } from '../runtime/log.ts';
@@ -22,6 +25,7 @@ import {
 } from './compute-conditions.ts';
 import { defaultsPatch } from './defaults-patch.ts';
 import { desiredPools } from './desired-pools.ts';
+import { FLOWS_RESOURCE, nodeFlowLogs } from './flow-resources.ts';
 import { fillDefaults } from './fill-defaults.ts';
 import {
   FINALIZER,
@@ -175,7 +179,9 @@ export async function reconcileInstallation(op: Operator, installation: Installa
 
   let netplugProblem: Problem | undefined;
   try {
-    for (const object of applyOrder(renderSystem(filled, op.image, op.node))) await apply(kube, object);
+    const flowLogs = nodeFlowLogs(caches.flowLogAggregators.get(FLOWS_RESOURCE), Boolean(caches.deployments.get(FLOWS, SYSTEM_NAMESPACE)));
+    const system = renderSystem(filled, op.image, op.node, { flowLogs });
+    for (const object of applyOrder(system)) await apply(kube, object);
   } catch (err) {
     netplugProblem = { reason: 'ResourceUpdateError', message: `applying netplug-system's objects: ${describeError(err)}` };
     writeFailed = true;
@@ -187,7 +193,7 @@ export async function reconcileInstallation(op: Operator, installation: Installa
     daemonSetState(NODE, caches.daemonSets.get(NODE, SYSTEM_NAMESPACE)),
     deploymentState(CONTROLLERS, caches.deployments.get(CONTROLLERS, SYSTEM_NAMESPACE)),
   ]);
-  netplugProblem ??= failingPods(caches.pods.list());
+  netplugProblem ??= failingPods(caches.pods.list().filter((pod) => pod.metadata?.labels?.['k8s-app'] !== FLOWS));
   await writeComponentStatus(kube, 'netplug', caches.statuses.get('netplug'), { state: workloads, problem: netplugProblem, generation });
   const overall = combine([workloads, pools]);
   const problem = netplugProblem ?? poolProblem;

@@ -1,8 +1,11 @@
 // Everything netplug-operator makes in netplug-system from a defaulted, valid Installation: the
 // same renderers as the release manifests (ts/render), in their operator variant, on the
 // Kubernetes datastore. In the order they are applied; removed in the order cleanUp gives.
+// With FlowLogAggregator "default", also netplug-flows (renderFlowsSystem), and netplug-node with
+// flow logs on (`flowLogs`).
 import { renderAddressAnnotationAdmission } from '../render/address-annotation-admission.ts';
 import { renderControllers } from '../render/controllers.ts';
+import { type FlowsWindow, renderFlows } from '../render/flows.ts';
 import { renderNode } from '../render/node.ts';
 import { CNI_PLUGIN, type KubeObject, type NodeLayout, type RenderOptions, STANDARD_NODE_LAYOUT } from '../render/objects.ts';
 import { renderPodCidrRbac } from '../render/pod-cidr-rbac.ts';
@@ -28,7 +31,12 @@ const labelled = (object: KubeObject): KubeObject => ({
   metadata: { ...object.metadata, labels: { ...(object.metadata['labels'] as object | undefined), ...MANAGED_BY } },
 });
 
-export function renderSystem(spec: InstallationSpec, image: string, node: NodeLayout = STANDARD_NODE_LAYOUT): SystemObjects {
+export function renderSystem(
+  spec: InstallationSpec,
+  image: string,
+  node: NodeLayout = STANDARD_NODE_LAYOUT,
+  extra: { flowLogs?: { intervalSeconds: number } | undefined } = {},
+): SystemObjects {
   const data = { [CNI_CONFIG_KEY]: renderCniConfig(spec, node) };
   const options: RenderOptions = {
     datastore: 'kubernetes',
@@ -46,6 +54,7 @@ export function renderSystem(spec: InstallationSpec, image: string, node: NodeLa
       endpointStatusPathPrefix: endpointStatusPathPrefix(spec, node),
       usePodCidr: spec.cni?.ipam?.type === 'HostLocal',
       configHash: configHash(data),
+      ...(extra.flowLogs ? { flowLogs: extra.flowLogs } : {}),
     },
   };
   const rbac = [...renderRbac(options), ...renderPodCidrRbac(options, options.operator?.usePodCidr ?? false)].map(labelled);
@@ -71,3 +80,12 @@ export const applyOrder = (system: SystemObjects): KubeObject[] => [
   system.daemonSet,
   system.deployment,
 ];
+
+/**
+ * netplug-flows in netplug-system (ts/render/flows.ts), writable by netplug-node's service account
+ * there: its ServiceAccount, ClusterRole and binding, Service, then Deployment, in the order they
+ * are applied. The Service comes before the Deployment, whose presence turns netplug-node's flow
+ * logs on: the node pods that start then are given the Service's address.
+ */
+export const renderFlowsSystem = (window: FlowsWindow, image: string): KubeObject[] =>
+  renderFlows({ datastore: 'kubernetes', namespace: SYSTEM_NAMESPACE, image }, window).map(labelled);

@@ -4,6 +4,7 @@
 // Service's one port, the write port; reads stay on the pod's loopback, reached by port-forward
 // (`netplugctl flows` finds the pod by its k8s-app label). Writers are netplug-node's service
 // account, whose tokens (audience netplug-flows) it checks by TokenReview: its only right.
+// netplug-operator renders the same objects in netplug-system for FlowLogAggregator "default".
 import { type KubeObject, labelsOf, NODE, type RenderOptions } from './objects.ts';
 
 export const FLOWS = 'netplug-flows';
@@ -16,7 +17,15 @@ const FLOWS_READ_PORT = 9446;
 const FLOWS_HEALTH_PORT = 9447;
 export const FLOWS_AUDIENCE = 'netplug-flows';
 
-export function renderFlows(options: RenderOptions): KubeObject[] {
+/** What the aggregator keeps (NETPLUG_FLOWS_RETENTION, NETPLUG_FLOWS_MAX_BYTES): the operator's FlowLogAggregator spec. */
+export interface FlowsWindow {
+  /** A duration such as 2h (the default). */
+  retention?: string;
+  /** Bytes, or a quantity such as 64Mi (the default). */
+  maxBytes?: string | number;
+}
+
+export function renderFlows(options: RenderOptions, window: FlowsWindow = {}): KubeObject[] {
   const { namespace } = options;
   const probe = (path: string) => ({ httpGet: { path, port: FLOWS_HEALTH_PORT } });
   const rbac = (kind: string, rest: object): KubeObject => ({
@@ -83,8 +92,8 @@ export function renderFlows(options: RenderOptions): KubeObject[] {
                   { name: 'NETPLUG_FLOWS_HEALTH_ADDR', value: `0.0.0.0:${FLOWS_HEALTH_PORT}` },
                   // netplug-node's service account in this install's namespace.
                   { name: 'NETPLUG_FLOWS_WRITERS', value: `${namespace}:${NODE}` },
-                  { name: 'NETPLUG_FLOWS_RETENTION', value: '2h' },
-                  { name: 'NETPLUG_FLOWS_MAX_BYTES', value: '64Mi' },
+                  { name: 'NETPLUG_FLOWS_RETENTION', value: window.retention ?? '2h' },
+                  { name: 'NETPLUG_FLOWS_MAX_BYTES', value: String(window.maxBytes ?? '64Mi') },
                 ],
                 ports: [
                   { name: 'write', containerPort: FLOWS_WRITE_PORT, protocol: 'TCP' },

@@ -4,8 +4,9 @@
 // sees what the plugin sees on the host at the same paths: the CNI binaries and configuration, the
 // log and the node state. Pod network namespaces it gets from the shim, one per call (so it needs
 // no mount propagation, which hosts with a private root mount lack). Prometheus scrapes it on
-// NODE_METRICS_PORT. With flow logs on (netplug-config's flow_logs) it sends the flows its policy
-// decides to netplug-flows (ts/render/flows.ts), with a token of its service account for that audience.
+// NODE_METRICS_PORT. With flow logs on (netplug-config's flow_logs; from the operator,
+// FlowLogAggregator "default") it sends the flows its policy decides to netplug-flows
+// (ts/render/flows.ts), with a token of its service account for that audience.
 import { dirname } from 'node:path';
 
 import {
@@ -79,25 +80,37 @@ export function renderNode(options: RenderOptions): KubeObject {
         fromConfig('NETPLUG_POLICY_ENFORCEMENT', POLICY_ENFORCEMENT_KEY, true),
         fromConfig('NETPLUG_ENDPOINT_STATUS_PATH_PREFIX', ENDPOINT_STATUS_PATH_PREFIX_KEY, true),
       ];
-  // Flow logs, in the manifests only (the operator's come with its own resources): on and the
-  // interval from netplug-config (optional: a ConfigMap from before has no keys, and they are off).
-  // The aggregator is named by its Service's cluster IP, which the kubelet gives the pods of the
-  // Service's namespace as NETPLUG_FLOWS_SERVICE_HOST and expands here, not by its DNS name: on the
-  // host network with dnsPolicy ClusterFirst (the default) the pod has the host's resolver, where
-  // the name does not resolve; ClusterFirstWithHostNet would resolve it, but would put every name
+  // Flow logs: in the manifests on and the interval from netplug-config (optional: a ConfigMap
+  // from before has no keys, and they are off); from the operator only with FlowLogAggregator
+  // "default", once netplug-flows' Service exists. The aggregator is named by its Service's cluster
+  // IP, which the kubelet gives the pods of the Service's namespace as NETPLUG_FLOWS_SERVICE_HOST
+  // and expands here, not by its DNS name: on the host network with dnsPolicy ClusterFirst (the
+  // default) the pod has the host's resolver, where the name does not resolve;
+  // ClusterFirstWithHostNet would resolve it, but would put every name
   // this agent looks up (etcd's endpoints and SRV records, the API server's) behind cluster DNS,
   // whose pods need the network this agent brings up first. The cluster IP is reachable from the
   // host (kube-proxy). It is given to pods started after the Service: apply netplug-flows.yaml, then
-  // restart netplug-node; before that the reference stays unexpanded, a URL that reaches nothing,
-  // and records are dropped as unreachable (traffic is not affected).
-  const flowLogsEnv = operator
-    ? []
-    : [
+  // restart netplug-node (the operator's change of this template restarts them, after the Service);
+  // before that the reference stays unexpanded, a URL that reaches nothing, and records are dropped
+  // as unreachable (traffic is not affected).
+  const flowLogs = !operator || operator.flowLogs !== undefined;
+  const flowsTarget = [
+    { name: 'NETPLUG_FLOW_LOGS_AGGREGATOR', value: `http://$(${FLOWS_SERVICE_HOST}):${FLOWS_WRITE_PORT}` },
+    { name: 'NETPLUG_FLOW_LOGS_TOKEN_FILE', value: FLOWS_TOKEN_FILE },
+  ];
+  const flowLogsEnv = !operator
+    ? [
         fromConfig('NETPLUG_FLOW_LOGS', FLOW_LOGS_KEY, true),
         fromConfig('NETPLUG_FLOW_LOGS_INTERVAL', FLOW_LOGS_INTERVAL_KEY, true),
-        { name: 'NETPLUG_FLOW_LOGS_AGGREGATOR', value: `http://$(${FLOWS_SERVICE_HOST}):${FLOWS_WRITE_PORT}` },
-        { name: 'NETPLUG_FLOW_LOGS_TOKEN_FILE', value: FLOWS_TOKEN_FILE },
-      ];
+        ...flowsTarget,
+      ]
+    : operator.flowLogs
+      ? [
+          { name: 'NETPLUG_FLOW_LOGS', value: 'true' },
+          { name: 'NETPLUG_FLOW_LOGS_INTERVAL', value: String(operator.flowLogs.intervalSeconds) },
+          ...flowsTarget,
+        ]
+      : [];
   // The status files are on the host, where the plugin looks: under the socket's directory by
   // default; elsewhere (the operator's setting) in a volume of their own.
   const statusDir = `${operator?.endpointStatusPathPrefix ?? DEFAULT_ENDPOINT_STATUS_PATH_PREFIX}/endpoint-status`;
@@ -145,7 +158,7 @@ export function renderNode(options: RenderOptions): KubeObject {
       { name: 'cni-net-dir', mountPath: confDir, readOnly: true },
       { name: 'cni-log-dir', mountPath: dirname(layout.cniLogFile) },
       ...statusVolume.map((volume) => ({ name: volume.name, mountPath: statusDir })),
-      ...(operator ? [] : [flowsTokenMount]),
+      ...(flowLogs ? [flowsTokenMount] : []),
       ...(etcd ? [etcdSecretMount] : []),
     ],
     livenessProbe: { ...probe('/livez'), periodSeconds: 10, initialDelaySeconds: 10, failureThreshold: 6, timeoutSeconds: 10 },
@@ -215,7 +228,7 @@ export function renderNode(options: RenderOptions): KubeObject {
             hostPath('var-run-netplug', dirname(layout.agentSocket)),
             hostPath('cni-log-dir', dirname(layout.cniLogFile)),
             ...statusVolume,
-            ...(operator ? [] : [flowsTokenVolume]),
+            ...(flowLogs ? [flowsTokenVolume] : []),
             ...(etcd ? [etcdSecretVolume] : []),
           ],
         },

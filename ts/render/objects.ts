@@ -47,6 +47,11 @@ interface OperatorVariant {
   endpointStatusPathPrefix: string;
   /** HostLocal IPAM: netplug-node follows the node's pod CIDR. */
   usePodCidr: boolean;
+  /**
+   * FlowLogAggregator "default" with netplug-flows installed: netplug-node sends its flow records
+   * to netplug-flows of its namespace every `intervalSeconds`. Absent: flow logs off.
+   */
+  flowLogs?: { intervalSeconds: number };
   /** A hash of the ConfigMap's data, on the pod template: a change of the template rolls the DaemonSet. */
   configHash: string;
 }

@@ -25,6 +25,9 @@ export const OPERATOR_RULES: Rule[] = [
     verbs: ALL,
   },
   { apiGroups: [OPERATOR_GROUP], resources: ['installations/finalizers'], verbs: ['update'] },
+  // FlowLogAggregator and FlowViewer "default": read, and their status written.
+  { apiGroups: [OPERATOR_GROUP], resources: ['flowlogaggregators', 'flowviewers'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: [OPERATOR_GROUP], resources: ['flowlogaggregators/status', 'flowviewers/status'], verbs: ['patch'] },
   {
     apiGroups: ['crd.projectnet.org'],
     resources: ['ippools', 'ipamblocks', 'blockaffinities', 'ipamhandles', 'clusterinformations'],
@@ -42,6 +45,8 @@ export const OPERATOR_RULES: Rule[] = [
   },
   // netplug-node's installer requests the plugin's token; the operator grants that right.
   { apiGroups: [''], resources: ['serviceaccounts/token'], verbs: ['create'] },
+  // netplug-flows reviews its writers' tokens; the operator grants that right.
+  { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
   { apiGroups: ['apiextensions.k8s.io'], resources: ['customresourcedefinitions'], verbs: ['get', 'list', 'watch'] },
   // The admission policy of the address annotations and its binding: applied, and deleted on clean-up.
   {

@@ -1,0 +1,187 @@
+// One reconcile of FlowLogAggregator "default" and of FlowViewer "default": level-triggered, from
+// the caches, idempotent (server-side apply; status written only when it says something new).
+// - FlowLogAggregator present, Installation "default" present and not being deleted,
+//   netplug-node's DaemonSet made, the spec usable: netplug-flows' objects applied in
+//   netplug-system (its Service before its Deployment). The Installation's reconcile turns
+//   netplug-node's flow logs on once that Deployment exists (flow-resources.ts' nodeFlowLogs), so
+//   the node pods it restarts are given the Service's address. Conditions: Available once the
+//   Deployment is available and netplug-node's template sends to it; else why not (the
+//   Deployment's rollout, the DaemonSet not yet changed, a failing pod, a write refused, a field
+//   netplug-flows cannot use: nothing that runs changes then).
+// - No Installation "default", or one being deleted: Degraded (NoInstallation), and netplug-flows'
+//   objects removed (the Installation's clean-up removes the Deployment first, with
+//   netplug-system's other pods).
+// - No FlowLogAggregator: netplug-flows' objects removed, the Installation's reconcile having
+//   turned netplug-node's flow logs off. An absence in the cache is confirmed by a fresh read
+//   first; the removal runs once per run of the controller, and again whenever the Deployment is
+//   seen, so that what a restart of the operator missed is removed too. Only objects labelled as
+//   the operator's are removed (a ClusterRole netplug-flows of a manifest install stays).
+// - FlowViewer: Available False, reason NotAvailable, saying that this release ships no viewer
+//   and what reads the flow logs.
+import { FLOWS } from '../render/flows.ts';
+import { type KubeObject, NODE } from '../render/objects.ts';
+import { apiStatus, describeError } from '../runtime/errors.ts';
+import { NETPLUG_VERSION } from '../version.ts';
+import type { OperatorCaches } from './caches.ts';
+import { combine, type ComponentState, conditionsOf, deploymentState, failingPods, type Problem } from './compute-conditions.ts';
+import {
+  AGGREGATOR_PLURAL,
+  aggregatorProblems,
+  DEFAULT_FLUSH_INTERVAL,
+  FLOWS_RESOURCE,
+  type FlowLogAggregator,
+  VIEWER_PLURAL,
+  writeFlowsStatus,
+} from './flow-resources.ts';
+import { GROUP, INSTALLATION, MANAGED_BY, SYSTEM_NAMESPACE, VERSION } from './installation.ts';
+import { apply, type OperatorKube, readOrNothing, remove } from './open-kube.ts';
+import type { Operator } from './reconcile-installation.ts';
+import { renderFlowsSystem } from './render-system.ts';
+import { INSTALLATION_PLURAL } from './write-status.ts';
+
+/** What the aggregator's reconciles remember between runs. */
+export interface FlowsMemory {
+  /** netplug-flows' objects were removed since the controller started, and not applied since. */
+  removed: boolean;
+  /** The last problem logged. */
+  warned?: string | undefined;
+}
+
+const isFlowsPod = (pod: { metadata?: { labels?: Record<string, string> } }) => pod.metadata?.labels?.['k8s-app'] === FLOWS;
+
+/** Whether netplug-node's template (as cached) sends flow records every `intervalSeconds`. */
+function nodesSending(caches: OperatorCaches, intervalSeconds: number): ComponentState {
+  const ds = caches.daemonSets.get(NODE, SYSTEM_NAMESPACE);
+  const agent = ds?.spec?.template.spec?.containers.find((container) => container.name === NODE);
+  const env = new Map((agent?.env ?? []).map((variable) => [variable.name, variable.value]));
+  if (env.get('NETPLUG_FLOW_LOGS') === 'true' && env.get('NETPLUG_FLOW_LOGS_INTERVAL') === String(intervalSeconds))
+    return { available: true, progressing: false, reason: 'AllObjectsAvailable', message: '' };
+  return {
+    available: false,
+    progressing: true,
+    reason: 'RolloutPending',
+    message: `DaemonSet ${NODE} does not send flow logs to ${FLOWS} every ${intervalSeconds} s yet`,
+  };
+}
+
+const NOTHING: ComponentState = { available: false, progressing: false, reason: 'NotReconciled', message: '' };
+
+/** Removes `object` if it is there and labelled as the operator's; whether it did. */
+async function removeOurs(kube: OperatorKube, object: KubeObject): Promise<boolean> {
+  const live = await readOrNothing(() => kube.objects.read(object as Parameters<typeof kube.objects.read>[0]));
+  const labels = live?.metadata?.labels ?? {};
+  if (!live || !Object.entries(MANAGED_BY).every(([key, value]) => labels[key] === value)) return false;
+  return remove(kube, object);
+}
+
+/** Removes netplug-flows' objects once per run, or whenever its Deployment is seen again. */
+async function removeFlows(op: Operator, memory: FlowsMemory, why: string): Promise<void> {
+  if (memory.removed && !op.caches.deployments.get(FLOWS, SYSTEM_NAMESPACE)) return;
+  const removed: string[] = [];
+  // The Deployment first: its pods stop while the rest goes.
+  for (const object of renderFlowsSystem({}, op.image).reverse())
+    if (await removeOurs(op.kube, object))
+      removed.push(`${object.kind} ${object.metadata.namespace ? `${object.metadata.namespace}/` : ''}${object.metadata.name}`);
+  if (removed.length > 0) op.log.info(`${why}: deleted ${removed.join(', ')}`);
+  memory.removed = true;
+}
+
+const cluster = (plural: string, name: string) => ({ group: GROUP, version: VERSION, plural, name });
+
+/** Reconciles FlowLogAggregator "default"; resolves to how soon to look again (ms), or undefined when an event will say. */
+export async function reconcileAggregator(op: Operator, memory: FlowsMemory): Promise<number | undefined> {
+  const { kube, caches, log } = op;
+  const aggregator = caches.flowLogAggregators.get(FLOWS_RESOURCE);
+  if (!aggregator) {
+    // Gone, or the cache behind: a fresh read says which (its event brings the key back).
+    if (await readOrNothing(() => kube.custom.getClusterCustomObject(cluster(AGGREGATOR_PLURAL, FLOWS_RESOURCE)))) return undefined;
+    await removeFlows(op, memory, `FlowLogAggregator "${FLOWS_RESOURCE}" is gone`);
+    memory.warned = undefined;
+    return undefined;
+  }
+  const report = async (state: ComponentState, problem: Problem | undefined) => {
+    if (problem?.message !== memory.warned && problem) log.warning(`FlowLogAggregator "${FLOWS_RESOURCE}": ${problem.message}`);
+    memory.warned = problem?.message;
+    await writeStatus(kube, aggregator, state, problem);
+  };
+
+  // 1. Beside Installation "default" only.
+  const installation = caches.installations.get(INSTALLATION);
+  const deleting = Boolean(installation?.metadata.deletionTimestamp);
+  if (!installation || deleting) {
+    if (!installation && (await readOrNothing(() => kube.custom.getClusterCustomObject(cluster(INSTALLATION_PLURAL, INSTALLATION)))))
+      return undefined;
+    const message = deleting
+      ? `Installation "${INSTALLATION}" is being deleted: netplug-flows is removed with netplug`
+      : `there is no Installation "${INSTALLATION}": netplug-flows runs beside netplug installed by the operator`;
+    await removeFlows(op, memory, message);
+    await report(NOTHING, { reason: 'NoInstallation', message });
+    return undefined;
+  }
+
+  // 2. A spec netplug-flows can use; else nothing that runs changes.
+  const spec = aggregator.spec ?? {};
+  const problems = aggregatorProblems(spec);
+  if (problems.length > 0) {
+    await report(NOTHING, {
+      reason: 'InvalidConfiguration',
+      message: `the FlowLogAggregator cannot be used: ${problems.join('; ')}`,
+    });
+    return undefined;
+  }
+
+  // 3. Once netplug-node's DaemonSet is made (netplug-system exists, pods have a network).
+  const intervalSeconds = spec.flushInterval ?? DEFAULT_FLUSH_INTERVAL;
+  if (!caches.daemonSets.get(NODE, SYSTEM_NAMESPACE)) {
+    const message = `DaemonSet ${NODE} does not exist yet: ${FLOWS} is installed beside it`;
+    await report({ available: false, progressing: true, reason: 'NotYetCreated', message }, undefined);
+    return undefined;
+  }
+  let problem: Problem | undefined;
+  try {
+    for (const object of renderFlowsSystem(spec, op.image)) await apply(kube, object);
+    memory.removed = false;
+  } catch (err) {
+    problem = { reason: 'ResourceUpdateError', message: `applying ${FLOWS}' objects: ${describeError(err)}` };
+  }
+
+  // 4. Conditions from the Deployment and netplug-node's template, as the caches hold them.
+  const state = combine([deploymentState(FLOWS, caches.deployments.get(FLOWS, SYSTEM_NAMESPACE)), nodesSending(caches, intervalSeconds)]);
+  problem ??= failingPods(caches.pods.list().filter(isFlowsPod));
+  try {
+    await report(state, problem);
+  } catch (err) {
+    // Changed meanwhile: its event brings the key back.
+    if (apiStatus(err) === 404) return undefined;
+    throw err;
+  }
+  // A failed write is announced by no event.
+  return problem?.reason === 'ResourceUpdateError' ? op.waits.notAvailableMs : undefined;
+}
+
+async function writeStatus(kube: OperatorKube, aggregator: FlowLogAggregator, state: ComponentState, problem: Problem | undefined) {
+  const generation = aggregator.metadata.generation;
+  await writeFlowsStatus(kube, AGGREGATOR_PLURAL, aggregator, {
+    observedGeneration: generation,
+    conditions: conditionsOf(state, problem, aggregator.status?.conditions, new Date(), generation),
+  });
+}
+
+/** Why FlowViewer "default" is not available. */
+const NO_VIEWER = `netplug ${NETPLUG_VERSION} ships no flow viewer: netplugctl flows --flows-namespace ${SYSTEM_NAMESPACE} reads the flow logs that FlowLogAggregator "${FLOWS_RESOURCE}" collects`;
+
+/** Reports FlowViewer "default" as not available: this release has none to install. */
+export async function reconcileViewer(op: Operator): Promise<void> {
+  const viewer = op.caches.flowViewers.get(FLOWS_RESOURCE);
+  if (!viewer) return;
+  const generation = viewer.metadata.generation;
+  const state: ComponentState = { available: false, progressing: false, reason: 'NotAvailable', message: NO_VIEWER };
+  try {
+    await writeFlowsStatus(op.kube, VIEWER_PLURAL, viewer, {
+      observedGeneration: generation,
+      conditions: conditionsOf(state, undefined, viewer.status?.conditions, new Date(), generation),
+    });
+  } catch (err) {
+    if (apiStatus(err) !== 404) throw err;
+  }
+}
