@@ -6,25 +6,23 @@
 // how many were left out. The addon reads on a thread of its own and hands packets over without
 // waiting; nothing here waits on the packets' path. A group another listener holds gets a warning
 // and retries: policy is enforced all the same.
-import { subscribeNflog, type NflogPacket, type NflogSubscription } from '../../dataplane/nftables.ts';
+import type { NflogPacket } from '../../dataplane/nftables.ts';
 import type { Logger } from '../../log/logger.ts';
 import { systemClock, type Clock, type Timer } from '../../runtime/clock.ts';
-import { describeError } from '../../runtime/errors.ts';
+import { followNflog, type Subscribe } from './follow-nflog.ts';
 
 /** The NFLOG group of Log rules (the engine's default) and the lines a second written at most. */
 export const LOG_GROUP = 20;
 const LINES_PER_SECOND = 20;
 /** How long after the first line left out the count of those left out is written. */
 const SUPPRESSED_REPORT_MS = 1_000;
-/** How often a subscription that failed is tried again. */
-const RETRY_MS = 60_000;
 
 export interface PacketLogOptions {
   log: Logger;
   group?: number;
   linesPerSecond?: number;
   clock?: Clock;
-  subscribe?: (group: number, onPacket: (packet: NflogPacket) => void) => Promise<NflogSubscription>;
+  subscribe?: Subscribe;
 }
 
 export interface PacketLog {
@@ -34,7 +32,7 @@ export interface PacketLog {
 
 /** Subscribes to the Log rules' group and writes their packets to `log` until stopped. */
 export function logPolicyPackets(options: PacketLogOptions): PacketLog {
-  const { log, group = LOG_GROUP, clock = systemClock, subscribe = subscribeNflog } = options;
+  const { log, group = LOG_GROUP, clock = systemClock, subscribe } = options;
   const bucket = new TokenBucket(options.linesPerSecond ?? LINES_PER_SECOND, clock);
   let suppressed = 0;
   let report: Timer | undefined;
@@ -50,49 +48,21 @@ export function logPolicyPackets(options: PacketLogOptions): PacketLog {
     report ??= clock.after(SUPPRESSED_REPORT_MS, reportSuppressed);
   };
 
-  let subscription: NflogSubscription | undefined;
-  let retry: Timer | undefined;
-  let stopped = false;
-  let warned = false;
-  let attempt: Promise<void> = Promise.resolve();
-  const start = async () => {
-    retry = undefined;
-    try {
-      const made = await subscribe(group, onPacket);
-      if (stopped) {
-        await made.stop();
-        return;
-      }
-      subscription = made;
-      log.info(`writing the packets of Log rules to this log (NFLOG group ${group})`);
-    } catch (err) {
-      if (stopped) return;
-      if (!warned)
-        log.warning(
-          `cannot read the packets of Log rules (NFLOG group ${group}): ${describeError(err)}; ` +
-            `they are not written to this log (policy is enforced all the same), trying again every ${RETRY_MS / 1000} s`,
-        );
-      warned = true;
-      retry = clock.after(RETRY_MS, () => {
-        attempt = start();
-      });
-    }
-  };
-  attempt = start();
+  const following = followNflog({
+    group,
+    onPacket,
+    log,
+    what: 'the packets of Log rules',
+    started: `writing the packets of Log rules to this log (NFLOG group ${group})`,
+    clock,
+    subscribe,
+  });
 
   return {
     async stop() {
-      stopped = true;
-      retry?.cancel();
-      await attempt;
+      await following.stop();
       report?.cancel();
       reportSuppressed();
-      try {
-        await subscription?.stop();
-      } catch (err) {
-        log.warning(`stopping the NFLOG subscription: ${describeError(err)}`);
-      }
-      subscription = undefined;
     },
   };
 }

@@ -7,16 +7,15 @@
 // the same, and records go without counts.
 import type { Counter } from 'prom-client';
 
-import { subscribeNflog, type NflogPacket, type NflogSubscription } from '../../dataplane/nftables.ts';
 import type { Logger } from '../../log/logger.ts';
 import type { FlowRecord } from '../../model/flow.ts';
 import { FlowAggregator, FlowLookup, type FlowSource, type TrackedConnection } from '../../policy/flows.ts';
 import { systemClock, type Clock, type Timer } from '../../runtime/clock.ts';
 import { describeError } from '../../runtime/errors.ts';
+import { followNflog, type Subscribe } from './follow-nflog.ts';
 
 /** The NFLOG group of flow logs (Log rules use 20). */
 export const FLOW_LOG_GROUP = 21;
-const RETRY_MS = 60_000;
 
 export interface FlowRecorderOptions {
   node: string;
@@ -31,7 +30,7 @@ export interface FlowRecorderOptions {
   denied: Counter<'policy'>;
   group?: number;
   clock?: Clock;
-  subscribe?: (group: number, onPacket: (packet: NflogPacket) => void) => Promise<NflogSubscription>;
+  subscribe?: Subscribe;
 }
 
 export interface FlowRecorder {
@@ -40,23 +39,20 @@ export interface FlowRecorder {
 }
 
 export function recordFlows(options: FlowRecorderOptions): FlowRecorder {
-  const { log, clock = systemClock, subscribe = subscribeNflog, group = FLOW_LOG_GROUP } = options;
+  const { log, clock = systemClock, subscribe, group = FLOW_LOG_GROUP } = options;
   const now = () => clock.now();
   const aggregator = new FlowAggregator({ node: options.node, lookup: new FlowLookup(options.engine) });
-  let subscription: NflogSubscription | undefined;
-  let retry: Timer | undefined;
   let stopped = false;
   let conntrackWarned = false;
-
-  const start = async () => {
-    try {
-      subscription = await subscribe(group, (packet) => aggregator.packet(packet, now()));
-      if (stopped) await subscription.stop();
-    } catch (err) {
-      log.warning(`flow logs: cannot read NFLOG group ${group} (${describeError(err)}); trying again in a minute`);
-      if (!stopped) retry = clock.after(RETRY_MS, () => void start());
-    }
-  };
+  const following = followNflog({
+    group,
+    onPacket: (packet) => aggregator.packet(packet, now()),
+    log,
+    what: 'the packets of flow logs',
+    started: `flow logs: reading NFLOG group ${group}`,
+    clock,
+    subscribe,
+  });
 
   const flush = async () => {
     let connections: TrackedConnection[] = [];
@@ -79,14 +75,12 @@ export function recordFlows(options: FlowRecorderOptions): FlowRecorder {
     if (!stopped) timer = clock.after(options.intervalMs, tick);
   };
   let timer: Timer | undefined = clock.after(options.intervalMs, tick);
-  void start();
 
   return {
     async stop() {
       stopped = true;
-      retry?.cancel();
       timer?.cancel();
-      await subscription?.stop();
+      await following.stop();
       await flushing;
       await flush();
     },
