@@ -107,6 +107,12 @@ test.serial('without a host endpoint the node is open; with one it is closed but
   const listing = policyNode.nftList().stdout;
   t.regex(listing, /chain host-input \{/);
   t.regex(listing, /iifname "eth0" goto fh-eth0/);
+  // Fail closed: with the agent stopped the kernel keeps the host endpoint closed, failsafe ports open.
+  await policyNode.stopAgent();
+  t.false(routerToNode(CLOSED)(), 'closed while the agent is stopped');
+  t.true(connectsTo(router, node.address, FAILSAFE_IN), 'failsafe port open while the agent is stopped');
+  policyNode.startAgent();
+  t.true(await settles('router → pod after the restart', routerToPod, true));
 });
 
 test.serial('a normal policy opens the host; an applyOnForward one reaches forwarded traffic too', async (t) => {
