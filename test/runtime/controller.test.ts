@@ -1,6 +1,6 @@
 // The reconcile runner (ts/runtime/controller.ts, work-queue.ts) on a fake clock: coalesced
 // triggers, one reconcile per key at a time, requeueAfter, backoff with jitter after a failure
-// (reset by a success), the periodic resync, a clean stop, and the two timing faults of the loops
+// (reset by a success, which also drops the retries and requeues it supersedes), the periodic resync, a clean stop, and the two timing faults of the loops
 // it replaces (a lost wake-up; a retry after a failure waiting for the whole period).
 import test from 'ava';
 
@@ -184,6 +184,50 @@ test('a failed reconcile is retried after its backoff, doubling with jitter, and
   await stop();
 });
 
+test('a success drops the retries and requeues it supersedes, not a trigger that came while it ran', async (t) => {
+  const clock = new FakeClock();
+  const start = clock.now();
+  let fail = true;
+  let running: ReturnType<typeof deferred<void>> | undefined;
+  const { controller, calls, stop } = recorded(
+    clock,
+    async () => {
+      if (fail) {
+        fail = false;
+        throw new Error('the route could not be written');
+      }
+      await running?.promise;
+      return undefined;
+    },
+    { settleMs: 200 },
+  );
+  controller.enqueue('k');
+  await settle();
+  // The retry is due at +1050; an event's pass at +500 succeeds, reading the state after it.
+  await clock.advance(500);
+  controller.enqueue('k');
+  await clock.advance(5000);
+  t.deepEqual(
+    calls.map((c) => c.at - start),
+    [0, 500],
+    'no pass at +1050: it would only repeat the one at +500',
+  );
+  // A trigger while a pass runs waits its settle delay and gets a pass of its own.
+  const pass = deferred<void>();
+  running = pass;
+  controller.enqueue('k');
+  await settle();
+  controller.trigger('k');
+  running = undefined;
+  pass.resolve();
+  await clock.advance(1000);
+  t.deepEqual(
+    calls.slice(2).map((c) => c.at - start),
+    [5500, 5700],
+  );
+  await stop();
+});
+
 test("after a failed pass the retry comes after the backoff, not after the resync period (netplug-kube-controllers' old loop waited 60 s)", async (t) => {
   const clock = new FakeClock();
   const start = clock.now();
@@ -228,22 +272,22 @@ test('a lost wake-up cannot happen: a trigger after a late settle timer of an ea
   controller.trigger('k'); // settles at 60 050; the resync at 60 000 comes first
   await clock.advance(50);
   t.deepEqual(passes(), [0, 60_000]);
-  await clock.advance(1000); // 61 000: the late settle timer fired at 60 050 in between
+  await clock.advance(1000); // 61 000: the late settle timer was dropped, the resync's pass covering it
   controller.trigger('k');
   await clock.advance(100);
-  t.deepEqual(passes(), [0, 60_000, 60_050, 61_100], 'the trigger after the late timer is not lost');
+  t.deepEqual(passes(), [0, 60_000, 61_100], 'the trigger after the late timer is not lost');
 
-  // A trigger while such a late timer is still pending joins it.
+  // A trigger after the pass that dropped such a timer settles from its own time.
   await clock.advance(119_950 - 61_100);
-  controller.trigger('k'); // settles at 120 050
-  await clock.advance(60); // the resync at 120 000
-  controller.trigger('k');
+  controller.trigger('k'); // would settle at 120 050; the resync at 120 000 covers it
+  await clock.advance(60);
+  controller.trigger('k'); // 120 010: settles at 120 110
   await clock.advance(40);
-  t.deepEqual(passes().slice(4), [120_000, 120_050]);
+  t.deepEqual(passes().slice(3), [120_000]);
   await clock.advance(1000);
   controller.trigger('k');
   await clock.advance(100);
-  t.deepEqual(passes().slice(4), [120_000, 120_050, 121_150]);
+  t.deepEqual(passes().slice(3), [120_000, 120_110, 121_150]);
   await stop();
 });
 

@@ -5,6 +5,8 @@
 // - `{ requeueAfterMs }` from a reconcile brings the key back then (a deadline it waits for);
 // - a failed reconcile brings the key back after its own backoff (exponential, with jitter; reset
 //   by a success), never after the resync period; the same failure over and over is logged once;
+// - a success drops the key's retries and requeues scheduled before it began (it read the state
+//   after them), not a trigger that came while it ran;
 // - every `resyncMs`, every known key (enqueued so far, or listed by `keys`) is reconciled again;
 // - `settleMs`: `trigger` waits this long, so that a burst of events (a relist) gives one reconcile.
 // The runner runs while `run(signal)` does (a leader runs it while it holds the lease; manager.ts),

@@ -4,7 +4,10 @@
 //   back after `done` (so no two workers ever reconcile one key at once, and no change is missed);
 // - `addAfter` delays a key (requeueAfter, a settle delay, backoff); a key delayed twice keeps the
 //   earlier time;
-// - `addRateLimited` delays it by its own exponential backoff with jitter, `forget` resets that.
+// - `addRateLimited` delays it by its own exponential backoff with jitter, `forget` resets that
+//   and drops the key's delays scheduled before it was handed out: the reconcile that succeeded
+//   read the state after them (a retry of an older failure, an older requeue), so they would only
+//   repeat it.
 //
 // API: `new WorkQueue({ clock, backoff, depth })`; add, addAfter, addRateLimited, forget, get
 // (resolves to the next key, undefined once shut down), done, shutDown, length.
@@ -26,7 +29,11 @@ export class WorkQueue<K> {
   /** Keys added and not yet handed out (waiting, or to come back after `done`). */
   private readonly dirty = new Set<K>();
   private readonly processing = new Set<K>();
-  private readonly delayed = new Map<K, { at: number; timer: Timer }>();
+  /** Delayed keys; `scheduled` orders them against hand-outs (`tick`), and is renewed by every addAfter it absorbs. */
+  private readonly delayed = new Map<K, { at: number; timer: Timer; scheduled: number }>();
+  /** When each key being processed was handed out. */
+  private readonly handedOut = new Map<K, number>();
+  private tick = 0;
   private readonly getters: ((key: K | undefined) => void)[] = [];
   private shut = false;
 
@@ -52,13 +59,17 @@ export class WorkQueue<K> {
     }
     const at = this.clock.now() + ms;
     const waiting = this.delayed.get(key);
-    if (waiting && waiting.at <= at) return;
+    if (waiting && waiting.at <= at) {
+      // It now also stands for this later request, which `forget` must not drop.
+      waiting.scheduled = this.tick++;
+      return;
+    }
     waiting?.timer.cancel();
     const timer = this.clock.after(ms, () => {
       this.delayed.delete(key);
       this.add(key);
     });
-    this.delayed.set(key, { at, timer });
+    this.delayed.set(key, { at, timer, scheduled: this.tick++ });
   }
 
   /** Adds `key` after its backoff (one more failure counted); returns the delay. */
@@ -68,9 +79,15 @@ export class WorkQueue<K> {
     return delay;
   }
 
-  /** The key succeeded: its backoff starts over. */
+  /** The key handed out succeeded: its backoff starts over, and delays older than its hand-out are dropped. */
   forget(key: K): void {
     this.backoff.forget(key);
+    const waiting = this.delayed.get(key);
+    const since = this.handedOut.get(key);
+    if (waiting && since !== undefined && waiting.scheduled < since) {
+      waiting.timer.cancel();
+      this.delayed.delete(key);
+    }
   }
 
   failures(key: K): number {
@@ -88,6 +105,7 @@ export class WorkQueue<K> {
   /** The key handed out is reconciled; if it was added meanwhile, it waits again. */
   done(key: K): void {
     this.processing.delete(key);
+    this.handedOut.delete(key);
     if (this.dirty.has(key) && !this.shut) this.push(key);
   }
 
@@ -119,6 +137,7 @@ export class WorkQueue<K> {
   private handOut(key: K): K {
     this.dirty.delete(key);
     this.processing.add(key);
+    this.handedOut.set(key, this.tick++);
     this.depth(this.queue.length);
     return key;
   }
