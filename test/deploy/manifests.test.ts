@@ -53,7 +53,7 @@ test('the node pod: agent first, install-cni second, on the standard host paths'
 });
 
 test('the fast path is on by default (netplug-config fast_path), the agent sees the host paths as the plugin does, and Prometheus finds /metrics', (t) => {
-  for (const name of ['netplug.yaml', 'netplug-etcd.yaml', 'netplug-host-local.yaml']) {
+  for (const name of ['netplug.yaml', 'netplug-etcd.yaml', 'netplug-host-local.yaml', 'netplug-policy-only.yaml']) {
     const config = docs(name).find((doc) => doc.kind === 'ConfigMap' && doc.metadata.name === 'netplug-config');
     t.is(config?.data?.['fast_path'], 'true', name);
     // Plain objects: the YAML loader gives the client's classes.
@@ -88,7 +88,7 @@ test('the fast path is on by default (netplug-config fast_path), the agent sees 
 
 test("network policy: on as shipped (netplug-config policy_enforcement); on the Kubernetes datastore netplug-node's ClusterRole grants its watches, on etcd the controllers copy the objects", (t) => {
   const plain = (value: unknown) => JSON.parse(JSON.stringify(value));
-  for (const name of ['netplug.yaml', 'netplug-host-local.yaml', 'netplug-etcd.yaml']) {
+  for (const name of ['netplug.yaml', 'netplug-host-local.yaml', 'netplug-policy-only.yaml', 'netplug-etcd.yaml']) {
     const kdd = name !== 'netplug-etcd.yaml';
     const config = docs(name).find((doc) => doc.kind === 'ConfigMap' && doc.metadata.name === 'netplug-config');
     t.is(config?.data?.['policy_enforcement'], 'true', name);
@@ -125,7 +125,7 @@ test("network policy: on as shipped (netplug-config policy_enforcement); on the 
 test("flow logs: off as shipped (netplug-config flow_logs, flow_logs_interval); netplug-node reaches netplug-flows' Service by its cluster IP with a token for it", (t) => {
   const flows = JSON.parse(JSON.stringify(docs('netplug-flows.yaml')));
   const service = flows.find((doc: Doc) => doc.kind === 'Service');
-  for (const name of ['netplug.yaml', 'netplug-etcd.yaml', 'netplug-host-local.yaml']) {
+  for (const name of ['netplug.yaml', 'netplug-etcd.yaml', 'netplug-host-local.yaml', 'netplug-policy-only.yaml']) {
     const config = docs(name).find((doc) => doc.kind === 'ConfigMap' && doc.metadata.name === 'netplug-config');
     t.is(config?.data?.['flow_logs'], 'false', name);
     t.is(config?.data?.['flow_logs_interval'], '15', name);
@@ -218,7 +218,7 @@ test('netplug-flows.yaml: the aggregator for netplug-node, allowed token reviews
     NETPLUG_FLOWS_MAX_BYTES: '64Mi',
   });
   // The writer is the service account every manifest's node pods run as.
-  for (const name of ['netplug.yaml', 'netplug-etcd.yaml', 'netplug-host-local.yaml']) {
+  for (const name of ['netplug.yaml', 'netplug-etcd.yaml', 'netplug-host-local.yaml', 'netplug-policy-only.yaml']) {
     const daemonSet = docs(name).find((doc) => doc.kind === 'DaemonSet');
     t.is(env['NETPLUG_FLOWS_WRITERS'], `${daemonSet?.metadata.namespace}:${daemonSet?.spec.template.spec.serviceAccountName}`, name);
   }
@@ -238,7 +238,7 @@ test('netplug-flows.yaml: the aggregator for netplug-node, allowed token reviews
 });
 
 test("one edit per CNI directory: its hostPath, anchored, moves the agent's mount and install-cni's CNI_NET_DIR with it", (t) => {
-  for (const name of ['netplug.yaml', 'netplug-etcd.yaml', 'netplug-host-local.yaml']) {
+  for (const name of ['netplug.yaml', 'netplug-etcd.yaml', 'netplug-host-local.yaml', 'netplug-policy-only.yaml']) {
     // As a user of k3s would edit the manifest: the hostPath of each directory, nothing else.
     const text = readFileSync(join(ROOT, 'deploy/manifests', name), 'utf8')
       .replace('path: &cni-bin-dir /opt/cni/bin', 'path: &cni-bin-dir /var/lib/rancher/k3s/data/current/bin')

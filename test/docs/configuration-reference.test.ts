@@ -113,7 +113,7 @@ type Doc = { kind?: string; metadata?: { name?: string }; data?: Record<string, 
 
 test('every key of the ConfigMap netplug-config, in every release manifest, is in docs/configuration.md', (t) => {
   const keys = new Set<string>();
-  for (const manifest of ['netplug.yaml', 'netplug-etcd.yaml', 'netplug-host-local.yaml']) {
+  for (const manifest of ['netplug.yaml', 'netplug-etcd.yaml', 'netplug-host-local.yaml', 'netplug-policy-only.yaml']) {
     const docs = loadAllYaml(readFileSync(join(ROOT, 'deploy/manifests', manifest), 'utf8')) as Doc[];
     const config = docs.find((doc) => doc?.kind === 'ConfigMap' && doc.metadata?.name === 'netplug-config');
     t.truthy(config, `${manifest} has netplug-config`);

@@ -36,7 +36,7 @@ export interface NodePaths {
 /** The manifest with the test node's directories in place of the standard host paths. */
 export function manifestFor(
   cluster: Cluster,
-  file: 'netplug.yaml' | 'netplug-etcd.yaml',
+  file: 'netplug.yaml' | 'netplug-etcd.yaml' | 'netplug-policy-only.yaml',
   paths: NodePaths,
   data: Record<string, string> = {},
 ): string {

@@ -9,9 +9,10 @@ import { dirname, join } from 'node:path';
 import test from 'ava';
 
 import { statusFileName } from '../../ts/plugin/policy-wait.ts';
-import { apply, BUSYBOX_IMAGE, clusterPerFile, getJson } from '../helpers/cluster.ts';
+import { apply, clusterPerFile, getJson } from '../helpers/cluster.ts';
 import { nftBinary } from '../helpers/kernel.ts';
 import { eventually, imageArchive, manifestFor, nodePaths, type NodePaths, writeKubeadmConfig } from './install.ts';
+import { clientPod, networkPolicy, policyProbes, serverPod } from './policy-probes.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const NS = 'x';
@@ -20,74 +21,10 @@ let paths: NodePaths;
 /** The node's endpoint-status directory, where the plugin looks (the agent's socket directory on the host). */
 let statusDir = '';
 
-const server = (name: string, role: string) => ({
-  apiVersion: 'v1',
-  kind: 'Pod',
-  metadata: { name, namespace: NS, labels: { app: 'server', role } },
-  spec: {
-    terminationGracePeriodSeconds: 1,
-    containers: [
-      {
-        name: 'httpd',
-        image: BUSYBOX_IMAGE,
-        imagePullPolicy: 'Never',
-        command: ['sh', '-c', `mkdir -p /www && echo ${name} > /www/index.html && exec httpd -f -p 80 -h /www`],
-        // The kubelet probes from the node: policy lets the node reach its pods.
-        readinessProbe: { httpGet: { path: '/', port: 80 }, periodSeconds: 1, failureThreshold: 1, timeoutSeconds: 1 },
-      },
-    ],
-  },
-});
-
-const client = {
-  apiVersion: 'v1',
-  kind: 'Pod',
-  metadata: { name: 'client', namespace: NS, labels: { app: 'client' } },
-  spec: {
-    terminationGracePeriodSeconds: 1,
-    containers: [{ name: 'main', image: BUSYBOX_IMAGE, imagePullPolicy: 'Never', command: ['sleep', '3600'] }],
-  },
-};
-
-const networkPolicy = (name: string, spec: object) => ({
-  apiVersion: 'networking.k8s.io/v1',
-  kind: 'NetworkPolicy',
-  metadata: { name, namespace: NS },
-  spec,
-});
-
-const podIp = async (name: string) => (await getJson(cluster(), 'pod', '-n', NS, name)).status.podIP as string;
-
-/** The last failed probe's message, for a failure's log. */
-let lastFailure = '';
-
-/** Whether the client gets the server's page (busybox httpd over TCP): a refused or dropped connection does not. */
-async function reaches(name: string): Promise<boolean> {
-  const address = await podIp(name);
-  try {
-    // busybox-static's wget crashes on this host; nc speaks the HTTP request instead.
-    const body = await cluster().kubectl(
-      'exec',
-      '-n',
-      NS,
-      'client',
-      '--',
-      'sh',
-      '-c',
-      `printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 3 ${address} 80`,
-    );
-    return body.trim().endsWith(`\n${name}`);
-  } catch (err) {
-    lastFailure = `client → ${name} (${address}): ${(err as Error).message}`;
-    return false;
-  }
-}
-
-/** Connectivity settles on `expected` and stays so for two more tries. */
-async function settles(name: string, expected: boolean): Promise<boolean> {
-  await eventually(`client → ${name} ${expected ? 'connects' : 'is blocked'}`, async () => (await reaches(name)) === expected, 60);
-  return (await reaches(name)) === expected && (await reaches(name)) === expected;
-}
+const server = (name: string, role: string) => serverPod(NS, name, role);
+const client = clientPod(NS);
+const probes = policyProbes(cluster, NS);
+const { settles } = probes;
 
 /** `nft list table inet netplug` in the node (the system's nft: node_modules/.bin has another). */
 const nftTable = () => cluster().inNode(nftBinary(), ['list', 'table', 'inet', 'netplug']);
@@ -95,7 +32,7 @@ const nftTable = () => cluster().inNode(nftBinary(), ['list', 'table', 'inet', '
 test.afterEach.always(async (t) => {
   if (t.passed) return;
   const c = cluster();
-  t.log(lastFailure);
+  t.log(probes.lastFailure);
   t.log(await nftTable().catch((err: Error) => err.message));
   const [agent] = (await getJson(c, 'pods', '-n', 'kube-system', '-l', 'k8s-app=netplug-node')).items;
   if (agent)
@@ -151,7 +88,7 @@ test.serial('a default-deny ingress policy on server-a blocks the client; the ku
   const c = cluster();
   const before = await nftTable();
   t.notRegex(before, /chain pi-/, 'no policy chain before a policy');
-  await apply(c, networkPolicy('deny-protected', { podSelector: { matchLabels: { role: 'protected' } }, policyTypes: ['Ingress'] }));
+  await apply(c, networkPolicy(NS, 'deny-protected', { podSelector: { matchLabels: { role: 'protected' } }, policyTypes: ['Ingress'] }));
   t.true(await settles('server-a', false));
   t.true(await settles('server-b', true), 'a pod the policy does not select stays open');
   const listing = await nftTable();
@@ -173,7 +110,7 @@ test.serial('allowing ingress from the client labels lets it through; deleting t
   const c = cluster();
   await apply(
     c,
-    networkPolicy('allow-client', {
+    networkPolicy(NS, 'allow-client', {
       podSelector: { matchLabels: { role: 'protected' } },
       ingress: [{ from: [{ podSelector: { matchLabels: { app: 'client' } } }], ports: [{ protocol: 'TCP', port: 80 }] }],
     }),

@@ -84,7 +84,8 @@ export async function runNodeMain(
     const address = new LocalAddress({ setting: settings.nodeAddress, name: settings.nodeName, log, informers, kube });
     subsystems.push(nodeAddresses(parts, address, started.done), routesToOtherNodes(parts, address, started.done));
     subsystems.push(natOutgoing(parts, table, started.done));
-  }
+  } else if (!settings.routes)
+    log.info('NETPLUG_NETWORKING_BACKEND=none: routing between nodes is left to the cluster; no routes, tunnels or natOutgoing here');
   const policy = table && settings.policyEnforcement ? networkPolicy(parts, table) : undefined;
   if (policy) subsystems.push(policy);
   // Other subsystems' part in CNI calls: policy's, once an ADD has planned its addresses and networked its pod.

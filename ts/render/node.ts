@@ -137,6 +137,7 @@ export function renderNode(options: RenderOptions): KubeObject {
       nodeName('NODENAME'),
       { name: 'CLUSTER_TYPE', value: 'k8s' },
       ...poolEnv,
+      ...(options.networking === 'none' ? [{ name: 'NETPLUG_NETWORKING_BACKEND', value: 'none' }] : []),
       { name: 'NETPLUG_HEALTH_ADDR', value: `127.0.0.1:${NODE_HEALTH_PORT}` },
       { name: 'NETPLUG_METRICS_ADDR', value: `:${NODE_METRICS_PORT}` },
       { name: 'NETPLUG_VAR_DIR', value: stateDir },

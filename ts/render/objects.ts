@@ -19,6 +19,12 @@ export interface RenderOptions {
   operator?: OperatorVariant;
   /** The manifests' IPAM: netplug-ipam (default), or host-local with each node's pod CIDR (USE_POD_CIDR). */
   ipam?: 'netplug-ipam' | 'host-local';
+  /**
+   * netplug-node's NETPLUG_NETWORKING_BACKEND: `routes` (default) routes to other nodes' pods;
+   * `none` is the policy-only install, where the cluster's route controller (or its network)
+   * routes the pod CIDRs and netplug enforces policy only.
+   */
+  networking?: 'routes' | 'none';
 }
 
 /** netplug-node's port for Prometheus (NETPLUG_METRICS_ADDR), on every address of the node. */

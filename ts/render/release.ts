@@ -1,4 +1,4 @@
-// The release files as text: deploy/manifests/{crds,netplug,netplug-etcd,netplug-host-local}.yaml for the manifest
+// The release files as text: deploy/manifests/{crds,netplug,netplug-etcd,netplug-host-local,netplug-policy-only}.yaml for the manifest
 // install (and netplug-flows.yaml beside any of them, for flow logs), {operator-crds,netplug-operator,custom-resources}.yaml
 // for the operator install. Shared by
 // the generator (which writes them) and the test that fails when the committed files drift.
@@ -88,6 +88,14 @@ export function releaseFiles(deployDir: string): Record<string, string> {
         `# Image: ${RELEASE_IMAGE}. netplug-node runs with USE_POD_CIDR=true; there is no upgrade-ipam init container.`,
       ],
       manifest('kubernetes', 'host-local'),
+    ),
+    'netplug-policy-only.yaml': documents(
+      [
+        `# netplug ${NETPLUG_VERSION}, policy only, on the Kubernetes datastore, in kube-system. Image: ${RELEASE_IMAGE}.`,
+        "# netplug enforces network policy; pods take addresses from host-local (each node's pod CIDR) and",
+        '# the cluster routes between nodes (NETPLUG_NETWORKING_BACKEND=none: no routes, tunnels or natOutgoing).',
+      ],
+      renderManifest({ datastore: 'kubernetes', namespace: 'kube-system', image: RELEASE_IMAGE, ipam: 'host-local', networking: 'none' }),
     ),
     'netplug-flows.yaml': documents(
       [
