@@ -243,7 +243,11 @@ test('a malformed batch gets 400 naming the field; a batch over 4 MiB 413; reads
   const read = await send(`${flows.read}/v1/flows?action=drop`, { method: 'GET' });
   t.is(read.status, 400);
   t.is(read.json.error, 'action "drop" must be Allow or Deny');
-  t.is((await send(`${flows.write}/v1/flows`, { method: 'GET', token: tokens.writer })).status, 405);
+  // A writer is not a reader (test/flows/readers.test.ts has the readers).
+  const writerReads = await send(`${flows.write}/v1/flows`, { method: 'GET', token: tokens.writer });
+  t.is(writerReads.status, 403, writerReads.text);
+  t.regex(writerReads.json.error, /may not read flow records: it is not one of the service accounts NETPLUG_FLOWS_READERS names/);
+  t.is((await send(`${flows.write}/v1/flows`, { method: 'PUT', token: tokens.writer })).status, 405);
 });
 
 test("a pod-bound token names its node: that writer posts its node's records only", async (t) => {

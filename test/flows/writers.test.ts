@@ -67,3 +67,16 @@ test('at most maxEntries verdicts are kept, the oldest forgotten first', async (
   await writers.verdict('t0');
   t.deepEqual(asked, ['t0', 't1', 't2', 't3', 't4', 't0']);
 });
+
+test("readers (role read): the accounts NETPLUG_FLOWS_READERS names; a writer is refused in a reader's words", async (t) => {
+  const viewer = 'system:serviceaccount:kube-system:netplug-flow-viewer';
+  const { review } = reviewer({ viewer: { authenticated: true, user: viewer }, node: { authenticated: true, user: NODE_SA } });
+  const readers = new Writers({ review, writers: [viewer], role: 'read' });
+  t.deepEqual(await readers.verdict('viewer'), { allowed: true, user: viewer });
+  t.deepEqual(await readers.verdict('node'), {
+    allowed: false,
+    status: 403,
+    reason: 'forbidden',
+    message: `${NODE_SA} may not read flow records: it is not one of the service accounts NETPLUG_FLOWS_READERS names`,
+  });
+});

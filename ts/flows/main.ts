@@ -4,7 +4,8 @@
 // the oldest dropped first) for `netplugctl flows` and other readers. Writes are authenticated
 // with the writers' service account tokens (writers.ts: TokenReview with the program's own
 // credentials, which need `create` on tokenreviews); reads are served on the loopback, reached by
-// port-forward (server.ts). Serves /livez, /readyz and /metrics (the runtime's server) once both
+// port-forward (server.ts), and on the write listener to the readers' tokens (NETPLUG_FLOWS_READERS:
+// the flow viewer), checked alike. Serves /livez, /readyz and /metrics (the runtime's server) once both
 // listeners are bound, and runs until `signal` aborts (exit 0); exit 1 when it cannot start.
 import * as k8s from '@kubernetes/client-node';
 
@@ -55,16 +56,17 @@ export async function runFlowsMain(
   const metrics = new FlowsMetrics(manager.metrics.registry);
   const window = new FlowWindow({ retentionMs: settings.retentionMs, maxBytes: settings.maxBytes });
   const writers = new Writers({ review, writers: settings.writers });
+  const readers = new Writers({ review, writers: settings.readers, role: 'read' });
   let servers: FlowsServers;
   try {
-    servers = await serveFlows({ write: settings.write, read: settings.read, tls: settings.tls, window, writers, metrics, log });
+    servers = await serveFlows({ write: settings.write, read: settings.read, tls: settings.tls, window, writers, readers, metrics, log });
   } catch (err) {
     log.error(`cannot serve: ${describeError(err)}`);
     return 1;
   }
   const at = (address: { host: string; port: number }) => `${address.host}:${address.port}`;
   log.info(
-    `${PROGRAM} ${NETPLUG_VERSION}: taking flow records on ${at(servers.write)} (${settings.tls ? 'TLS' : 'plain HTTP'}) from ${settings.writers.join(', ')}; serving reads on ${at(servers.read)}; keeping ${settings.retentionMs / 1000} s and at most ${settings.maxBytes} bytes of records`,
+    `${PROGRAM} ${NETPLUG_VERSION}: taking flow records on ${at(servers.write)} (${settings.tls ? 'TLS' : 'plain HTTP'}) from ${settings.writers.join(', ')}; serving reads on ${at(servers.read)}, and on ${at(servers.write)} to ${settings.readers.join(', ')}; keeping ${settings.retentionMs / 1000} s and at most ${settings.maxBytes} bytes of records`,
   );
   if (!isLoopback(settings.read.host) && settings.read.host !== 'localhost')
     log.warning(

@@ -5,6 +5,8 @@
 //                      200 {"accepted": N}; 400 naming the field and the value; 401 no or a bad token;
 //                      403 not a writer, or a record of another node than the token's; 413 too large;
 //                      415 another encoding; 503 the TokenReview could not be made
+//     GET /v1/flows    as on the read listener, with `Authorization: Bearer <token>` of a reader
+//                      (NETPLUG_FLOWS_READERS: the flow viewer), answered 401, 403 and 503 as writes
 //   reads (NETPLUG_FLOWS_READ_LISTEN, the loopback by default: whoever reaches it reads every record)
 //     GET /v1/flows?namespace=&pod=&policy=&action=&node=&since=&limit=   {"records": [...]}, newest
 //                      last (filter.ts says the parameters); 400 naming a bad one
@@ -18,7 +20,6 @@
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type OutgoingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
 import { createGunzip } from 'node:zlib';
 
 import type * as z from 'zod/mini';
@@ -29,20 +30,17 @@ import { type FlowBatch, flowBatchSchema, type FlowFilter, type FlowRecord } fro
 import { describeError } from '../runtime/errors.ts';
 import type { Log } from '../runtime/log.ts';
 import { DEFAULT_LIMIT, FilterError, matchesFilter, parseFlowQuery } from './filter.ts';
+import { type Address, bearerToken, close, listen, reject, send } from './http.ts';
 import type { FlowsMetrics, RefusedReason } from './metrics.ts';
 import { FLOWS_AUDIENCE } from './settings.ts';
 import type { FlowWindow } from './window.ts';
-import type { Writers } from './writers.ts';
+import type { Verdict, Writers } from './writers.ts';
 
 /** The largest batch taken, decompressed. */
 const MAX_BATCH_BYTES = 4 * 1024 * 1024;
-/** What a refused request's body may still send before its connection is cut. */
-const DRAIN_BYTES = 8 * 1024 * 1024;
 /** A follower with this much not yet sent is dropped. */
 const FOLLOWER_BACKLOG_BYTES = 8 * 1024 * 1024;
 const PATH = '/v1/flows';
-
-type Address = { host: string; port: number };
 
 export interface FlowsServerOptions {
   write: Address;
@@ -50,6 +48,8 @@ export interface FlowsServerOptions {
   tls?: { cert: string; key: string } | undefined;
   window: FlowWindow;
   writers: Pick<Writers, 'verdict'>;
+  /** Who may also read on the write listener (NETPLUG_FLOWS_READERS); none: reads on the read listener only. */
+  readers?: Pick<Writers, 'verdict'>;
   metrics: FlowsMetrics;
   log: Log;
   now?: () => number;
@@ -94,30 +94,59 @@ export async function serveFlows(options: FlowsServerOptions): Promise<FlowsServ
     reject(request, response, status, message, headers);
   };
 
-  const write = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
-    const url = new URL(request.url ?? '/', 'http://flows');
-    if (url.pathname !== PATH) return reject(request, response, 404, `not found: POST ${PATH} is served here`);
-    if (request.method !== 'POST') return reject(request, response, 405, `only POST is served on ${PATH}`, { Allow: 'POST' });
-    const token = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')?.[1];
-    if (token === undefined)
-      return refuse(
+  /**
+   * The verdict on the request's bearer token by `accounts`, or undefined once the request is
+   * answered: 401 without a token or with a bad one, 403 not one of `accounts`, 503 no review.
+   */
+  const authorize = async (
+    accounts: Pick<Writers, 'verdict'>,
+    request: IncomingMessage,
+    refused: (reason: RefusedReason, status: number, message: string) => void,
+  ): Promise<(Verdict & { allowed: true }) | undefined> => {
+    const token = bearerToken(request);
+    if (token === undefined) {
+      refused(
         'unauthenticated',
-        request,
-        response,
         401,
         `no bearer token: send Authorization: Bearer <a service account token for the audience ${FLOWS_AUDIENCE}>`,
       );
-    let verdict: Awaited<ReturnType<Writers['verdict']>>;
+      return undefined;
+    }
+    let verdict: Verdict;
     try {
-      verdict = await writers.verdict(token);
+      verdict = await accounts.verdict(token);
       reviewProblem = undefined;
     } catch (err) {
       const problem = describeError(err);
-      if (problem !== reviewProblem) log.warning(`cannot verify writers' tokens (TokenReview): ${problem}`);
+      if (problem !== reviewProblem) log.warning(`cannot verify tokens (TokenReview): ${problem}`);
       reviewProblem = problem;
-      return refuse('review-failed', request, response, 503, `cannot verify the token now: ${problem}`);
+      refused('review-failed', 503, `cannot verify the token now: ${problem}`);
+      return undefined;
     }
-    if (!verdict.allowed) return refuse(verdict.reason, request, response, verdict.status, verdict.message);
+    if (verdict.allowed) return verdict;
+    refused(verdict.reason, verdict.status, verdict.message);
+    return undefined;
+  };
+
+  // The write listener: writers post; readers (NETPLUG_FLOWS_READERS) read, as on the read listener.
+  const write = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
+    const url = new URL(request.url ?? '/', 'http://flows');
+    if (url.pathname !== PATH) return reject(request, response, 404, `not found: ${PATH} is served here`);
+    const readers = options.readers;
+    if (request.method === 'GET' && readers) {
+      // Refused reads are not counted with the writes: that metric tells nodes' troubles.
+      const reader = await authorize(readers, request, (_reason, status, message) =>
+        reject(request, response, status, message, status === 401 ? { 'WWW-Authenticate': `Bearer realm="${FLOWS_AUDIENCE}"` } : {}),
+      );
+      if (reader) read(request, response);
+      return;
+    }
+    if (request.method !== 'POST')
+      return reject(request, response, 405, `only POST is served on ${PATH}${readers ? ', and GET to readers' : ''}`, {
+        Allow: readers ? 'GET, POST' : 'POST',
+      });
+    const verdict = await authorize(writers, request, (reason, status, message) => refuse(reason, request, response, status, message));
+    if (!verdict) return;
 
     const declared = Number(request.headers['content-length']);
     if (declared > MAX_BATCH_BYTES && request.headers['content-encoding'] === undefined)
@@ -227,45 +256,6 @@ export async function serveFlows(options: FlowsServerOptions): Promise<FlowsServ
     await Promise.all(servers.map(close));
     throw err;
   }
-}
-
-function listen(server: Server, address: Address): Promise<Address> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(address.port, address.host, () => {
-      server.off('error', reject);
-      resolve({ host: address.host, port: (server.address() as AddressInfo).port });
-    });
-  });
-}
-
-function close(server: Server): Promise<void> {
-  return new Promise((resolve) => {
-    server.close(() => resolve());
-    server.closeAllConnections();
-  });
-}
-
-function send(response: ServerResponse, status: number, body: unknown, headers: OutgoingHttpHeaders = {}): void {
-  response.writeHead(status, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store', ...headers });
-  response.end(`${JSON.stringify(body)}\n`);
-}
-
-/**
- * Answers `status` with `{"error": message}` before the body is read: the connection closes
- * after it, and what the client still sends is read (up to DRAIN_BYTES), so that a client still
- * writing sees the answer rather than a reset.
- */
-function reject(request: IncomingMessage, response: ServerResponse, status: number, message: string, headers: OutgoingHttpHeaders = {}) {
-  const unread = !request.complete && !request.readableEnded;
-  send(response, status, { error: message }, unread ? { ...headers, Connection: 'close' } : headers);
-  if (!unread) return;
-  let drained = 0;
-  request.on('data', (chunk: Buffer) => {
-    drained += chunk.length;
-    if (drained > DRAIN_BYTES) request.destroy();
-  });
-  request.resume();
 }
 
 /** The body, decompressed; `too-large` past MAX_BATCH_BYTES; an Error when it cannot be read (bad gzip). */

@@ -40,6 +40,7 @@ const schema = z.object({
   NETPLUG_FLOWS_READ_LISTEN: hostPort(`127.0.0.1:${FLOWS_READ_PORT}`),
   NETPLUG_FLOWS_HEALTH_ADDR: hostPort(`0.0.0.0:${FLOWS_HEALTH_PORT}`),
   NETPLUG_FLOWS_WRITERS: serviceAccounts('kube-system:netplug-node'),
+  NETPLUG_FLOWS_READERS: serviceAccounts('kube-system:netplug-flow-viewer'),
   NETPLUG_FLOWS_RETENTION: duration('2h', { minMs: 1000 }),
   NETPLUG_FLOWS_MAX_BYTES: bytes('64Mi', 1024),
   NETPLUG_FLOWS_TLS_CERT_FILE: text(),
@@ -57,6 +58,8 @@ export interface FlowsSettings {
   health: { host: string; port: number };
   /** The API user names of the service accounts that may write. */
   writers: readonly string[];
+  /** The API user names of the service accounts that may read on the write listener (the flow viewer). */
+  readers: readonly string[];
   retentionMs: number;
   maxBytes: number;
   /** Serve writes over TLS with this certificate and key. */
@@ -78,6 +81,7 @@ export function flowsSettings(env: NodeJS.ProcessEnv): FlowsSettings {
     read: given.NETPLUG_FLOWS_READ_LISTEN,
     health: given.NETPLUG_FLOWS_HEALTH_ADDR,
     writers: given.NETPLUG_FLOWS_WRITERS,
+    readers: given.NETPLUG_FLOWS_READERS,
     retentionMs: given.NETPLUG_FLOWS_RETENTION,
     maxBytes: given.NETPLUG_FLOWS_MAX_BYTES,
     tls: cert !== undefined && key !== undefined ? { cert, key } : undefined,

@@ -8,7 +8,10 @@
 // server unreachable, or refusing the aggregator's own credentials) is not kept: the write is
 // answered 503 and the next one asks again.
 //
-// API: `new Writers({ review, writers, ttlMs?, maxEntries?, now? })`, verdict(token);
+// The same checks, with `role: 'read'`, say who may read records on the write listener
+// (NETPLUG_FLOWS_READERS).
+//
+// API: `new Writers({ review, writers, role?, ttlMs?, maxEntries?, now? })`, verdict(token);
 // `tokenReviewer(config)`: the review through @kubernetes/client-node.
 import { createHash } from 'node:crypto';
 
@@ -44,15 +47,26 @@ interface Kept {
 export class Writers {
   readonly #review: Reviewer;
   readonly #writers: ReadonlySet<string>;
+  readonly #role: 'write' | 'read';
   readonly #ttlMs: number;
   readonly #maxEntries: number;
   readonly #now: () => number;
   readonly #kept = new Map<string, Kept>();
   readonly #asking = new Map<string, Promise<Verdict>>();
 
-  constructor(options: { review: Reviewer; writers: readonly string[]; ttlMs?: number; maxEntries?: number; now?: () => number }) {
+  constructor(options: {
+    review: Reviewer;
+    /** The API user names allowed. */
+    writers: readonly string[];
+    /** What they are allowed, for the refusal's words (default write). */
+    role?: 'write' | 'read';
+    ttlMs?: number;
+    maxEntries?: number;
+    now?: () => number;
+  }) {
     this.#review = options.review;
     this.#writers = new Set(options.writers);
+    this.#role = options.role ?? 'write';
     this.#ttlMs = options.ttlMs ?? 60_000;
     this.#maxEntries = options.maxEntries ?? 1024;
     this.#now = options.now ?? Date.now;
@@ -97,7 +111,7 @@ export class Writers {
         allowed: false,
         status: 403,
         reason: 'forbidden',
-        message: `${shorten(review.user, 300)} may not write flow records: it is not one of the service accounts NETPLUG_FLOWS_WRITERS names`,
+        message: `${shorten(review.user, 300)} may not ${this.#role} flow records: it is not one of the service accounts ${this.#role === 'read' ? 'NETPLUG_FLOWS_READERS' : 'NETPLUG_FLOWS_WRITERS'} names`,
       };
     const node = review.extra?.[NODE_NAME_EXTRA]?.[0];
     return { allowed: true, user: review.user, ...(node ? { node } : {}) };
