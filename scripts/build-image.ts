@@ -4,7 +4,8 @@
 // reference plugins install-cni copies beside ours, exactly the shared libraries they load, and
 // /tmp. No shell. Reproducible: the same inputs give the same digests (image-layout.ts).
 //
-//   /usr/bin/{netplug-node,netplug-install,netplug-kube-controllers,netplug-operator,netplugctl}   the SEA, hard links
+//   /usr/bin/{netplug-node,netplug-install,netplug-kube-controllers,netplug-operator,netplug-flows,
+//            netplug-flow-viewer,netplugctl}                                      the SEA, hard links
 //   /opt/cni/bin/{netplug-oneshot,netplug-ipam}                                   the same file
 //   /opt/cni/bin/netplug                                                          the native shim (static)
 //   /usr/bin/ and /opt/cni/bin/netplug-dataplane.linux-<arch>-gnu.node            the addon, beside each
@@ -31,7 +32,15 @@ const outDir = values.out;
 const ADDON = `netplug-dataplane.linux-${arch()}-gnu.node`;
 const SEA = join(root, 'dist/cni/netplug-oneshot');
 const SHIM = join(root, 'dist/cni/netplug');
-const USR_BIN = ['netplug-node', 'netplug-install', 'netplug-kube-controllers', 'netplug-operator', 'netplug-flows', 'netplugctl'];
+const USR_BIN = [
+  'netplug-node',
+  'netplug-install',
+  'netplug-kube-controllers',
+  'netplug-operator',
+  'netplug-flows',
+  'netplug-flow-viewer',
+  'netplugctl',
+];
 const CNI_BIN = ['netplug-oneshot', 'netplug-ipam'];
 /** Debian's reference plugins (containernetworking-plugins) that the conflist chains or install-cni ships. */
 const SYSTEM_PLUGINS = ['portmap', 'host-local', 'loopback', 'tuning'];

@@ -7,7 +7,7 @@
 //   dist/cni/netplug-ipam     the SEA, linked: the program dispatches on the name it runs as
 //   dist/bin/netplugctl       the SEA again, for administrators; also netplug-node,
 //                             netplug-install, netplug-kube-controllers, netplug-operator,
-//                             netplug-flows (own bundle)
+//                             netplug-flows, netplug-flow-viewer (own bundle)
 //   dist/*/netplug-dataplane.linux-<arch>-gnu.node   the data-plane addon beside each
 //
 // The program is one esbuild bundle (CommonJS) in which each command's code is initialised on
@@ -29,7 +29,15 @@ const out = (path: string) => `${root}dist/${path}`;
 const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
 const addonFile = `netplug-dataplane.linux-${arch()}-gnu.node`;
 // dist/bin: the administrator's tool and the long-running programs, all the same executable.
-const BIN_NAMES = ['netplugctl', 'netplug-node', 'netplug-install', 'netplug-kube-controllers', 'netplug-operator', 'netplug-flows'];
+const BIN_NAMES = [
+  'netplugctl',
+  'netplug-node',
+  'netplug-install',
+  'netplug-kube-controllers',
+  'netplug-operator',
+  'netplug-flows',
+  'netplug-flow-viewer',
+];
 
 rmSync(out(''), { recursive: true, force: true });
 for (const dir of ['build', 'cni', 'bin']) mkdirSync(out(dir), { recursive: true });

@@ -136,9 +136,15 @@ test.serial('the layer holds the executables under their image names and exactly
   t.is(entries.get(sea), '-rwxr-xr-x');
   const seaNames = [
     'opt/cni/bin/netplug-oneshot',
-    ...['netplug-node', 'netplug-install', 'netplug-kube-controllers', 'netplug-operator', 'netplug-flows', 'netplugctl'].map(
-      (n) => `usr/bin/${n}`,
-    ),
+    ...[
+      'netplug-node',
+      'netplug-install',
+      'netplug-kube-controllers',
+      'netplug-operator',
+      'netplug-flows',
+      'netplug-flow-viewer',
+      'netplugctl',
+    ].map((n) => `usr/bin/${n}`),
   ];
   for (const name of seaNames) t.is(entries.get(name), `hrwxr-xr-x link to ${sea}`, name);
   t.is(entries.get(`opt/cni/bin/${ADDON}`), '-rwxr-xr-x');
@@ -213,6 +219,7 @@ test.serial('the layer holds the executables under their image names and exactly
     'usr/bin/iptables-restore',
     'usr/bin/iptables-save',
     `usr/bin/${ADDON}`,
+    'usr/bin/netplug-flow-viewer',
     'usr/bin/netplug-flows',
     'usr/bin/netplug-install',
     'usr/bin/netplug-kube-controllers',

@@ -214,6 +214,7 @@ test('netplug-flows.yaml: the aggregator for netplug-node, allowed token reviews
     NETPLUG_FLOWS_READ_LISTEN: '127.0.0.1:9446',
     NETPLUG_FLOWS_HEALTH_ADDR: '0.0.0.0:9447',
     NETPLUG_FLOWS_WRITERS: 'kube-system:netplug-node',
+    NETPLUG_FLOWS_READERS: 'kube-system:netplug-flow-viewer',
     NETPLUG_FLOWS_RETENTION: '2h',
     NETPLUG_FLOWS_MAX_BYTES: '64Mi',
   });

@@ -1,5 +1,5 @@
 // Entry point of the long-running programs' bundle (netplug-node, netplug-install,
-// netplug-kube-controllers, netplug-operator, netplug-flows). A second asset of the single
+// netplug-kube-controllers, netplug-operator, netplug-flows, netplug-flow-viewer). A second asset of the single
 // executable, so the CNI plugin's start-up never parses their libraries (@kubernetes/client-node
 // and its dependencies).
 import { NETPLUG_VERSION } from '../version.ts';
@@ -13,6 +13,7 @@ export const AGENTS: Record<string, () => Promise<AgentMain>> = {
   'netplug-kube-controllers': async () => (await import('../controllers/main.ts')).runControllersMain,
   'netplug-operator': async () => (await import('../operator/main.ts')).runOperatorMain,
   'netplug-flows': async () => (await import('../flows/main.ts')).runFlowsMain,
+  'netplug-flow-viewer': async () => (await import('../viewer/main.ts')).runViewerMain,
   // Only its cluster commands come here (ts/cli/sea-main.ts); the others run from the plugin's bundle.
   netplugctl: async () => {
     const { runClusterCtlMain } = await import('./cluster-commands.ts');

@@ -12,7 +12,14 @@ const { dirname } = process.getBuiltinModule('node:path');
 
 // The long-running programs live in a bundle of their own (see ts/cli/agents.ts); it has no code
 // cache, since their start-up is paid once per pod, not once per pod network operation.
-const AGENT_NAMES = ['netplug-node', 'netplug-install', 'netplug-kube-controllers', 'netplug-operator', 'netplug-flows'];
+const AGENT_NAMES = [
+  'netplug-node',
+  'netplug-install',
+  'netplug-kube-controllers',
+  'netplug-operator',
+  'netplug-flows',
+  'netplug-flow-viewer',
+];
 // netplugctl's cluster commands (upgrade, migrate, datastore migrate, flows) use the agents' libraries too.
 // As netplug-oneshot (the shim's fallback) it is the plugin, netplug.
 const program = programName();

@@ -2,9 +2,11 @@
 // beside a manifest install to turn flow logs on (netplug-config's flow_logs "true", then a restart
 // of netplug-node). One replica: it keeps a bounded window of records in memory. Nodes post to the
 // Service's one port, the write port; reads stay on the pod's loopback, reached by port-forward
-// (`netplugctl flows` finds the pod by its k8s-app label). Writers are netplug-node's service
-// account, whose tokens (audience netplug-flows) it checks by TokenReview: its only right.
+// (`netplugctl flows` finds the pod by its k8s-app label), and on the write port to the flow
+// viewer's service account (NETPLUG_FLOWS_READERS). Writers are netplug-node's service account,
+// whose tokens (audience netplug-flows), and the readers', it checks by TokenReview: its only right.
 // netplug-operator renders the same objects in netplug-system for FlowLogAggregator "default".
+import { FLOW_VIEWER } from './flow-viewer.ts';
 import { type KubeObject, labelsOf, NODE, type RenderOptions } from './objects.ts';
 
 export const FLOWS = 'netplug-flows';
@@ -92,6 +94,8 @@ export function renderFlows(options: RenderOptions, window: FlowsWindow = {}): K
                   { name: 'NETPLUG_FLOWS_HEALTH_ADDR', value: `0.0.0.0:${FLOWS_HEALTH_PORT}` },
                   // netplug-node's service account in this install's namespace.
                   { name: 'NETPLUG_FLOWS_WRITERS', value: `${namespace}:${NODE}` },
+                  // The flow viewer's service account (ts/render/flow-viewer.ts) reads on the write port.
+                  { name: 'NETPLUG_FLOWS_READERS', value: `${namespace}:${FLOW_VIEWER}` },
                   { name: 'NETPLUG_FLOWS_RETENTION', value: window.retention ?? '2h' },
                   { name: 'NETPLUG_FLOWS_MAX_BYTES', value: String(window.maxBytes ?? '64Mi') },
                 ],

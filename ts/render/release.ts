@@ -1,5 +1,5 @@
 // The release files as text: deploy/manifests/{crds,netplug,netplug-etcd,netplug-host-local,netplug-policy-only}.yaml for the manifest
-// install (and netplug-flows.yaml beside any of them, for flow logs), {operator-crds,netplug-operator,custom-resources}.yaml
+// install (and netplug-flows.yaml beside any of them, for flow logs, and netplug-flow-viewer.yaml after it), {operator-crds,netplug-operator,custom-resources}.yaml
 // for the operator install. Shared by
 // the generator (which writes them) and the test that fails when the committed files drift.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { dumpYaml } from '@kubernetes/client-node';
 
 import { NETPLUG_VERSION } from '../version.ts';
+import { renderFlowViewer } from './flow-viewer.ts';
 import { renderFlows } from './flows.ts';
 import { anchorHostPaths } from './host-path-anchors.ts';
 import { renderManifest } from './manifests.ts';
@@ -103,6 +104,13 @@ export function releaseFiles(deployDir: string): Record<string, string> {
         '# Then set flow_logs: "true" in the netplug-config ConfigMap and restart netplug-node (docs/install.md#flow-logs).',
       ],
       renderFlows({ datastore: 'kubernetes', namespace: 'kube-system', image: RELEASE_IMAGE }),
+    ),
+    'netplug-flow-viewer.yaml': documents(
+      [
+        `# netplug-flow-viewer ${NETPLUG_VERSION}, the flow viewer, in kube-system, after netplug-flows.yaml. Image: ${RELEASE_IMAGE}.`,
+        '# Open it with kubectl -n kube-system port-forward svc/netplug-flow-viewer 9449, then http://localhost:9449.',
+      ],
+      renderFlowViewer({ namespace: 'kube-system', image: RELEASE_IMAGE }),
     ),
   };
 }
