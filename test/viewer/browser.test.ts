@@ -3,8 +3,10 @@
 // the built netplug-flow-viewer with its reader token, shown on the page: the flows the test made,
 // one allowed and one denied by a named policy, the denied one marked with its policy, the graph's
 // allowed and denied edges, a filter narrowing the table, a record posted later arriving live.
-// The page fetches nothing but its own origin. The screenshot is kept as docs/images/flow-viewer.png.
-import { join } from 'node:path';
+// The page fetches nothing but its own origin. The screenshot is kept in dist/screenshots/ (with
+// NETPLUG_DOCS_SCREENSHOT=1 it replaces docs/images/flow-viewer.png, the one the docs show).
+import { mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 
 import test from 'ava';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
@@ -16,7 +18,7 @@ import { sharedTeardowns } from '../helpers/shared.ts';
 import { startViewerCluster, type ViewerCluster } from './cluster.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
-const SCREENSHOT = join(ROOT, 'docs/images/flow-viewer.png');
+const SCREENSHOT = join(ROOT, process.env['NETPLUG_DOCS_SCREENSHOT'] === '1' ? 'docs/images' : 'dist/screenshots', 'flow-viewer.png');
 
 const shared = sharedTeardowns(test);
 let cluster: ViewerCluster;
@@ -141,6 +143,7 @@ test('the page shows the flows posted, the denied one marked with its policy, th
   });
   await cluster.post([live]);
   await rowsOnceThere(page, 'the live record on top', (found) => found.length === 4 && /shop\/cart:9000/.test(found[0]?.text ?? ''));
+  mkdirSync(dirname(SCREENSHOT), { recursive: true });
   await page.screenshot({ path: SCREENSHOT, fullPage: true });
   t.log(`screenshot: ${SCREENSHOT}`);
 
