@@ -4,7 +4,8 @@
 // Deployment, with the spec's window) and turns netplug-node's flow logs on; Available once the
 // Deployment reports ready; a spec netplug-flows cannot use is Degraded naming the field; deleting
 // it removes them and turns the flow logs off; without the Installation it is Degraded and its
-// objects go. FlowViewer "default" says that there is no viewer. Another name is refused by the
+// objects go. FlowViewer "default" runs netplug-flow-viewer beside it (Degraded, NoAggregator,
+// without one). Another name is refused by the
 // API server for both kinds. No kubelet and no controller manager run: the Deployment's status is
 // what the test reports for it.
 import test from 'ava';
@@ -69,6 +70,18 @@ async function flowsObjects(): Promise<string[]> {
   return found.filter((kind): kind is string => kind !== undefined);
 }
 const ALL = ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Service', 'Deployment'];
+const VIEWER = 'netplug-flow-viewer';
+/** netplug-flow-viewer's objects that exist, as `Kind`. */
+async function viewerObjects(): Promise<string[]> {
+  const found = await Promise.all(
+    [
+      cluster.kube.core.readNamespacedServiceAccount({ name: VIEWER, namespace: SYSTEM }).then(() => 'ServiceAccount'),
+      cluster.kube.core.readNamespacedService({ name: VIEWER, namespace: SYSTEM }).then(() => 'Service'),
+      cluster.apps.readNamespacedDeployment({ name: VIEWER, namespace: SYSTEM }).then(() => 'Deployment'),
+    ].map((read) => read.catch(() => undefined)),
+  );
+  return found.filter((kind): kind is string => kind !== undefined);
+}
 
 test.serial('another name than default is refused by the API server for both kinds', async (t) => {
   const refused = async (promise: Promise<unknown>) => {
@@ -83,7 +96,7 @@ test.serial('another name than default is refused by the API server for both kin
 });
 
 test.serial(
-  'FlowLogAggregator default: netplug-flows in netplug-system and flow logs on netplug-node; Available when ready; deleted: both gone; FlowViewer default: NotAvailable',
+  'FlowLogAggregator default: netplug-flows in netplug-system and flow logs on netplug-node; Available when ready; deleted: both gone; FlowViewer default: the viewer beside it',
   async (t) => {
     const logFrom = cluster.log.length;
     t.teardown(async () => {
@@ -95,12 +108,12 @@ test.serial(
     await eventually('the DaemonSet', async () => Boolean(await readDaemonSet(cluster).catch(() => undefined)));
     t.false('NETPLUG_FLOW_LOGS' in (await agentEnv()), 'no flow logs without a FlowLogAggregator');
 
-    // The viewer: accepted, and told apart.
+    // The viewer before the aggregator: nothing to show, and it says so.
     await create(viewerRef(), 'FlowViewer', {});
-    const viewer = await eventually('the FlowViewer status', async () => condition(await read(viewerRef()), 'Available'));
-    t.like(viewer, { status: 'False', reason: 'NotAvailable' });
-    t.regex(viewer.message, /ships no flow viewer: netplugctl flows --flows-namespace netplug-system reads the flow logs/);
-    t.like(condition(await read(viewerRef()), 'Degraded'), { status: 'False' });
+    const noAggregator = await eventually('the FlowViewer status', async () => condition(await read(viewerRef()), 'Degraded'));
+    t.like(noAggregator, { status: 'True', reason: 'NoAggregator' });
+    t.regex(noAggregator.message, /there is no FlowLogAggregator "default": the viewer shows the flow logs it collects/);
+    t.deepEqual(await viewerObjects(), []);
 
     await create(aggregatorRef(), 'FlowLogAggregator', { retention: '30m', maxBytes: '8Mi', flushInterval: 5 });
     await eventually('netplug-flows', async () => (await flowsObjects()).length === ALL.length);
@@ -162,6 +175,32 @@ test.serial(
     t.like(condition(available, 'Available'), { reason: 'AllObjectsAvailable' });
     t.is(available.status?.observedGeneration, available.metadata.generation);
 
+    // The viewer, now that netplug-flows exists: its objects, the operator's; Available once ready.
+    await eventually('netplug-flow-viewer', async () => (await viewerObjects()).length === 3);
+    const viewerDeployment = await cluster.apps.readNamespacedDeployment({ name: VIEWER, namespace: SYSTEM });
+    t.is(viewerDeployment.spec?.template.spec?.containers[0]?.image, IMAGE);
+    t.is(viewerDeployment.metadata?.labels?.['app.kubernetes.io/managed-by'], 'netplug-operator');
+    t.is(env((await readFlowsDeployment())?.spec?.template.spec?.containers[0])['NETPLUG_FLOWS_READERS'], `${SYSTEM}:${VIEWER}`);
+    await eventually('the viewer Progressing', async () => condition(await read(viewerRef()), 'Available')?.reason === 'RolloutPending');
+    t.like(condition(await read(viewerRef()), 'Degraded'), { status: 'False' });
+    await cluster.apps.patchNamespacedDeploymentStatus(
+      {
+        name: VIEWER,
+        namespace: SYSTEM,
+        body: {
+          status: {
+            observedGeneration: viewerDeployment.metadata?.generation,
+            replicas: 1,
+            updatedReplicas: 1,
+            readyReplicas: 1,
+            availableReplicas: 1,
+          },
+        },
+      },
+      merge,
+    );
+    await eventually('the viewer Available', async () => condition(await read(viewerRef()), 'Available')?.status === 'True');
+
     // A window netplug-flows would refuse: Degraded naming the field; what runs is kept.
     await cluster.custom.patchClusterCustomObject({ ...aggregatorRef(), body: { spec: { retention: '0s' } } }, merge);
     await eventually('Degraded', async () => condition(await read(aggregatorRef()), 'Degraded')?.status === 'True');
@@ -169,9 +208,11 @@ test.serial(
     t.regex(condition(await read(aggregatorRef()), 'Degraded')?.message ?? '', /spec\.retention "0s" must be at least 1 s/);
     t.is(env((await readFlowsDeployment())?.spec?.template.spec?.containers[0])['NETPLUG_FLOWS_RETENTION'], '30m');
 
-    // Deleted: netplug-flows goes, and netplug-node's flow logs with it.
+    // Deleted: netplug-flows goes, and netplug-node's flow logs with it, and the viewer.
     await cluster.custom.deleteClusterCustomObject(aggregatorRef());
     await eventually('netplug-flows removed', async () => (await flowsObjects()).length === 0);
+    await eventually('the viewer removed', async () => (await viewerObjects()).length === 0);
+    t.like(condition(await read(viewerRef()), 'Degraded'), { status: 'True', reason: 'NoAggregator' });
     await eventually('flow logs off', async () => !('NETPLUG_FLOW_LOGS' in (await agentEnv())));
     const off = (await readDaemonSet(cluster)).spec?.template.spec;
     t.false(off?.volumes?.some((v) => v.name === 'flows-token'));

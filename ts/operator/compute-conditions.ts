@@ -20,9 +20,7 @@ type StateReason =
   | 'PodsUnavailable'
   | 'PodsNotReady'
   | 'IPPoolDraining'
-  | 'NotReconciled'
-  /** A kind this release accepts but does not make (FlowViewer). */
-  | 'NotAvailable';
+  | 'NotReconciled';
 
 /** Why the operator cannot make what it should: the Degraded condition's reason. */
 type ProblemReason =
@@ -31,8 +29,10 @@ type ProblemReason =
   | 'ResourceUpdateError'
   | 'PodFailure'
   | 'NotReconciled'
-  /** FlowLogAggregator without Installation "default" (or with one being deleted). */
-  | 'NoInstallation';
+  /** FlowLogAggregator or FlowViewer without Installation "default" (or with one being deleted). */
+  | 'NoInstallation'
+  /** FlowViewer without FlowLogAggregator "default": nothing to show. */
+  | 'NoAggregator';
 
 export interface ComponentState {
   available: boolean;

@@ -1,6 +1,6 @@
 // The operator's two flow-log kinds (operator.projectnet.org/v1, deploy/operator-crds/): a
 // FlowLogAggregator "default" installs netplug-flows and turns netplug-node's flow logs on; a
-// FlowViewer "default" is accepted and reported as not available (this release ships no viewer).
+// FlowViewer "default" installs netplug-flow-viewer, which shows them (reconcile-viewer.ts).
 // The API server accepts no other name (the CRDs' validation rule). Their specs as the operator
 // reads them, the check of an aggregator's spec with netplug-flows' own settings parser, and
 // their status, written only when it says something new.

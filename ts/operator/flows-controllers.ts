@@ -8,9 +8,12 @@
 // - netplug-system's DaemonSet netplug-node or Deployment netplug-flows, their status included;
 // - a pod of netplug-flows added, deleted, relabelled, or waiting for a reason that changed;
 // - each cache complete again after a failure.
-// The viewer's by its FlowViewer changed, except in its status.
+// The viewer's (reconcile-viewer.ts) by its FlowViewer changed, except in its status; the
+// FlowLogAggregator and Installation "default" added or deleted; Deployment netplug-flows or
+// netplug-flow-viewer, their status included; a pod of the viewer as the aggregator's are.
 import type * as k8s from '@kubernetes/client-node';
 
+import { FLOW_VIEWER } from '../render/flow-viewer.ts';
 import { FLOWS } from '../render/flows.ts';
 import { NODE } from '../render/objects.ts';
 import { type Clock, systemClock } from '../runtime/clock.ts';
@@ -20,7 +23,8 @@ import type { RuntimeMetrics } from '../runtime/metrics.ts';
 import { FLOWS_RESOURCE } from './flow-resources.ts';
 import { podSignificance } from './installation-controller.ts';
 import { INSTALLATION, type Installation } from './installation.ts';
-import { type FlowsMemory, reconcileAggregator, reconcileViewer } from './reconcile-flows.ts';
+import { type FlowsMemory, reconcileAggregator } from './reconcile-flows.ts';
+import { reconcileViewer } from './reconcile-viewer.ts';
 import type { Operator } from './reconcile-installation.ts';
 
 const RESYNC_MS = 60_000;
@@ -77,15 +81,27 @@ export function flowLogAggregatorController(options: Options): Controller {
 }
 
 export function flowViewerController(options: Options): Controller {
-  const controller = controllerOf(options, 'flowviewer', async () => {
-    await reconcileViewer(options.operator);
-    return undefined;
-  });
-  options.operator.caches.flowViewers.addHandler(
-    handlerFor<unknown>(controller, () => FLOWS_RESOURCE, { onSynced: [FLOWS_RESOURCE] }),
-    {
-      ignoreStatusOnly: true,
-    },
+  const { caches } = options.operator;
+  const memory: FlowsMemory = { removed: false };
+  const controller = controllerOf(options, 'flowviewer', () => reconcileViewer(options.operator, memory));
+  const toDefault = handlerFor<unknown>(controller, () => FLOWS_RESOURCE, { onSynced: [FLOWS_RESOURCE] });
+  caches.flowViewers.addHandler(toDefault, { ignoreStatusOnly: true });
+  caches.flowLogAggregators.addHandler(
+    handlerFor<unknown>(controller, () => FLOWS_RESOURCE),
+    { ignoreStatusOnly: true },
+  );
+  caches.installations.addHandler(
+    handlerFor<Installation>(controller, (installation) => (installation.metadata?.name === INSTALLATION ? FLOWS_RESOURCE : undefined)),
+    { significant: (installation) => Boolean(installation.metadata.deletionTimestamp) },
+  );
+  caches.deployments.addHandler(
+    handlerFor<k8s.V1Deployment>(controller, (deployment) =>
+      deployment.metadata?.name === FLOWS || deployment.metadata?.name === FLOW_VIEWER ? FLOWS_RESOURCE : undefined,
+    ),
+  );
+  caches.pods.addHandler(
+    handlerFor<k8s.V1Pod>(controller, (pod) => (pod.metadata?.labels?.['k8s-app'] === FLOW_VIEWER ? FLOWS_RESOURCE : undefined)),
+    { significant: podSignificance },
   );
   return controller;
 }

@@ -16,12 +16,10 @@
 //   first; the removal runs once per run of the controller, and again whenever the Deployment is
 //   seen, so that what a restart of the operator missed is removed too. Only objects labelled as
 //   the operator's are removed (a ClusterRole netplug-flows of a manifest install stays).
-// - FlowViewer: Available False, reason NotAvailable, saying that this release ships no viewer
-//   and what reads the flow logs.
+// FlowViewer "default" is reconciled in reconcile-viewer.ts.
 import { FLOWS } from '../render/flows.ts';
 import { type KubeObject, NODE } from '../render/objects.ts';
 import { apiStatus, describeError } from '../runtime/errors.ts';
-import { NETPLUG_VERSION } from '../version.ts';
 import type { OperatorCaches } from './caches.ts';
 import { combine, type ComponentState, conditionsOf, deploymentState, failingPods, type Problem } from './compute-conditions.ts';
 import {
@@ -30,7 +28,6 @@ import {
   DEFAULT_FLUSH_INTERVAL,
   FLOWS_RESOURCE,
   type FlowLogAggregator,
-  VIEWER_PLURAL,
   writeFlowsStatus,
 } from './flow-resources.ts';
 import { GROUP, INSTALLATION, MANAGED_BY, SYSTEM_NAMESPACE, VERSION } from './installation.ts';
@@ -64,10 +61,10 @@ function nodesSending(caches: OperatorCaches, intervalSeconds: number): Componen
   };
 }
 
-const NOTHING: ComponentState = { available: false, progressing: false, reason: 'NotReconciled', message: '' };
+export const NOTHING: ComponentState = { available: false, progressing: false, reason: 'NotReconciled', message: '' };
 
 /** Removes `object` if it is there and labelled as the operator's; whether it did. */
-async function removeOurs(kube: OperatorKube, object: KubeObject): Promise<boolean> {
+export async function removeOurs(kube: OperatorKube, object: KubeObject): Promise<boolean> {
   const live = await readOrNothing(() => kube.objects.read(object as Parameters<typeof kube.objects.read>[0]));
   const labels = live?.metadata?.labels ?? {};
   if (!live || !Object.entries(MANAGED_BY).every(([key, value]) => labels[key] === value)) return false;
@@ -86,7 +83,7 @@ async function removeFlows(op: Operator, memory: FlowsMemory, why: string): Prom
   memory.removed = true;
 }
 
-const cluster = (plural: string, name: string) => ({ group: GROUP, version: VERSION, plural, name });
+export const cluster = (plural: string, name: string) => ({ group: GROUP, version: VERSION, plural, name });
 
 /** Reconciles FlowLogAggregator "default"; resolves to how soon to look again (ms), or undefined when an event will say. */
 export async function reconcileAggregator(op: Operator, memory: FlowsMemory): Promise<number | undefined> {
@@ -165,23 +162,4 @@ async function writeStatus(kube: OperatorKube, aggregator: FlowLogAggregator, st
     observedGeneration: generation,
     conditions: conditionsOf(state, problem, aggregator.status?.conditions, new Date(), generation),
   });
-}
-
-/** Why FlowViewer "default" is not available. */
-const NO_VIEWER = `netplug ${NETPLUG_VERSION} ships no flow viewer: netplugctl flows --flows-namespace ${SYSTEM_NAMESPACE} reads the flow logs that FlowLogAggregator "${FLOWS_RESOURCE}" collects`;
-
-/** Reports FlowViewer "default" as not available: this release has none to install. */
-export async function reconcileViewer(op: Operator): Promise<void> {
-  const viewer = op.caches.flowViewers.get(FLOWS_RESOURCE);
-  if (!viewer) return;
-  const generation = viewer.metadata.generation;
-  const state: ComponentState = { available: false, progressing: false, reason: 'NotAvailable', message: NO_VIEWER };
-  try {
-    await writeFlowsStatus(op.kube, VIEWER_PLURAL, viewer, {
-      observedGeneration: generation,
-      conditions: conditionsOf(state, undefined, viewer.status?.conditions, new Date(), generation),
-    });
-  } catch (err) {
-    if (apiStatus(err) !== 404) throw err;
-  }
 }

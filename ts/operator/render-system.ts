@@ -5,6 +5,7 @@
 // flow logs on (`flowLogs`).
 import { renderAddressAnnotationAdmission } from '../render/address-annotation-admission.ts';
 import { renderControllers } from '../render/controllers.ts';
+import { renderFlowViewer } from '../render/flow-viewer.ts';
 import { type FlowsWindow, renderFlows } from '../render/flows.ts';
 import { renderNode } from '../render/node.ts';
 import { CNI_PLUGIN, type KubeObject, type NodeLayout, type RenderOptions, STANDARD_NODE_LAYOUT } from '../render/objects.ts';
@@ -89,3 +90,6 @@ export const applyOrder = (system: SystemObjects): KubeObject[] => [
  */
 export const renderFlowsSystem = (window: FlowsWindow, image: string): KubeObject[] =>
   renderFlows({ datastore: 'kubernetes', namespace: SYSTEM_NAMESPACE, image }, window).map(labelled);
+
+/** With FlowViewer "default" (and the aggregator it reads): netplug-flow-viewer's objects, its Service before its Deployment. */
+export const renderViewerSystem = (image: string): KubeObject[] => renderFlowViewer({ namespace: SYSTEM_NAMESPACE, image }).map(labelled);
