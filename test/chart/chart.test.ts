@@ -130,6 +130,32 @@ test("helm template: the policy values go into the Installation's spec.policy, o
   });
 });
 
+test('helm template: flowLogs values create FlowLogAggregator default (with its spec) and FlowViewer default; none by default', async (t) => {
+  const helm = isolatedHelm(t);
+  const flows = async (...args: string[]) =>
+    rendered(await helm('template', 'netplug', CHART_PATH, '--namespace', NAMESPACE, ...args)).filter((o) =>
+      ['FlowLogAggregator', 'FlowViewer'].includes(o.kind),
+    );
+  t.deepEqual(await flows(), []);
+  const spec = { retention: '30m', maxBytes: '8Mi', flushInterval: 5 };
+  t.deepEqual(
+    await flows(
+      '--set',
+      'flowLogs.aggregator.enabled=true,flowLogs.viewer.enabled=true',
+      '--set-json',
+      `flowLogs.aggregator.spec=${JSON.stringify(spec)}`,
+    ),
+    [
+      { apiVersion: 'operator.projectnet.org/v1', kind: 'FlowLogAggregator', metadata: { name: 'default' }, spec },
+      { apiVersion: 'operator.projectnet.org/v1', kind: 'FlowViewer', metadata: { name: 'default' }, spec: {} },
+    ],
+  );
+  t.deepEqual(
+    (await flows('--set', 'flowLogs.aggregator.enabled=true')).map((o) => [o.kind, o.spec]),
+    [['FlowLogAggregator', {}]],
+  );
+});
+
 test("the chart's crds/ are the operator's and netplug's CRDs, as helm shows them", async (t) => {
   const helm = isolatedHelm(t);
   const shown = (loadAll(await helm('show', 'crds', CHART_PATH)) as (KubeObject | null)[]).filter((doc) => doc !== null);
