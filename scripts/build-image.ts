@@ -72,7 +72,8 @@ try {
         'org.opencontainers.image.title': 'netplug',
         'org.opencontainers.image.version': NETPLUG_VERSION,
         'org.opencontainers.image.licenses': 'Apache-2.0',
-        'org.opencontainers.image.description': 'netplug: the node agent, install-cni, kube-controllers, netplugctl and the CNI plugins',
+        'org.opencontainers.image.description':
+          'netplug: the node agent, install-cni, kube-controllers, the operator, the flow-log aggregator and viewer, netplugctl and the CNI plugins',
       },
     },
   });
