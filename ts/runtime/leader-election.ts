@@ -26,6 +26,9 @@ import type { Log } from './log.ts';
 import type { RuntimeMetrics } from './metrics.ts';
 import { duration, flag, Invalid, SettingsError, setting, text } from './settings.ts';
 
+/** Reads and writes of the Lease a release makes at most while its writes conflict. */
+const RELEASE_ATTEMPTS = 3;
+
 export interface LeaderElectionSettings {
   namespace: string;
   name: string;
@@ -203,22 +206,30 @@ export class LeaderElector {
       this.setRole('standby');
   }
 
-  /** Clears the holder, so that a standby replica takes the Lease at its next retry. */
+  /**
+   * Clears the holder, so that a standby replica takes the Lease at its next retry. A renewal the
+   * stop cut short may still land after the read (its request was sent): a conflict is read again.
+   */
   private async release(): Promise<void> {
     const { namespace, name, identity } = this.settings;
     this.setRole('unknown');
-    try {
-      const lease = await this.api.readNamespacedLease({ namespace, name });
-      if (lease.spec?.holderIdentity !== identity) return;
-      const now = new k8s.V1MicroTime(Date.now());
-      await this.api.replaceNamespacedLease({
-        namespace,
-        name,
-        body: { ...lease, spec: { ...lease.spec, holderIdentity: undefined, leaseDurationSeconds: 1, acquireTime: now, renewTime: now } },
-      });
-      this.log.info(`released Lease ${this.lease}`);
-    } catch (err) {
-      this.log.warning(`could not release Lease ${this.lease} (another replica takes it once it expires): ${describeError(err)}`);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const lease = await this.api.readNamespacedLease({ namespace, name });
+        if (lease.spec?.holderIdentity !== identity) return;
+        const now = new k8s.V1MicroTime(Date.now());
+        await this.api.replaceNamespacedLease({
+          namespace,
+          name,
+          body: { ...lease, spec: { ...lease.spec, holderIdentity: undefined, leaseDurationSeconds: 1, acquireTime: now, renewTime: now } },
+        });
+        this.log.info(`released Lease ${this.lease}`);
+        return;
+      } catch (err) {
+        if (apiStatus(err) === 409 && attempt < RELEASE_ATTEMPTS) continue;
+        this.log.warning(`could not release Lease ${this.lease} (another replica takes it once it expires): ${describeError(err)}`);
+        return;
+      }
     }
   }
 
