@@ -93,7 +93,9 @@ test('a missing token file, or a token netplug-flows refuses, is 502 naming why;
   rmSync(tokenFile);
   writeFileSync(tokenFile, `${cluster.tokens.viewer}\n`);
   await eventually('the new token read', async () => (await fetch(`${viewer.url}/api/flows`)).status === 200);
-  t.pass();
+  const accepted = await json(await fetch(`${viewer.url}/api/flows`));
+  t.is(accepted.status, 200);
+  t.true(Array.isArray(accepted.body.records), 'the records netplug-flows holds, read with the new token');
 });
 
 test('netplug-flows unreachable: 502 naming its address', async (t) => {
