@@ -1,6 +1,7 @@
 // `netplugctl upgrade apply`: the plan's steps, run in order with the progress recorded in the
 // cluster first. A run that finds an unfinished record resumes it (the same files are required: the
 // plan hash says so); one that finds a finished record for the same plan does nothing.
+import { REVIEW_STEPS } from './allow-all-upgrade.ts';
 import { datastoreFor } from './cluster-info.ts';
 import { describe, type Json, type UpgradeKube } from './kube.ts';
 import type { Plan, UpgradeInputs } from './plan.ts';
@@ -137,7 +138,8 @@ export async function applyUpgrade(kube: UpgradeKube, plan: Plan, inputs: Upgrad
     delete s.record.current;
     delete s.record.message;
   });
-  return `the cluster runs ${stored.record.target} (${steps.length} steps done; netplugctl upgrade rollback restores ${describeRestorable(stored)})`;
+  const next = steps.some((step) => step.id === 'allow-all-upgrade') ? `\nNext: ${REVIEW_STEPS}` : '';
+  return `the cluster runs ${stored.record.target} (${steps.length} steps done; netplugctl upgrade rollback restores ${describeRestorable(stored)})${next}`;
 }
 
 const describeRestorable = (stored: StoredRecord) =>

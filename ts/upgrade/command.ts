@@ -42,6 +42,10 @@ Cluster and datastore:
   --etcd-endpoints URLS, --etcd-ca-cert-file, --etcd-cert-file, --etcd-key-file, --etcd-discovery-srv
                              etcd installs: where ClusterInformation is (default: netplug-config's etcd_endpoints)
 Other:
+  --skip-allow-all-upgrade   plan, apply: from a release without network policy (before v3.31.0),
+                             enforce the cluster's policies as soon as each node runs this release,
+                             without the temporary GlobalNetworkPolicy allow-all-upgrade (Log, then
+                             Allow) the upgrade otherwise creates first when the cluster has any
   --yes                      apply: perform the steps
   --timeout DUR              apply, rollback: how long each wait may take (default 10m)
   -o json                    plan, status: JSON
@@ -58,14 +62,38 @@ const OPTIONS = {
   helm: { type: 'string' },
   ...DATASTORE_FLAGS,
   yes: { type: 'boolean' },
+  'skip-allow-all-upgrade': { type: 'boolean' },
   timeout: { type: 'string' },
   output: { type: 'string', short: 'o' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
 const ALLOWED: Record<string, readonly string[]> = {
-  plan: ['manifest', 'crds', 'operator-crds', 'operator-manifest', 'chart', 'release', 'namespace', 'helm', 'output'],
-  apply: ['manifest', 'crds', 'operator-crds', 'operator-manifest', 'chart', 'release', 'namespace', 'helm', 'yes', 'timeout'],
+  plan: [
+    'manifest',
+    'crds',
+    'operator-crds',
+    'operator-manifest',
+    'chart',
+    'release',
+    'namespace',
+    'helm',
+    'skip-allow-all-upgrade',
+    'output',
+  ],
+  apply: [
+    'manifest',
+    'crds',
+    'operator-crds',
+    'operator-manifest',
+    'chart',
+    'release',
+    'namespace',
+    'helm',
+    'skip-allow-all-upgrade',
+    'yes',
+    'timeout',
+  ],
   status: ['output'],
   rollback: ['helm', 'timeout'],
 };
@@ -122,6 +150,7 @@ export const runUpgradeCommand: ClusterCommand = async (args, env, io) => {
       release: values.release,
       helmNamespace: values.namespace,
       helmBinary,
+      skipAllowAllUpgrade: values['skip-allow-all-upgrade'] === true,
     };
     const plan = await makePlan(kube, inputs);
     if (sub === 'plan') {

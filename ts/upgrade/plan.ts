@@ -5,9 +5,19 @@ import type { DatastoreSettings } from '../store/open.ts';
 import { datastoreFor, readClusterInformation, type ClusterInfoRead } from './cluster-info.ts';
 import { detectInstall, type Install } from './detect.ts';
 import { dryRunApply, type DryRunResult } from './dry-run.ts';
+import {
+  type AllowAllDecision,
+  allowAllUpgradeOperation,
+  allowAllUpgradePolicy,
+  decideAllowAllUpgrade,
+  findUnenforcedPolicies,
+  SKIP_FLAG,
+  type UnenforcedPolicies,
+} from './allow-all-upgrade.ts';
 import { auditFieldManagers, type LegacyFields } from './field-managers.ts';
 import { describe, type Json, refOf, type UpgradeKube } from './kube.ts';
 import { findOwnerReferenceDescriptions } from './owner-references.ts';
+import { hasPolicyAgent } from './policy-off.ts';
 import { preflightChecks, type Check } from './preflight.ts';
 import { isCrd, type ReleaseFile, renderedOperatorManifest, sha256 } from './release-files.ts';
 import { stepsFor, type Step } from './steps.ts';
@@ -25,6 +35,8 @@ export interface UpgradeInputs {
   release?: string | undefined;
   helmNamespace?: string | undefined;
   helmBinary: string;
+  /** Leave allow-all-upgrade out: the policies a release without a policy agent never enforced apply at once. */
+  skipAllowAllUpgrade?: boolean | undefined;
 }
 
 export interface Plan {
@@ -35,7 +47,15 @@ export interface Plan {
   blockedBy: string[];
   install: Omit<Install, 'daemonSet'>;
   clusterInformation: { version?: string | undefined; datastoreReady?: boolean | undefined; problem?: string | undefined; where: string };
-  findings: { legacyFields: LegacyFields[]; ownerReferences: string[]; hostEndpoints: string[] };
+  findings: {
+    legacyFields: LegacyFields[];
+    ownerReferences: string[];
+    hostEndpoints: string[];
+    /** Read only when upgrading from a release without a policy agent. */
+    unenforcedPolicies?: UnenforcedPolicies | undefined;
+  };
+  /** Whether the upgrade creates the temporary policy allow-all-upgrade, and why. */
+  allowAllUpgrade: AllowAllDecision;
   preflight: Check[];
   dryRun: DryRunResult[];
   steps: Step[];
@@ -72,6 +92,20 @@ export async function makePlan(kube: UpgradeKube, inputs: UpgradeInputs): Promis
     helm,
     nodesOnly: !upgrading,
   });
+  // Only a release without a policy agent left policies unenforced: read them then.
+  let unenforcedPolicies: UnenforcedPolicies | undefined;
+  if (upgrading && !hasPolicyAgent(current)) {
+    try {
+      unenforcedPolicies = await findUnenforcedPolicies(kube, settings);
+    } catch (err) {
+      checks.push({
+        name: 'network policies',
+        ok: inputs.skipAllowAllUpgrade === true,
+        detail: `cannot read the cluster's network policies to decide on allow-all-upgrade: ${(err as Error).message.split('\n')[0]}${inputs.skipAllowAllUpgrade ? ` (${SKIP_FLAG} given)` : ` (or give ${SKIP_FLAG})`}`,
+      });
+    }
+  }
+  const allowAllUpgrade = decideAllowAllUpgrade(current, unenforcedPolicies, inputs.skipAllowAllUpgrade === true);
   const blockedBy = checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail}`);
   const legacyObjects = legacyFields
     .map((found) => found.object)
@@ -85,6 +119,9 @@ export async function makePlan(kube: UpgradeKube, inputs: UpgradeInputs): Promis
     legacyObjects,
     ownerReferences: ownerReferences.length,
     helm,
+    allowAllUpgrade: allowAllUpgrade.create
+      ? { why: allowAllUpgrade.why, policy: allowAllUpgradePolicy(allowAllUpgrade.order), operation: allowAllUpgradeOperation(settings) }
+      : undefined,
   });
   const { daemonSet: _daemonSet, ...installSummary } = install;
   return {
@@ -99,7 +136,8 @@ export async function makePlan(kube: UpgradeKube, inputs: UpgradeInputs): Promis
       problem: clusterInfo.problem,
       where: clusterInfo.where,
     },
-    findings: { legacyFields, ownerReferences, hostEndpoints },
+    findings: { legacyFields, ownerReferences, hostEndpoints, unenforcedPolicies },
+    allowAllUpgrade,
     preflight: checks,
     dryRun,
     steps,

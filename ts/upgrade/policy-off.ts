@@ -31,7 +31,7 @@ const INSTALLATION: ObjectRef = { apiVersion: 'operator.projectnet.org/v1', kind
 /** The steps that put this release's netplug-node on the nodes. */
 const DEPLOYING_STEPS = new Set(['apply-manifest', 'apply-operator', 'helm-upgrade']);
 
-const hasPolicyAgent = (version: string | undefined) => version !== undefined && (compareVersions(version, POLICY_SINCE) ?? -1) >= 0;
+export const hasPolicyAgent = (version: string | undefined) => version !== undefined && (compareVersions(version, POLICY_SINCE) ?? -1) >= 0;
 
 export interface PolicyOffOptions {
   timeoutMs: number;

@@ -9,6 +9,7 @@ const ROLLBACK: Record<string, string> = {
   'helm-rollback': 'reversible (helm rollback)',
   keep: 'kept on rollback',
   'one-way': 'ONE-WAY (rollback refuses)',
+  'delete-created': 'reversible',
 };
 
 export function formatPlan(plan: Plan): string {
@@ -41,6 +42,18 @@ export function formatPlan(plan: Plan): string {
   for (const reference of plan.findings.ownerReferences) lines.push(`    ${reference}`);
   lines.push(
     `  all-interfaces host endpoints: ${plan.findings.hostEndpoints.length ? `${plan.findings.hostEndpoints.join(', ')} (not part of the upgrade: netplugctl migrate auto-host-endpoints)` : 'none'}`,
+  );
+  const policies = plan.findings.unenforcedPolicies;
+  if (policies) {
+    const names = [
+      ...policies.kubernetes.map((name) => `NetworkPolicy ${name}`),
+      ...policies.netplug,
+      ...policies.hostEndpoints.map((name) => `HostEndpoint ${name}`),
+    ];
+    lines.push(`  network policies and host endpoints ${plan.current} did not enforce: ${names.length ? names.join(', ') : 'none'}`);
+  }
+  lines.push(
+    `  allow-all-upgrade: ${plan.allowAllUpgrade.create ? 'created before the new netplug-node starts' : 'not needed'} (${plan.allowAllUpgrade.why})`,
   );
   lines.push('');
   lines.push('Preflight');

@@ -6,6 +6,7 @@
 // turned off first and the nodes' agents waited for (policy-off.ts). Resumable like apply:
 // progress is in the same record.
 import type { DatastoreSettings } from '../store/open.ts';
+import { removeAllowAllUpgrade } from './allow-all-upgrade.ts';
 import { datastoreFor } from './cluster-info.ts';
 import { detectInstall } from './detect.ts';
 import { runHelm } from './helm.ts';
@@ -44,10 +45,12 @@ export async function rollbackUpgrade(kube: UpgradeKube, options: RollbackOption
   });
   options.out(`Rolling back the upgrade ${stored.record.from} → ${stored.record.target} (ConfigMap ${namespace}/netplug-upgrade)\n`);
   stored = await turnPolicyOffBeforeRollback(kube, stored, install, options);
+  const datastore = datastoreFor(install, options.datastore, kube.kubeconfigPath);
   for (const step of [...stored.record.steps].reverse()) {
     if (!started(step.id) || stored.record.progress[step.id]?.state === 'rolled-back') continue;
     let said: string;
     if (step.rollback === 'restore') said = await restoreObjects(kube, stored, step.objects ?? []);
+    else if (step.rollback === 'delete-created') said = await removeAllowAllUpgrade(datastore);
     else if (step.rollback === 'helm-rollback') {
       const helm = stored.record.helm;
       if (!helm) throw new Error('the record has no helm release');
@@ -74,7 +77,7 @@ export async function rollbackUpgrade(kube: UpgradeKube, options: RollbackOption
     operatorNamespace: stored.record.method === 'manifest' ? undefined : install.operatorNamespace,
     objects: [],
     crds: [],
-    datastore: datastoreFor(install, options.datastore, kube.kubeconfigPath),
+    datastore,
     timeoutMs: options.timeoutMs,
     signal: options.signal,
     progress: options.out,

@@ -1,6 +1,7 @@
 // What each step does. Every one is idempotent: run again after a kill at any point, it finishes
 // the job or finds it done (server-side apply is; the guarded patches test before they change;
 // the waits only read).
+import { createAllowAllUpgrade } from './allow-all-upgrade.ts';
 import { CONTROLLERS_DEPLOYMENT, NODE_DAEMONSET, nodeVersions, OPERATOR_DEPLOYMENT } from './detect.ts';
 import { readClusterInformation } from './cluster-info.ts';
 import { migrateFieldManagers } from './field-managers.ts';
@@ -43,6 +44,9 @@ export async function runStep(step: Step, ctx: StepContext): Promise<string> {
     }
     case 'apply-crds':
       return applyCrds(ctx);
+    case 'allow-all-upgrade':
+      if (!step.policy) throw new Error('the recorded step has no policy document');
+      return createAllowAllUpgrade(ctx.datastore, step.policy);
     case 'apply-manifest':
     case 'apply-operator': {
       for (const object of ctx.objects) {

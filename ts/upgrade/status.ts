@@ -2,6 +2,7 @@
 // version (its netplug-node pod's image tag: the install record on the node is not reachable from
 // here, and the pod runs what it installed), the rollout counts and the cluster's version.
 import type { DatastoreSettings } from '../store/open.ts';
+import { allowAllUpgradeExists, REVIEW_STEPS } from './allow-all-upgrade.ts';
 import { datastoreFor, readClusterInformation } from './cluster-info.ts';
 import { CONTROLLERS_DEPLOYMENT, detectInstall, NODE_DAEMONSET, OPERATOR_DEPLOYMENT } from './detect.ts';
 import { describe, type ObjectRef, type UpgradeKube } from './kube.ts';
@@ -11,7 +12,8 @@ import { rolloutOf } from './rollout.ts';
 export async function upgradeStatus(kube: UpgradeKube, datastore: DatastoreSettings, json: boolean): Promise<string> {
   const install = await detectInstall(kube);
   const stored = await readRecord(kube, install.namespace);
-  const info = await readClusterInformation(datastoreFor(install, datastore, kube.kubeconfigPath));
+  const settings = datastoreFor(install, datastore, kube.kubeconfigPath);
+  const info = await readClusterInformation(settings);
   const workloads: ObjectRef[] = [
     ...(install.operatorNamespace
       ? [{ apiVersion: 'apps/v1', kind: 'Deployment', name: OPERATOR_DEPLOYMENT, namespace: install.operatorNamespace }]
@@ -27,6 +29,14 @@ export async function upgradeStatus(kube: UpgradeKube, datastore: DatastoreSetti
   const record = stored?.record;
   const steps = (record?.steps ?? []).map((step, i) => ({ n: i + 1, id: step.id, title: step.title, ...record?.progress[step.id] }));
   const clusterVersion = info.info?.netplugVersion;
+  // The step the administrator still has to take (docs/upgrade.md), for as long as the policy is there.
+  const allowAll =
+    record?.progress['allow-all-upgrade']?.state === 'done'
+      ? await allowAllUpgradeExists(settings).then(
+          (present) => (present ? 'present' : 'deleted'),
+          (err: Error) => `unknown (${err.message.split('\n')[0]})`,
+        )
+      : undefined;
   if (json)
     return `${JSON.stringify(
       {
@@ -45,6 +55,7 @@ export async function upgradeStatus(kube: UpgradeKube, datastore: DatastoreSetti
         nodes: install.nodes,
         rollouts,
         clusterVersion: clusterVersion ?? null,
+        ...(allowAll ? { allowAllUpgrade: allowAll } : {}),
         ...(info.problem ? { clusterVersionProblem: info.problem } : {}),
       },
       null,
@@ -70,5 +81,7 @@ export async function upgradeStatus(kube: UpgradeKube, datastore: DatastoreSetti
   lines.push('Rollouts');
   for (const rollout of rollouts) lines.push(`  ${rollout.object}: ${rollout.detail}${rollout.settled ? '' : ' (in progress)'}`);
   lines.push(`Cluster Version: ${clusterVersion ?? `unknown${info.problem ? ` (${info.problem})` : ''}`}`);
+  if (allowAll === 'present') lines.push(`Next: ${REVIEW_STEPS}`);
+  else if (allowAll) lines.push(`allow-all-upgrade: ${allowAll}`);
   return `${lines.join('\n')}\n`;
 }

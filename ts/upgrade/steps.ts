@@ -9,6 +9,7 @@ type StepId =
   | 'host-local'
   | 'migrate-field-managers'
   | 'apply-crds'
+  | 'allow-all-upgrade'
   | 'apply-manifest'
   | 'apply-operator'
   | 'helm-upgrade'
@@ -16,8 +17,12 @@ type StepId =
   | 'restore-owner-references'
   | 'check-version';
 
-/** restore: rollback puts the saved objects back; keep: left as it is (saying why); one-way: rollback refuses. */
-type RollbackKind = 'restore' | 'keep' | 'one-way' | 'helm-rollback';
+/**
+ * restore: rollback puts the saved objects back; keep: left as it is (saying why); one-way: rollback
+ * refuses; delete-created: rollback deletes what the step created (a datastore document, which the
+ * saved Kubernetes objects cannot stand for on etcd).
+ */
+type RollbackKind = 'restore' | 'keep' | 'one-way' | 'helm-rollback' | 'delete-created';
 
 export interface Step {
   id: StepId;
@@ -28,6 +33,8 @@ export interface Step {
   why?: string;
   /** The objects the step changes, saved before it does (restore). */
   objects?: ObjectRef[];
+  /** The policy document the step writes (allow-all-upgrade), kept in the record for a resumed apply. */
+  policy?: object;
 }
 
 export interface StepInputs {
@@ -42,6 +49,8 @@ export interface StepInputs {
   legacyObjects: ObjectRef[];
   ownerReferences: number;
   helm?: { release: string; namespace: string; chart: string; version: string } | undefined;
+  /** The temporary policy, when the upgrade needs it (allow-all-upgrade.ts): why, the document, the write. */
+  allowAllUpgrade?: { why: string; policy: object; operation: string } | undefined;
 }
 
 const ssa = (ref: ObjectRef) => `PATCH ${describe(ref)} (server-side apply, fieldManager=netplugctl, force=true)`;
@@ -97,6 +106,16 @@ export function stepsFor(inputs: StepInputs): Step[] {
             rollback: 'keep' as const,
             why: 'the new CRDs serve every version the previous release uses; taking fields out of a schema could prune stored data',
           }),
+    });
+  // Before this release's netplug-node starts anywhere: its first rules already let everything through.
+  if (inputs.allowAllUpgrade)
+    steps.push({
+      id: 'allow-all-upgrade',
+      title: `Create GlobalNetworkPolicy allow-all-upgrade (every endpoint, ingress and egress: Log, then Allow; before every other policy of tier default): ${inputs.allowAllUpgrade.why}`,
+      operations: [inputs.allowAllUpgrade.operation],
+      rollback: 'delete-created',
+      why: 'rollback deletes it when the upgrade created it',
+      policy: inputs.allowAllUpgrade.policy,
     });
   if (install.method === 'manifest')
     steps.push({
