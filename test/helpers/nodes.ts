@@ -202,6 +202,8 @@ export async function makeTopology(t: Pick<ExecutionContext, 'teardown'>, option
       name: 'routes-test',
       type: 'netplug',
       nodename: node.name,
+      // The MTU this node's agent writes (its pools' encapsulation taken off), as on a real node.
+      mtu_file: join(node.varDir, 'mtu'),
       ...options.datastoreNetconf,
       ipam: { type: 'netplug-ipam', ...(pod.pools ? { ipv4_pools: pod.pools } : {}) },
     };

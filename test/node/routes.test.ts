@@ -10,6 +10,8 @@
 // an hour: every change they make comes from etcd's watch; only the kernel's repair waits for a
 // refresh (made short for it).
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 import test from 'ava';
 
@@ -30,6 +32,8 @@ const POOL = 'routes-pool';
 const POOL_CIDR = '10.244.0.0/16';
 const SECOND_POOL = 'routes-second';
 const SECOND_POOL_CIDR = '10.245.0.0/16';
+/** The MTU of the nodes' links (makeTopology's veths). */
+const UNDERLAY_MTU = 1500;
 const shared = sharedTeardowns(test);
 let topology: Topology;
 let store: Store;
@@ -220,6 +224,20 @@ test.serial('VXLAN CrossSubnet: same-subnet pairs go direct, the others over VXL
     { timeoutMs: 90_000 },
   );
   t.is(await everyPodReachesEveryOther(t, pods), 12);
+  // Pods made now leave room for VXLAN's 50 bytes (the agent's MTU file follows the pool), so a
+  // full-size packet that must not be fragmented crosses to the other subnet.
+  await eventually('the MTU files leave room for VXLAN', () =>
+    ['n1', 'n4'].every((name) => readFileSync(join(node(name).varDir, 'mtu'), 'utf8') === String(UNDERLAY_MTU - 50)),
+  );
+  const [from, to] = [topology.addPod(node('n1')), topology.addPod(node('n4'))];
+  t.teardown(() => {
+    topology.deletePod(from);
+    topology.deletePod(to);
+  });
+  t.regex(topology.exec(from.netns, ['ip', 'link', 'show', 'dev', 'eth0']).stdout, new RegExp(`mtu ${UNDERLAY_MTU - 50} `));
+  const fullSize = String(UNDERLAY_MTU - 50 - 28); // less the IPv4 and ICMP headers
+  const ping = topology.exec(from.netns, ['ping', '-c', '1', '-W', '2', '-M', 'do', '-s', fullSize, to.address]);
+  t.is(ping.status, 0, ping.stdout + ping.stderr);
 });
 
 test.serial("natOutgoing: a pod reaching an address outside the pools is seen there with its node's address", async (t) => {

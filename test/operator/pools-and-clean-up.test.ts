@@ -60,7 +60,7 @@ test.serial(
         kind: 'IPPool',
         apiVersion: 'projectnet.org/v3',
         metadata: { name, creationTimestamp: new Date().toISOString() },
-        spec: { cidr, blockSize: 26, nodeSelector: 'all()', ipipMode: 'Never', vxlanMode: 'Never', natOutgoing, disabled: false },
+        spec: { cidr, blockSize: 26, nodeSelector: 'all()', ipipMode: 'Never', vxlanMode: 'CrossSubnet', natOutgoing, disabled: false },
       },
     });
     t.true(

@@ -61,7 +61,7 @@ test('defaults (§A.1/§A.4): one IPv4 pool 192.168.0.0/16 on a fresh cluster; k
       {
         cidr: '192.168.0.0/16',
         name: 'default-ipv4-ippool',
-        encapsulation: 'None',
+        encapsulation: 'VXLANCrossSubnet',
         natOutgoing: 'Enabled',
         nodeSelector: 'all()',
         blockSize: 26,

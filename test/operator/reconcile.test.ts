@@ -67,7 +67,7 @@ test.serial(
       {
         cidr: '10.244.0.0/16',
         name: 'default-ipv4-ippool',
-        encapsulation: 'None',
+        encapsulation: 'VXLANCrossSubnet',
         natOutgoing: 'Enabled',
         nodeSelector: 'all()',
         blockSize: 26,
@@ -83,7 +83,7 @@ test.serial(
       blockSize: 26,
       natOutgoing: true,
       ipipMode: 'Never',
-      vxlanMode: 'Never',
+      vxlanMode: 'CrossSubnet',
       disabled: false,
     });
     // The pool is one netplug's datastore reads, as netplugctl would have written it.
@@ -154,7 +154,10 @@ test.serial(
     t.not(hashOf(await readDaemonSet(cluster)), before);
 
     // HostLocal: host-local with the node's pod CIDR, and USE_POD_CIDR on netplug-node.
-    await patchInstallation(cluster, { spec: { cni: { ipam: { type: 'HostLocal' } } } });
+    // Its pool without VXLAN, which host-local cannot serve (the default written back was VXLANCrossSubnet).
+    await patchInstallation(cluster, {
+      spec: { cni: { ipam: { type: 'HostLocal' } }, calicoNetwork: { ipPools: [{ cidr: '10.244.0.0/16', encapsulation: 'None' }] } },
+    });
     await eventually('host-local', async () => (await readConflist(cluster)).plugins[0].ipam.type === 'host-local');
     t.deepEqual((await readConflist(cluster)).plugins[0].ipam, { type: 'host-local', subnet: 'usePodCidr' });
     await eventually(

@@ -1,9 +1,10 @@
 // The Installation's defaults (the specification's, with netplug's names and the contract's pool
-// defaults: IPv4 pools default to no encapsulation, so netplug-node routes directly between
-// nodes of one subnet and needs no tunnel driver; choose IPIP or VXLAN for nodes across subnets).
+// defaults; IPv4 pools default to VXLANCrossSubnet: netplug-node routes directly between nodes of
+// one subnet and over VXLAN to nodes on others, with no tunnel driver the kernel may lack, where
+// the reference's IPIP needs one; with HostLocal IPAM, which VXLAN cannot serve, None).
 // Pure: what the cluster holds (kubeadm's pod subnet, existing pools) comes in `cluster`.
 import { formatPrefix, parsePrefix } from '../net/cidr.ts';
-import type { InstallationPool, InstallationSpec } from './installation.ts';
+import type { Encapsulation, InstallationPool, InstallationSpec } from './installation.ts';
 
 const DEFAULT_POOL_CIDR = '192.168.0.0/16';
 const DEFAULT_POOL_NAMES = { 4: 'default-ipv4-ippool', 6: 'default-ipv6-ippool' } as const;
@@ -43,7 +44,7 @@ export function fillDefaults(spec: InstallationSpec, cluster: ClusterFacts): Ins
       if (network.ipPools.length === 0 && cni.ipam.type === 'Netplug') network.ipPools = [{ cidr: DEFAULT_POOL_CIDR }];
     }
   }
-  network.ipPools = defaultPools(network.ipPools, cluster.poolNames);
+  network.ipPools = defaultPools(network.ipPools, cluster.poolNames, cni.ipam.type === 'HostLocal' ? 'None' : 'VXLANCrossSubnet');
   // endpointStatusPathPrefix stays unset: its default is the directory of the agent's socket
   // (the operator's node layout, render-system.ts), /var/run/netplug on a standard node.
   filled.policy ??= {};
@@ -59,7 +60,7 @@ export function fillDefaults(spec: InstallationSpec, cluster: ClusterFacts): Ins
   return filled;
 }
 
-function defaultPools(pools: InstallationPool[], existing: ReadonlyMap<string, string>): InstallationPool[] {
+function defaultPools(pools: InstallationPool[], existing: ReadonlyMap<string, string>, encapsulation4: Encapsulation): InstallationPool[] {
   const families = pools.map((pool) => (pool.cidr ? parsePrefix(pool.cidr) : undefined));
   const count = (family: number) => families.filter((prefix) => prefix?.family === family).length;
   // One pool, or one of each family: the default names; else names from the CIDRs.
@@ -72,7 +73,7 @@ function defaultPools(pools: InstallationPool[], existing: ReadonlyMap<string, s
     return {
       ...pool,
       name: pool.name ?? existing.get(cidr) ?? (defaultNames ? DEFAULT_POOL_NAMES[prefix.family] : cidrToName(cidr)),
-      encapsulation: pool.encapsulation ?? 'None',
+      encapsulation: pool.encapsulation ?? (v4 ? encapsulation4 : 'None'),
       natOutgoing: pool.natOutgoing ?? (v4 ? 'Enabled' : 'Disabled'),
       nodeSelector: pool.nodeSelector ?? 'all()',
       blockSize: pool.blockSize ?? Math.max(v4 ? 26 : 122, prefix.length),

@@ -15,6 +15,11 @@ export function renderConfig(options: RenderOptions): KubeObject[] {
           // "": the cluster's pod CIDR (kubeadm's networking.podSubnet), else 192.168.0.0/16.
           ipv4_pool_cidr: '',
           ipv4_pool_block_size: '26',
+          // How the default pool's traffic crosses between nodes: CrossSubnet routes directly
+          // between nodes of one subnet and over VXLAN to nodes on others; Always, Never. Set the
+          // VXLAN mode to Never to use ipv4_pool_ipip_mode (IP-in-IP, where the kernel has it).
+          ipv4_pool_vxlan_mode: 'CrossSubnet',
+          ipv4_pool_ipip_mode: 'Never',
         }),
     ...(etcd
       ? {

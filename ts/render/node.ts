@@ -67,7 +67,13 @@ export function renderNode(options: RenderOptions): KubeObject {
     ? [{ name: 'NO_DEFAULT_POOLS', value: 'true' }, ...(operator.usePodCidr ? [{ name: 'USE_POD_CIDR', value: 'true' }] : [])]
     : options.ipam === 'host-local'
       ? [{ name: 'USE_POD_CIDR', value: 'true' }]
-      : [fromConfig('NETPLUG_IPV4POOL_CIDR', 'ipv4_pool_cidr'), fromConfig('NETPLUG_IPV4POOL_BLOCK_SIZE', 'ipv4_pool_block_size')];
+      : [
+          fromConfig('NETPLUG_IPV4POOL_CIDR', 'ipv4_pool_cidr'),
+          fromConfig('NETPLUG_IPV4POOL_BLOCK_SIZE', 'ipv4_pool_block_size'),
+          // Optional: a netplug-config from before has neither key (the agent's defaults apply).
+          fromConfig('NETPLUG_IPV4POOL_VXLAN', 'ipv4_pool_vxlan_mode', true),
+          fromConfig('NETPLUG_IPV4POOL_IPIP', 'ipv4_pool_ipip_mode', true),
+        ];
   // Network policy (on etcd from what netplug-kube-controllers writes there): from netplug-config
   // (optional: a ConfigMap from before has no key, and the agent's defaults apply), or the
   // Installation's spec.policy.

@@ -14,14 +14,13 @@ import {
   syncNeighbors,
   syncRoutes,
 } from '../../dataplane/routes.ts';
+import { IPIP_OVERHEAD, VXLAN_OVERHEAD } from '../shared/pod-mtu.ts';
 import { countsOf, type RouteKind } from './desired-routes.ts';
 import { IPIP_DEVICE, type KernelState, VXLAN_DEVICE } from './kernel-state.ts';
 
 /** The reference's defaults (its Felix VXLANVNI and VXLANPort). */
 const VXLAN_VNI = 4096;
 const VXLAN_PORT = 4789;
-const IPIP_OVERHEAD = 20;
-const VXLAN_OVERHEAD = 50;
 
 export class KernelProgrammer {
   /**

@@ -8,6 +8,7 @@ import * as z from 'zod/mini';
 
 import { isNodeName, NODE_NAME_RULE } from '../../config/nodename.ts';
 import { parsePrefix } from '../../net/cidr.ts';
+import { ENCAPSULATION_MODES, type EncapsulationMode } from '../../model/ip-pool.ts';
 import { DEFAULT_FAILSAFE, parseFailsafePorts, type FailsafePort } from '../../policy/host-chains.ts';
 import { LOG_LEVEL } from '../../runtime/log.ts';
 import { flag, hostPort, Invalid, oneOf, parseEnv, SettingsError, setting, text } from '../../runtime/settings.ts';
@@ -32,8 +33,17 @@ export interface NodeSettings {
   health: { host: string; port: number };
   /** NETPLUG_METRICS_ADDR: a second listener serving only /metrics (the health server serves it too). */
   metrics: { host: string; port: number } | undefined;
-  /** blockSize undefined: 26, or the pool's own prefix length when that is longer. */
-  defaultPool: { create: boolean; cidr: string | undefined; blockSize: string | undefined };
+  /**
+   * blockSize undefined: 26, or the pool's own prefix length when that is longer. Encapsulation:
+   * VXLAN CrossSubnet unless NETPLUG_IPV4POOL_IPIP asks for IP-in-IP (a pool has one or the other).
+   */
+  defaultPool: {
+    create: boolean;
+    cidr: string | undefined;
+    blockSize: string | undefined;
+    vxlanMode: EncapsulationMode;
+    ipipMode: EncapsulationMode;
+  };
   /** USE_POD_CIDR: addresses come from each Node's spec.podCIDRs (host-local), not from pools. */
   usePodCidr: boolean;
   /** FAST_PATH (default true): serve the CNI protocol to the `netplug` shim on `agentSocket`. */
@@ -139,6 +149,8 @@ const schema = z.object({
     return given;
   }),
   NETPLUG_IPV4POOL_BLOCK_SIZE: text(),
+  NETPLUG_IPV4POOL_VXLAN: oneOf(ENCAPSULATION_MODES),
+  NETPLUG_IPV4POOL_IPIP: oneOf(ENCAPSULATION_MODES, { default: 'Never' }),
   NO_DEFAULT_POOLS: setting((given) => given.toLowerCase() === 'true', 'false'),
   USE_POD_CIDR: flag(false),
   FAST_PATH: flag(true),
@@ -200,7 +212,15 @@ export function nodeSettings(env: NodeJS.ProcessEnv): NodeSettings {
     varDir: given.NETPLUG_VAR_DIR,
     health: given.NETPLUG_HEALTH_ADDR,
     metrics: given.NETPLUG_METRICS_ADDR,
-    defaultPool: { create: !given.NO_DEFAULT_POOLS, cidr: given.NETPLUG_IPV4POOL_CIDR, blockSize: given.NETPLUG_IPV4POOL_BLOCK_SIZE },
+    defaultPool: {
+      create: !given.NO_DEFAULT_POOLS,
+      cidr: given.NETPLUG_IPV4POOL_CIDR,
+      blockSize: given.NETPLUG_IPV4POOL_BLOCK_SIZE,
+      // Direct routes between nodes of one subnet, VXLAN to the others: a default that works
+      // wherever the nodes are, with no tunnel driver the kernel may lack (IP-in-IP).
+      vxlanMode: given.NETPLUG_IPV4POOL_VXLAN ?? (given.NETPLUG_IPV4POOL_IPIP === 'Never' ? 'CrossSubnet' : 'Never'),
+      ipipMode: given.NETPLUG_IPV4POOL_IPIP,
+    },
     usePodCidr: given.USE_POD_CIDR,
     fastPath: given.FAST_PATH,
     agentSocket: given.NETPLUG_AGENT_SOCKET,

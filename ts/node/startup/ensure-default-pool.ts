@@ -2,7 +2,9 @@
 // creates it: `default-ipv4-ippool`, only when no pool exists at all (an administrator's pools, or
 // one they deleted on purpose after creating others, are left alone) and NO_DEFAULT_POOLS is not
 // true. Its CIDR: NETPLUG_IPV4POOL_CIDR, else the cluster's pod CIDR as kubeadm recorded it
-// (ClusterConfiguration networking.podSubnet, its first IPv4 CIDR), else 192.168.0.0/16.
+// (ClusterConfiguration networking.podSubnet, its first IPv4 CIDR), else 192.168.0.0/16. Its
+// encapsulation: NETPLUG_IPV4POOL_VXLAN / NETPLUG_IPV4POOL_IPIP, by default VXLAN CrossSubnet (direct
+// routes between nodes of one subnet, VXLAN to nodes on others).
 import * as k8s from '@kubernetes/client-node';
 
 import { keys } from '../../model/keys.ts';
@@ -17,20 +19,34 @@ const DEFAULT_POOL = 'default-ipv4-ippool';
 const FALLBACK_POOL_CIDR = '192.168.0.0/16';
 
 /** The pool document, or a SettingsError naming the variable at fault. */
-function defaultPool(cidr: string, blockSize: string | undefined, now = new Date()) {
+function defaultPool(cidr: string, options: NodeSettings['defaultPool'], now = new Date()) {
+  const { blockSize, vxlanMode, ipipMode } = options;
   try {
-    return poolResource(DEFAULT_POOL, { cidr, ...(blockSize === undefined ? {} : { 'block-size': blockSize }), 'nat-outgoing': true }, now);
+    return poolResource(
+      DEFAULT_POOL,
+      {
+        cidr,
+        ...(blockSize === undefined ? {} : { 'block-size': blockSize }),
+        'vxlan-mode': vxlanMode,
+        'ipip-mode': ipipMode,
+        'nat-outgoing': true,
+      },
+      now,
+    );
   } catch (err) {
     if (!(err instanceof PoolOptionError)) throw err;
-    throw new SettingsError(
-      `the default pool: ${err.message.replace('--block-size', 'NETPLUG_IPV4POOL_BLOCK_SIZE').replace('--cidr', 'its CIDR')}`,
-    );
+    const named = err.message
+      .replaceAll('--block-size', 'NETPLUG_IPV4POOL_BLOCK_SIZE')
+      .replaceAll('--cidr', 'its CIDR')
+      .replaceAll('--vxlan-mode', 'NETPLUG_IPV4POOL_VXLAN')
+      .replaceAll('--ipip-mode', 'NETPLUG_IPV4POOL_IPIP');
+    throw new SettingsError(`the default pool: ${named}`);
   }
 }
 
 /** Checks the default pool's settings at start, not when a pool is first missing; throws SettingsError. */
 export function checkDefaultPool(settings: NodeSettings): void {
-  defaultPool(settings.defaultPool.cidr ?? FALLBACK_POOL_CIDR, settings.defaultPool.blockSize);
+  defaultPool(settings.defaultPool.cidr ?? FALLBACK_POOL_CIDR, settings.defaultPool);
 }
 
 /** Creates the default pool if the datastore has none; says what it did, for the log. */
@@ -38,11 +54,11 @@ export async function ensureDefaultPool(store: Store, settings: NodeSettings, ku
   if (!settings.defaultPool.create) return 'NO_DEFAULT_POOLS is true: no default pool';
   if ((await store.listKeys(keys.pools)).length > 0) return 'pools exist: no default pool needed';
   const cidr = settings.defaultPool.cidr ?? (await kubeadmPodSubnet(kube, log)) ?? FALLBACK_POOL_CIDR;
-  const pool = defaultPool(cidr, settings.defaultPool.blockSize);
+  const pool = defaultPool(cidr, settings.defaultPool);
   // Every node agent of a new cluster may get here at once: one create wins, the others find it made.
   const created = await store.commit([{ key: keys.pool(DEFAULT_POOL), create: pool }]);
   return created
-    ? `created pool "${DEFAULT_POOL}": ${pool.spec.cidr}, blocks of /${pool.spec.blockSize}, natOutgoing`
+    ? `created pool "${DEFAULT_POOL}": ${pool.spec.cidr}, blocks of /${pool.spec.blockSize}, vxlanMode ${pool.spec.vxlanMode}, ipipMode ${pool.spec.ipipMode}, natOutgoing`
     : `pool "${DEFAULT_POOL}" was created meanwhile by another node`;
 }
 

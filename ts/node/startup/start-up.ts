@@ -1,6 +1,7 @@
 // Start-up and registration, what must be in place before the node is ready and is then kept:
 // - the nodename and MTU files the CNI plugin reads (written at start, where a failure stops the
-//   agent, then checked every FILES_INTERVAL_MS);
+//   agent, then checked every FILES_INTERVAL_MS; the MTU leaves room for the pools' encapsulation,
+//   read once the default pool is in place, then followed);
 // - ClusterInformation "default" (this release, the cluster type) and the default pool when the
 //   datastore has none; on the etcd datastore, the node's Node resource with the Kubernetes Node's
 //   labels (then kept by registration.ts). Each step is idempotent: a failed attempt is repeated
@@ -16,6 +17,9 @@ import { every, retry } from '../../runtime/backoff.ts';
 import { describeError } from '../../runtime/errors.ts';
 import { waitForSync } from '../../runtime/informers.ts';
 import { NETPLUG_VERSION } from '../../version.ts';
+import { keys } from '../../model/keys.ts';
+import type { Entry } from '../../store/store.ts';
+import { overheadOfPoolEntries } from '../shared/pod-mtu.ts';
 import type { NodeSettings } from '../shared/settings.ts';
 import type { Gate, NodeParts, Subsystem } from '../shared/subsystem.ts';
 import { thisNodeInformer } from '../shared/this-node.ts';
@@ -49,6 +53,12 @@ export function startUp(parts: NodeParts): StartUp {
   const done: Gate = { whenSynced: () => passed };
   const node = settings.datastoreType === 'etcdv3' || settings.usePodCidr ? thisNodeInformer(parts.informers, kube, name) : undefined;
   const podCidrs = settings.usePodCidr ? new PodCidrRecord(settings.varDir, name, log) : undefined;
+  /** The pools' encapsulation overhead, once read (the MTU file keeps what it holds until then). */
+  let overhead: number | undefined;
+  const followPools = () => {
+    const entries = parts.feed?.entries(keys.pools);
+    if (entries) overhead = overheadOfPoolEntries(entries, settings.routes);
+  };
 
   health.add('start-up', () => (started ? undefined : 'start-up work is not done yet'));
   health.poll('datastore', () => store.get(CLUSTER_INFO_KEY), {
@@ -71,6 +81,9 @@ export function startUp(parts: NodeParts): StartUp {
         ? "USE_POD_CIDR is true: no default pool (addresses come from each Node's spec.podCIDRs)"
         : await ensureDefaultPool(store, settings, kube, log),
     );
+    const [pools] = (await store.read([{ list: keys.pools }])) as Entry<unknown>[][];
+    overhead = overheadOfPoolEntries(pools ?? [], settings.routes);
+    keepFiles(settings, log, overhead);
     if (node && settings.datastoreType === 'etcdv3' && (await waitForSync([node], signal))) {
       const found = node.get(name);
       if (!found) log.warning(`the Kubernetes Node "${name}" does not exist (yet): registered without labels`);
@@ -87,7 +100,8 @@ export function startUp(parts: NodeParts): StartUp {
       const files = every(
         FILES_INTERVAL_MS,
         async () => {
-          keepFiles(settings, log);
+          followPools();
+          keepFiles(settings, log, overhead);
           podCidrs?.keep();
         },
         { signal },
@@ -114,10 +128,13 @@ export function startUp(parts: NodeParts): StartUp {
   };
 }
 
-/** Writes the nodename and MTU files if they differ; false (logged) if they cannot be written (at start, the agent stops). */
-export function keepFiles(settings: NodeSettings, log: Logger): boolean {
+/**
+ * Writes the nodename and MTU files if they differ (`overhead`: writeNodeFiles'); false (logged) if
+ * they cannot be written (at start, the agent stops).
+ */
+export function keepFiles(settings: NodeSettings, log: Logger, overhead?: number): boolean {
   try {
-    const changed = writeNodeFiles(settings.varDir, settings.nodeName);
+    const changed = writeNodeFiles(settings.varDir, settings.nodeName, overhead);
     if (changed.length > 0) log.info(`wrote ${changed.join(', ')} in ${settings.varDir}`);
     return true;
   } catch (err) {
