@@ -2,6 +2,7 @@
 // same reference (imagePullPolicy IfNotPresent: it is imported, never pulled).
 import { arch } from 'node:os';
 
+import { FLANNEL_VERSION } from '../../ts/render/flannel.ts';
 import { IMAGE_REPOSITORY } from '../../ts/render/objects.ts';
 import { NETPLUG_VERSION } from '../../ts/version.ts';
 
@@ -20,4 +21,9 @@ export function imageArch(): string {
 /** The archive's file name under dist/images (or the directory given to build-image.ts). */
 export function imageArchiveName(): string {
   return `netplug-${NETPLUG_VERSION}-${imageArch()}.oci.tar`;
+}
+
+/** The flannel variant's image archive (scripts/build-flannel-image.ts), beside netplug's. */
+export function flannelImageArchiveName(): string {
+  return `netplug-flannel-${FLANNEL_VERSION}-${imageArch()}.oci.tar`;
 }
