@@ -11,11 +11,18 @@ import { dirname, join } from 'node:path';
 
 import { dumpYaml, loadAllYaml } from '@kubernetes/client-node';
 
-import { imageArchiveName } from '../../scripts/lib/image-ref.ts';
+import { flannelImageArchiveName, imageArchiveName } from '../../scripts/lib/image-ref.ts';
 import { CLUSTER_CIDR, type Cluster } from '../helpers/cluster.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 export const NETPLUGCTL = join(ROOT, 'dist/bin/netplugctl');
+
+/** flanneld's image archive for the flannel variant (npm test's pretest builds it: scripts/build-flannel-image.ts). */
+export function flannelImageArchive(): string {
+  const path = join(ROOT, 'dist/images', flannelImageArchiveName());
+  if (!existsSync(path)) throw new Error(`${path} is missing: run npm run build:image:flannel`);
+  return path;
+}
 
 /** The image archive `npm run build:image` wrote (npm test's pretest builds it). */
 export function imageArchive(): string {
@@ -36,7 +43,7 @@ export interface NodePaths {
 /** The manifest with the test node's directories in place of the standard host paths. */
 export function manifestFor(
   cluster: Cluster,
-  file: 'netplug.yaml' | 'netplug-etcd.yaml' | 'netplug-policy-only.yaml',
+  file: 'netplug.yaml' | 'netplug-etcd.yaml' | 'netplug-policy-only.yaml' | 'netplug-flannel.yaml',
   paths: NodePaths,
   data: Record<string, string> = {},
 ): string {

@@ -1,4 +1,5 @@
-// The release files as text: deploy/manifests/{crds,netplug,netplug-etcd,netplug-host-local,netplug-policy-only}.yaml for the manifest
+// The release files as text: deploy/manifests/{crds,netplug,netplug-etcd,netplug-host-local,netplug-policy-only,netplug-flannel,
+// netplug-flannel-etcd}.yaml for the manifest
 // install (and netplug-flows.yaml beside any of them, for flow logs, and netplug-flow-viewer.yaml after it), {operator-crds,netplug-operator,custom-resources}.yaml
 // for the operator install. Shared by
 // the generator (which writes them) and the test that fails when the committed files drift.
@@ -8,6 +9,7 @@ import { join } from 'node:path';
 import { dumpYaml } from '@kubernetes/client-node';
 
 import { NETPLUG_VERSION } from '../version.ts';
+import { FLANNEL_IMAGE, renderFlannelManifest } from './flannel.ts';
 import { renderFlowViewer } from './flow-viewer.ts';
 import { renderFlows } from './flows.ts';
 import { anchorHostPaths } from './host-path-anchors.ts';
@@ -97,6 +99,23 @@ export function releaseFiles(deployDir: string): Record<string, string> {
         '# the cluster routes between nodes (NETPLUG_NETWORKING_BACKEND=none: no routes, tunnels or natOutgoing).',
       ],
       renderManifest({ datastore: 'kubernetes', namespace: 'kube-system', image: RELEASE_IMAGE, ipam: 'host-local', networking: 'none' }),
+    ),
+    'netplug-flannel.yaml': documents(
+      [
+        `# netplug ${NETPLUG_VERSION} with flannel, on the Kubernetes datastore, in kube-system. Images: ${RELEASE_IMAGE}, ${FLANNEL_IMAGE}.`,
+        "# netplug enforces network policy, pods take addresses from host-local (each node's pod CIDR) and flanneld",
+        '# (a container of netplug-node) carries them between nodes over VXLAN. Set Network in flannel_net_conf to',
+        "# the cluster's pod CIDR, and veth_mtu to the nodes' MTU less 50, first.",
+      ],
+      renderFlannelManifest({ datastore: 'kubernetes', namespace: 'kube-system', image: RELEASE_IMAGE }),
+    ),
+    'netplug-flannel-etcd.yaml': documents(
+      [
+        `# netplug ${NETPLUG_VERSION} with flannel, on an etcd datastore, in kube-system. Images: ${RELEASE_IMAGE}, ${FLANNEL_IMAGE}.`,
+        "# As netplug-flannel.yaml, netplug keeping its data in etcd (flannel takes the nodes' pod CIDRs from the",
+        '# Kubernetes API). Set etcd_endpoints in the netplug-config ConfigMap (and TLS in netplug-etcd-secrets) first.',
+      ],
+      renderFlannelManifest({ datastore: 'etcdv3', namespace: 'kube-system', image: RELEASE_IMAGE }),
     ),
     'netplug-flows.yaml': documents(
       [
