@@ -87,10 +87,13 @@ export interface NflogSubscription {
 
 /**
  * Calls `onPacket` for every packet logged to NFLOG group `group` (`log prefix "..." group N`);
- * fails at once if another listener holds the group.
+ * fails at once if another listener holds the group. The kernel sends packets in batches (up to
+ * 20 ms after the first), and a batch comes in one call from the addon.
  */
 export async function subscribeNflog(group: number, onPacket: (packet: NflogPacket) => void): Promise<NflogSubscription> {
-  const outcome = await addon().subscribeNflog(group, onPacket);
+  const outcome = await addon().subscribeNflog(group, (packets) => {
+    for (const packet of packets) onPacket(packet);
+  });
   const native: NativeSubscription = settled(outcome, outcome.subscription, 'subscribeNflog');
   return {
     async stop() {

@@ -415,10 +415,11 @@ export interface SetupOutcome {
 export declare function setupWorkload(spec: WorkloadSpec): Promise<SetupOutcome>
 
 /**
- * Subscribes to NFLOG group `group` and calls `onPacket` for every packet logged to it, until
- * the subscription is stopped (it keeps the process alive until then).
+ * Subscribes to NFLOG group `group` and calls `onPackets` with the packets logged to it, a batch
+ * at a time (those the kernel sent together), until the subscription is stopped (it keeps the
+ * process alive until then).
  */
-export declare function subscribeNflog(group: number, onPacket: (packet: NflogPacket) => void): Promise<NflogSubscribeOutcome>
+export declare function subscribeNflog(group: number, onPackets: (packets: NflogPacket[]) => void): Promise<NflogSubscribeOutcome>
 
 /** Makes the permanent FDB entries of the VXLAN device `dev` exactly `entries`. */
 export declare function syncFdb(dev: string, entries: Array<FdbEntry>): Promise<EntrySyncOutcome>

@@ -9,7 +9,8 @@ import type { FlowEnd, FlowPolicy, FlowRecord } from '../model/flow.ts';
 import { formatIp } from '../net/cidr.ts';
 import { netInterval, type Family } from './addresses.ts';
 import type { AddressedEntity } from './engine.ts';
-import { parseFlowPrefix } from './flow-prefix.ts';
+import { parseFlowPrefix, type FlowDecision } from './flow-prefix.ts';
+import { memoized } from './memo.ts';
 import { hashOf } from './names.ts';
 
 /** A packet logged to the flow-log group (the addon's NFLOG packet). */
@@ -107,16 +108,22 @@ interface OpenRecord {
   record: FlowRecord;
   /** Denied: the source ports seen, each a connection attempt. */
   attempts?: Set<number | undefined>;
+  /** Allowed: where the record's connections are followed. */
+  followed?: Followed;
 }
 
-interface Tracked {
-  /** The connection's tuple (what conntrack is looked up by). */
-  connection: string;
+/**
+ * The allowed connections of one record's key, followed in connection tracking for their packets
+ * and bytes: one per (ends, protocol, destination port, deciding rule), its connections by source
+ * port, so that a packet adds a number to a map rather than a key of its own.
+ */
+interface Followed {
   key: string;
   identity: FlowIdentity;
-  /** Packets and bytes counted so far. */
-  packets: number;
-  bytes: number;
+  /** `protocol source destination port` (canonical addresses), what conntrack entries are matched by. */
+  ends: string;
+  /** Packets and bytes counted so far, by the connection's source port. */
+  ports: Map<number | undefined, { packets: number; bytes: number }>;
 }
 
 export interface FlowAggregatorOptions {
@@ -129,8 +136,15 @@ export interface FlowAggregatorOptions {
 export class FlowAggregator {
   readonly #options: FlowAggregatorOptions;
   #open = new Map<string, OpenRecord>();
-  readonly #tracked = new Map<string, Tracked>();
+  /** Followed connections by record key, and the same by ends (several reporters may share ends). */
+  readonly #followed = new Map<string, Followed>();
+  readonly #byEnds = new Map<string, Followed[]>();
+  #tracked = 0;
   #start: number | undefined;
+  // Every packet is keyed by its prefix and addresses, and a node sees the same few of each over
+  // and over: each parsed once (the parse was most of a packet's cost).
+  readonly #decision = memoized<FlowDecision | undefined>(parseFlowPrefix, 4096);
+  readonly #normal = memoized(normal, 65_536);
 
   constructor(options: FlowAggregatorOptions) {
     this.#options = options;
@@ -138,36 +152,13 @@ export class FlowAggregator {
 
   /** A packet of the flow-log group at `now`; returns its record, or undefined for a packet that is not a flow log's. */
   packet(packet: LoggedFlowPacket, now: number): FlowRecord | undefined {
-    const decision = parseFlowPrefix(packet.prefix);
-    const { source, destination, protocol } = packet;
-    if (!decision || source === undefined || destination === undefined || protocol === undefined) return undefined;
-    let policy: FlowPolicy;
-    if ('policyHash' in decision) {
-      const found = this.#options.lookup.policy(decision.policyHash);
-      policy = {
-        policy: found?.key ?? `unknown/${decision.policyHash}`,
-        ...(found?.tier ? { tier: found.tier } : {}),
-        rule: decision.rule,
-        action: decision.action,
-      };
-    } else policy = { policy: 'default-deny', ...('tier' in decision ? { tier: decision.tier } : {}), action: 'Deny' };
-    const reporter = decision.direction === 'ingress' ? 'dst' : 'src';
-    const key = [source, destination, protocol, packet.destinationPort, reporter, policy.policy, policy.rule, policy.tier].join('|');
+    const { prefix, source, destination, protocol, destinationPort } = packet;
+    if (source === undefined || destination === undefined || protocol === undefined) return undefined;
+    // The prefix says the reporter, the verdict and the deciding rule: with the ends, the record's key.
+    const key = `${prefix}|${source}|${destination}|${protocol}|${destinationPort}`;
     this.#start ??= now;
-    let open = this.#open.get(key);
-    if (!open) {
-      const lookup = this.#options.lookup;
-      const identity: FlowIdentity = {
-        node: this.#options.node,
-        source: lookup.end(source),
-        destination: lookup.end(destination, packet.destinationPort),
-        protocol,
-        reporter,
-        action: policy.action,
-        policy,
-      };
-      open = this.#opened(key, identity, now, policy.action === 'Deny');
-    }
+    const open = this.#open.get(key) ?? this.#openFor(key, packet, now);
+    if (!open) return undefined;
     const { record } = open;
     record.end = now;
     if (open.attempts) {
@@ -179,10 +170,11 @@ export class FlowAggregator {
     } else {
       record.flows++;
       // Followed once per reporter: both ends' records of a connection on this node count it.
-      const connection = connectionKey(protocol, source, packet.sourcePort, destination, packet.destinationPort);
-      const tracking = `${connection} ${reporter}`;
-      if (!this.#tracked.has(tracking) && this.#tracked.size < (this.#options.maxTracked ?? 100_000))
-        this.#tracked.set(tracking, { connection, key, identity: open.identity, packets: 0, bytes: 0 });
+      const followed = open.followed;
+      if (followed && !followed.ports.has(packet.sourcePort) && this.#tracked < (this.#options.maxTracked ?? 100_000)) {
+        followed.ports.set(packet.sourcePort, { packets: 0, bytes: 0 });
+        this.#tracked++;
+      }
     }
     return record;
   }
@@ -194,31 +186,101 @@ export class FlowAggregator {
    */
   flush(now: number, connections: readonly TrackedConnection[]): FlowRecord[] {
     const start = this.#start ?? now;
-    const byTuple = new Map<string, TrackedConnection>();
-    for (const c of connections) {
-      byTuple.set(connectionKey(c.protocol, c.source, c.sourcePort, c.destination, c.destinationPort), c);
-      // Seen after DNAT (in forward), the packet's destination is the reply's source.
-      byTuple.set(connectionKey(c.protocol, c.source, c.sourcePort, c.replySource, c.replySourcePort), c);
-    }
-    for (const [tracking, tracked] of this.#tracked) {
-      const found = byTuple.get(tracked.connection);
-      if (!found) {
-        this.#tracked.delete(tracking);
-        continue;
+    const seen = new Map<Followed, Set<number | undefined>>();
+    const count = (ends: string, c: TrackedConnection) => {
+      for (const followed of this.#byEnds.get(ends) ?? []) {
+        const counted = followed.ports.get(c.sourcePort);
+        if (!counted) continue;
+        const ports = seen.get(followed) ?? new Set<number | undefined>();
+        seen.set(followed, ports);
+        if (ports.has(c.sourcePort)) continue;
+        ports.add(c.sourcePort);
+        const packets = Math.max(0, c.packets - counted.packets);
+        const bytes = Math.max(0, c.bytes - counted.bytes);
+        counted.packets = c.packets;
+        counted.bytes = c.bytes;
+        if (packets === 0 && bytes === 0) continue;
+        const { record } = this.#open.get(followed.key) ?? this.#opened(followed.key, followed.identity, start, false);
+        record.packets += packets;
+        record.bytes += bytes;
       }
-      const packets = Math.max(0, found.packets - tracked.packets);
-      const bytes = Math.max(0, found.bytes - tracked.bytes);
-      tracked.packets = found.packets;
-      tracked.bytes = found.bytes;
-      if (packets === 0 && bytes === 0) continue;
-      const { record } = this.#open.get(tracked.key) ?? this.#opened(tracked.key, tracked.identity, start, false);
-      record.packets += packets;
-      record.bytes += bytes;
+    };
+    for (const c of connections) {
+      count(this.#ends(c.protocol, c.source, c.destination, c.destinationPort), c);
+      // Seen after DNAT (in forward), the packet's destination is the reply's source.
+      if (c.replySource !== c.destination || c.replySourcePort !== c.destinationPort)
+        count(this.#ends(c.protocol, c.source, c.replySource, c.replySourcePort), c);
+    }
+    // Connections conntrack no longer holds are followed no more.
+    for (const followed of this.#followed.values()) {
+      const kept = seen.get(followed);
+      for (const port of followed.ports.keys())
+        if (!kept?.has(port)) {
+          followed.ports.delete(port);
+          this.#tracked--;
+        }
+      if (followed.ports.size === 0) this.#unfollow(followed);
     }
     const records = [...this.#open.values()].map(({ record }) => ({ ...record, start, end: now }));
     this.#open = new Map();
     this.#start = undefined;
     return records;
+  }
+
+  /** The record a packet with a new key opens: its ends and deciding rule named (undefined: not a flow log's prefix). */
+  #openFor(key: string, packet: LoggedFlowPacket, now: number): OpenRecord | undefined {
+    const decision = this.#decision(packet.prefix);
+    const { source, destination, protocol, destinationPort } = packet;
+    if (!decision || source === undefined || destination === undefined || protocol === undefined) return undefined;
+    let policy: FlowPolicy;
+    if ('policyHash' in decision) {
+      const found = this.#options.lookup.policy(decision.policyHash);
+      policy = {
+        policy: found?.key ?? `unknown/${decision.policyHash}`,
+        ...(found?.tier ? { tier: found.tier } : {}),
+        rule: decision.rule,
+        action: decision.action,
+      };
+    } else policy = { policy: 'default-deny', ...('tier' in decision ? { tier: decision.tier } : {}), action: 'Deny' };
+    const lookup = this.#options.lookup;
+    const identity: FlowIdentity = {
+      node: this.#options.node,
+      source: lookup.end(source),
+      destination: lookup.end(destination, destinationPort),
+      protocol,
+      reporter: decision.direction === 'ingress' ? 'dst' : 'src',
+      action: policy.action,
+      policy,
+    };
+    const open = this.#opened(key, identity, now, policy.action === 'Deny');
+    if (policy.action !== 'Deny') open.followed = this.#follow(key, identity, this.#ends(protocol, source, destination, destinationPort));
+    return open;
+  }
+
+  #follow(key: string, identity: FlowIdentity, ends: string): Followed {
+    const existing = this.#followed.get(key);
+    if (existing) {
+      // Named afresh each interval: the ends' labels may have changed.
+      existing.identity = identity;
+      return existing;
+    }
+    const followed: Followed = { key, identity, ends, ports: new Map() };
+    this.#followed.set(key, followed);
+    const sharing = this.#byEnds.get(ends);
+    if (sharing) sharing.push(followed);
+    else this.#byEnds.set(ends, [followed]);
+    return followed;
+  }
+
+  #unfollow(followed: Followed): void {
+    this.#followed.delete(followed.key);
+    const sharing = this.#byEnds.get(followed.ends)?.filter((other) => other !== followed) ?? [];
+    if (sharing.length > 0) this.#byEnds.set(followed.ends, sharing);
+    else this.#byEnds.delete(followed.ends);
+  }
+
+  #ends(protocol: number, source: string, destination: string, destinationPort: number | undefined): string {
+    return `${protocol} ${this.#normal(source)} ${this.#normal(destination)} ${destinationPort ?? ''}`;
   }
 
   #opened(key: string, identity: FlowIdentity, now: number, denied: boolean): OpenRecord {
@@ -231,14 +293,6 @@ export class FlowAggregator {
     return open;
   }
 }
-
-const connectionKey = (
-  protocol: number,
-  source: string,
-  sourcePort: number | undefined,
-  destination: string,
-  destinationPort: number | undefined,
-) => `${protocol} ${normal(source)} ${sourcePort ?? ''} ${normal(destination)} ${destinationPort ?? ''}`;
 
 /** One text per address (conntrack and NFLOG may write IPv6 differently). */
 function normal(address: string): string {

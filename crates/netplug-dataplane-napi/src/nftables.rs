@@ -214,7 +214,7 @@ pub struct NflogPacket {
     pub length: u32,
 }
 
-type PacketCallback = ThreadsafeFunction<NflogPacket, (), NflogPacket, Status, false>;
+type PacketsCallback = ThreadsafeFunction<Vec<NflogPacket>, (), Vec<NflogPacket>, Status, false>;
 
 /// A running NFLOG subscription.
 #[napi]
@@ -233,18 +233,19 @@ pub struct NflogStopOutcome {
     pub error: Option<KernelError>,
 }
 
-/// Subscribes to NFLOG group `group` and calls `onPacket` for every packet logged to it, until
-/// the subscription is stopped (it keeps the process alive until then).
+/// Subscribes to NFLOG group `group` and calls `onPackets` with the packets logged to it, a batch
+/// at a time (those the kernel sent together), until the subscription is stopped (it keeps the
+/// process alive until then).
 #[napi(
-    ts_args_type = "group: number, onPacket: (packet: NflogPacket) => void",
+    ts_args_type = "group: number, onPackets: (packets: NflogPacket[]) => void",
     ts_return_type = "Promise<NflogSubscribeOutcome>"
 )]
-pub fn subscribe_nflog(env: &Env, group: u32, on_packet: PacketCallback) -> Result<Object<'_>> {
+pub fn subscribe_nflog(env: &Env, group: u32, on_packets: PacketsCallback) -> Result<Object<'_>> {
     let group = u16::try_from(group)
         .map_err(|_| Error::new(Status::InvalidArg, format!("NFLOG group {group} is out of range (0-65535)")))?;
     on_thread(env, move || {
-        let started = NflogReader::start(group, move |packet| {
-            on_packet.call(packet_object(packet), ThreadsafeFunctionCallMode::NonBlocking);
+        let started = NflogReader::start(group, move |packets| {
+            on_packets.call(packets.into_iter().map(packet_object).collect(), ThreadsafeFunctionCallMode::NonBlocking);
         });
         match started {
             Ok(reader) => NflogSubscribeOutcome {

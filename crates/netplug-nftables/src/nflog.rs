@@ -2,11 +2,17 @@
 //! logged to it (`log prefix "..." group N`) with its prefix, interfaces, and the addresses,
 //! protocol, ports and length read from the packet's headers. Messages are built and parsed with
 //! netlink-packet-netfilter's nflog types; the IP and transport headers are read here.
+//!
+//! Packets come in batches: the kernel holds up to QUEUE_THRESHOLD of them (or FLUSH_AFTER) before
+//! it sends them in one message, and each message read is handed over whole. At many new flows a
+//! second (flow logs log each one), one wake-up and one call per packet cost the agent more than the
+//! packets themselves.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::collections::HashMap;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use netlink_packet_core::{NetlinkMessage, NetlinkPayload};
 use netlink_packet_netfilter::nflog::{
@@ -21,6 +27,14 @@ use crate::error::{NftError, Result};
 
 /// Bytes of each packet copied to us: enough for the IP and transport headers.
 const COPY_RANGE: u32 = 128;
+/// Packets the kernel gathers before sending them, at most...
+const QUEUE_THRESHOLD: u32 = 64;
+/// ...and how long it holds the first of them (a Log rule's line, a flow's record, comes that much later).
+const FLUSH_AFTER: Duration = Duration::from_millis(20);
+/// The kernel's buffer per batch (its maximum is 128 KiB): room for QUEUE_THRESHOLD packets.
+const BATCH_BYTES: u32 = 64 * 1024;
+/// How long an interface's name is taken from the reader's cache (indexes are reused only once freed).
+const NAME_KEPT: Duration = Duration::from_secs(1);
 
 /// One logged packet.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,7 +72,7 @@ impl NflogReader {
     /// Binds `group` in the calling thread's network namespace (failing at once if another
     /// listener holds it) and calls `on_packet` for every packet logged to it, from a thread of
     /// its own, until stopped.
-    pub fn start(group: u16, mut on_packet: impl FnMut(LoggedPacket) + Send + 'static) -> Result<Self> {
+    pub fn start(group: u16, mut on_packets: impl FnMut(Vec<LoggedPacket>) + Send + 'static) -> Result<Self> {
         let op = format!("subscribe to NFLOG group {group}");
         let mut socket = Socket::new(NETLINK_NETFILTER).map_err(|e| NftError::from_io(&op, &e))?;
         socket.bind(&SocketAddr::new(0, 0)).map_err(|e| NftError::from_io(&op, &e))?;
@@ -71,9 +85,9 @@ impl NflogReader {
             vec![
                 ConfigNla::Cmd(ConfigCmd::Bind),
                 ConfigNla::Mode(ConfigMode::new_packet(COPY_RANGE)),
-                // Deliver each packet at once rather than batching them.
-                ConfigNla::QThresh(1),
-                ConfigNla::Timeout(Timeout::from(Duration::from_millis(0))),
+                ConfigNla::NlBufSiz(BATCH_BYTES),
+                ConfigNla::QThresh(QUEUE_THRESHOLD),
+                ConfigNla::Timeout(Timeout::from(FLUSH_AFTER)),
             ],
             &op,
         )?;
@@ -87,7 +101,7 @@ impl NflogReader {
         let waker = wake.try_clone().map_err(|e| NftError::from_io(&op, &e))?;
         let thread = std::thread::Builder::new()
             .name(format!("netplug-nflog-{group}"))
-            .spawn(move || read_loop(socket, waker, group, &mut on_packet))
+            .spawn(move || read_loop(socket, waker, group, &mut on_packets))
             .map_err(|e| NftError::from_io(&op, &e))?;
         Ok(Self { group, wake, thread: Some(thread) })
     }
@@ -155,9 +169,10 @@ fn configure(socket: &Socket, group: u16, nlas: Vec<ConfigNla>, op: &str) -> Res
     }
 }
 
-fn read_loop(socket: Socket, wake: OwnedFd, group: u16, on_packet: &mut dyn FnMut(LoggedPacket)) -> Result<()> {
+fn read_loop(socket: Socket, wake: OwnedFd, group: u16, on_packets: &mut dyn FnMut(Vec<LoggedPacket>)) -> Result<()> {
     let op = format!("read NFLOG group {group}");
     let mut buffer = Vec::with_capacity(256 * 1024);
+    let mut names = InterfaceNames::default();
     loop {
         let mut fds = [PollFd::new(socket.as_fd(), PollFlags::POLLIN), PollFd::new(wake.as_fd(), PollFlags::POLLIN)];
         match poll(&mut fds, PollTimeout::NONE) {
@@ -177,6 +192,7 @@ fn read_loop(socket: Socket, wake: OwnedFd, group: u16, on_packet: &mut dyn FnMu
             Err(err) if err.raw_os_error() == Some(libc::EINTR) => continue,
             Err(err) => return Err(NftError::from_io(&op, &err)),
         }
+        let mut packets = Vec::new();
         let mut offset = 0;
         while let Some((_, end)) = crate::socket::next_message(&buffer, offset) {
             let message = &buffer[offset..end];
@@ -188,13 +204,39 @@ fn read_loop(socket: Socket, wake: OwnedFd, group: u16, on_packet: &mut dyn FnMu
                     ..
                 }) = parsed.payload
             {
-                on_packet(packet_of(group, u8::from(header.family), &nlas));
+                packets.push(packet_of(group, u8::from(header.family), &nlas, &mut names));
             }
+        }
+        if !packets.is_empty() {
+            on_packets(packets);
         }
     }
 }
 
-fn packet_of(group: u16, family: u8, nlas: &[PacketNla]) -> LoggedPacket {
+/// Interface names by index, each asked of the kernel at most once per NAME_KEPT.
+#[derive(Default)]
+struct InterfaceNames {
+    known: HashMap<u32, (String, Instant)>,
+}
+
+impl InterfaceNames {
+    fn name(&mut self, index: u32) -> Option<String> {
+        let now = Instant::now();
+        if let Some((name, at)) = self.known.get(&index)
+            && now.duration_since(*at) < NAME_KEPT
+        {
+            return Some(name.clone());
+        }
+        let name = interface_name(index)?;
+        if self.known.len() > 4096 {
+            self.known.clear();
+        }
+        self.known.insert(index, (name.clone(), now));
+        Some(name)
+    }
+}
+
+fn packet_of(group: u16, family: u8, nlas: &[PacketNla], names: &mut InterfaceNames) -> LoggedPacket {
     let mut packet = LoggedPacket {
         group,
         prefix: String::new(),
@@ -213,8 +255,8 @@ fn packet_of(group: u16, family: u8, nlas: &[PacketNla]) -> LoggedPacket {
     for nla in nlas {
         match nla {
             PacketNla::Prefix(prefix) => packet.prefix = prefix.to_string_lossy().into_owned(),
-            PacketNla::IfIndexInDev(index) => packet.in_interface = interface_name(*index),
-            PacketNla::IfIndexOutDev(index) => packet.out_interface = interface_name(*index),
+            PacketNla::IfIndexInDev(index) => packet.in_interface = names.name(*index),
+            PacketNla::IfIndexOutDev(index) => packet.out_interface = names.name(*index),
             PacketNla::Mark(mark) => packet.mark = Some(*mark),
             PacketNla::Payload(bytes) => {
                 packet.length = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
@@ -291,7 +333,7 @@ mod tests {
     use super::*;
 
     fn empty() -> LoggedPacket {
-        packet_of(1, 2, &[])
+        packet_of(1, 2, &[], &mut InterfaceNames::default())
     }
 
     #[test]
@@ -321,13 +363,13 @@ mod tests {
         // A 1500-byte IPv4 packet of which the kernel copied the first 128 bytes.
         let mut v4 = vec![0x45, 0, 0x05, 0xdc, 0, 0, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2];
         v4.resize(128, 0);
-        assert_eq!(packet_of(1, 2, &[PacketNla::Payload(v4.clone())]).length, 1500);
+        assert_eq!(packet_of(1, 2, &[PacketNla::Payload(v4.clone())], &mut InterfaceNames::default()).length, 1500);
         // A BIG TCP aggregate leaves the field 0: the copy's length is all there is.
         v4[2..4].copy_from_slice(&[0, 0]);
-        assert_eq!(packet_of(1, 2, &[PacketNla::Payload(v4)]).length, 128);
+        assert_eq!(packet_of(1, 2, &[PacketNla::Payload(v4)], &mut InterfaceNames::default()).length, 128);
         // An IPv6 header cut short: the copy's length.
         let v6 = vec![0x60, 0, 0, 0, 0x05, 0xc8, 6, 64, 0xfd, 0];
-        let packet = packet_of(1, 10, &[PacketNla::Payload(v6)]);
+        let packet = packet_of(1, 10, &[PacketNla::Payload(v6)], &mut InterfaceNames::default());
         assert_eq!((packet.length, packet.source), (10, None));
         // No copy at all.
         assert_eq!(empty().length, 0);

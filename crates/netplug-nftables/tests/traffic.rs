@@ -119,7 +119,7 @@ fn packets_are_accepted_dropped_counted_and_logged() {
 
     let records: Arc<Mutex<Vec<LoggedPacket>>> = Arc::default();
     let sink = records.clone();
-    let reader = net.router.enter(|| NflogReader::start(5, move |packet| sink.lock().unwrap().push(packet))).unwrap();
+    let reader = net.router.enter(|| NflogReader::start(5, move |packets| sink.lock().unwrap().extend(packets))).unwrap();
     // A second listener on the same group is refused, clearly.
     let busy = net.router.enter(|| NflogReader::start(5, |_| {})).err().expect("the group is taken");
     assert!(busy.to_string().contains("another listener"), "{busy}");
