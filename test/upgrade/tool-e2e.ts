@@ -3,7 +3,9 @@
 // --yes` of the built executable killed with SIGKILL once during each of its steps and run again
 // until a run completes; the issue's checks (checkAfterUpgrade); `status`; a second apply that does
 // nothing; `rollback`, after which v3.30.0 runs again (enforcement turned off first: v3.30.0 has
-// no network policy) and a pod created then gets traffic.
+// no network policy) and a pod created then gets traffic. On both manifest datastores a
+// NetworkPolicy v3.30.0 never enforced is there too: the upgrade creates allow-all-upgrade, and on
+// the Kubernetes datastore the page's review of it is run as written (legacy-policy.ts).
 // The plan, apply, status and rollback commands are docs/upgrade.md's, run as written in the docs
 // shell (test/docs/docs-shell.ts); host-local, which the page covers in words only, keeps its own.
 import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
@@ -27,6 +29,7 @@ import {
   type PreviousInstall,
   runNetplugctl,
 } from './install-previous.ts';
+import { checkAllowAllUpgradeKept, reviewAndDeleteAllowAllUpgrade, startLegacyPolicy } from './legacy-policy.ts';
 import {
   checkAfterUpgrade,
   checkNewPodGetsTraffic,
@@ -265,6 +268,8 @@ export function toolUpgrade(test: TestFn, method: ToolMethod): void {
   let docs: DocsProcedure | undefined;
   let upgraded = false;
   const nodeDaemonSet = () => getJson(cluster(), '-n', installed?.namespace ?? 'kube-system', 'daemonset', 'netplug-node');
+  // An unenforced NetworkPolicy on each datastore; operator and helm share the step (allow-all-upgrade-plan.test.ts).
+  const legacyPolicy = method === 'manifest-kdd' || method === 'manifest-etcd';
   const legacyEnv = (ds: any) => ds.spec.template.spec.containers[0].env.some((e: any) => e.name === 'NETPLUG_LEGACY_STATUS_FILE');
 
   test.serial(
@@ -276,6 +281,7 @@ export function toolUpgrade(test: TestFn, method: ToolMethod): void {
       installed = await installPrevious(c, method);
       t.log(`v3.30.0 installed by ${method} in ${((Date.now() - installStarted) / 1000).toFixed(1)} s`);
       await startWorkload(c);
+      if (legacyPolicy) await startLegacyPolicy(t, c);
       await c.importImage(imageArchive());
       how = invocation(c, installed, method);
       const invoked = how;
@@ -293,6 +299,12 @@ export function toolUpgrade(test: TestFn, method: ToolMethod): void {
       if (manifest) t.regex(plan.stdout, /kubectl-create\): .*NETPLUG_LEGACY_STATUS_FILE/);
       if (method === 'host-local')
         t.regex(plan.stdout, /1\. Host-local install: USE_POD_CIDR=true on netplug-node, the init container upgrade-ipam removed/);
+      t.regex(
+        plan.stdout,
+        legacyPolicy
+          ? /allow-all-upgrade: created before the new netplug-node starts \(v3\.30\.0 enforced no network policy, .*NetworkPolicy legacy-policy\/servers-deny-ingress/
+          : /allow-all-upgrade: not needed \(no network policy or host endpoint in the cluster/,
+      );
       const steps = JSON.parse((await netplugctl(how, 'upgrade', 'plan', '-o', 'json', ...how.flags)).stdout).steps.length;
 
       const addresses = await snapshotAddresses(c);
@@ -316,6 +328,7 @@ export function toolUpgrade(test: TestFn, method: ToolMethod): void {
       );
       t.is(applied.killed.length, steps, `killed once in each of the ${steps} steps`);
       await checkAfterUpgrade(t, c, installed, addresses, stats);
+      if (legacyPolicy) await checkAllowAllUpgradeKept(t, c, installed);
       upgraded = true;
 
       // What the literal server-side apply leaves behind (literal-upgrade.ts), the tool pruned.
@@ -329,12 +342,23 @@ export function toolUpgrade(test: TestFn, method: ToolMethod): void {
       t.regex(status.stdout, /: done$/m);
       t.regex(status.stdout, new RegExp(`^  ${c.nodeName}: ${escaped(NETPLUG_VERSION)} \\(pod netplug-node-\\w+, Ready\\)$`, 'm'));
       t.regex(status.stdout, new RegExp(`^Cluster Version: ${escaped(NETPLUG_VERSION)}$`, 'm'));
+      if (legacyPolicy) t.regex(status.stdout, /^Next: GlobalNetworkPolicy allow-all-upgrade lets every connection through/m);
 
       const again = page ? await viaDocs(page.shell, page.apply) : await netplugctl(how, 'upgrade', 'apply', '--yes', ...how.flags);
       t.is(again.code, 0, again.stderr);
       t.regex(again.stdout, /nothing to do/);
     },
   );
+
+  if (method === 'manifest-kdd')
+    test.serial(
+      'manifest-kdd: the review of allow-all-upgrade as docs/upgrade.md gives it: flow logs, a reviewed policy, the policy deleted',
+      async (t) => {
+        t.timeout(10 * 60_000);
+        if (!docs || !upgraded) return t.fail('not upgraded (see the test before)');
+        await reviewAndDeleteAllowAllUpgrade(t, cluster(), docs.shell);
+      },
+    );
 
   test.serial(
     `${method}: rollback turns network policy off, then puts v3.30.0 back; its pods run, new ones get traffic, the cluster says v3.30.0`,
@@ -360,6 +384,9 @@ export function toolUpgrade(test: TestFn, method: ToolMethod): void {
       t.is(rollback.code, 0, rollback.stderr);
       t.log(`${method}: rollback took ${((Date.now() - started) / 1000).toFixed(1)} s`);
       t.regex(rollback.stdout, /policy: enforcement off \(.*\); DaemonSet \S+\/netplug-node rolled out/);
+      // Deleted by the rollback (etcd), or by the review before it (Kubernetes datastore).
+      if (method === 'manifest-etcd') t.regex(rollback.stdout, /allow-all-upgrade: GlobalNetworkPolicy allow-all-upgrade deleted/);
+      if (method === 'manifest-kdd') t.regex(rollback.stdout, /allow-all-upgrade: GlobalNetworkPolicy allow-all-upgrade is gone already/);
       const ds = await nodeDaemonSet();
       t.true(ds.spec.template.spec.containers.every((container: any) => container.image === 'localhost/netplug:v3.30.0'));
       if (method !== 'operator' && method !== 'helm') t.true(legacyEnv(ds), 'the v3.30.0 template, as it was');
