@@ -120,7 +120,7 @@ const inputs = (method: Install['method']): StepInputs => ({
   legacyObjects: [],
   ownerReferences: 0,
   helm: method === 'helm' ? { release: 'netplug', namespace: 'netplug-operator', chart: 'c.tgz', version: '3.31.0' } : undefined,
-  allowAllUpgrade: { why: 'because', policy: allowAllUpgradePolicy(0), operation: 'POST GlobalNetworkPolicy allow-all-upgrade' },
+  allowAllUpgrade: { why: 'because', policy: allowAllUpgradePolicy(0), order: 0, operation: 'POST GlobalNetworkPolicy allow-all-upgrade' },
 });
 
 test('the step comes after the CRDs (its kind) and before the step that deploys the new netplug-node, in every procedure; rollback deletes it', (t) => {
@@ -135,6 +135,7 @@ test('the step comes after the CRDs (its kind) and before the step that deploys 
   }
   const step = stepsFor(inputs('manifest')).find((s) => s.id === 'allow-all-upgrade');
   t.is(step?.rollback, 'delete-created');
+  t.regex(step?.title ?? '', /Log, then Allow; tier default, order 0, before every other policy there\): because$/);
   t.deepEqual(step?.policy, allowAllUpgradePolicy(0));
   t.false(stepsFor({ ...inputs('manifest'), allowAllUpgrade: undefined }).some((s) => s.id === 'allow-all-upgrade'));
 });

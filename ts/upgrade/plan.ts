@@ -120,7 +120,12 @@ export async function makePlan(kube: UpgradeKube, inputs: UpgradeInputs): Promis
     ownerReferences: ownerReferences.length,
     helm,
     allowAllUpgrade: allowAllUpgrade.create
-      ? { why: allowAllUpgrade.why, policy: allowAllUpgradePolicy(allowAllUpgrade.order), operation: allowAllUpgradeOperation(settings) }
+      ? {
+          why: allowAllUpgrade.why,
+          policy: allowAllUpgradePolicy(allowAllUpgrade.order),
+          order: allowAllUpgrade.order,
+          operation: allowAllUpgradeOperation(settings),
+        }
       : undefined,
   });
   const { daemonSet: _daemonSet, ...installSummary } = install;

@@ -50,7 +50,7 @@ export interface StepInputs {
   ownerReferences: number;
   helm?: { release: string; namespace: string; chart: string; version: string } | undefined;
   /** The temporary policy, when the upgrade needs it (allow-all-upgrade.ts): why, the document, the write. */
-  allowAllUpgrade?: { why: string; policy: object; operation: string } | undefined;
+  allowAllUpgrade?: { why: string; policy: object; order: number; operation: string } | undefined;
 }
 
 const ssa = (ref: ObjectRef) => `PATCH ${describe(ref)} (server-side apply, fieldManager=netplugctl, force=true)`;
@@ -111,7 +111,7 @@ export function stepsFor(inputs: StepInputs): Step[] {
   if (inputs.allowAllUpgrade)
     steps.push({
       id: 'allow-all-upgrade',
-      title: `Create GlobalNetworkPolicy allow-all-upgrade (every endpoint, ingress and egress: Log, then Allow; before every other policy of tier default): ${inputs.allowAllUpgrade.why}`,
+      title: `Create GlobalNetworkPolicy allow-all-upgrade (every endpoint, ingress and egress: Log, then Allow; tier default, order ${inputs.allowAllUpgrade.order}, before every other policy there): ${inputs.allowAllUpgrade.why}`,
       operations: [inputs.allowAllUpgrade.operation],
       rollback: 'delete-created',
       why: 'rollback deletes it when the upgrade created it',
