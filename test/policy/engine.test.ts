@@ -101,8 +101,7 @@ test('a local endpoint gets dispatch entries and chains: anti-spoofing, conntrac
     'ct state invalid drop',
     'meta mark set meta mark & 0xfffcffff',
     `jump ${policyChainName('Profile/kns.shop', 'egress')} comment "profile kns.shop"`,
-    'meta mark & 0x10000 == 0x10000 return',
-    `jump ${policyChainName('Profile/ksa.shop.default', 'egress')} comment "profile ksa.shop.default"`,
+    `meta mark & 0x10000 == 0x0 jump ${policyChainName('Profile/ksa.shop.default', 'egress')} comment "profile ksa.shop.default"`,
     'meta mark & 0x10000 == 0x10000 return',
     'counter name "default-deny" drop comment "no policy or profile allowed"',
   ]);

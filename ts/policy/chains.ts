@@ -101,24 +101,29 @@ export function policyListChain(
   // With flow logs on, the drops no rule decided are logged too, saying where they happened.
   const logged = (prefix: string) =>
     flowLogGroup === undefined ? noPolicyAllowed : [{ log: { prefix, group: flowLogGroup } }, ...noPolicyAllowed];
+  // One rule per policy: each is jumped to while no policy before it allowed or passed, and the
+  // tier's end returns if one allowed. (A return after each policy doubled the rules of a list,
+  // most of a node's rules at thousands of policies, and each costs the kernel at every write.)
   const rules: Rule[] = [markClear(MARK.accept | MARK.pass)];
   plan.tiers[direction].forEach((tier, t) => {
     if (t > 0) rules.push(markClear(MARK.pass));
     tier.policies.forEach((policy, i) => {
-      rules.push(rule(i === 0 ? [] : [bitClear(MARK.pass)], jump(policy.chain), `tier ${tier.name}: ${policy.display}`.slice(0, 127)));
-      rules.push(rule([bitSet(MARK.accept)], 'return'));
+      const undecided = t === 0 && i === 0 ? [] : [bitClear(MARK.accept | MARK.pass)];
+      rules.push(rule(undecided, jump(policy.chain), `tier ${tier.name}: ${policy.display}`.slice(0, 127)));
     });
+    if (tier.policies.length > 0) rules.push(rule([bitSet(MARK.accept)], 'return'));
     if (!tier.passes && ending !== 'return')
       rules.push(
         rule([bitClear(MARK.pass)], 'drop', `end of tier ${tier.name}`.slice(0, 127), logged(tierEndFlowPrefix(direction, tier.name))),
       );
   });
-  for (const profile of plan.profiles) {
-    const chain = profile[direction];
-    if (chain === undefined) continue;
-    rules.push(rule([], jump(chain), `profile ${profile.display}`.slice(0, 127)));
-    rules.push(rule([bitSet(MARK.accept)], 'return'));
-  }
+  const profiles = plan.profiles.filter((profile) => profile[direction] !== undefined);
+  profiles.forEach((profile, i) => {
+    rules.push(
+      rule(i === 0 ? [] : [bitClear(MARK.accept)], jump(profile[direction] as string), `profile ${profile.display}`.slice(0, 127)),
+    );
+  });
+  if (profiles.length > 0) rules.push(rule([bitSet(MARK.accept)], 'return'));
   if (ending === 'drop') rules.push(rule([], 'drop', 'no policy or profile allowed', logged(listEndFlowPrefix(direction))));
   return regularChain(policyListChainName(direction, JSON.stringify(rules)), rules);
 }
