@@ -21,7 +21,8 @@ export interface ProgramRecord {
   issues: ProgramIssue[];
   /** Profiles: their labels for the endpoints naming them. */
   labels?: Labels;
-  active?: { chains: Chain[]; sets: string[]; counter: string };
+  /** `counter`: the named counter its Deny rules count into; none without Deny rules. */
+  active?: { chains: Chain[]; sets: string[]; counter?: string };
 }
 
 /** A value's JSON for comparing two states (addresses are BigInts, which JSON has no form for). */
@@ -118,7 +119,7 @@ export class Programs {
     for (const record of [...this.policies.values(), ...this.profiles.values()]) {
       if (!record.active || !record.program) continue;
       for (const chain of record.active.chains) chains.push(chain);
-      counters.push(record.active.counter);
+      if (record.active.counter) counters.push(record.active.counter);
     }
     return { chains, counters: counters.sort(), names: new Set(chains.map((c) => c.name)) };
   }
@@ -141,7 +142,7 @@ export class Programs {
   denyCounters(): Map<string, PolicyProgram> {
     const out = new Map<string, PolicyProgram>();
     for (const record of [...this.policies.values(), ...this.profiles.values()])
-      if (record.active && record.program) out.set(record.active.counter, record.program);
+      if (record.active?.counter && record.program) out.set(record.active.counter, record.program);
     return out;
   }
 
@@ -157,7 +158,7 @@ export class Programs {
     return { policies, rules };
   }
 
-  #build(program: PolicyProgram): { chains: Chain[]; sets: string[]; counter: string } {
+  #build(program: PolicyProgram): { chains: Chain[]; sets: string[]; counter?: string } {
     const sets: string[] = [];
     const use = (set: SetDescriptor) => {
       const name = this.#sets.use(set);
@@ -171,7 +172,10 @@ export class Programs {
     }
     this.#programmed = undefined;
     this.#structureChanged();
-    return { chains: fitted(chains), sets: fitted(sets), counter: denyCounterName(program.key) };
+    // A counter only for a program that can deny: most (every Kubernetes NetworkPolicy) cannot, and
+    // each counter is one more object in every whole write of the table.
+    const denies = DIRECTIONS.some((direction) => program[direction]?.some((r) => r.action === 'Deny'));
+    return { chains: fitted(chains), sets: fitted(sets), ...(denies ? { counter: denyCounterName(program.key) } : {}) };
   }
 
   #release(active: { sets: string[] }): void {
