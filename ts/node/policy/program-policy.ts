@@ -60,6 +60,8 @@ export class PolicyProgrammer {
   /** Local pods with a status file now. */
   #filed = new Set<string>();
   #issuesSeen = new Set<string>();
+  /** How long the last pass took (s), and its steps (feed and compile, whole part, kernel write, status files). */
+  lastPass: { seconds: number; steps: Record<string, number> } = { seconds: 0, steps: {} };
 
   constructor(options: PolicyProgrammerOptions) {
     this.#options = options;
@@ -86,7 +88,17 @@ export class PolicyProgrammer {
   async pass(): Promise<PassOutcome> {
     const { feed, table, metrics, repairMs } = this.#options;
     const started = performance.now();
-    const update = await span('policy: feed and compile', () => {
+    const steps: Record<string, number> = {};
+    // A step's time is both the served call's span (if any) and the pass's own record.
+    const step = async <T>(name: string, work: () => T | Promise<T>): Promise<T> => {
+      const at = performance.now();
+      try {
+        return await span(`policy: ${name}`, work);
+      } finally {
+        steps[name] = (performance.now() - at) / 1000;
+      }
+    };
+    const update = await step('feed and compile', () => {
       feed.pass();
       return feed.engine.flush();
     });
@@ -97,10 +109,10 @@ export class PolicyProgrammer {
       const repair = started - this.#lastWrite > repairMs;
       const elementsOnly = changed && !update.structural && this.#inKernel && !repair;
       this.#inKernel = false;
-      const part = await span('policy: whole part', () => feed.engine.part());
+      const part = await step('whole part', () => feed.engine.part());
       // The controller's settle coalesced the changes already, and an ADD waits for this write.
       const now = { now: true };
-      const given = await span('policy: kernel write', () =>
+      const given = await step('kernel write', () =>
         elementsOnly && table.updatePart
           ? table.updatePart(POLICY_PART, part, update.elements, now)
           : table.setPart(POLICY_PART, part, { now: true, verify: repair }),
@@ -112,12 +124,13 @@ export class PolicyProgrammer {
       if (repair) this.#lastWrite = started;
       outcome = 'written';
     }
-    await span('policy: status files', () => this.#writeStatusFiles());
+    await step('status files', () => this.#writeStatusFiles());
     const stats = feed.engine.stats();
     metrics.policies.set(stats.activePolicies);
     metrics.rules.set(stats.policyRules);
     metrics.endpoints.set(stats.localEndpoints);
-    metrics.flush.observe((performance.now() - started) / 1000);
+    this.lastPass = { seconds: (performance.now() - started) / 1000, steps };
+    metrics.flush.observe(this.lastPass.seconds);
     return outcome;
   }
 
