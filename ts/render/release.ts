@@ -48,7 +48,7 @@ const DEFAULT_INSTALLATION = {
           name: 'default-ipv4-ippool',
           cidr: '192.168.0.0/16',
           blockSize: 26,
-          encapsulation: 'None',
+          encapsulation: 'VXLANCrossSubnet',
           natOutgoing: 'Enabled',
           nodeSelector: 'all()',
         },
