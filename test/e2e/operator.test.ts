@@ -124,7 +124,12 @@ test.serial('cni.ipam.type HostLocal gives pods addresses from the node pod CIDR
   const podCidr: string = (await getJson(c, 'node', c.nodeName)).spec.podCIDR;
   // host-local keeps its state in the host's /var/lib/cni/networks/<network>: removed if this test made it.
   if (!existsSync(HOST_LOCAL_STATE)) hostLocalStateIsOurs = true;
-  await patchInstallation({ spec: { cni: { ipam: { type: 'HostLocal' } } } });
+  // Its pool without VXLAN, which host-local cannot serve (custom-resources.yaml asks for VXLANCrossSubnet).
+  const pools = (await getJson(c, 'installation', 'default')).spec.calicoNetwork.ipPools.map((pool: object) => ({
+    ...pool,
+    encapsulation: 'None',
+  }));
+  await patchInstallation({ spec: { cni: { ipam: { type: 'HostLocal' } }, calicoNetwork: { ipPools: pools } } });
   await eventually('the conflist with host-local', async () => conflist().plugins[0].ipam.type === 'host-local');
   await waitAvailable(c);
   const [pod] = await runPods(c, 'local', BUSYBOX_IMAGE, 1).catch(async (err: Error) => {
