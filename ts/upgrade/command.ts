@@ -68,32 +68,21 @@ const OPTIONS = {
   help: { type: 'boolean', short: 'h' },
 } as const;
 
+/** What plan and apply both take: the release's files, the helm release, allow-all-upgrade. */
+const PROCEDURE_FLAGS = [
+  'manifest',
+  'crds',
+  'operator-crds',
+  'operator-manifest',
+  'chart',
+  'release',
+  'namespace',
+  'helm',
+  'skip-allow-all-upgrade',
+];
 const ALLOWED: Record<string, readonly string[]> = {
-  plan: [
-    'manifest',
-    'crds',
-    'operator-crds',
-    'operator-manifest',
-    'chart',
-    'release',
-    'namespace',
-    'helm',
-    'skip-allow-all-upgrade',
-    'output',
-  ],
-  apply: [
-    'manifest',
-    'crds',
-    'operator-crds',
-    'operator-manifest',
-    'chart',
-    'release',
-    'namespace',
-    'helm',
-    'skip-allow-all-upgrade',
-    'yes',
-    'timeout',
-  ],
+  plan: [...PROCEDURE_FLAGS, 'output'],
+  apply: [...PROCEDURE_FLAGS, 'yes', 'timeout'],
   status: ['output'],
   rollback: ['helm', 'timeout'],
 };
