@@ -55,7 +55,7 @@ export interface Topology {
   nodes: TestNode[];
   /** An address outside every pool, on the router (subnet 1's side): natOutgoing's destination. */
   outside: string;
-  /** Makes a pod on `node` with the CNI plugin (netplug-ipam on the test's datastore; from `pools` if given). */
+  /** Makes a pod on `node` with the CNI plugin (the options' ipam, else netplug-ipam on the test's datastore, from `pools` if given). */
   addPod(node: TestNode, pools?: string[]): Pod;
   deletePod(pod: Pod): void;
   /** Runs a command inside a namespace; its exit status and output. */
@@ -71,6 +71,8 @@ export interface TopologyOptions {
   datastoreNetconf: Record<string, unknown>;
   /** The agents' environment besides their node's own (KUBECONFIG, ETCD_ENDPOINTS, …). */
   agentEnv: Record<string, string>;
+  /** The netconf's ipam for a pod on `node`, asked at each ADD and DEL; netplug-ipam when not given. */
+  ipam?: (node: TestNode) => Record<string, unknown>;
 }
 
 let made = 0;
@@ -205,7 +207,7 @@ export async function makeTopology(t: Pick<ExecutionContext, 'teardown'>, option
       // The MTU this node's agent writes (its pools' encapsulation taken off), as on a real node.
       mtu_file: join(node.varDir, 'mtu'),
       ...options.datastoreNetconf,
-      ipam: { type: 'netplug-ipam', ...(pod.pools ? { ipv4_pools: pod.pools } : {}) },
+      ipam: options.ipam?.(node) ?? { type: 'netplug-ipam', ...(pod.pools ? { ipv4_pools: pod.pools } : {}) },
     };
     return spawnSync('ip', ['netns', 'exec', node.netns.name, NETPLUG_CNI], {
       input: JSON.stringify(netconf),

@@ -5,7 +5,7 @@
 // Fields the reference leaves out when at their defaults get those defaults.
 import { describeValue } from '../log/echo.ts';
 import type { Entry } from './entry.ts';
-import { formatPrefix, parseIp, parsePrefix, widthOf, type Family } from '../net/cidr.ts';
+import { formatPrefix, parseIp, parsePrefix, widthOf, type Family, type Prefix } from '../net/cidr.ts';
 import { brokenDocument, canonical, cidrOfKey } from './keys.ts';
 import { ENCAPSULATION_MODES, type EncapsulationMode, type PoolResource, type PoolSpec } from './ip-pool.ts';
 import type { Block, Handle, PendingRequest } from './ipam-documents.ts';
@@ -135,6 +135,20 @@ export function checkedNodeLabels(entry: Entry<unknown>): Record<string, string>
   if (!isObject(labels) || !Object.values(labels).every((v) => typeof v === 'string'))
     throw wanted(key, 'metadata.labels', 'an object of strings', labels);
   return labels as Record<string, string>;
+}
+
+/** A node's pod CIDRs (status.podCIDRs, on the Kubernetes datastore), each in canonical form. */
+export function checkedNodePodCidrs(entry: Entry<unknown>): string[] {
+  const { key, value } = entry;
+  if (!isObject(value)) throw wanted(key, '.', 'an object', value);
+  const status = value['status'];
+  if (status === undefined || status === null) return [];
+  if (!isObject(status)) throw wanted(key, 'status', 'an object', status);
+  const cidrs = status['podCIDRs'];
+  if (cidrs === undefined || cidrs === null) return [];
+  const prefixes = Array.isArray(cidrs) ? cidrs.map((cidr) => (typeof cidr === 'string' ? parsePrefix(cidr) : undefined)) : [];
+  if (!Array.isArray(cidrs) || prefixes.includes(undefined)) throw wanted(key, 'status.podCIDRs', 'a list of CIDRs', cidrs);
+  return (prefixes as Prefix[]).map(formatPrefix);
 }
 
 const MAC = /^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/i;

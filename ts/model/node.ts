@@ -16,4 +16,11 @@ export interface NodeResource {
   apiVersion: string;
   metadata: { name: string; creationTimestamp: string; labels: Record<string, string> };
   spec: NodeSpec;
+  status?: {
+    /**
+     * On the Kubernetes datastore, the Node's spec.podCIDRs (as the reference's status.podCIDRs):
+     * what host-local installs route by (ts/node/routes/). Never written: etcd Nodes have none.
+     */
+    podCIDRs?: string[];
+  };
 }

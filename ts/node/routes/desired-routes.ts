@@ -11,6 +11,8 @@
 //   - otherwise directly via the node's underlay address, which must then be on this node's subnet
 //     (a node elsewhere is left to the underlay's own routing, and said so).
 // Addresses a node borrowed from a block affine to another node get a host route to the borrower.
+// On host-local installs each node's pod CIDRs count as blocks affine to it (podCidrBlocks), and so
+// are routed as above: the pool holding them, if any, decides the encapsulation.
 import { contains, parseIp, parsePrefix } from '../../net/cidr.ts';
 import type { Pool } from '../../ipam/pools.ts';
 import type { EncapsulationMode } from '../../model/ip-pool.ts';
@@ -101,6 +103,11 @@ export function desiredState(
   }
   const sorted = <T>(map: Map<string, T>) => [...map.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, v]) => v);
   return { routes: sorted(routes), neighbors: sorted(neighbors), fdb: sorted(fdb), notes: [...notes].sort() };
+}
+
+/** Each node's pod CIDRs as blocks affine to it: what host-local installs route by. */
+export function podCidrBlocks(nodes: readonly NodeAddresses[]): RoutedBlock[] {
+  return nodes.flatMap((node) => (node.podCidrs ?? []).map((cidr) => ({ cidr, node: node.name, borrowed: [] })));
 }
 
 /** The pool holding `cidr` (the most specific, should pools nest). */

@@ -1,5 +1,6 @@
 // What this node's kernel should hold for its pods to reach every other node's pods, from the
-// cluster alone: the routes, neighbours and FDB entries (desired-routes.ts), and the tunnel
+// cluster alone: the routes, neighbours and FDB entries (desired-routes.ts; on host-local installs
+// also to each node's pod CIDRs), and the tunnel
 // devices they need, each with the address the node holds for it (allocated by the addresses
 // subsystem; read here from the blocks) and the VXLAN device with the node's MAC. A pure function:
 // the routes subsystem programs the kernel when it changes (its text is what feed-trigger.ts
@@ -7,7 +8,7 @@
 import type { NodeAddress } from '../shared/node-address.ts';
 import type { ClusterState } from '../shared/read-cluster.ts';
 import { tunnelHandle, vxlanMacFor } from '../shared/tunnels.ts';
-import { desiredState, type DesiredState, type LocalNode, uses } from './desired-routes.ts';
+import { desiredState, type DesiredState, type LocalNode, podCidrBlocks, uses } from './desired-routes.ts';
 
 export const IPIP_DEVICE = 'tunl0';
 export const VXLAN_DEVICE = 'vxlan.netplug';
@@ -23,9 +24,11 @@ export interface KernelState {
   notes: string[];
 }
 
-export function kernelState(cluster: ClusterState, name: string, address: NodeAddress): KernelState {
+/** `podCidrs`: a host-local install, routing each node's pod CIDRs besides the blocks. */
+export function kernelState(cluster: ClusterState, name: string, address: NodeAddress, podCidrs = false): KernelState {
   const local: LocalNode = { name, address, interface: address.interface, ipipDevice: IPIP_DEVICE, vxlanDevice: VXLAN_DEVICE };
-  const routes = desiredState(local, cluster.nodes, cluster.blocks, cluster.pools);
+  const blocks = podCidrs ? [...cluster.blocks, ...podCidrBlocks(cluster.nodes)] : cluster.blocks;
+  const routes = desiredState(local, cluster.nodes, blocks, cluster.pools);
   // While the allocator moves the node to another address (one given back, one taken), the first.
   const held = (tunnel: 'ipip' | 'vxlan') => [...(cluster.tunnelAddresses.get(tunnelHandle(tunnel, name)) ?? [])].sort()[0];
   const [ipip, vxlan] = [held('ipip'), held('vxlan')];

@@ -33,7 +33,15 @@ export function routesToOtherNodes(parts: NodeParts, address: LocalAddress, star
   let problem: string | undefined = 'routes to other nodes are not programmed yet';
   let notes = '';
   let summary = '';
-  const stateOf = (cluster: ClusterState) => kernelState(cluster, name, address.current());
+  // A host-local install is one with USE_POD_CIDR=true (pods take their addresses from each Node's
+  // spec.podCIDRs, which are then routed): what the spec has host-local installs set on this
+  // container, and what the manifests' host-local variant and the operator's HostLocal set. Not
+  // the conflist's ipam.type: the agent does not read the CNI configuration. The policy-only
+  // variant sets it too, with NETPLUG_NETWORKING_BACKEND=none: this subsystem does not run there.
+  const podCidrs = settings.usePodCidr;
+  if (podCidrs && settings.datastoreType === 'etcdv3')
+    log.warning('USE_POD_CIDR is true on the etcd datastore, whose Nodes carry no pod CIDRs: no pod CIDR is routed between nodes');
+  const stateOf = (cluster: ClusterState) => kernelState(cluster, name, address.current(), podCidrs);
 
   const pass = async (): Promise<boolean> => {
     const followed = feed?.current();

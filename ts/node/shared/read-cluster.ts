@@ -1,10 +1,11 @@
-// One read of what routes and the node's addresses are computed from: every node (its labels and
-// published addresses), every IPv4 block (its affinity and the nodes its addresses went to) and
-// every pool, in one round trip on etcd. A broken document costs only itself: it is skipped and named in `broken`.
+// One read of what routes and the node's addresses are computed from: every node (its labels,
+// published addresses and, on the Kubernetes datastore, pod CIDRs), every IPv4 block (its affinity
+// and the nodes its addresses went to) and every pool, in one round trip on etcd. A broken
+// document costs only itself: it is skipped and named in `broken`.
 import { attributeAt, addressOf } from '../../ipam/block.ts';
 import { keys } from '../../model/keys.ts';
 import type { NodeSpec } from '../../model/node.ts';
-import { checkedBlock, checkedNodeLabels, checkedNodeSpec } from '../../model/checked-documents.ts';
+import { checkedBlock, checkedNodeLabels, checkedNodePodCidrs, checkedNodeSpec } from '../../model/checked-documents.ts';
 import { poolsOf, type Pool } from '../../ipam/pools.ts';
 import type { Entry, Store } from '../../store/store.ts';
 
@@ -15,6 +16,8 @@ export interface NodeAddresses {
   ipipTunnelAddr?: string;
   vxlanTunnelAddr?: string;
   vxlanMac?: string;
+  /** Its pod CIDRs (Kubernetes datastore only): what host-local installs route by. */
+  podCidrs?: string[];
 }
 
 export interface RoutedBlock {
@@ -60,6 +63,7 @@ export function clusterStateOf(nodeEntries: Entry<unknown>[], blockEntries: Entr
     const spec = checked(() => checkedNodeSpec(entry));
     const labels = checked(() => checkedNodeLabels(entry));
     if (!spec || !labels) return [];
+    const podCidrs = checked(() => checkedNodePodCidrs(entry)) ?? [];
     const [address, length] = spec.bgp?.ipv4Address?.split('/') ?? [];
     return [
       {
@@ -70,6 +74,7 @@ export function clusterStateOf(nodeEntries: Entry<unknown>[], blockEntries: Entr
         ...(spec.bgp?.ipv4IPIPTunnelAddr ? { ipipTunnelAddr: spec.bgp.ipv4IPIPTunnelAddr } : {}),
         ...(spec.ipv4VXLANTunnelAddr ? { vxlanTunnelAddr: spec.ipv4VXLANTunnelAddr } : {}),
         ...(spec.vxlanTunnelMACAddr ? { vxlanMac: spec.vxlanTunnelMACAddr } : {}),
+        ...(podCidrs.length > 0 ? { podCidrs } : {}),
       },
     ];
   });

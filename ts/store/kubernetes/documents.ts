@@ -120,9 +120,18 @@ export function nodeEntry(node: KubeObject): Entry<unknown> {
     ...(Object.keys(bgp).length > 0 ? { bgp } : {}),
     ...present({ ipv4VXLANTunnelAddr: at('ipv4VXLANTunnelAddr'), vxlanTunnelMACAddr: at('vxlanTunnelMACAddr') }),
   };
+  // Its pod CIDRs (the older spec.podCIDR when it has no list), as the reference's status.podCIDRs.
+  const given = node.spec as { podCIDRs?: string[]; podCIDR?: string } | undefined;
+  const podCIDRs = given?.podCIDRs ?? (given?.podCIDR ? [given.podCIDR] : []);
   return {
     key: `${NODES_PREFIX}${name}`,
     revision: resourceVersion,
-    value: { kind: 'Node', apiVersion: API_VERSION, metadata: { name, creationTimestamp, labels }, spec },
+    value: {
+      kind: 'Node',
+      apiVersion: API_VERSION,
+      metadata: { name, creationTimestamp, labels },
+      spec,
+      ...(podCIDRs.length > 0 ? { status: { podCIDRs } } : {}),
+    },
   };
 }
