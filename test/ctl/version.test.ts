@@ -1,24 +1,17 @@
 // netplugctl version against a real etcd (the Kubernetes datastore: test/node/node-kubernetes.test.ts),
-// and the rule that a netplugctl older than the cluster does not write unless told to.
+// the cluster's version as the lowest release the nodes record, and the rule that a netplugctl
+// older than the cluster does not write unless told to.
 import test from 'ava';
 
-import { compareVersions } from '../../ts/ctl/version.ts';
 import { CLUSTER_INFO_KEY } from '../../ts/model/cluster-information.ts';
 import { ensureClusterInfo } from '../../ts/ipam/cluster-info.ts';
+import { keys } from '../../ts/model/keys.ts';
+import { recordVersion } from '../../ts/node/startup/record-version.ts';
 import { openStore } from '../../ts/store/open.ts';
 import { NETPLUG_VERSION } from '../../ts/version.ts';
 import { hasStackTrace } from '../helpers/cni.ts';
 import { startEtcd } from '../helpers/etcd.ts';
 import { ctl, ctlOk } from '../helpers/ipam.ts';
-
-test('versions compare by major, minor, patch; v, -prerelease and +build do not count', (t) => {
-  t.is(compareVersions('v3.22.2', '3.22.2'), 0);
-  t.is(compareVersions('v3.31.0', 'v3.31.0-rc.1+abc'), 0);
-  t.true((compareVersions('v3.31.0', 'v3.31.2') ?? 0) < 0);
-  t.true((compareVersions('v3.31.10', 'v3.31.9') ?? 0) > 0);
-  t.true((compareVersions('v3.31.0', 'v4.0.0') ?? 0) < 0);
-  t.is(compareVersions('v3.31', 'v3.31.0'), undefined);
-});
 
 test('version: the client alone, the cluster unknown, then the cluster as netplug-node recorded it', async (t) => {
   const etcd = await startEtcd(t);
@@ -37,6 +30,32 @@ test('version: the client alone, the cluster unknown, then the cluster as netplu
   t.teardown(() => store.close());
   await ensureClusterInfo(store, 'v3.31.7', 'k8s,bgp');
   t.is(ctlOk(t, etcd, 'version').stdout, `Client Version:    ${NETPLUG_VERSION}\nCluster Version:   v3.31.7\nCluster Type:      k8s,bgp\n`);
+
+  // Two agents record different releases, a third node none (an agent from before records):
+  // the cluster's version is the lowest, and each node's is listed.
+  t.is(await recordVersion('etcdv3', store, undefined, 'node-a', 'v3.31.7'), 'recorded');
+  t.is(await recordVersion('etcdv3', store, undefined, 'node-b', 'v3.31.2'), 'recorded');
+  t.is(await recordVersion('etcdv3', store, undefined, 'node-b', 'v3.31.2'), 'unchanged');
+  ctlOk(t, etcd, 'node', 'create', 'node-c', '--label', 'zone=a', '--allow-version-mismatch');
+  t.like(await ensureClusterInfo(store, 'v3.31.7', 'k8s,bgp'), { netplugVersion: 'v3.31.2' });
+  t.is(
+    ctlOk(t, etcd, 'version').stdout,
+    `Client Version:    ${NETPLUG_VERSION}\nCluster Version:   v3.31.2\nCluster Type:      k8s,bgp\n\n` +
+      'NODE    VERSION\nnode-a  v3.31.7\nnode-b  v3.31.2\nnode-c  (none recorded)\n',
+  );
+  t.deepEqual(ctlOk(t, etcd, 'version', '-o', 'json').json, {
+    clientVersion: NETPLUG_VERSION,
+    clusterVersion: 'v3.31.2',
+    clusterType: 'k8s,bgp',
+    nodes: [
+      { name: 'node-a', version: 'v3.31.7' },
+      { name: 'node-b', version: 'v3.31.2' },
+      { name: 'node-c', version: null },
+    ],
+  });
+  // Recording kept what the Node resource held besides (its labels).
+  t.is(await recordVersion('etcdv3', store, undefined, 'node-c', 'v3.31.7'), 'recorded');
+  t.like((await store.get(keys.node('node-c')))?.value, { metadata: { labels: { zone: 'a' } }, status: { netplugVersion: 'v3.31.7' } });
 
   await etcd.stop();
   const down = ctl(etcd, 'version');

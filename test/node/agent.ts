@@ -20,10 +20,11 @@ export const NODE_AGENT_RULES: k8s.V1PolicyRule[] = [
   { apiGroups: [''], resources: ['configmaps'], resourceNames: ['kubeadm-config'], verbs: ['get'] },
 ];
 
-/** Besides, on the Kubernetes datastore: ClusterInformation and the default pool. */
+/** Besides, on the Kubernetes datastore: ClusterInformation, the default pool, and its release recorded on its Node. */
 export const NODE_AGENT_DATASTORE_RULES: k8s.V1PolicyRule[] = [
   { apiGroups: ['crd.projectnet.org'], resources: ['clusterinformations'], verbs: ['get', 'create', 'update'] },
   { apiGroups: ['crd.projectnet.org'], resources: ['ippools'], verbs: ['list', 'create'] },
+  { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'patch'] },
 ];
 
 export interface Agent {

@@ -86,7 +86,7 @@ test('a fresh cluster: files, ClusterInformation, the default pool from kubeadm,
 
   t.is(
     ctlOk(t, etcd, 'version').stdout,
-    `Client Version:    ${NETPLUG_VERSION}\nCluster Version:   ${NETPLUG_VERSION}\nCluster Type:      k8s,bgp\n`,
+    `Client Version:    ${NETPLUG_VERSION}\nCluster Version:   ${NETPLUG_VERSION}\nCluster Type:      k8s,bgp\n\nNODE     VERSION\nnode-e1  ${NETPLUG_VERSION}\n`,
   );
   const guid = (await (await etcdStore(t, etcd)).get<{ spec: { clusterGUID: string; datastoreReady: boolean } }>(CLUSTER_INFO_KEY))?.value
     .spec ?? { clusterGUID: '', datastoreReady: false };

@@ -9,14 +9,21 @@ import { readFileSync } from 'node:fs';
 
 import test from 'ava';
 
-import { ensureClusterInfo } from '../../ts/ipam/cluster-info.ts';
-import { openStore } from '../../ts/store/open.ts';
 import { NETPLUG_VERSION } from '../../ts/version.ts';
 import { tempDir } from '../helpers/cni.ts';
 import { startKube } from '../helpers/kube.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
 import { loadAllYaml } from '@kubernetes/client-node';
-import { adminKube, createNode, kubectlCreate, netplugctl, previousManifest, releaseFile, settleRollouts } from './tool-fixtures.ts';
+import {
+  adminKube,
+  createNode,
+  kubectlCreate,
+  netplugctl,
+  previousManifest,
+  releaseFile,
+  setClusterVersion,
+  settleRollouts,
+} from './tool-fixtures.ts';
 
 let kubeconfig: string;
 const shared = sharedTeardowns(test);
@@ -34,7 +41,7 @@ test.before(async () => {
   await createNode(api, 'node-a');
   // No node pods without a kubelet: the controllers would report 0 scheduled.
   await settleRollouts(api, 'kube-system', 0);
-  await setClusterVersion('v3.30.0');
+  await setClusterVersion(kubeconfig, 'v3.30.0');
   // A ConfigMap owned by a netplug resource: the upgrade strips the reference first and restores it after.
   const pool = await api.create({
     apiVersion: 'crd.projectnet.org/v1',
@@ -64,15 +71,6 @@ const ownerUids = async () =>
   ((await adminKube(kubeconfig).get({ apiVersion: 'v1', kind: 'ConfigMap', ...OWNED })).metadata.ownerReferences ?? []).map(
     (o: any) => o.uid,
   );
-
-async function setClusterVersion(version: string): Promise<void> {
-  const store = await openStore({ datastore_type: 'kubernetes', kubernetes: { kubeconfig } });
-  try {
-    await ensureClusterInfo(store, version, 'k8s,kdd');
-  } finally {
-    store.close();
-  }
-}
 
 const files = () => ['--kubeconfig', kubeconfig, '--manifest', releaseFile('netplug.yaml'), '--crds', releaseFile('crds.yaml')];
 const record = async () => JSON.parse((await adminKube(kubeconfig).get(RECORD)).data['record.json']);
@@ -130,6 +128,8 @@ test.serial(
     t.regex(status.out, new RegExp(`^ +4\\. done +apply-manifest: ${manifestObjects} objects applied$`, 'm'));
     t.regex(status.out, /DaemonSet kube-system\/netplug-node: .*new spec not yet seen by the controller \(in progress\)/);
     t.regex(status.out, /^Cluster Version: v3\.30\.0$/m);
+    // No pod without a kubelet, and an agent from before nodes recorded their release.
+    t.regex(status.out, /^ {2}node-a: no netplug-node pod; no release recorded$/m);
   },
 );
 
@@ -140,7 +140,7 @@ test.serial(
     const applied = (await api.get(DS)).metadata.resourceVersion;
     // What the DaemonSet controller and the new netplug-node would now write.
     await settleRollouts(api, 'kube-system', 0);
-    await setClusterVersion(NETPLUG_VERSION);
+    await setClusterVersion(kubeconfig, NETPLUG_VERSION);
     const run = await netplugctl(['upgrade', 'apply', '--yes', '--timeout', '20s', ...files()]);
     t.log(run.out);
     t.is(run.code, 0, run.err);

@@ -8,6 +8,9 @@ import { join } from 'node:path';
 
 import { previousReleaseCommit } from '../../scripts/lib/previous-release.ts';
 import { runClusterCtlMain } from '../../ts/cli/cluster-commands.ts';
+import { ensureClusterInfo } from '../../ts/ipam/cluster-info.ts';
+import { CLUSTER_INFO_KEY } from '../../ts/model/cluster-information.ts';
+import { openStore } from '../../ts/store/open.ts';
 import { UpgradeKube } from '../../ts/upgrade/kube.ts';
 import * as k8s from '@kubernetes/client-node';
 
@@ -62,6 +65,25 @@ export async function netplugctl(args: string[], env: NodeJS.ProcessEnv = {}): P
     },
   );
   return { code, out, err };
+}
+
+/**
+ * ClusterInformation at `version` as a node agent from before nodes recorded their release leaves
+ * it (its own version, whatever the nodes record), or as the new agents leave it once every node
+ * records `version`.
+ */
+export async function setClusterVersion(kubeconfig: string, version: string): Promise<void> {
+  const store = await openStore({ datastore_type: 'kubernetes', kubernetes: { kubeconfig } });
+  try {
+    await ensureClusterInfo(store, version, 'k8s,kdd');
+    const entry = await store.get<{ spec: Record<string, unknown> }>(CLUSTER_INFO_KEY);
+    if (entry && entry.value.spec['netplugVersion'] !== version)
+      await store.commit([
+        { key: entry.key, update: { ...entry.value, spec: { ...entry.value.spec, netplugVersion: version } }, revision: entry.revision },
+      ]);
+  } finally {
+    store.close();
+  }
 }
 
 export function adminKube(kubeconfig: string): UpgradeKube {

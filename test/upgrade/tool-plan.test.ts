@@ -4,13 +4,20 @@
 // preflight refusals, usage errors; and that plan writes nothing.
 import test from 'ava';
 
-import { ensureClusterInfo } from '../../ts/ipam/cluster-info.ts';
-import { openStore } from '../../ts/store/open.ts';
 import { NETPLUG_VERSION } from '../../ts/version.ts';
 import { tempDir } from '../helpers/cni.ts';
 import { startKube, type Kube } from '../helpers/kube.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
-import { adminKube, createNode, kubectlCreate, netplugctl, previousManifest, releaseFile, settleRollouts } from './tool-fixtures.ts';
+import {
+  adminKube,
+  createNode,
+  kubectlCreate,
+  netplugctl,
+  previousManifest,
+  releaseFile,
+  setClusterVersion,
+  settleRollouts,
+} from './tool-fixtures.ts';
 
 let kube: Kube;
 let kubeconfig: string;
@@ -25,17 +32,8 @@ test.before(async () => {
   const api = adminKube(kubeconfig);
   await createNode(api, 'node-a');
   await settleRollouts(api, 'kube-system');
-  await setClusterVersion('v3.30.0');
+  await setClusterVersion(kubeconfig, 'v3.30.0');
 });
-
-async function setClusterVersion(version: string): Promise<void> {
-  const store = await openStore({ datastore_type: 'kubernetes', kubernetes: { kubeconfig } });
-  try {
-    await ensureClusterInfo(store, version, 'k8s,kdd');
-  } finally {
-    store.close();
-  }
-}
 
 const planArgs = () => [
   'upgrade',
@@ -123,8 +121,8 @@ test.serial('plan -o json: the same plan for scripts', async (t) => {
 });
 
 test.serial('outside the supported window: a ClusterInformation at v3.14.2 is refused, naming the window', async (t) => {
-  await setClusterVersion('v3.14.2');
-  t.teardown(() => setClusterVersion('v3.30.0'));
+  await setClusterVersion(kubeconfig, 'v3.14.2');
+  t.teardown(() => setClusterVersion(kubeconfig, 'v3.30.0'));
   const run = await netplugctl(planArgs());
   t.is(run.code, 1);
   t.is(run.err.split('\n').filter(Boolean).length, 1, run.err);
@@ -143,8 +141,8 @@ test.serial('outside the supported window: a ClusterInformation at v3.14.2 is re
 });
 
 test.serial('a cluster already at the target: nothing to do', async (t) => {
-  await setClusterVersion(NETPLUG_VERSION);
-  t.teardown(() => setClusterVersion('v3.30.0'));
+  await setClusterVersion(kubeconfig, NETPLUG_VERSION);
+  t.teardown(() => setClusterVersion(kubeconfig, 'v3.30.0'));
   // The images still say v3.30.0: the lowest version found is what runs.
   const run = await netplugctl([...planArgs(), '-o', 'json']);
   t.is(run.code, 0);

@@ -34,7 +34,8 @@ commands:
                                leaks and inconsistencies; exit 1 if any
   ipam release --ip IP [--force]
                                free a leaked address
-  version [--client]           this netplugctl's version, and the cluster's (ClusterInformation "default")
+  version [--client]           this netplugctl's version, the cluster's (ClusterInformation "default":
+                               the lowest release a node records) and each node's
 
 network policy (projectnet.org/v3: networkpolicy|np, globalnetworkpolicy|gnp, networkset,
 globalnetworkset, tier, profile):

@@ -1,9 +1,11 @@
 // netplugctl version, and the rule that a netplugctl older than the cluster does not write: after
 // an upgrade, an old tool may not know what the new release stores (the spec's upgrade rule).
 import { CLUSTER_INFO_KEY } from '../model/cluster-information.ts';
-import { readClusterInfo } from '../ipam/cluster-info.ts';
+import { compareVersions } from '../model/release-versions.ts';
+import { readClusterInfo, readNodeVersions, type RecordedVersion } from '../ipam/cluster-info.ts';
 import type { Store } from '../store/store.ts';
 import { NETPLUG_VERSION } from '../version.ts';
+import { table } from './table.ts';
 import { refused } from './usage.ts';
 
 const LABEL_WIDTH = 19;
@@ -14,7 +16,13 @@ export function clientVersion(json: boolean): string {
   return json ? `${JSON.stringify({ clientVersion: NETPLUG_VERSION })}\n` : line('Client Version', NETPLUG_VERSION);
 }
 
-/** Client and cluster versions and the cluster type; thrown as VersionUnknown when the cluster has no ClusterInformation. */
+/** What a node that records no release shows (an agent from before nodes recorded theirs, or none started yet). */
+const NONE_RECORDED = '(none recorded)';
+
+/**
+ * Client and cluster versions, the cluster type, and the release each node records (the cluster's
+ * version is the lowest of them); thrown as VersionUnknown when the cluster has no ClusterInformation.
+ */
 export async function versions(store: Store, json: boolean): Promise<string> {
   let info: Awaited<ReturnType<typeof readClusterInfo>>;
   try {
@@ -28,9 +36,28 @@ export async function versions(store: Store, json: boolean): Promise<string> {
       `the cluster's version is unknown: ${store.description} has no ClusterInformation "default" (${CLUSTER_INFO_KEY}); netplug-node has not started on any node yet, or netplug is not installed`,
     );
   }
+  let nodes: RecordedVersion[] | undefined;
+  let nodesProblem: string | undefined;
+  try {
+    nodes = await readNodeVersions(store);
+  } catch (err) {
+    // The versions are known all the same: said, and why the nodes are not.
+    nodesProblem = `the nodes' versions cannot be read: ${(err as Error).message.split('\n')[0]}`;
+  }
   if (json)
-    return `${JSON.stringify({ clientVersion: NETPLUG_VERSION, clusterVersion: info.netplugVersion, clusterType: info.clusterType })}\n`;
-  return `${line('Client Version', NETPLUG_VERSION)}${line('Cluster Version', info.netplugVersion)}${line('Cluster Type', info.clusterType)}`;
+    return `${JSON.stringify({
+      clientVersion: NETPLUG_VERSION,
+      clusterVersion: info.netplugVersion,
+      clusterType: info.clusterType,
+      ...(nodes ? { nodes: nodes.map(({ node, version }) => ({ name: node, version: version ?? null })) } : { nodesProblem }),
+    })}\n`;
+  const head = `${line('Client Version', NETPLUG_VERSION)}${line('Cluster Version', info.netplugVersion)}${line('Cluster Type', info.clusterType)}`;
+  if (!nodes) return `${head}${line('Nodes', nodesProblem ?? '')}`;
+  if (nodes.length === 0) return head;
+  return `${head}\n${table(
+    ['NODE', 'VERSION'],
+    nodes.map(({ node, version }) => [node, version ?? NONE_RECORDED]),
+  )}`;
 }
 
 /**
@@ -54,22 +81,6 @@ export async function refuseOlderClient(store: Store, allowMismatch: boolean): P
       `netplugctl ${NETPLUG_VERSION} is older than the cluster's netplug ${cluster}: use netplugctl ${cluster} or newer, or add --allow-version-mismatch to write anyway`,
     );
   }
-}
-
-/**
- * Semantic versions compared by major, minor, patch after dropping a leading `v` and any
- * `-prerelease` or `+build` (3.22.2 and v3.22.2 are equal); undefined when either is not one.
- */
-export function compareVersions(a: string, b: string): number | undefined {
-  const [x, y] = [numbers(a), numbers(b)];
-  if (!x || !y) return undefined;
-  for (let i = 0; i < 3; i++) if (x[i] !== y[i]) return (x[i] as number) - (y[i] as number);
-  return 0;
-}
-
-function numbers(version: string): number[] | undefined {
-  const match = /^v?(\d+)\.(\d+)\.(\d+)$/.exec(version.trim().replace(/[+-].*$/, ''));
-  return match ? match.slice(1, 4).map(Number) : undefined;
 }
 
 /** The cluster's version could not be read: the client's goes to stdout, the reason to stderr, exit 1. */

@@ -1,6 +1,9 @@
 // ClusterInformation `default`: which netplug release runs the cluster, and what kind of cluster
-// it is. Every netplug-node writes it at start-up (the reference's EnsureInitialized); netplugctl
-// reads it to print the cluster's version and to refuse writes by a client older than the cluster.
+// it is. Every netplug-node writes it at start-up (the reference's EnsureInitialized), after
+// recording its own release on its node: the cluster's version is the lowest any node records
+// (ts/model/release-versions.ts), so that it says the new release only once every node runs it.
+// netplugctl reads it to print the cluster's version and to refuse writes by a client older than
+// the cluster.
 import { randomUUID } from 'node:crypto';
 
 import { ErrorCode } from '../cni/errors.ts';
@@ -12,6 +15,8 @@ import {
   type ClusterInfoSpec,
 } from '../model/cluster-information.ts';
 import { API_VERSION, type Entry } from '../model/entry.ts';
+import { keys } from '../model/keys.ts';
+import { clusterVersionOf, recordedVersionOf } from '../model/release-versions.ts';
 import { retryOnConflict, type Store } from '../store/store.ts';
 import type { Precondition } from './allocator.ts';
 import { IpamError } from './errors.ts';
@@ -22,19 +27,49 @@ export async function readClusterInfo(store: Store): Promise<ClusterInfoSpec | u
   return entry && checkedClusterInfo(entry).value.spec;
 }
 
+export interface RecordedVersion {
+  node: string;
+  /** The release its agent recorded; undefined when it recorded none. */
+  version: string | undefined;
+}
+
+/** Each node the datastore knows (on the Kubernetes datastore, every Node), by name, with the release it records. */
+export async function readNodeVersions(store: Store): Promise<RecordedVersion[]> {
+  return (await store.list(keys.nodes))
+    .map((entry) => ({ node: entry.key.slice(keys.nodes.length), version: recordedVersionOf(entry.value) }))
+    .sort((a, b) => a.node.localeCompare(b.node));
+}
+
 /**
  * Creates ClusterInformation `default` if missing (a new GUID, datastoreReady true); else sets
- * `version`, adds the types of `clusterType` it lacks, and fills fields left out. Retried on a
- * conflict: every node agent of the cluster does this at once after a rollout.
+ * its version to the lowest the nodes record (`version` being this agent's, recorded on its node
+ * before), adds the types of `clusterType` it lacks, and fills fields left out. Retried on a
+ * conflict: every node agent of the cluster does this at once after a rollout. The nodes are read
+ * after ClusterInformation, so the last agent to write has read every record made before it wrote.
+ * Nodes that cannot be read (`unread` is told why) count as one that records nothing: the version
+ * then never rises, and the agent is not held up by what only the version needs.
  */
-export async function ensureClusterInfo(store: Store, version: string, clusterType: string, now = new Date()): Promise<ClusterInfoSpec> {
+export async function ensureClusterInfo(
+  store: Store,
+  version: string,
+  clusterType: string,
+  unread: (reason: string) => void = () => undefined,
+  now = new Date(),
+): Promise<ClusterInfoSpec> {
   return retryOnConflict('ensuring ClusterInformation "default"', async () => {
     const stored = await store.get(CLUSTER_INFO_KEY);
+    const recorded = await readNodeVersions(store).then(
+      (nodes) => nodes.map((node) => node.version),
+      (err: Error) => {
+        unread(err.message.split('\n')[0] ?? '');
+        return [undefined];
+      },
+    );
     if (!stored) {
       const spec: ClusterInfoSpec = {
         clusterGUID: newClusterGuid(),
         clusterType: unionTypes('', clusterType),
-        netplugVersion: version,
+        netplugVersion: clusterVersionOf(recorded, undefined, version) ?? version,
         datastoreReady: true,
         variant: 'netplug',
       };
@@ -52,7 +87,7 @@ export async function ensureClusterInfo(store: Store, version: string, clusterTy
       ...current,
       clusterGUID: current.clusterGUID || newClusterGuid(),
       clusterType: unionTypes(current.clusterType, clusterType),
-      netplugVersion: version,
+      netplugVersion: clusterVersionOf(recorded, current.netplugVersion || undefined, version) ?? version,
       variant: current.variant || 'netplug',
     };
     // Compared with what is stored, so that a field left out is written too.

@@ -1,4 +1,5 @@
-// Nodes as the datastore holds them: labels (what pool node selectors match) and addresses.
+// Nodes as the datastore holds them: labels (what pool node selectors match), addresses, and the
+// release the node's agent runs.
 
 /**
  * Where a node is reached (netplug-node publishes its own): the reference's field names, so tools
@@ -22,5 +23,11 @@ export interface NodeResource {
      * what host-local installs route by (ts/node/routes/). Never written: etcd Nodes have none.
      */
     podCIDRs?: string[];
+    /**
+     * The release the node's agent runs, which it records as it starts (ts/node/startup/record-version.ts;
+     * on the Kubernetes datastore an annotation on the Node). Status, as what the agent reports rather
+     * than what anyone asks of the node; named as ClusterInformation's field, the lowest of them.
+     */
+    netplugVersion?: string;
   };
 }

@@ -1,7 +1,7 @@
-// ClusterInformation `default` read through netplug's datastore layer: on the Kubernetes datastore
-// through the same kubeconfig, on etcd through netplugctl's datastore flags (or, without them, the
-// endpoints the install's ConfigMap names).
-import { readClusterInfo } from '../ipam/cluster-info.ts';
+// ClusterInformation `default`, and the release each node records, read through netplug's
+// datastore layer: on the Kubernetes datastore through the same kubeconfig, on etcd through
+// netplugctl's datastore flags (or, without them, the endpoints the install's ConfigMap names).
+import { readClusterInfo, readNodeVersions, type RecordedVersion } from '../ipam/cluster-info.ts';
 import type { ClusterInfoSpec } from '../model/cluster-information.ts';
 import { openStore, type DatastoreSettings } from '../store/open.ts';
 import type { Install } from './detect.ts';
@@ -11,6 +11,8 @@ export interface ClusterInfoRead {
   /** Why it could not be read (the datastore unreachable, ...); absent when read or simply not there. */
   problem?: string | undefined;
   where: string;
+  /** With `withNodes`: the release each node records. */
+  nodes?: RecordedVersion[] | undefined;
 }
 
 export function datastoreFor(
@@ -25,14 +27,15 @@ export function datastoreFor(
   return settings;
 }
 
-export async function readClusterInformation(settings: DatastoreSettings): Promise<ClusterInfoRead> {
+export async function readClusterInformation(settings: DatastoreSettings, withNodes = false): Promise<ClusterInfoRead> {
   let where =
     settings.datastore_type === 'kubernetes' ? 'the Kubernetes datastore' : `etcd at ${settings.etcd_endpoints ?? '(no endpoints)'}`;
   try {
     const store = await openStore(settings);
     where = store.description;
     try {
-      return { info: await readClusterInfo(store), where };
+      const info = await readClusterInfo(store);
+      return { info, where, ...(withNodes ? { nodes: await readNodeVersions(store) } : {}) };
     } finally {
       store.close();
     }

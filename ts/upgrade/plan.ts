@@ -1,6 +1,7 @@
 // `netplugctl upgrade plan`: what is installed, what stands in the way, what the server would do
 // with each object, and the ordered steps. Reads only (the dry run included).
 import { UsageError } from '../ctl/usage.ts';
+import { lowestVersion } from '../model/release-versions.ts';
 import type { DatastoreSettings } from '../store/open.ts';
 import { datastoreFor, readClusterInformation, type ClusterInfoRead } from './cluster-info.ts';
 import { detectInstall, type Install } from './detect.ts';
@@ -21,7 +22,7 @@ import { hasPolicyAgent } from './policy-off.ts';
 import { preflightChecks, type Check } from './preflight.ts';
 import { isCrd, type ReleaseFile, renderedOperatorManifest, sha256 } from './release-files.ts';
 import { stepsFor, type Step } from './steps.ts';
-import { lowestVersion, TARGET, versionWindow } from './versions.ts';
+import { TARGET, versionWindow } from './versions.ts';
 
 export interface UpgradeInputs {
   kubeconfig?: string | undefined;

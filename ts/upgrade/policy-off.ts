@@ -14,7 +14,7 @@
 // the two revisions' manifests, so a field neither sets stays Disabled while the operator of this
 // release is replaced; a helm value would go back to the default (Enabled) at that moment, which
 // that operator could still roll out. Once the previous release runs, the field is put back as it was.
-import { compareVersions } from '../ctl/version.ts';
+import { compareVersions } from '../model/release-versions.ts';
 import type { Install } from './detect.ts';
 import { NODE_DAEMONSET, nodeVersions } from './detect.ts';
 import { describe, type Json, type ObjectRef, type UpgradeKube } from './kube.ts';

@@ -1,10 +1,13 @@
 // `netplugctl upgrade status`: the recorded upgrade's state and each step's, every node's installed
 // version (its netplug-node pod's image tag: the install record on the node is not reachable from
-// here, and the pod runs what it installed), the rollout counts and the cluster's version.
+// here, and the pod runs what it installed) and the release its agent recorded in the datastore
+// when that differs (the cluster's version is the lowest recorded), the rollout counts and the
+// cluster's version.
 import type { DatastoreSettings } from '../store/open.ts';
 import { allowAllUpgradeExists, REVIEW_STEPS } from './allow-all-upgrade.ts';
 import { datastoreFor, readClusterInformation } from './cluster-info.ts';
-import { CONTROLLERS_DEPLOYMENT, detectInstall, NODE_DAEMONSET, OPERATOR_DEPLOYMENT } from './detect.ts';
+import type { RecordedVersion } from '../ipam/cluster-info.ts';
+import { CONTROLLERS_DEPLOYMENT, detectInstall, NODE_DAEMONSET, type NodeVersion, OPERATOR_DEPLOYMENT } from './detect.ts';
 import { describe, type ObjectRef, type UpgradeKube } from './kube.ts';
 import { readRecord } from './record.ts';
 import { rolloutOf } from './rollout.ts';
@@ -13,7 +16,8 @@ export async function upgradeStatus(kube: UpgradeKube, datastore: DatastoreSetti
   const install = await detectInstall(kube);
   const stored = await readRecord(kube, install.namespace);
   const settings = datastoreFor(install, datastore, kube.kubeconfigPath);
-  const info = await readClusterInformation(settings);
+  const info = await readClusterInformation(settings, true);
+  const nodes = nodeLines(install.nodes, info.nodes);
   const workloads: ObjectRef[] = [
     ...(install.operatorNamespace
       ? [{ apiVersion: 'apps/v1', kind: 'Deployment', name: OPERATOR_DEPLOYMENT, namespace: install.operatorNamespace }]
@@ -52,7 +56,7 @@ export async function upgradeStatus(kube: UpgradeKube, datastore: DatastoreSetti
               steps,
             }
           : null,
-        nodes: install.nodes,
+        nodes: nodes.map(({ text: _, ...node }) => node),
         rollouts,
         clusterVersion: clusterVersion ?? null,
         ...(allowAll ? { allowAllUpgrade: allowAll } : {}),
@@ -75,9 +79,8 @@ export async function upgradeStatus(kube: UpgradeKube, datastore: DatastoreSetti
       );
   }
   lines.push('Nodes');
-  for (const node of install.nodes)
-    lines.push(`  ${node.node}: ${node.version ?? 'unknown'} (pod ${node.pod}, ${node.ready ? 'Ready' : 'not Ready'})`);
-  if (install.nodes.length === 0) lines.push('  no netplug-node pods');
+  for (const node of nodes) lines.push(`  ${node.text}`);
+  if (nodes.length === 0) lines.push('  no netplug-node pods');
   lines.push('Rollouts');
   for (const rollout of rollouts) lines.push(`  ${rollout.object}: ${rollout.detail}${rollout.settled ? '' : ' (in progress)'}`);
   lines.push(`Cluster Version: ${clusterVersion ?? `unknown${info.problem ? ` (${info.problem})` : ''}`}`);
@@ -85,3 +88,46 @@ export async function upgradeStatus(kube: UpgradeKube, datastore: DatastoreSetti
   else if (allowAll) lines.push(`allow-all-upgrade: ${allowAll}`);
   return `${lines.join('\n')}\n`;
 }
+
+interface NodeLine {
+  node: string;
+  pod: string | null;
+  version: string | null;
+  ready: boolean;
+  /** What its agent recorded (null: nothing); absent when the datastore could not be read. */
+  recordedVersion?: string | null;
+  text: string;
+}
+
+/**
+ * Each node's pod and image version with the release its agent recorded (`recorded`: undefined
+ * when the datastore could not be read), and nodes the datastore knows that have no pod; a line
+ * names the record only when it differs from the image's version.
+ */
+function nodeLines(pods: readonly NodeVersion[], recorded: readonly RecordedVersion[] | undefined): NodeLine[] {
+  const records = new Map((recorded ?? []).map((r) => [r.node, r.version]));
+  const lines: NodeLine[] = pods.map((pod) => {
+    const record = records.get(pod.node);
+    const said = recorded !== undefined && record !== pod.version ? `; ${describeRecord(record)}` : '';
+    return {
+      ...pod,
+      version: pod.version ?? null,
+      ...(recorded ? { recordedVersion: record ?? null } : {}),
+      text: `${pod.node}: ${pod.version ?? 'unknown'} (pod ${pod.pod}, ${pod.ready ? 'Ready' : 'not Ready'}${said})`,
+    };
+  });
+  const withPods = new Set(pods.map((pod) => pod.node));
+  for (const { node, version } of recorded ?? [])
+    if (!withPods.has(node))
+      lines.push({
+        node,
+        pod: null,
+        version: null,
+        ready: false,
+        recordedVersion: version ?? null,
+        text: `${node}: no netplug-node pod; ${describeRecord(version)}`,
+      });
+  return lines.sort((a, b) => a.node.localeCompare(b.node));
+}
+
+const describeRecord = (version: string | undefined) => (version ? `its agent recorded ${version}` : 'no release recorded');

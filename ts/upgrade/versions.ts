@@ -1,8 +1,9 @@
 // The spec's version rules for an upgrade to this release: supported from 3.15 up to the target;
 // a cluster already at or beyond the target has nothing to do. The cluster's version is the lowest
-// of what it says (ClusterInformation, which flips when the first upgraded node starts) and what
-// runs (image tags), so a half-done rollout is never taken for a finished one.
-import { compareVersions } from '../ctl/version.ts';
+// of what it says (ClusterInformation: the lowest release its nodes record, or, written by an agent
+// from before nodes recorded theirs, that agent's own) and what runs (image tags), so a half-done
+// rollout is never taken for a finished one.
+import { compareVersions } from '../model/release-versions.ts';
 import { NETPLUG_VERSION } from '../version.ts';
 
 const OLDEST_SUPPORTED = 'v3.15.0';
@@ -14,12 +15,6 @@ export type Window = { state: 'upgrade'; from: string } | { state: 'current'; fr
 export function versionOfImage(image: string | undefined): string | undefined {
   const tag = /:([^:/@]+)(@.*)?$/.exec(image ?? '')?.[1];
   return tag !== undefined && compareVersions(tag, '0.0.0') !== undefined ? tag : undefined;
-}
-
-/** The lowest of the versions found; undefined when none is one. */
-export function lowestVersion(versions: readonly (string | undefined)[]): string | undefined {
-  const known = versions.filter((v): v is string => v !== undefined && compareVersions(v, '0.0.0') !== undefined);
-  return known.sort((a, b) => compareVersions(a, b) as number)[0];
 }
 
 export function versionWindow(current: string | undefined, target = TARGET): Window {

@@ -2,8 +2,9 @@
 // - the nodename and MTU files the CNI plugin reads (written at start, where a failure stops the
 //   agent, then checked every FILES_INTERVAL_MS; the MTU leaves room for the pools' encapsulation,
 //   read once the default pool is in place, then followed);
-// - ClusterInformation "default" (this release, the cluster type) and the default pool when the
-//   datastore has none; on the etcd datastore, the node's Node resource with the Kubernetes Node's
+// - this release recorded on the node (record-version.ts), then ClusterInformation "default" (the
+//   lowest release the nodes record, the cluster type) and the default pool when the datastore
+//   has none; on the etcd datastore, the node's Node resource with the Kubernetes Node's
 //   labels (then kept by registration.ts). Each step is idempotent: a failed attempt is repeated
 //   after a growing delay;
 // - with USE_POD_CIDR=true (host-local) no default pool: the Node's pod CIDRs are recorded instead
@@ -26,6 +27,7 @@ import { thisNodeInformer } from '../shared/this-node.ts';
 import { ensureDefaultPool } from './ensure-default-pool.ts';
 import { followNode } from './follow-node.ts';
 import { PodCidrRecord } from './follow-pod-cidrs.ts';
+import { recordVersion } from './record-version.ts';
 import { registerNode } from './register-node.ts';
 import { registrationController } from './registration.ts';
 import { writeNodeFiles } from './write-node-files.ts';
@@ -74,7 +76,17 @@ export function startUp(parts: NodeParts): StartUp {
 
   /** What must be in place before the node is ready; each step is idempotent. */
   const work = async (signal: AbortSignal): Promise<void> => {
-    const info = await ensureClusterInfo(store, NETPLUG_VERSION, settings.clusterType);
+    // The release is recorded for the cluster's version only: a node that cannot record it is ready all the same.
+    const recorded = await recordVersion(settings.datastoreType, store, kube, name, NETPLUG_VERSION).catch((err: Error) => {
+      log.warning(`cannot record this node's release (${NETPLUG_VERSION}) on node "${name}": ${describeError(err)}`);
+      return 'failed' as const;
+    });
+    if (recorded === 'missing')
+      log.warning(`the Kubernetes Node "${name}" does not exist (yet): this node's release (${NETPLUG_VERSION}) is not recorded`);
+    else if (recorded === 'recorded') log.info(`recorded release ${NETPLUG_VERSION} on node "${name}"`);
+    const info = await ensureClusterInfo(store, NETPLUG_VERSION, settings.clusterType, (reason) =>
+      log.warning(`cannot read the nodes' releases (${reason}): ClusterInformation's version is not raised`),
+    );
     log.info(`ClusterInformation "default": netplugVersion ${info.netplugVersion}, clusterType ${info.clusterType}`);
     log.info(
       settings.usePodCidr

@@ -1,8 +1,9 @@
 // Kubernetes objects and the datastore documents they hold: a custom resource's spec is the
 // document; a native kind's object (netplug's own resources) is the document itself, in netplug's
-// apiVersion and named by its key; a Node holds the addresses netplug-node publishes as annotations.
+// apiVersion and named by its key; a Node holds the addresses netplug-node publishes, and the
+// release it records, as annotations.
 import { API_VERSION, type Entry } from '../store.ts';
-import { KEY_ANNOTATION, NODE_ADDRESS_ANNOTATIONS, NODES_PREFIX, kindOfKey, type Kind } from './resources.ts';
+import { KEY_ANNOTATION, NODE_ADDRESS_ANNOTATIONS, NODE_VERSION_ANNOTATION, NODES_PREFIX, kindOfKey, type Kind } from './resources.ts';
 
 interface ObjectMeta {
   name: string;
@@ -123,6 +124,9 @@ export function nodeEntry(node: KubeObject): Entry<unknown> {
   // Its pod CIDRs (the older spec.podCIDR when it has no list), as the reference's status.podCIDRs.
   const given = node.spec as { podCIDRs?: string[]; podCIDR?: string } | undefined;
   const podCIDRs = given?.podCIDRs ?? (given?.podCIDR ? [given.podCIDR] : []);
+  // The release netplug-node records on its Node, as the etcd Node's status.netplugVersion.
+  const netplugVersion = annotations[NODE_VERSION_ANNOTATION];
+  const status = { ...(podCIDRs.length > 0 ? { podCIDRs } : {}), ...(netplugVersion ? { netplugVersion } : {}) };
   return {
     key: `${NODES_PREFIX}${name}`,
     revision: resourceVersion,
@@ -131,7 +135,7 @@ export function nodeEntry(node: KubeObject): Entry<unknown> {
       apiVersion: API_VERSION,
       metadata: { name, creationTimestamp, labels },
       spec,
-      ...(podCIDRs.length > 0 ? { status: { podCIDRs } } : {}),
+      ...(Object.keys(status).length > 0 ? { status } : {}),
     },
   };
 }

@@ -59,6 +59,13 @@ export const NODE_ADDRESS_ANNOTATIONS = {
   vxlanTunnelMACAddr: 'projectnet.org/VXLANTunnelMACAddr',
 } as const;
 
+/**
+ * The release netplug-node runs, which it records on its own Node (ts/node/startup/record-version.ts):
+ * the etcd datastore's Node status.netplugVersion. The reference records no such thing, so the name
+ * is netplug's own, lower-case as Kubernetes' own annotations are.
+ */
+export const NODE_VERSION_ANNOTATION = 'projectnet.org/netplug-version';
+
 const family = (segment: string | undefined) => (segment === 'ipv4' ? '4' : segment === 'ipv6' ? '6' : undefined);
 
 export const KINDS: readonly Kind[] = [
