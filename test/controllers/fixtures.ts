@@ -47,6 +47,7 @@ export const CONTROLLER_DATASTORE_RULES: k8s.V1PolicyRule[] = [
   { apiGroups: ['crd.projectnet.org'], resources: ['ippools'], verbs: ['list'] },
   { apiGroups: ['crd.projectnet.org'], resources: ['hostendpoints'], verbs: ['list', 'watch', 'create', 'update', 'delete'] },
   { apiGroups: ['crd.projectnet.org'], resources: ['kubecontrollersconfigurations'], verbs: ['get', 'list', 'watch', 'create', 'update'] },
+  { apiGroups: ['crd.projectnet.org'], resources: ['clusterinformations'], verbs: ['get', 'update'], resourceNames: ['default'] },
 ];
 
 /** The Lease namespace of each identity's kubeconfig. */

@@ -1,10 +1,13 @@
 // The node controller, on each datastore: a deleted Kubernetes Node's addresses, blocks and
 // affinities (and with etcd its Node resource) are released, except an address whose pod still
-// exists, until that pod is gone; other nodes' are left alone. With etcd, Node resources' labels
-// follow the Kubernetes Nodes'.
+// exists, until that pod is gone; other nodes' are left alone; the cluster's version is then the
+// lowest the remaining nodes record. With etcd, Node resources' labels follow the Kubernetes Nodes'.
 import test, { type ExecutionContext } from 'ava';
 
+import { ensureClusterInfo, readClusterInfo } from '../../ts/ipam/cluster-info.ts';
 import { hostAffinity, keys } from '../../ts/model/keys.ts';
+import { recordVersion } from '../../ts/node/startup/record-version.ts';
+import { NETPLUG_VERSION } from '../../ts/version.ts';
 import { checkedBlocks } from '../../ts/model/checked-documents.ts';
 import { openKubeClient } from '../../ts/k8s/client.ts';
 import { openStore } from '../../ts/store/open.ts';
@@ -49,7 +52,15 @@ async function deletedNode(t: ExecutionContext, store: Store, env: Record<string
   const [gone, kept] = [`gone-${label}`, `kept-${label}`];
   await createNode(kube, t, gone);
   await createNode(kube, t, kept);
-  if (etcd) for (const node of [gone, kept]) await createNodeResource(store, node, {});
+  if (etcd) {
+    for (const node of [gone, kept]) await createNodeResource(store, node, {});
+    // The deleted node was the last on an older release: once it is gone, the cluster runs this
+    // one. (On the Kubernetes datastore the other tests' Nodes here record none, and so would
+    // hold the cluster's version where it is.)
+    await recordVersion('etcdv3', store, undefined, gone, 'v3.30.9');
+    await recordVersion('etcdv3', store, undefined, kept, NETPLUG_VERSION);
+    t.like(await ensureClusterInfo(store, NETPLUG_VERSION, 'k8s'), { netplugVersion: 'v3.30.9' });
+  }
   await createPool(store, `nodes-${label}`, cidr);
   const running = await createPod(kube);
   const { namespace } = running;
@@ -85,6 +96,13 @@ async function deletedNode(t: ExecutionContext, store: Store, env: Record<string
       (!etcd || (await store.get(keys.node(gone))) === undefined),
   );
 
+  if (etcd) {
+    await eventually(
+      "the cluster version is the remaining node's",
+      async () => (await readClusterInfo(store))?.netplugVersion === NETPLUG_VERSION,
+    );
+    t.true(controllers.lines.some((line) => line.includes(`netplugVersion v3.30.9 → ${NETPLUG_VERSION}`)));
+  }
   for (const allocation of onKept) t.true(await isHeld(store, allocation), `${allocation.address} of the node that exists stays`);
   t.is((await blocksOf(store, kept)).length, 1);
   t.is((await affinitiesOf(store, kept)).length, 1);

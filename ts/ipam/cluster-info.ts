@@ -99,6 +99,26 @@ export async function ensureClusterInfo(
 }
 
 /**
+ * Brings ClusterInformation's version to the lowest the nodes record, when a node is gone (the
+ * node controller): another agent's start may be long off. Nothing when there is no
+ * ClusterInformation (the agents create it); says what changed.
+ */
+export async function settleClusterVersion(store: Store): Promise<{ from: string; to: string } | undefined> {
+  return retryOnConflict('settling the version of ClusterInformation "default"', async () => {
+    const stored = await store.get(CLUSTER_INFO_KEY);
+    if (!stored) return null;
+    const entry = checkedClusterInfo(stored);
+    const from = entry.value.spec.netplugVersion;
+    const recorded = (await readNodeVersions(store)).map((node) => node.version);
+    const to = clusterVersionOf(recorded, from || undefined);
+    if (to === undefined || to === from) return null;
+    const raw = stored.value as { spec: Record<string, unknown> };
+    const updated = { ...(stored.value as object), spec: { ...raw.spec, netplugVersion: to } };
+    return (await store.commit([{ key: entry.key, update: updated, revision: entry.revision }])) ? { from, to } : undefined;
+  }).then((changed) => changed ?? undefined);
+}
+
+/**
  * Sets `datastoreReady` by compare-and-swap: false locks the datastore for a migration (ADD is
  * refused meanwhile), true unlocks it. Locking a datastore without ClusterInformation creates one
  * (netplug-node fills in its version later and keeps the lock). Says whether anything changed;

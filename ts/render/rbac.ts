@@ -47,7 +47,8 @@ function clusterRules(component: string, datastore: RenderOptions['datastore']):
               // The default pool on first start; ClusterInformation at every start.
               { apiGroups: [CRD_GROUP], resources: ['ippools'], verbs: ['list', 'create'] },
               { apiGroups: [CRD_GROUP], resources: ['clusterinformations'], verbs: ['get', 'create', 'update'] },
-              // Its addresses for other nodes' routes, as annotations on its Node (ts/node/addresses/publish-addresses.ts).
+              // Its addresses for other nodes' routes (ts/node/addresses/publish-addresses.ts) and its
+              // release (ts/node/startup/record-version.ts), as annotations on its Node.
               { apiGroups: [''], resources: ['nodes'], verbs: ['patch'] },
               // The pools and blocks its routes follow (ts/node/shared/cluster-feed.ts); listing them is the plugin's right.
               { apiGroups: [CRD_GROUP], resources: ['ippools', 'ipamblocks'], verbs: ['watch'] },
@@ -82,6 +83,8 @@ function clusterRules(component: string, datastore: RenderOptions['datastore']):
               // both watched, so that a change is reconciled at once.
               { apiGroups: [CRD_GROUP], resources: ['hostendpoints'], verbs: ['list', 'watch', 'create', 'update', 'delete'] },
               { apiGroups: [CRD_GROUP], resources: ['kubecontrollersconfigurations'], verbs: ['get', 'list', 'watch', 'create', 'update'] },
+              // The cluster's version brought to the lowest the remaining nodes record once a node is deleted (ts/controllers/node-controller.ts).
+              { apiGroups: [CRD_GROUP], resources: ['clusterinformations'], verbs: ['get', 'update'], resourceNames: ['default'] },
             ]
           : []),
       ];
