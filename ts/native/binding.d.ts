@@ -19,6 +19,14 @@ export declare class CniListener {
   close(): void
 }
 
+/** A running flow tracker. */
+export declare class FlowTracking {
+  /** The counts since the last take; the table is dumped for the connections still open. */
+  take(): Promise<FlowTrackingTakeOutcome>
+  /** Stops counting; stopping twice is a no-op. */
+  stop(): Promise<FlowTrackingStopOutcome>
+}
+
 /** Connections to any number of servers, kept alive between requests. */
 export declare class HttpAgent {
   /** Throws `ca: ...`, `cert: ...`, `key: ...` or `proxy: ...` when that setting is unusable. */
@@ -196,6 +204,24 @@ export interface EntrySyncOutcome {
 export interface FdbEntry {
   mac: string
   dst: string
+}
+
+export interface FlowTrackingStartOutcome {
+  tracking?: FlowTracking
+  error?: KernelError
+}
+
+export interface FlowTrackingStopOutcome {
+  error?: KernelError
+}
+
+export interface FlowTrackingTakeOutcome {
+  counts?: Array<TrackedFlowCount>
+  /** Times the kernel dropped destroy events since the last take (a full socket). */
+  overruns?: number
+  /** Connections followed across intervals now. */
+  followed?: number
+  error?: KernelError
 }
 
 /**
@@ -414,6 +440,9 @@ export interface SetupOutcome {
 /** Creates the workload's veth pair and configures both ends; all or nothing. */
 export declare function setupWorkload(spec: WorkloadSpec): Promise<SetupOutcome>
 
+/** Starts counting the allowed flows of the process's network namespace from connection tracking. */
+export declare function startFlowTracking(): Promise<FlowTrackingStartOutcome>
+
 /**
  * Subscribes to NFLOG group `group` and calls `onPackets` with the packets logged to it, a batch
  * at a time (those the kernel sent together), until the subscription is stopped (it keeps the
@@ -453,6 +482,26 @@ export interface TeardownOutcome {
 
 /** Deletes `ifname` in `netns`; a missing namespace or interface is success. */
 export declare function teardownWorkload(netns: string, ifname: string): Promise<TeardownOutcome>
+
+/** What one (ends, protocol, destination port, deciding rule) did in an interval. */
+export interface TrackedFlowCount {
+  /** 4 or 6. */
+  family: number
+  protocol: number
+  source: string
+  /** After destination NAT: the address the deciding rule saw. */
+  destination: string
+  destinationPort?: number
+  /** Decided at the destination's end (ingress), else at the source's (egress). */
+  ingress: boolean
+  /** The deciding rule's number, as its `ct mark set` wrote it. */
+  decision: number
+  /** Connections first seen in the interval. */
+  flows: number
+  /** Both ways, since last counted. Floating point (exact up to 2^53). */
+  packets: number
+  bytes: number
+}
 
 /** A VXLAN device. */
 export interface VxlanDeviceSpec {

@@ -12,6 +12,7 @@
 
 pub mod cni_socket;
 pub mod conntrack;
+pub mod flow_tracking;
 mod http;
 pub mod nftables;
 pub mod routes;

@@ -93,9 +93,12 @@ pub fn dump() -> Result<Vec<ConntrackEntry>> {
 /// The entry a dump's reply describes; `None` for any other message or one without both tuples.
 pub fn entry_of(message: &NetfilterMessage) -> Option<ConntrackEntry> {
     let attributes = match &message.inner {
-        NetfilterMessageInner::Conntrack(ConntrackMessage::New(attributes) | ConntrackMessage::Get(attributes)) => {
-            attributes
-        }
+        // A dump's replies are New; a destroyed entry's event is Delete.
+        NetfilterMessageInner::Conntrack(
+            ConntrackMessage::New(attributes)
+            | ConntrackMessage::Get(attributes)
+            | ConntrackMessage::Delete(attributes),
+        ) => attributes,
         _ => return None,
     };
     let family = match message.header.family {

@@ -50,6 +50,8 @@ pub const META_L4PROTO: u32 = 16;
 
 /// NFT_CT_STATE.
 pub const CT_STATE: u32 = 0;
+/// NFT_CT_MARK.
+pub const CT_MARK: u32 = 3;
 
 /// One expression of a rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,6 +73,11 @@ pub enum Expr {
     Ct {
         key: u32,
         dreg: u32,
+    },
+    /// `ct <key> set <sreg>`.
+    CtSet {
+        key: u32,
+        sreg: u32,
     },
     Cmp {
         op: CmpOp,
@@ -160,6 +167,7 @@ impl Expr {
                 ]),
             ),
             Expr::Ct { key, dreg } => ("ct", other(vec![u32_be(CT_KEY, *key), u32_be(CT_DREG, *dreg)])),
+            Expr::CtSet { key, sreg } => ("ct", other(vec![u32_be(CT_KEY, *key), u32_be(CT_SREG, *sreg)])),
             Expr::Cmp { op, data } => (
                 "cmp",
                 Expressions::Cmp(vec![
@@ -284,6 +292,7 @@ fn other(attributes: Vec<DefaultNla>) -> Expressions {
 // Attribute numbers of the expressions encoded here (include/uapi/linux/netfilter/nf_tables.h).
 pub(crate) const CT_DREG: u16 = 1;
 pub(crate) const CT_KEY: u16 = 2;
+pub(crate) const CT_SREG: u16 = 4;
 pub(crate) const OBJREF_IMM_TYPE: u16 = 1;
 pub(crate) const OBJREF_IMM_NAME: u16 = 2;
 pub const OBJECT_COUNTER: u32 = 1;

@@ -18,6 +18,8 @@ pub mod delta;
 pub mod elements;
 pub mod error;
 pub mod expr;
+pub mod flow_counts;
+pub mod flow_tracking;
 pub mod legacy;
 pub mod model;
 pub mod nflog;

@@ -182,11 +182,24 @@ pub enum Statement {
     Notrack(Empty),
     /// `reject`: ICMP(v6) port unreachable.
     Reject(Empty),
+    /// `ct mark set ct mark & ~clear | or`. Flow logs name the rules that allowed a connection in
+    /// its mark (flow_counts.rs reads it back).
+    CtMark(CtMarkChange),
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Empty {}
+
+/// The bits of a connection's mark to clear, then those to set.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CtMarkChange {
+    #[serde(default)]
+    pub clear: u32,
+    #[serde(default)]
+    pub or: u32,
+}
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

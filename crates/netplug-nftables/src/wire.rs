@@ -136,6 +136,10 @@ impl<'a> Writer<'a> {
                 self.u32_be(CT_KEY, *key);
                 self.u32_be(CT_DREG, *dreg);
             }
+            Expr::CtSet { key, sreg } => {
+                self.u32_be(CT_KEY, *key);
+                self.u32_be(CT_SREG, *sreg);
+            }
             Expr::Cmp { op, data } => {
                 self.u32_be(CMP_SREG, REG_1);
                 self.u32_be(
@@ -238,7 +242,7 @@ fn name(e: &Expr) -> &'static str {
     match e {
         Expr::Meta { .. } | Expr::MetaSet { .. } => "meta",
         Expr::Payload { .. } => "payload",
-        Expr::Ct { .. } => "ct",
+        Expr::Ct { .. } | Expr::CtSet { .. } => "ct",
         Expr::Cmp { .. } => "cmp",
         Expr::Bitwise { .. } => "bitwise",
         Expr::Range { .. } => "range",
@@ -266,6 +270,7 @@ mod tests {
             Expr::MetaSet { key: expr::META_MARK, sreg: 1 },
             Expr::Payload { base: expr::TRANSPORT_HEADER, offset: 2, len: 2, dreg: 9 },
             Expr::Ct { key: expr::CT_STATE, dreg: 1 },
+            Expr::CtSet { key: expr::CT_MARK, sreg: 1 },
             Expr::Cmp { op: CmpOp::Eq, data: vec![6] },
             Expr::Cmp { op: CmpOp::Ne, data: vec![10, 0, 0, 1] },
             Expr::Cmp { op: CmpOp::Lte, data: vec![1, 2] },

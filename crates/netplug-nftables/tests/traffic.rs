@@ -1,7 +1,8 @@
 //! Real packets through a table the writer wrote: a client and a server namespace joined by a
 //! router namespace (veth pairs), a forward chain that accepts pings to one server address and
 //! logs (NFLOG) and drops everything to another; pings and a UDP datagram are sent, then the
-//! named counters and the NFLOG records are checked.
+//! named counters and the NFLOG records are checked. And a rule marking the connections it
+//! allows, counted by the flow tracker from the table and from the events of entries leaving it.
 
 mod common;
 
@@ -10,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::{TestNs, run};
 use netplug_nftables::TableWriter;
+use netplug_nftables::flow_tracking::{FlowTracker, Taken};
 use netplug_nftables::model::{Family, Table};
 use netplug_nftables::nflog::{LoggedPacket, NflogReader};
 use serde_json::json;
@@ -119,7 +121,8 @@ fn packets_are_accepted_dropped_counted_and_logged() {
 
     let records: Arc<Mutex<Vec<LoggedPacket>>> = Arc::default();
     let sink = records.clone();
-    let reader = net.router.enter(|| NflogReader::start(5, move |packets| sink.lock().unwrap().extend(packets))).unwrap();
+    let reader =
+        net.router.enter(|| NflogReader::start(5, move |packets| sink.lock().unwrap().extend(packets))).unwrap();
     // A second listener on the same group is refused, clearly.
     let busy = net.router.enter(|| NflogReader::start(5, |_| {})).err().expect("the group is taken");
     assert!(busy.to_string().contains("another listener"), "{busy}");
@@ -157,4 +160,73 @@ fn packets_are_accepted_dropped_counted_and_logged() {
     let datagram = &records[2];
     assert_eq!((datagram.protocol, datagram.destination_port), (Some(17), Some(5353)));
     drop(net.server);
+}
+
+/// The forward chain of the flow-count test: new pings to the server are allowed with the
+/// deciding rule's number in the mark's egress half.
+fn labelling_table() -> Table {
+    serde_json::from_value(json!({
+        "family": "inet",
+        "name": "netplug",
+        "chains": [{
+            "name": "forward",
+            "base": { "type": "filter", "hook": "forward", "priority": 10 },
+            "rules": [
+                { "matches": [{ "key": "ct state", "value": ["established", "related"] }], "verdict": "accept" },
+                {
+                    "matches": [{ "key": "ip daddr", "value": "10.99.2.2" }, { "key": "icmp type", "value": "echo-request" }],
+                    "statements": [{ "ctMark": { "clear": 0xffff_0000_u32, "or": 0x1234_0000_u32 } }],
+                    "verdict": "accept"
+                },
+                { "verdict": "drop" }
+            ]
+        }]
+    }))
+    .unwrap()
+}
+
+#[test]
+fn allowed_flows_are_counted_from_connection_marks_dumps_and_destroy_events() {
+    let net = topology();
+    let mut writer = TableWriter::new(Family::Inet, "netplug");
+    net.router.enter(|| writer.apply(labelling_table())).unwrap();
+    let sysctls = net
+        .router
+        .exec("sysctl", &["-qw", "net.netfilter.nf_conntrack_acct=1", "net.netfilter.nf_conntrack_icmp_timeout=2"]);
+    assert!(sysctls.status.success(), "{}", String::from_utf8_lossy(&sysctls.stderr));
+    let tracker = net.router.enter(FlowTracker::start).unwrap();
+    let egress = |taken: &Taken| {
+        taken
+            .counts
+            .iter()
+            .filter(|c| !c.ingress)
+            .map(|c| (c.flows, c.packets))
+            .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+    };
+
+    // Still in the table: counted by the dump, once as a flow, both ways' packets.
+    assert!(ping(&net.client, "10.99.2.2", "3"));
+    let taken = net.router.enter(|| tracker.take()).unwrap();
+    assert_eq!(egress(&taken), (1, 6), "{taken:?}");
+    let row = &taken.counts[0];
+    assert_eq!(row.decision, 0x1234);
+    assert_eq!(
+        (row.source.to_string(), row.destination.to_string(), row.protocol),
+        ("10.99.1.2".into(), "10.99.2.2".into(), 1)
+    );
+    assert!(taken.counts.iter().all(|c| !c.ingress), "no rule decided at the destination's end");
+
+    // Gone from the table before the next take: counted by its destroy event.
+    assert!(ping(&net.client, "10.99.2.2", "2"));
+    // Both entries expire (2 s without a packet); the first one's event adds nothing, as all it
+    // moved was counted by the dump.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while net.router.enter(netplug_nftables::conntrack::dump).unwrap().iter().any(|e| e.protocol == 1) {
+        assert!(Instant::now() < deadline, "the pings' entries never left the table");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let taken = net.router.enter(|| tracker.take()).unwrap();
+    assert_eq!(egress(&taken), (1, 4), "the second ping's connection, from its event: {taken:?}");
+    assert_eq!((taken.overruns, taken.followed), (0, 0));
+    tracker.stop().unwrap();
 }

@@ -52,6 +52,16 @@ pub(super) fn compile_statement(scope: &Scope, statement: &Statement, exprs: &mu
             exprs.push(Expr::Masq { flags: masq.fully_random.then_some(0x10) });
         }
         Statement::Notrack(_) => exprs.push(Expr::Notrack),
+        Statement::CtMark(change) => {
+            exprs.push(Expr::Ct { key: expr::CT_MARK, dreg: REG_1 });
+            exprs.push(Expr::Bitwise {
+                len: 4,
+                mask: (!change.clear).to_ne_bytes().to_vec(),
+                xor: change.or.to_ne_bytes().to_vec(),
+                with_op: true,
+            });
+            exprs.push(Expr::CtSet { key: expr::CT_MARK, sreg: REG_1 });
+        }
         Statement::Reject(_) => exprs.push(match scope.family {
             // NFT_REJECT_ICMPX_UNREACH, NFT_REJECT_ICMPX_PORT_UNREACH
             Family::Inet => Expr::Reject { kind: 2, code: 1 },

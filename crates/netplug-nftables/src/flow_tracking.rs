@@ -1,0 +1,207 @@
+//! The thread that counts allowed flows from connection tracking (flow_counts.rs): it reads the
+//! event of every entry leaving the table (ctnetlink's destroy group) as it comes, and at each
+//! [`FlowTracker::take`] reads the events already queued, dumps the table and hands over the
+//! interval's counts. Events and dumps are taken in that one thread, in order, so that an entry is
+//! never counted by both. An event lost to a full socket (the kernel says ENOBUFS) is counted; its
+//! connection is then counted by the next dump if it is still there, else not at all.
+
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+
+use netlink_packet_core::{NetlinkMessage, NetlinkPayload};
+use netlink_packet_netfilter::NetfilterMessage;
+use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_NETFILTER};
+use nix::errno::Errno;
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+
+use crate::conntrack::{self, entry_of};
+use crate::error::{NftError, Result};
+use crate::flow_counts::{FlowCount, FlowCounter};
+
+/// NFNLGRP_CONNTRACK_DESTROY.
+const DESTROY_GROUP: u32 = 3;
+/// The socket's buffer: at tens of thousands of connections a second, seconds of events while
+/// the thread waits for a core.
+const RECEIVE_BUFFER: libc::c_int = 32 << 20;
+
+/// What an interval's take gives.
+#[derive(Debug, Default)]
+pub struct Taken {
+    pub counts: Vec<FlowCount>,
+    /// Times the kernel dropped events since the last take (a full socket).
+    pub overruns: u64,
+    /// Connections followed across intervals now.
+    pub followed: usize,
+}
+
+enum Command {
+    Take(mpsc::Sender<Result<Taken>>),
+}
+
+/// A running tracker; [`FlowTracker::stop`] ends it.
+pub struct FlowTracker {
+    wake: OwnedFd,
+    commands: mpsc::Sender<Command>,
+    thread: Option<JoinHandle<Result<()>>>,
+}
+
+impl FlowTracker {
+    /// Subscribes to the destroy events of the calling thread's network namespace and starts
+    /// counting.
+    pub fn start() -> Result<Self> {
+        let op = "subscribe to connection tracking's destroy events";
+        let mut socket = Socket::new(NETLINK_NETFILTER).map_err(|e| NftError::from_io(op, &e))?;
+        socket.bind(&SocketAddr::new(0, 0)).map_err(|e| NftError::from_io(op, &e))?;
+        force_receive_buffer(&socket);
+        socket.add_membership(DESTROY_GROUP).map_err(|e| NftError::from_io(op, &e))?;
+        let wake = eventfd(op)?;
+        let waker = wake.try_clone().map_err(|e| NftError::from_io(op, &e))?;
+        let (commands, received) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("netplug-flows-ct".into())
+            .spawn(move || run(socket, waker, received))
+            .map_err(|e| NftError::from_io(op, &e))?;
+        Ok(Self { wake, commands, thread: Some(thread) })
+    }
+
+    /// The counts since the last take (the table dumped for the connections still open).
+    pub fn take(&self) -> Result<Taken> {
+        let op = "count flows from connection tracking";
+        let stopped = || NftError::new(op, Errno::EPIPE, "the counting thread has stopped");
+        let (reply, answer) = mpsc::channel();
+        self.commands.send(Command::Take(reply)).map_err(|_| stopped())?;
+        self.signal();
+        answer.recv().map_err(|_| stopped())?
+    }
+
+    /// Stops the thread; returns the error that ended it early, if one did.
+    pub fn stop(mut self) -> Result<()> {
+        self.finish()
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        let Some(thread) = self.thread.take() else { return Ok(()) };
+        // A dropped sender is the thread's cue to end.
+        let (commands, _) = mpsc::channel();
+        drop(std::mem::replace(&mut self.commands, commands));
+        self.signal();
+        thread.join().unwrap_or_else(|_| {
+            Err(NftError::new("count flows from connection tracking", Errno::EIO, "the counting thread panicked"))
+        })
+    }
+
+    fn signal(&self) {
+        let one = 1u64.to_ne_bytes();
+        // SAFETY: writes 8 bytes from a live buffer to our own eventfd.
+        unsafe { libc::write(self.wake.as_raw_fd(), one.as_ptr().cast(), one.len()) };
+    }
+}
+
+impl Drop for FlowTracker {
+    fn drop(&mut self) {
+        let _ = self.finish();
+    }
+}
+
+fn run(socket: Socket, wake: OwnedFd, commands: mpsc::Receiver<Command>) -> Result<()> {
+    let op = "read connection tracking's destroy events";
+    let mut counter = FlowCounter::default();
+    let mut overruns = 0u64;
+    let mut buffer = Vec::with_capacity(64 * 1024);
+    loop {
+        let mut fds = [PollFd::new(socket.as_fd(), PollFlags::POLLIN), PollFd::new(wake.as_fd(), PollFlags::POLLIN)];
+        match poll(&mut fds, PollTimeout::NONE) {
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(errno) => return Err(NftError::from_errno(op, errno, None)),
+        }
+        if fds[0].revents().is_some_and(|r| !r.is_empty()) {
+            read_events(&socket, &mut buffer, &mut counter, &mut overruns, op)?;
+        }
+        if fds[1].revents().is_some_and(|r| !r.is_empty()) {
+            let mut count = [0u8; 8];
+            // SAFETY: reads 8 bytes into a live buffer from our own eventfd (non-blocking).
+            unsafe { libc::read(wake.as_raw_fd(), count.as_mut_ptr().cast(), count.len()) };
+            loop {
+                match commands.try_recv() {
+                    Ok(Command::Take(reply)) => {
+                        // Events queued before the dump first: an entry gone before it began is
+                        // counted by its event, one still there by the dump.
+                        let taken = read_events(&socket, &mut buffer, &mut counter, &mut overruns, op)
+                            .and_then(|()| conntrack::dump())
+                            .map(|entries| {
+                                counter.dumped(&entries);
+                                Taken {
+                                    counts: counter.take(),
+                                    overruns: std::mem::take(&mut overruns),
+                                    followed: counter.followed(),
+                                }
+                            });
+                        let _ = reply.send(taken);
+                    }
+                    Err(mpsc::TryRecvError::Empty) => break,
+                    Err(mpsc::TryRecvError::Disconnected) => return Ok(()),
+                }
+            }
+        }
+    }
+}
+
+/// Every event queued on the socket, counted; returns once none is left.
+fn read_events(
+    socket: &Socket,
+    buffer: &mut Vec<u8>,
+    counter: &mut FlowCounter,
+    overruns: &mut u64,
+    op: &str,
+) -> Result<()> {
+    loop {
+        buffer.clear();
+        match socket.recv(buffer, libc::MSG_DONTWAIT) {
+            Ok(_) => {}
+            Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => return Ok(()),
+            Err(err) if err.raw_os_error() == Some(libc::ENOBUFS) => {
+                *overruns += 1;
+                continue;
+            }
+            Err(err) if err.raw_os_error() == Some(libc::EINTR) => continue,
+            Err(err) => return Err(NftError::from_io(op, &err)),
+        }
+        let mut offset = 0;
+        while let Some((_, end)) = crate::socket::next_message(buffer, offset) {
+            let message = &buffer[offset..end];
+            offset = (end + 3) & !3;
+            if let Ok(parsed) = NetlinkMessage::<NetfilterMessage>::deserialize(message)
+                && let NetlinkPayload::InnerMessage(inner) = parsed.payload
+                && let Some(entry) = entry_of(&inner)
+            {
+                counter.destroyed(&entry);
+            }
+        }
+    }
+}
+
+/// SO_RCVBUFFORCE (root may exceed net.core.rmem_max); a smaller buffer only loses more under load.
+fn force_receive_buffer(socket: &Socket) {
+    let size = RECEIVE_BUFFER;
+    // SAFETY: passes a live c_int of the size given to setsockopt on our own socket.
+    unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUFFORCE,
+            (&size as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+}
+
+fn eventfd(op: &str) -> Result<OwnedFd> {
+    // SAFETY: eventfd has no memory preconditions; the result is checked.
+    let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+    if raw < 0 {
+        return Err(NftError::from_io(op, &std::io::Error::last_os_error()));
+    }
+    // SAFETY: a descriptor eventfd just returned, owned by nothing else.
+    Ok(unsafe { OwnedFd::from_raw_fd(raw) })
+}
