@@ -1,6 +1,7 @@
 // Kubernetes mode against a real kube-apiserver, with netplug-ipam on etcd: the pod's labels,
 // service account and named ports in its workload endpoint, the host interface named after
-// namespace and pod, a new sandbox of a pod and a DEL for the old one, the plugin's permissions,
+// namespace and pod, a new sandbox of a pod and a DEL for the old one (which leaves the new one's
+// veth and host routes, though they have the old one's name), the plugin's permissions,
 // and an API server that does not answer.
 import { createHash } from 'node:crypto';
 
@@ -9,7 +10,7 @@ import test from 'ava';
 import { invoke } from '../helpers/cni.ts';
 import { startEtcd, type EtcdServer } from '../helpers/etcd.ts';
 import { addressesOf, ctlOk, etcdKeys, etcdValue, ipamNetconf, totalAllocated } from '../helpers/ipam.ts';
-import { containerId, createNetns, link } from '../helpers/kernel.ts';
+import { containerId, createNetns, link, routes } from '../helpers/kernel.ts';
 import { createPod, podArgs, startKube, type Kube } from '../helpers/kube.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
 
@@ -82,10 +83,19 @@ test.serial('a new sandbox of a pod replaces the old one; a DEL for the old sand
   const key = `/netplug/resources/v3/projectnet.org/workloadendpoints/${pod.namespace}/kube--node-k8s-${pod.name.replaceAll('-', '--')}-eth0`;
   t.is((await etcdValue(t, etcd, key)).spec.containerID, newId);
 
+  const hostRoute = `${addressesOf(second.json)[0]?.split('/')[0]} dev ${hostVethOf(pod)} scope link`;
+  t.true(routes(4).includes(hostRoute), 'the host routes the new address to the new veth');
+
   t.is(invoke({ command: 'DEL', containerId: oldId, netns: oldNs.path, netconf, args: podArgs(pod, oldId) }).status, 0);
   t.is((await etcdValue(t, etcd, key))?.spec.containerID, newId, "a DEL for the stale sandbox keeps the pod's endpoint");
   t.truthy(link(hostVethOf(pod)), 'and its interface');
+  t.true(routes(4).includes(hostRoute), 'and its host route (the veth has the name the stale sandbox had)');
   t.is(totalAllocated(t, etcd), before + 1, "and releases the stale sandbox's address");
+  // The kubelet's garbage collection of the stale sandbox, a minute later: its namespace is gone
+  // and the runtime gives no path. The pod's sandbox stays reachable.
+  t.is(invoke({ command: 'DEL', containerId: oldId, netns: '', netconf, args: podArgs(pod, oldId) }).status, 0);
+  t.true(routes(4).includes(hostRoute), 'a DEL without a namespace leaves the host route too');
+  t.is(totalAllocated(t, etcd), before + 1);
   t.is(invoke({ command: 'DEL', containerId: newId, netns: newNs.path, netconf, args: podArgs(pod, newId) }).status, 0);
   t.is(await etcdValue(t, etcd, key), undefined);
   t.is(totalAllocated(t, etcd), before);

@@ -54,9 +54,12 @@ export async function addHostRoutes(hostIfname: string, addresses: readonly stri
  * Removes the host routes (/32, /128) set-up made via the host veth `hostIfname`, at once; returns
  * how many. The veth's own deletion flushes them only after RCU grace periods: once they are gone,
  * nothing on the host leads to the attachment's addresses and they may be given to another workload.
+ * Only if the veth is the attachment's (its peer is `ifname` in `netns`): every sandbox of a pod
+ * has the same host veth name, and a DEL of an old one (its namespace gone) must not cut off the
+ * pod's current sandbox.
  */
-export async function removeHostRoutes(netns: string, hostIfname: string): Promise<number> {
-  const outcome = await timedKernel(addon().removeHostRoutes(netns, hostIfname));
+export async function removeHostRoutes(netns: string, ifname: string, hostIfname: string): Promise<number> {
+  const outcome = await timedKernel(addon().removeHostRoutes(netns, ifname, hostIfname));
   if (outcome.error) throw new DataplaneError(outcome.error);
   return required(outcome.removed, 'removeHostRoutes');
 }

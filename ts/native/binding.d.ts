@@ -409,10 +409,12 @@ export interface ProgrammedRoute {
 
 /**
  * Removes the host routes (/32, /128) that set-up made via the host veth `hostIfname`, at once
- * (the veth's own deletion flushes them only after RCU grace periods). Refuses a `netns` that is
- * the host's own namespace, as teardown does.
+ * (the veth's own deletion flushes them only after RCU grace periods), if that veth is the
+ * attachment's: its peer is `ifname` in `netns`. A namespace that is gone, or a veth whose peer
+ * is elsewhere (a later sandbox's of the same pod, which has the same host veth name), has none
+ * removed. Refuses a `netns` that is the host's own namespace, as teardown does.
  */
-export declare function removeHostRoutes(netns: string, hostIfname: string): Promise<HostRoutesOutcome>
+export declare function removeHostRoutes(netns: string, ifname: string, hostIfname: string): Promise<HostRoutesOutcome>
 
 /**
  * Removes the chain `chain` an older release left in the IPv4 iptables-nft table `table`, with

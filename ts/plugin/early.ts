@@ -42,8 +42,10 @@ export async function startEarlyWork(
     const hostIfname = hostInterfaceName(env);
     // The host routes first, on their own (at once), then the veth (the kernel's RCU grace periods,
     // milliseconds): the addresses may be released once the routes are gone. In that order, so the
-    // deletion, which holds the kernel's routing lock throughout, does not delay the routes.
-    const routesGone = handled(removeHostRoutes(env.netns, hostIfname));
+    // deletion, which holds the kernel's routing lock throughout, does not delay the routes. Both
+    // only if the veth is this attachment's: a DEL of a pod's old sandbox finds its current one's
+    // veth under the same name.
+    const routesGone = handled(removeHostRoutes(env.netns, env.ifname, hostIfname));
     const removeInterface = () => teardownAttachment(env.netns, env.ifname, hostIfname);
     work.routesGone = routesGone;
     work.teardown = handled(routesGone.then(removeInterface, removeInterface));

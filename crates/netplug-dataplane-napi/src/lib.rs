@@ -223,13 +223,17 @@ pub struct HostRoutesOutcome {
 }
 
 /// Removes the host routes (/32, /128) that set-up made via the host veth `hostIfname`, at once
-/// (the veth's own deletion flushes them only after RCU grace periods). Refuses a `netns` that is
-/// the host's own namespace, as teardown does.
+/// (the veth's own deletion flushes them only after RCU grace periods), if that veth is the
+/// attachment's: its peer is `ifname` in `netns`. A namespace that is gone, or a veth whose peer
+/// is elsewhere (a later sandbox's of the same pod, which has the same host veth name), has none
+/// removed. Refuses a `netns` that is the host's own namespace, as teardown does.
 #[napi(ts_return_type = "Promise<HostRoutesOutcome>")]
-pub fn remove_host_routes(env: &Env, netns: String, host_ifname: String) -> Result<Object<'_>> {
-    on_thread(env, move || match dataplane::remove_host_routes(netns.as_ref(), &host_ifname) {
-        Ok(removed) => HostRoutesOutcome { removed: Some(u32::try_from(removed).unwrap_or(u32::MAX)), error: None },
-        Err(err) => HostRoutesOutcome { removed: None, error: Some(kernel_error(err)) },
+pub fn remove_host_routes(env: &Env, netns: String, ifname: String, host_ifname: String) -> Result<Object<'_>> {
+    on_namespace_thread(env, move |thread| {
+        match dataplane::remove_host_routes(thread, netns.as_ref(), &ifname, &host_ifname) {
+            Ok(removed) => HostRoutesOutcome { removed: Some(u32::try_from(removed).unwrap_or(u32::MAX)), error: None },
+            Err(err) => HostRoutesOutcome { removed: None, error: Some(kernel_error(err)) },
+        }
     })
 }
 

@@ -66,7 +66,7 @@ fn host_veth(name: &str, op: impl Fn() -> String) -> Result<Option<Link>> {
 }
 
 /// Whether `link` is the workload end of the veth whose host end is `host_end`.
-fn peers(link: &Link, host_end: Option<&Link>) -> bool {
+pub(crate) fn peers(link: &Link, host_end: Option<&Link>) -> bool {
     host_end.is_some_and(|host| {
         link.is_veth() && link.peer_index == Some(host.index) && host.peer_index == Some(link.index)
     })
@@ -125,7 +125,7 @@ pub fn teardown_workload(thread: &mut NamespaceThread, netns: &Path, ifname: &st
     }
 }
 
-fn refuse_host_namespace(netns: &NetNs, op: String) -> Result<()> {
+pub(crate) fn refuse_host_namespace(netns: &NetNs, op: String) -> Result<()> {
     match netns.is_current()? {
         true => {
             Err(DataplaneError::invalid(op, format!("{} is the host's own network namespace", netns.path().display())))
@@ -137,7 +137,7 @@ fn refuse_host_namespace(netns: &NetNs, op: String) -> Result<()> {
 /// The namespace a teardown works in, or None when there is none to work in: an empty path (the
 /// runtime's way of saying it is gone), a missing one, or a file that is no namespace (what an
 /// unmounted namespace leaves).
-fn namespace_to_tear_down(netns: &Path) -> Result<Option<NetNs>> {
+pub(crate) fn namespace_to_tear_down(netns: &Path) -> Result<Option<NetNs>> {
     if netns.as_os_str().is_empty() {
         return Ok(None);
     }
