@@ -9,7 +9,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 
 import { contains, parseIp, parsePrefix } from '../../ts/net/cidr.ts';
 import { apply, type Cluster, clusterPerFile, getJson } from '../helpers/cluster.ts';
@@ -37,6 +37,45 @@ test.afterEach.always(async (t) => {
   if (flannelInstalled) t.log(await containerLog('flannel').catch((err: Error) => err.message));
 });
 
+/**
+ * The namespace's two servers and client, Ready, each with an address in the node's pod CIDR. Both
+ * variants make them under the same names, so the kubelet's garbage collection of the first
+ * variant's sandboxes (DELs without a namespace) comes while the second's pods, whose host veths
+ * have the same names, are probed: those DELs must leave them their host routes.
+ */
+async function podsInPodCidr(t: ExecutionContext, c: Cluster): Promise<void> {
+  await c.kubectl('create', 'namespace', NS);
+  await apply(c, serverPod(NS, 'server-a', 'protected'), serverPod(NS, 'server-b', 'open'), clientPod(NS));
+  await c.kubectl('wait', '-n', NS, '--for=condition=Ready', 'pod', '--all', '--timeout=120s');
+  const node = (await getJson(c, 'nodes')).items[0];
+  const podCidr = parsePrefix(node.spec.podCIDR);
+  if (!podCidr) throw new Error(`the node has no pod CIDR: ${JSON.stringify(node.spec)}`);
+  for (const name of ['server-a', 'server-b', 'client']) {
+    const ip = parseIp(await probes.podIp(name));
+    t.true(ip !== undefined && contains(podCidr, ip.family, ip.value), `${name} is in ${node.spec.podCIDR}`);
+  }
+}
+
+/**
+ * Policy at work, from an open server-a: a default-deny ingress policy on it blocks the client
+ * while server-b, which no policy selects, stays open; an allow from the client then lets it
+ * through. The namespace goes at the end.
+ */
+async function denyThenAllow(t: ExecutionContext, c: Cluster): Promise<void> {
+  await apply(c, networkPolicy(NS, 'deny-protected', { podSelector: { matchLabels: { role: 'protected' } }, policyTypes: ['Ingress'] }));
+  t.true(await probes.settles('server-a', false), 'the default-deny blocks the client');
+  t.true(await probes.settles('server-b', true), 'a pod the policy does not select stays open');
+  await apply(
+    c,
+    networkPolicy(NS, 'allow-client', {
+      podSelector: { matchLabels: { role: 'protected' } },
+      ingress: [{ from: [{ podSelector: { matchLabels: { app: 'client' } } }], ports: [{ protocol: 'TCP', port: 80 }] }],
+    }),
+  );
+  t.true(await probes.settles('server-a', true), 'the allow from the client lets it through');
+  await c.kubectl('delete', 'namespace', NS, '--wait=true', '--timeout=120s');
+}
+
 test.serial('the policy-only manifest installs: host-local with the pod CIDR, NETPLUG_NETWORKING_BACKEND=none', async (t) => {
   const c = cluster();
   await c.importImage(imageArchive());
@@ -59,16 +98,7 @@ test.serial('the policy-only manifest installs: host-local with the pod CIDR, NE
 
 test.serial("pods take addresses in the node's pod CIDR; netplug-node programs no routes, tunnels or natOutgoing", async (t) => {
   const c = cluster();
-  await c.kubectl('create', 'namespace', NS);
-  await apply(c, serverPod(NS, 'server-a', 'protected'), serverPod(NS, 'server-b', 'open'), clientPod(NS));
-  await c.kubectl('wait', '-n', NS, '--for=condition=Ready', 'pod', '--all', '--timeout=120s');
-  const node = (await getJson(c, 'nodes')).items[0];
-  const podCidr = parsePrefix(node.spec.podCIDR);
-  if (!podCidr) throw new Error(`the node has no pod CIDR: ${JSON.stringify(node.spec)}`);
-  for (const name of ['server-a', 'server-b', 'client']) {
-    const ip = parseIp(await probes.podIp(name));
-    t.true(ip !== undefined && contains(podCidr, ip.family, ip.value), `${name} is in ${node.spec.podCIDR}`);
-  }
+  await podsInPodCidr(t, c);
   t.true(await probes.settles('server-a', true));
   t.regex(await agentLog(), /NETPLUG_NETWORKING_BACKEND=none: routing between nodes is left to the cluster/);
   const links = await c.inNode('ip', ['-o', 'link', 'show']);
@@ -79,19 +109,7 @@ test.serial("pods take addresses in the node's pod CIDR; netplug-node programs n
 });
 
 test.serial('a default-deny ingress policy blocks the client; an allow from the client lets it through, on that pod alone', async (t) => {
-  const c = cluster();
-  await apply(c, networkPolicy(NS, 'deny-protected', { podSelector: { matchLabels: { role: 'protected' } }, policyTypes: ['Ingress'] }));
-  t.true(await probes.settles('server-a', false));
-  t.true(await probes.settles('server-b', true), 'a pod the policy does not select stays open');
-  await apply(
-    c,
-    networkPolicy(NS, 'allow-client', {
-      podSelector: { matchLabels: { role: 'protected' } },
-      ingress: [{ from: [{ podSelector: { matchLabels: { app: 'client' } } }], ports: [{ protocol: 'TCP', port: 80 }] }],
-    }),
-  );
-  t.true(await probes.settles('server-a', true));
-  await c.kubectl('delete', 'namespace', NS, '--wait=true', '--timeout=120s');
+  await denyThenAllow(t, cluster());
 });
 
 /** The variant's copy for the test node: flanneld's subnet file in the cluster's directory, not this machine's /run/flannel. */
@@ -148,28 +166,9 @@ test.serial(
   "with flannel, pods in the node's pod CIDR at MTU 1450; default-deny blocks, an allow admits, an unselected pod stays open",
   async (t) => {
     const c = cluster();
-    await c.kubectl('create', 'namespace', NS);
-    await apply(c, serverPod(NS, 'server-a', 'protected'), serverPod(NS, 'server-b', 'open'), clientPod(NS));
-    await c.kubectl('wait', '-n', NS, '--for=condition=Ready', 'pod', '--all', '--timeout=120s');
-    const podCidr = parsePrefix((await getJson(c, 'nodes')).items[0].spec.podCIDR);
-    if (!podCidr) throw new Error('the node has no pod CIDR');
-    for (const name of ['server-a', 'server-b', 'client']) {
-      const ip = parseIp(await probes.podIp(name));
-      t.true(ip !== undefined && contains(podCidr, ip.family, ip.value), `${name} is in the node's pod CIDR`);
-    }
+    await podsInPodCidr(t, c);
     t.is((await c.kubectl('exec', '-n', NS, 'client', '--', 'cat', '/sys/class/net/eth0/mtu')).trim(), '1450');
     t.true(await probes.settles('server-a', true));
-    await apply(c, networkPolicy(NS, 'deny-protected', { podSelector: { matchLabels: { role: 'protected' } }, policyTypes: ['Ingress'] }));
-    t.true(await probes.settles('server-a', false));
-    t.true(await probes.settles('server-b', true), 'a pod the policy does not select stays open');
-    await apply(
-      c,
-      networkPolicy(NS, 'allow-client', {
-        podSelector: { matchLabels: { role: 'protected' } },
-        ingress: [{ from: [{ podSelector: { matchLabels: { app: 'client' } } }], ports: [{ protocol: 'TCP', port: 80 }] }],
-      }),
-    );
-    t.true(await probes.settles('server-a', true));
-    await c.kubectl('delete', 'namespace', NS, '--wait=true', '--timeout=120s');
+    await denyThenAllow(t, c);
   },
 );
