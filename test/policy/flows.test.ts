@@ -1,10 +1,11 @@
-// Flow logs without a kernel: the rules' NFLOG prefixes, and records made of logged packets and
-// conntrack's counts (ts/policy/flows.ts). test/node/flow-logs.test.ts proves them with real packets.
+// Flow logs without a kernel: the rules' NFLOG prefixes and connection marks, and records made of
+// logged packets and the flow tracker's counts (ts/policy/flows.ts). test/node/flow-logs.test.ts proves them with real packets.
 import test from 'ava';
 
 import { PolicyEngine } from '../../ts/policy/engine.ts';
 import { listEndFlowPrefix, parseFlowPrefix, ruleFlowPrefix, tierEndFlowPrefix } from '../../ts/policy/flow-prefix.ts';
-import { FlowAggregator, FlowLookup, type TrackedConnection } from '../../ts/policy/flows.ts';
+import { flowMark, FlowDecisions, UNNAMED } from '../../ts/policy/flow-decisions.ts';
+import { FlowAggregator, FlowLookup } from '../../ts/policy/flows.ts';
 import { hashOf } from '../../ts/policy/names.ts';
 
 const POLICY = 'NetworkPolicy/shop/web';
@@ -31,26 +32,45 @@ function setUp() {
   return { engine, aggregator: new FlowAggregator({ node: 'n1', lookup: new FlowLookup(engine) }) };
 }
 
-const allowed = (sourcePort: number) => ({
-  prefix: ruleFlowPrefix('Allow', 'ingress', hashOf(POLICY), 1),
+const deniedPacket = (sourcePort: number) => ({
+  prefix: ruleFlowPrefix('Deny', 'ingress', hashOf(POLICY), 0),
   protocol: 6,
   source: '10.0.0.6',
   destination: '10.0.0.5',
   sourcePort,
-  destinationPort: 80,
+  destinationPort: 22,
   length: 60,
 });
-const conn = (sourcePort: number, packets: number, bytes: number): TrackedConnection => ({
+/** What the flow tracker counted for rule `rule` of POLICY deciding `direction` (its number from the engine's rules). */
+const counted = (engine: PolicyEngine, direction: 'ingress' | 'egress', rule: number, flows: number, packets: number, bytes: number) => ({
   protocol: 6,
   source: '10.0.0.6',
   destination: '10.0.0.5',
-  sourcePort,
   destinationPort: 80,
-  replySource: '10.0.0.5',
-  replySourcePort: 80,
+  ingress: direction === 'ingress',
+  decision: numberIn(engine, direction, rule),
+  flows,
   packets,
   bytes,
 });
+
+/** The number rule `rule` of POLICY writes into a connection's mark, read from the compiled rules. */
+function numberIn(engine: PolicyEngine, direction: 'ingress' | 'egress', rule: number): number {
+  const marks = (engine.part().chains ?? [])
+    .flatMap((c) => c.rules ?? [])
+    .flatMap((r) => (r.statements ?? []).flatMap((s) => ('ctMark' in s ? [s.ctMark] : [])));
+  const decisions = new Set<number>();
+  for (const mark of marks) {
+    const number = direction === 'egress' ? mark.or / 0x10000 : mark.or;
+    if (
+      (direction === 'egress' ? mark.clear === 0xffff0000 : mark.clear === 0xffff) &&
+      engine.flowDecision(direction, number)?.rule === rule
+    )
+      decisions.add(number);
+  }
+  if (decisions.size !== 1) throw new Error(`rule ${rule} (${direction}) has ${decisions.size} numbers`);
+  return [...decisions][0] as number;
+}
 
 test('the prefixes say what decided, and read back', (t) => {
   t.deepEqual(parseFlowPrefix(ruleFlowPrefix('Deny', 'egress', 'a1b2c3d4e5f60718', 3)), {
@@ -64,23 +84,36 @@ test('the prefixes say what decided, and read back', (t) => {
   t.is(parseFlowPrefix('netplug shop/web ingress rule 0'), undefined, "a Log rule's prefix is not a flow log's");
 });
 
-test('with flow logs on, the deciding rules and the drops no rule decided log to the group', (t) => {
+test('with flow logs on, the rules that deny and the drops no rule decided log to the group; the rules that allow mark the connection', (t) => {
   const { engine } = setUp();
   const rules = (engine.part().chains ?? []).flatMap((c) => c.rules ?? []);
   const prefixes = rules.flatMap((r) => (r.statements ?? []).flatMap((s) => ('log' in s && s.log.group === 21 ? [s.log.prefix] : [])));
   t.true(prefixes.includes(ruleFlowPrefix('Deny', 'ingress', hashOf(POLICY), 0)));
-  t.true(prefixes.includes(ruleFlowPrefix('Allow', 'ingress', hashOf(POLICY), 1)));
+  t.false(prefixes.includes(ruleFlowPrefix('Allow', 'ingress', hashOf(POLICY), 1)), 'an allowed connection is not logged packet by packet');
   t.true(prefixes.includes(tierEndFlowPrefix('ingress', 'default')));
   t.true(prefixes.includes(listEndFlowPrefix('egress')));
+  const number = numberIn(engine, 'ingress', 1);
+  t.deepEqual(engine.flowDecision('ingress', number), { policyHash: hashOf(POLICY), rule: 1 });
+  t.true(number > 0 && number < 0xffff);
 });
 
-test('allowed flows count their connections and what conntrack says they moved, interval by interval', (t) => {
-  const { aggregator } = setUp();
-  aggregator.packet(allowed(40000), 1000);
-  aggregator.packet(allowed(40001), 1500);
-  const [first, ...others] = aggregator.flush(2000, [conn(40000, 10, 1000), conn(40001, 4, 300)]);
-  t.is(others.length, 0);
-  t.like(first, {
+test("the numbers a direction's rules get are distinct, and the same for the same rules in another engine", (t) => {
+  const a = new FlowDecisions();
+  const b = new FlowDecisions();
+  const numbers = new Set<number>();
+  for (let rule = 0; rule < 2000; rule++) numbers.add(a.numberOf('ingress', hashOf(POLICY), rule));
+  t.is(numbers.size, 2000);
+  t.is(b.numberOf('ingress', hashOf(POLICY), 7), a.numberOf('ingress', hashOf(POLICY), 7));
+  t.deepEqual(flowMark('egress', 0xabcd), { clear: 0xffff0000, or: 0xabcd0000 });
+  t.deepEqual(flowMark('ingress', 0xabcd), { clear: 0xffff, or: 0xabcd });
+});
+
+test('allowed flows count their connections and what they moved, interval by interval', (t) => {
+  const { engine, aggregator } = setUp();
+  aggregator.packet(deniedPacket(50000), 1000);
+  aggregator.counted([counted(engine, 'ingress', 1, 2, 14, 1300)], 2000);
+  const [allowedRecord] = aggregator.flush(2000).filter((r) => r.action === 'Allow');
+  t.like(allowedRecord, {
     node: 'n1',
     start: 1000,
     end: 2000,
@@ -94,38 +127,35 @@ test('allowed flows count their connections and what conntrack says they moved, 
     packets: 14,
     bytes: 1300,
   });
-  // The next interval: no new connection, one of them moved; the other is gone from conntrack.
-  const [second] = aggregator.flush(3000, [conn(40000, 15, 1600)]);
-  t.like(second, { start: 3000, end: 3000, flows: 0, packets: 5, bytes: 600 });
-  t.deepEqual(aggregator.flush(4000, [conn(40001, 9, 900)]), [], 'a connection conntrack lost is followed no more');
+  // The next interval: no new connection, what the open ones moved.
+  aggregator.counted([counted(engine, 'ingress', 1, 0, 5, 600)], 3000);
+  t.like(aggregator.flush(3000)[0], { start: 3000, end: 3000, flows: 0, packets: 5, bytes: 600 });
+  t.deepEqual(aggregator.flush(4000), [], 'an interval without counts has no records');
 });
 
-test('both ends of a connection on this node count it, each in its record', (t) => {
-  const { aggregator } = setUp();
-  aggregator.packet({ ...allowed(40000), prefix: ruleFlowPrefix('Allow', 'egress', hashOf(POLICY), 0) }, 1000);
-  aggregator.packet(allowed(40000), 1000);
-  const records = aggregator.flush(2000, [conn(40000, 10, 1000)]);
+test('both ends of a connection on this node count it, each in its record; a number no rule has is recorded as unknown', (t) => {
+  const { engine, aggregator } = setUp();
+  aggregator.counted(
+    [counted(engine, 'ingress', 1, 1, 10, 1000), { ...counted(engine, 'ingress', 1, 1, 10, 1000), ingress: false, decision: UNNAMED }],
+    2000,
+  );
+  const records = aggregator.flush(2000);
   t.deepEqual(
-    records.map((r) => [r.reporter, r.packets]),
+    records.map((r) => [r.reporter, r.packets, r.policy.policy]),
     [
-      ['src', 10],
-      ['dst', 10],
+      ['dst', 10, POLICY],
+      ['src', 10, 'unknown'],
     ],
   );
 });
 
 test('denied flows count attempts by source port and every packet logged', (t) => {
   const { aggregator } = setUp();
-  const denied = (sourcePort: number) => ({
-    ...allowed(sourcePort),
-    prefix: ruleFlowPrefix('Deny', 'ingress', hashOf(POLICY), 0),
-    destinationPort: 22,
-  });
-  aggregator.packet(denied(50000), 10);
-  aggregator.packet(denied(50000), 1010);
-  aggregator.packet(denied(50001), 1020);
-  aggregator.packet({ ...denied(50002), source: '192.0.2.9', prefix: tierEndFlowPrefix('ingress', 'default') }, 1030);
-  const records = aggregator.flush(2000, []);
+  aggregator.packet(deniedPacket(50000), 10);
+  aggregator.packet(deniedPacket(50000), 1010);
+  aggregator.packet(deniedPacket(50001), 1020);
+  aggregator.packet({ ...deniedPacket(50002), source: '192.0.2.9', prefix: tierEndFlowPrefix('ingress', 'default') }, 1030);
+  const records = aggregator.flush(2000);
   t.is(records.length, 2);
   t.like(records[0], { action: 'Deny', flows: 2, packets: 3, bytes: 180, policy: { policy: POLICY, rule: 0 } });
   t.like(records[1], {

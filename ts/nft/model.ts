@@ -103,6 +103,8 @@ export type Statement =
   | { limit: { rate: number; per: 'second' | 'minute' | 'hour' | 'day'; burst?: number } }
   | { log: { prefix?: string; group?: number; level?: LogLevel } }
   | { mark: { or: number } | { clear: number } }
+  /** `ct mark set ct mark & ~clear | or`. */
+  | { ctMark: { clear: number; or: number } }
   | { masquerade: { fullyRandom?: boolean } }
   | { notrack: Record<string, never> }
   | { reject: Record<string, never> };

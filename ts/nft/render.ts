@@ -126,6 +126,10 @@ function renderStatement(statement: Statement): string {
     if ('or' in change) return `meta mark set meta mark | ${hex(change.or)}`;
     return `meta mark set meta mark & ${hex(~change.clear >>> 0)}`;
   }
+  if ('ctMark' in statement) {
+    const { clear, or } = statement.ctMark;
+    return `ct mark set ct mark & ${hex(~clear >>> 0)} | ${hex(or)}`;
+  }
   if ('masquerade' in statement) return statement.masquerade.fullyRandom ? 'masquerade fully-random' : 'masquerade';
   if ('notrack' in statement) return 'notrack';
   return 'reject';

@@ -14,6 +14,7 @@ import type { NetworkPolicyResource, NetworkSetResource, ProfileResource, TierRe
 import { DEFAULT_TIER } from '../model/policy.ts';
 import { netInterval, type Family } from './addresses.ts';
 import { fixedChains } from './chains.ts';
+import { FlowDecisions, type MarkedRule } from './flow-decisions.ts';
 import {
   endpointLabels,
   hostEndpointLabels,
@@ -27,7 +28,7 @@ import { DEFAULT_FAILSAFE, parseFailsafePorts, type FailsafePort } from './host-
 import { LocalEndpoints } from './local-endpoints.ts';
 import { DEFAULT_DENY_COUNTERS, MAPS } from './names.ts';
 import { byTier, DEFAULT_TIER_INFO, missingTier, tierInfo, type TierInfo } from './order.ts';
-import { policyKey, policyProgram, profileProgram, type PolicyProgram, type ProgramIssue } from './program.ts';
+import { policyKey, policyProgram, profileProgram, type Direction, type PolicyProgram, type ProgramIssue } from './program.ts';
 import { Programs, textOf, type PolicyIssue } from './programs.ts';
 import { SelectorIndex } from './selector-index.ts';
 import { SetRegistry, type Contribution } from './set-registry.ts';
@@ -102,6 +103,8 @@ export class PolicyEngine {
   #part: TablePart | undefined;
   /** The entity whose set contributions are being replaced: membership events are not theirs to apply. */
   #muted: string | undefined;
+  /** With flow logs on: the numbers of the rules that allow, in connections' marks. */
+  #flowDecisions: FlowDecisions | undefined;
 
   constructor(options: PolicyEngineOptions) {
     this.#options = {
@@ -121,11 +124,9 @@ export class PolicyEngine {
       () => this.#changedStructure(),
     );
     const { families, logGroup, logPerSecond, flowLogGroup } = this.#options;
-    this.#programs = new Programs(
-      this.#sets,
-      { families, logGroup, logPerSecond, ...(flowLogGroup !== undefined ? { flowLogGroup } : {}) },
-      () => this.#changedStructure(),
-    );
+    if (flowLogGroup !== undefined) this.#flowDecisions = new FlowDecisions();
+    const flowLogs = flowLogGroup !== undefined ? { flowLogGroup, flowDecisions: this.#flowDecisions } : {};
+    this.#programs = new Programs(this.#sets, { families, logGroup, logPerSecond, ...flowLogs }, () => this.#changedStructure());
     this.#local = new LocalEndpoints({
       program: (policy) => this.#programs.policies.get(policy)?.program,
       profile: (name) => this.#programs.profiles.get(name)?.program,
@@ -393,6 +394,11 @@ export class PolicyEngine {
   *programKeys(): Generator<{ key: string; tier?: string }> {
     for (const { program } of this.#programs.policies.values()) if (program) yield { key: program.key, tier: program.tier };
     for (const { program } of this.#programs.profiles.values()) if (program) yield { key: program.key };
+  }
+
+  /** With flow logs on: the rule a connection mark's number names in `direction` (flow-decisions.ts). */
+  flowDecision(direction: Direction, number: number): MarkedRule | undefined {
+    return this.#flowDecisions?.decision(direction, number);
   }
 
   /** Sizes, for metrics and the cost measurements. */

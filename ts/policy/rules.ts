@@ -8,7 +8,8 @@ import type { Atom, Match, Rule, Selector as NftSelector, Statement } from '../n
 import { intervalText, portText, type Family, type PortRange } from './addresses.ts';
 import { denyCounterName, hashOf, MARK } from './names.ts';
 import { fitted } from './fitted.ts';
-import { ruleFlowPrefix, type FlowAction } from './flow-prefix.ts';
+import { flowMark, type FlowDecisions } from './flow-decisions.ts';
+import { ruleFlowPrefix } from './flow-prefix.ts';
 import { keeper } from './memo.ts';
 import type { Direction, PolicyProgram, RuleProgram, SideProgram } from './program.ts';
 
@@ -45,8 +46,10 @@ export interface RuleOptions {
   logGroup: number;
   /** Log rules log at most this many packets per second (with a burst of as many). */
   logPerSecond: number;
-  /** With flow logs on, the NFLOG group every Allow and Deny rule also logs the packet to (flow-prefix.ts). */
+  /** With flow logs on, the NFLOG group every Deny rule also logs the packet to (flow-prefix.ts). */
   flowLogGroup?: number;
+  /** With flow logs on, the numbers Allow rules write into the connection's mark (flow-decisions.ts). */
+  flowDecisions?: FlowDecisions;
 }
 
 /**
@@ -138,13 +141,22 @@ function actionOf(
   r: RuleProgram,
   options: RuleOptions,
 ): { verdict?: Rule['verdict']; statements: Statement[] } {
-  const group = options.flowLogGroup;
+  const { flowLogGroup: group, flowDecisions } = options;
   // The flow log's statement first: the verdict's statements are shared by every rule with them.
-  const flowLogged = (action: FlowAction, statements: Statement[]): Statement[] => {
+  const denyLogged = (statements: Statement[]): Statement[] => {
     if (group === undefined) return statements;
-    const prefix = ruleFlowPrefix(action, direction, hashOf(program.key), r.index);
+    const prefix = ruleFlowPrefix('Deny', direction, hashOf(program.key), r.index);
     return sharedStatements<Statement[]>(`${prefix} ${group} ${JSON.stringify(statements)}`, () => [
       { log: { prefix, group } },
+      ...statements,
+    ]);
+  };
+  // An allowed connection's flow log is its mark: no packet leaves the kernel for it.
+  const allowMarked = (statements: Statement[]): Statement[] => {
+    if (!flowDecisions) return statements;
+    const ctMark = flowMark(direction, flowDecisions.numberOf(direction, hashOf(program.key), r.index));
+    return sharedStatements<Statement[]>(`ct ${ctMark.clear} ${ctMark.or} ${JSON.stringify(statements)}`, () => [
+      { ctMark },
       ...statements,
     ]);
   };
@@ -152,10 +164,7 @@ function actionOf(
     case 'Allow':
       return {
         verdict: 'return',
-        statements: flowLogged(
-          'Allow',
-          sharedStatements<Statement[]>('allow', () => [{ mark: { or: MARK.accept } }]),
-        ),
+        statements: allowMarked(sharedStatements<Statement[]>('allow', () => [{ mark: { or: MARK.accept } }])),
       };
     case 'Pass':
       return { verdict: 'return', statements: sharedStatements<Statement[]>('pass', () => [{ mark: { or: MARK.pass } }]) };
@@ -163,10 +172,7 @@ function actionOf(
       const counter = denyCounterName(program.key);
       return {
         verdict: 'drop',
-        statements: flowLogged(
-          'Deny',
-          sharedStatements<Statement[]>(`deny ${counter}`, () => [{ counter: { name: counter } }]),
-        ),
+        statements: denyLogged(sharedStatements<Statement[]>(`deny ${counter}`, () => [{ counter: { name: counter } }])),
       };
     }
     case 'Log':

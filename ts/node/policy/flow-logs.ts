@@ -1,10 +1,11 @@
 // Flow logs on this node (NETPLUG_FLOW_LOGS): connection tracking counts packets and bytes (its
-// sysctls, in this namespace), the flow-log group is read into each interval's records
-// (record-flows.ts), and the records go to the aggregator (send-flows.ts).
-import { dumpConntrack, enableConntrackAccounting, type ConntrackEntry } from '../../dataplane/conntrack.ts';
+// sysctls, in this namespace), the addon's flow tracker counts the allowed connections and the
+// flow-log group gives the denied ones, into each interval's records (record-flows.ts), and the
+// records go to the aggregator (send-flows.ts).
+import { enableConntrackAccounting } from '../../dataplane/conntrack.ts';
+import { startFlowTracking, type FlowTracking } from '../../dataplane/flow-tracking.ts';
 import type { Logger } from '../../log/logger.ts';
 import type { PolicyEngine } from '../../policy/engine.ts';
-import type { TrackedConnection } from '../../policy/flows.ts';
 import { describeError } from '../../runtime/errors.ts';
 import type { NodeSettings } from '../shared/settings.ts';
 import type { PolicyMetrics } from './policy-metrics.ts';
@@ -26,6 +27,12 @@ export async function startFlowLogs(
       `flow logs: cannot turn on connection tracking's counters (${describeError(err)}); allowed flows go without packets and bytes`,
     );
   }
+  let tracking: FlowTracking | undefined;
+  try {
+    tracking = await startFlowTracking();
+  } catch (err) {
+    log.warning(`flow logs: cannot follow connection tracking (${describeError(err)}); only denied flows are recorded`);
+  }
   const sender = new FlowSender({
     aggregator: settings.aggregator,
     ...(settings.tokenFile ? { tokenFile: settings.tokenFile } : {}),
@@ -40,29 +47,15 @@ export async function startFlowLogs(
     intervalMs: settings.intervalMs,
     log,
     send: (records) => sender.send(records),
-    connections: async () => (await dumpConntrack()).map(trackedConnection),
+    allowed: async () => tracking?.take(),
     denied: metrics.flowsDenied,
+    overruns: metrics.flowEventsOverrun,
   });
   return {
     async stop() {
       await recorder.stop();
+      await tracking?.stop().catch((err: unknown) => log.warning(`flow logs: stopping the flow tracker: ${describeError(err)}`));
       await sender.idle();
     },
-  };
-}
-
-/** A conntrack entry as flow records count it: its original tuple, the reply's source, both ways' packets and bytes. */
-function trackedConnection(entry: ConntrackEntry): TrackedConnection {
-  const { original, reply } = entry;
-  return {
-    protocol: entry.protocol,
-    source: original.source,
-    destination: original.destination,
-    ...(original.sourcePort !== undefined ? { sourcePort: original.sourcePort } : {}),
-    ...(original.destinationPort !== undefined ? { destinationPort: original.destinationPort } : {}),
-    replySource: reply.source,
-    ...(reply.sourcePort !== undefined ? { replySourcePort: reply.sourcePort } : {}),
-    packets: original.packets + reply.packets,
-    bytes: original.bytes + reply.bytes,
   };
 }

@@ -26,6 +26,7 @@ export class PolicyMetrics {
   readonly flowsDenied: Counter<'policy'>;
   readonly flowRecordsSent: Counter;
   readonly flowRecordsDropped: Counter<'reason'>;
+  readonly flowEventsOverrun: Counter;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -77,6 +78,11 @@ export class PolicyMetrics {
       name: 'netplug_flow_records_dropped_total',
       help: 'Flow records dropped, by reason: queue-full, unreachable (the aggregator), refused (by the aggregator).',
       labelNames: ['reason'],
+      registers,
+    });
+    this.flowEventsOverrun = new Counter({
+      name: 'netplug_flow_events_overruns_total',
+      help: "Times the kernel dropped events of ended connections for want of room (their connections are then counted only if still tracked at the interval's end).",
       registers,
     });
   }

@@ -1,15 +1,16 @@
-// Flow logs (NETPLUG_FLOW_LOGS): with them on, the compiler's deciding rules log each new flow's
-// first packet (a denied flow's every packet) to NFLOG group FLOW_LOG_GROUP; this reads that
-// group, makes the records of each interval (ts/policy/flows.ts) with the packets and bytes
-// connection tracking counted for the connections allowed, counts denied flows per policy, and
-// hands the records to the sender (send-flows.ts), which never waits on the packets' path. A group
-// another listener holds, or conntrack that cannot be read, gets a warning: policy is enforced all
-// the same, and records go without counts.
+// Flow logs (NETPLUG_FLOW_LOGS): with them on, the rules that allow write their number into each
+// new connection's mark, counted from connection tracking by the addon's flow tracker and taken at
+// each interval's end, and the rules that deny log every packet they drop to NFLOG group
+// FLOW_LOG_GROUP, read here. Both make the interval's records (ts/policy/flows.ts); denied flows
+// are counted per policy, and the records go to the sender (send-flows.ts), which never waits on
+// the packets' path. A group another listener holds, or a tracker that cannot count, gets a
+// warning: policy is enforced all the same, and the records go without what is missing.
 import type { Counter } from 'prom-client';
 
 import type { Logger } from '../../log/logger.ts';
 import type { FlowRecord } from '../../model/flow.ts';
-import { FlowAggregator, FlowLookup, type FlowSource, type TrackedConnection } from '../../policy/flows.ts';
+import type { TakenFlows } from '../../dataplane/flow-tracking.ts';
+import { FlowAggregator, FlowLookup, type FlowSource } from '../../policy/flows.ts';
 import { systemClock, type Clock, type Timer } from '../../runtime/clock.ts';
 import { describeError } from '../../runtime/errors.ts';
 import { followNflog, type Subscribe } from './follow-nflog.ts';
@@ -24,10 +25,12 @@ export interface FlowRecorderOptions {
   log: Logger;
   /** Takes an interval's records; must not wait. */
   send(records: FlowRecord[]): void;
-  /** Connection tracking as it is now. */
-  connections(): Promise<TrackedConnection[]>;
+  /** What allowed connections did since the last call (the flow tracker's take); undefined without a tracker. */
+  allowed(): Promise<TakenFlows | undefined>;
   /** Counts flows denied, by policy. */
   denied: Counter<'policy'>;
+  /** Counts the times the tracker's events overran. */
+  overruns: Counter;
   group?: number;
   clock?: Clock;
   subscribe?: Subscribe;
@@ -43,7 +46,7 @@ export function recordFlows(options: FlowRecorderOptions): FlowRecorder {
   const now = () => clock.now();
   const aggregator = new FlowAggregator({ node: options.node, lookup: new FlowLookup(options.engine) });
   let stopped = false;
-  let conntrackWarned = false;
+  let trackerWarned = false;
   const following = followNflog({
     group,
     onPacket: (packet) => aggregator.packet(packet, now()),
@@ -55,16 +58,18 @@ export function recordFlows(options: FlowRecorderOptions): FlowRecorder {
   });
 
   const flush = async () => {
-    let connections: TrackedConnection[] = [];
     try {
-      connections = await options.connections();
-      conntrackWarned = false;
+      const taken = await options.allowed();
+      if (taken) {
+        aggregator.counted(taken.counts, now());
+        if (taken.overruns > 0) options.overruns.inc(taken.overruns);
+      }
+      trackerWarned = false;
     } catch (err) {
-      if (!conntrackWarned)
-        log.warning(`flow logs: cannot read connection tracking (${describeError(err)}); allowed flows go without packets and bytes`);
-      conntrackWarned = true;
+      if (!trackerWarned) log.warning(`flow logs: cannot count the allowed flows (${describeError(err)}); only denied flows are recorded`);
+      trackerWarned = true;
     }
-    const records = aggregator.flush(now(), connections);
+    const records = aggregator.flush(now());
     for (const record of records) if (record.action === 'Deny') options.denied.inc({ policy: record.policy.policy }, record.flows);
     if (records.length > 0) options.send(records);
   };
