@@ -113,6 +113,7 @@ const install = (method: Install['method']): Install => ({
 
 const inputs = (method: Install['method']): StepInputs => ({
   install: install(method),
+  from: 'v3.30.0',
   target: NETPLUG_VERSION,
   objects: [{ apiVersion: 'apps/v1', kind: 'DaemonSet', name: 'netplug-node', namespace: 'kube-system' }],
   crds: [{ apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', name: 'globalnetworkpolicies.projectnet.org' }],

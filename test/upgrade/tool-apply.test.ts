@@ -5,12 +5,15 @@
 // up and a resume that does not redo done steps, a second apply that does nothing, a rollback to
 // the saved objects, and a rollback refused for a one-way step. Kills of the real executable at
 // every step, under the real kubelet: tool-manifest-kdd.test.ts.
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 
 import test from 'ava';
 
+import { NODE_VERSION_ANNOTATION as VERSION_ANNOTATION } from '../../ts/store/kubernetes/resources.ts';
 import { NETPLUG_VERSION } from '../../ts/version.ts';
 import { tempDir } from '../helpers/cni.ts';
+import { NETPLUGCTL } from '../helpers/ipam.ts';
 import { startKube } from '../helpers/kube.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
 import { loadAllYaml } from '@kubernetes/client-node';
@@ -30,6 +33,7 @@ const shared = sharedTeardowns(test);
 const DS = { apiVersion: 'apps/v1', kind: 'DaemonSet', name: 'netplug-node', namespace: 'kube-system' };
 const CONTROLLERS = { apiVersion: 'apps/v1', kind: 'Deployment', name: 'netplug-kube-controllers', namespace: 'kube-system' };
 const RECORD = { apiVersion: 'v1', kind: 'ConfigMap', name: 'netplug-upgrade', namespace: 'kube-system' };
+const NODE_A = { apiVersion: 'v1', kind: 'Node', name: 'node-a' };
 
 test.before(async () => {
   const kube = await startKube(shared);
@@ -74,6 +78,9 @@ const ownerUids = async () =>
 
 const files = () => ['--kubeconfig', kubeconfig, '--manifest', releaseFile('netplug.yaml'), '--crds', releaseFile('crds.yaml')];
 const record = async () => JSON.parse((await adminKube(kubeconfig).get(RECORD)).data['record.json']);
+/** What the built netplugctl version prints on the Kubernetes datastore. */
+const nodeTable = () =>
+  execFileSync(NETPLUGCTL, ['version', '--kubeconfig', kubeconfig], { encoding: 'utf8', env: { PATH: '/usr/bin:/bin' } });
 const agentEnv = (ds: any) => ds.spec.template.spec.containers.find((c: any) => c.name === 'netplug-node').env.map((e: any) => e.name);
 
 test.serial(
@@ -108,6 +115,7 @@ test.serial(
         'wait-rollout:failed',
         'restore-owner-references:pending',
         'check-version:pending',
+        'node-version-records:pending',
       ],
     );
     t.deepEqual(await ownerUids(), [], 'the owner reference is stripped (and recorded) for the upgrade');
@@ -122,7 +130,7 @@ test.serial(
     t.is(status.code, 0);
     t.regex(
       status.out,
-      /^Upgrade v3\.30\.0 → v3\.31\.\d+ \(manifest install in kube-system\), started .*: failed, step 5\/7 wait-rollout$/m,
+      /^Upgrade v3\.30\.0 → v3\.31\.\d+ \(manifest install in kube-system\), started .*: failed, step 5\/8 wait-rollout$/m,
     );
     const manifestObjects = loadAllYaml(readFileSync(releaseFile('netplug.yaml'), 'utf8')).length;
     t.regex(status.out, new RegExp(`^ +4\\. done +apply-manifest: ${manifestObjects} objects applied$`, 'm'));
@@ -140,15 +148,17 @@ test.serial(
     const applied = (await api.get(DS)).metadata.resourceVersion;
     // What the DaemonSet controller and the new netplug-node would now write.
     await settleRollouts(api, 'kube-system', 0);
+    await api.mergePatch(NODE_A, { metadata: { annotations: { [VERSION_ANNOTATION]: NETPLUG_VERSION } } });
     await setClusterVersion(kubeconfig, NETPLUG_VERSION);
     const run = await netplugctl(['upgrade', 'apply', '--yes', '--timeout', '20s', ...files()]);
     t.log(run.out);
     t.is(run.code, 0, run.err);
     t.regex(run.out, /^Resuming the upgrade to v3\.31\.\d+/);
-    t.notRegex(run.out, /\[[1234]\/7\]/, 'steps 1 to 4 not run again');
-    t.regex(run.out, /\[5\/7\] Wait for the rollout/);
-    t.regex(run.out, /\[6\/7\] Restore the recorded owner references.*\n.*done: 1 restored/);
-    t.regex(run.out, /\[7\/7\] Check the version.*\n.*done: Cluster Version v3\.31\.\d+/);
+    t.notRegex(run.out, /\[[1234]\/8\]/, 'steps 1 to 4 not run again');
+    t.regex(run.out, /\[5\/8\] Wait for the rollout/);
+    t.regex(run.out, /\[6\/8\] Restore the recorded owner references.*\n.*done: 1 restored/);
+    t.regex(run.out, /\[7\/8\] Check the version.*\n.*done: Cluster Version v3\.31\.\d+/);
+    t.regex(run.out, /\[8\/8\] Read the release each node records.*\n.*done: 1 node\(s\) record v3\.31\.\d+\n/);
     t.deepEqual(await ownerUids(), [poolUid], "the owner reference is back, with the owner's UID");
     const ds = await api.get(DS);
     t.is(ds.metadata.generation, (await api.get(DS)).metadata.generation);
@@ -184,6 +194,13 @@ test.serial('rollback puts the saved DaemonSet and Deployment back, waits for th
   t.regex(run.out, /apply-crds: kept: the new CRDs serve every version/);
   t.regex(run.out, /migrate-field-managers: kept: only which manager owns the fields changed/);
   t.regex(run.out, /rolled back: the cluster runs v3\.30\.0 again/);
+  // v3.30.0's agents record no release: the new agent's record on node-a goes, once v3.30.0 runs.
+  t.regex(
+    run.out,
+    /apply-manifest: [^\n]*\n(.*\n)*.*node pods Ready at v3\.30\.0\n {2}node-version-records: the release recorded on 1 node\(s\) removed \(annotation projectnet\.org\/netplug-version: node-a\)\n/,
+  );
+  t.is((await api.get(NODE_A)).metadata.annotations?.[VERSION_ANNOTATION], undefined);
+  t.regex(nodeTable(), /^node-a +\(none recorded\)$/m);
   const ds = await api.get(DS);
   t.true(ds.spec.template.spec.containers.every((c: any) => c.image === 'localhost/netplug:v3.30.0'));
   t.true(agentEnv(ds).includes('NETPLUG_LEGACY_STATUS_FILE'));

@@ -92,12 +92,16 @@ test.serial(
       /Deployment kube-system\/netplug-kube-controllers: \d+ changed(, \d+ added)?: .*\.containers\[netplug-kube-controllers\]\.image/,
     );
     const steps = [...run.out.matchAll(/^ {2}(\d+)\. /gm)].length;
-    t.is(steps, 5);
+    t.is(steps, 6);
     t.regex(run.out, /1\. Move fields owned by kubectl-create.*\n.*JSON patch: test \/metadata\/resourceVersion/);
     t.regex(run.out, /2\. Apply the release's \d+ CRDs/);
     t.regex(run.out, /3\. Apply the release manifest .*\[reversible/);
     t.regex(run.out, /4\. Wait for the rollout/);
     t.regex(run.out, /5\. Check the version/);
+    t.regex(
+      run.out,
+      /6\. Read the release each node records .*v3\.30\.0 records none\) \[undone on rollback: once v3\.30\.0 runs on every node again, rollback removes every node's record \(PATCH Node <name> .*\n {7}LIST Nodes/,
+    );
     t.regex(run.out, /^Ready: netplugctl upgrade apply --yes/m);
     t.is(await versions(), before, 'plan changed nothing (dry runs included)');
   },
@@ -112,7 +116,7 @@ test.serial('plan -o json: the same plan for scripts', async (t) => {
   t.is(plan.target, NETPLUG_VERSION);
   t.deepEqual(
     plan.steps.map((s: { id: string }) => s.id),
-    ['migrate-field-managers', 'apply-crds', 'apply-manifest', 'wait-rollout', 'check-version'],
+    ['migrate-field-managers', 'apply-crds', 'apply-manifest', 'wait-rollout', 'check-version', 'node-version-records'],
   );
   t.true(plan.dryRun.every((r: { outcome: string }) => r.outcome !== 'refused'));
   t.truthy(plan.dryRun.find((r: { object: { kind: string }; outcome: string }) => r.object.kind === 'DaemonSet' && r.outcome === 'change'));
@@ -192,6 +196,7 @@ test.serial(
         'wait-rollout',
         'restore-owner-references',
         'check-version',
+        'node-version-records',
       ],
     );
   },

@@ -113,6 +113,7 @@ export async function makePlan(kube: UpgradeKube, inputs: UpgradeInputs): Promis
     .filter((ref, i, all) => all.findIndex((r) => describe(r) === describe(ref)) === i);
   const steps = stepsFor({
     install,
+    from: current,
     target: TARGET,
     objects: objects.map(refOf),
     crds: crds.map(refOf),

@@ -10,6 +10,7 @@ const ROLLBACK: Record<string, string> = {
   keep: 'kept on rollback',
   'one-way': 'ONE-WAY (rollback refuses)',
   'delete-created': 'reversible',
+  'remove-version-records': 'undone on rollback',
 };
 
 export function formatPlan(plan: Plan): string {

@@ -3,8 +3,9 @@
 // helm release goes back to its recorded revision with `helm rollback`, and steps that only waited
 // or whose effect is kept say so. A step marked one-way that has run makes rollback refuse before
 // it changes anything, saying why. Going back to a release without network policy, enforcement is
-// turned off first and the nodes' agents waited for (policy-off.ts). Resumable like apply:
-// progress is in the same record.
+// turned off first and the nodes' agents waited for (policy-off.ts); to a release whose agents
+// record no release on their nodes, the records are removed last (version-records.ts). Resumable
+// like apply: progress is in the same record.
 import type { DatastoreSettings } from '../store/open.ts';
 import { removeAllowAllUpgrade } from './allow-all-upgrade.ts';
 import { datastoreFor } from './cluster-info.ts';
@@ -14,6 +15,7 @@ import { keepPolicyOff, restorePolicySetting, turnPolicyOffBeforeRollback } from
 import { describe, type UpgradeKube } from './kube.ts';
 import { backupOf, readRecord, type StoredRecord, updateRecord } from './record.ts';
 import { runStep, type StepContext } from './run-step.ts';
+import { removeVersionRecords } from './version-records.ts';
 
 export class RollbackRefused extends Error {
   override readonly name = 'RollbackRefused';
@@ -46,8 +48,16 @@ export async function rollbackUpgrade(kube: UpgradeKube, options: RollbackOption
   options.out(`Rolling back the upgrade ${stored.record.from} → ${stored.record.target} (ConfigMap ${namespace}/netplug-upgrade)\n`);
   stored = await turnPolicyOffBeforeRollback(kube, stored, install, options);
   const datastore = datastoreFor(install, options.datastore, kube.kubeconfigPath);
+  const rolledBack = async (id: string, said: string) => {
+    stored = await updateRecord(kube, namespace, (s) => {
+      const progress = s.record.progress[id];
+      if (progress) Object.assign(progress, { state: 'rolled-back', message: said });
+    });
+    options.out(`  ${id}: ${said}\n`);
+  };
   for (const step of [...stored.record.steps].reverse()) {
-    if (!started(step.id) || stored.record.progress[step.id]?.state === 'rolled-back') continue;
+    if (!started(step.id) || stored.record.progress[step.id]?.state === 'rolled-back' || step.rollback === 'remove-version-records')
+      continue;
     let said: string;
     if (step.rollback === 'restore') said = await restoreObjects(kube, stored, step.objects ?? []);
     else if (step.rollback === 'delete-created') said = await removeAllowAllUpgrade(datastore);
@@ -63,11 +73,7 @@ export async function rollbackUpgrade(kube: UpgradeKube, options: RollbackOption
       await keepPolicyOff(kube, stored);
       said = `helm release ${helm.namespace}/${helm.release} rolled back to revision ${helm.revision}`;
     } else said = `kept: ${step.why ?? 'nothing to undo'}`;
-    stored = await updateRecord(kube, namespace, (s) => {
-      const progress = s.record.progress[step.id];
-      if (progress) Object.assign(progress, { state: 'rolled-back', message: said });
-    });
-    options.out(`  ${step.id}: ${said}\n`);
+    await rolledBack(step.id, said);
   }
   // The previous release rolls out again: wait for it as apply waits for the new one.
   const ctx: StepContext = {
@@ -84,6 +90,11 @@ export async function rollbackUpgrade(kube: UpgradeKube, options: RollbackOption
   };
   const waited = await runStep({ id: 'wait-rollout', title: '', operations: [], rollback: 'keep' }, ctx);
   options.out(`  ${waited}\n`);
+  // Whether or not the step ran: an agent of the upgrade's release may have recorded it all the same.
+  for (const step of stored.record.steps) {
+    if (step.rollback !== 'remove-version-records' || stored.record.progress[step.id]?.state === 'rolled-back') continue;
+    await rolledBack(step.id, await removeVersionRecords(kube, datastore));
+  }
   stored = await restorePolicySetting(kube, stored, install);
   await updateRecord(kube, namespace, (s) => {
     s.record.state = 'rolled-back';

@@ -12,6 +12,7 @@ import { restoreReferences, stripReferences } from './owner-references.ts';
 import { waitFor, waitRollout } from './rollout.ts';
 import type { Step } from './steps.ts';
 import type { DatastoreSettings } from '../store/open.ts';
+import { readVersionRecords } from './version-records.ts';
 
 export interface StepContext {
   kube: UpgradeKube;
@@ -64,6 +65,8 @@ export async function runStep(step: Step, ctx: StepContext): Promise<string> {
       return restoreReferences(kube);
     case 'check-version':
       return checkVersion(ctx);
+    case 'node-version-records':
+      return readVersionRecords(ctx.datastore, ctx.target);
   }
 }
 

@@ -3,6 +3,7 @@
 // can do about it. Steps are data: the plan prints them, apply records and runs them by id.
 import type { Install } from './detect.ts';
 import { describe, type ObjectRef } from './kube.ts';
+import { recordsNodeVersion, versionRecordsPlace } from './version-records.ts';
 
 type StepId =
   | 'strip-owner-references'
@@ -15,14 +16,16 @@ type StepId =
   | 'helm-upgrade'
   | 'wait-rollout'
   | 'restore-owner-references'
-  | 'check-version';
+  | 'check-version'
+  | 'node-version-records';
 
 /**
  * restore: rollback puts the saved objects back; keep: left as it is (saying why); one-way: rollback
  * refuses; delete-created: rollback deletes what the step created (a datastore document, which the
- * saved Kubernetes objects cannot stand for on etcd).
+ * saved Kubernetes objects cannot stand for on etcd); remove-version-records: rollback removes every
+ * node's recorded release once the previous release runs (version-records.ts).
  */
-type RollbackKind = 'restore' | 'keep' | 'one-way' | 'helm-rollback' | 'delete-created';
+type RollbackKind = 'restore' | 'keep' | 'one-way' | 'helm-rollback' | 'delete-created' | 'remove-version-records';
 
 export interface Step {
   id: StepId;
@@ -39,6 +42,8 @@ export interface Step {
 
 export interface StepInputs {
   install: Install;
+  /** The release the cluster runs (undefined: not known). */
+  from: string | undefined;
   target: string;
   /** The objects the procedure applies, CRDs apart, in order. */
   objects: ObjectRef[];
@@ -187,5 +192,15 @@ export function stepsFor(inputs: StepInputs): Step[] {
     rollback: 'keep',
     why: 'reads only',
   });
+  if (!recordsNodeVersion(inputs.from)) {
+    const place = versionRecordsPlace(install.datastore);
+    steps.push({
+      id: 'node-version-records',
+      title: `Read the release each node records (its netplug-node records it as it starts; ${inputs.from ?? 'the release that runs'} records none)`,
+      operations: [place.read],
+      rollback: 'remove-version-records',
+      why: `once ${inputs.from ?? 'the previous release'} runs on every node again, rollback removes every node's record (${place.remove}): that release would leave them saying ${inputs.target}`,
+    });
+  }
   return steps;
 }
