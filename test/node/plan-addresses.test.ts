@@ -22,6 +22,7 @@ const cluster = (vxlanMode: 'Always' | 'Never', held: string[], spec: NodeSpec):
   nodes: [{ name: 'n1', labels: {}, spec, ...(spec.vxlanTunnelMACAddr ? { vxlanMac: spec.vxlanTunnelMACAddr } : {}) }],
   blocks: [],
   pools: pool(vxlanMode),
+  workloads: [],
   tunnelAddresses: new Map(held.length > 0 ? [['vxlan-tunnel-addr-n1', held]] : []),
   broken: [],
 });
@@ -60,4 +61,14 @@ test('a new underlay address is published', (t) => {
     publishWork(planAddresses(cluster('Never', [], spec), 'n1', { ...address, address: '10.0.0.6' })),
     JSON.stringify({ bgp: { ipv4Address: '10.0.0.6/24' } }),
   );
+});
+
+test('a node whose document is gone and back: the work to publish differs, so the feed wakes the publish again at once', (t) => {
+  const spec = { bgp: { ipv4Address: '10.0.0.5/24' } };
+  const gone: ClusterState = { ...cluster('Never', [], {}), nodes: [] };
+  const whileGone = publishWork(planAddresses(gone, 'n1', address));
+  t.truthy(whileGone, 'nothing published: there is work');
+  const back = publishWork(planAddresses(cluster('Never', [], {}), 'n1', address));
+  t.is(back, JSON.stringify(spec));
+  t.not(back, whileGone, 'the Node re-created without its annotations: a change the feed trigger enqueues');
 });

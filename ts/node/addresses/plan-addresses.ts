@@ -29,6 +29,8 @@ export interface AddressesPlan {
   spec: NodeSpec | undefined;
   /** What the node's document holds now. */
   published: NodeSpec | undefined;
+  /** Whether the node's document exists: on the Kubernetes datastore, publishing needs it. */
+  registered: boolean;
 }
 
 export function planAddresses(cluster: ClusterState, name: string, address: NodeAddress): AddressesPlan {
@@ -48,7 +50,7 @@ export function planAddresses(cluster: ClusterState, name: string, address: Node
           ...(vxlan.address ? { ipv4VXLANTunnelAddr: vxlan.address, vxlanTunnelMACAddr: vxlanMacFor(name, own?.vxlanMac) } : {}),
         }
       : undefined;
-  return { tunnels, spec, published: own?.spec };
+  return { tunnels, spec, published: own?.spec, registered: own !== undefined };
 }
 
 /** What is left to do for `tunnel`, as text; undefined when nothing is. */
@@ -57,8 +59,13 @@ export function tunnelWork(plan: AddressesPlan, tunnel: Tunnel): string | undefi
   return settled ? undefined : JSON.stringify({ pools: pools.map((pool) => pool.name), held });
 }
 
-/** The spec still to publish, as text; undefined when it is published (or a tunnel address must be settled first). */
+/**
+ * The spec still to publish, as text; undefined when it is published (or a tunnel address must be
+ * settled first). The text says whether the node's document exists: a publish that failed while
+ * the Kubernetes Node was gone is tried again as soon as the Node is back, not after its backoff.
+ */
 export function publishWork(plan: AddressesPlan): string | undefined {
-  const { spec, published } = plan;
-  return spec && !sameSpec(published, spec) ? JSON.stringify(spec) : undefined;
+  const { spec, published, registered } = plan;
+  if (!spec || sameSpec(published, spec)) return undefined;
+  return registered ? JSON.stringify(spec) : JSON.stringify({ unregistered: spec });
 }
