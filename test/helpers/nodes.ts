@@ -47,6 +47,14 @@ export interface Pod {
   netns: Netns;
   containerId: string;
   address: string;
+  /** A Kubernetes pod's part of its ADD and DEL, when made as one. */
+  as?: PodOptions;
+}
+
+/** What makes a pod a Kubernetes pod for the plugin: CNI_ARGS naming it, and netconf fields (policy, kubernetes, feature_control). */
+export interface PodOptions {
+  args: string;
+  netconf: Record<string, unknown>;
 }
 
 export interface Topology {
@@ -55,8 +63,11 @@ export interface Topology {
   nodes: TestNode[];
   /** An address outside every pool, on the router (subnet 1's side): natOutgoing's destination. */
   outside: string;
-  /** Makes a pod on `node` with the CNI plugin (the options' ipam, else netplug-ipam on the test's datastore, from `pools` if given). */
-  addPod(node: TestNode, pools?: string[]): Pod;
+  /**
+   * Makes a pod on `node` with the CNI plugin (the options' ipam, else netplug-ipam on the test's
+   * datastore, from `pools` if given); `as` makes it a Kubernetes pod's ADD.
+   */
+  addPod(node: TestNode, pools?: string[], as?: PodOptions): Pod;
   deletePod(pod: Pod): void;
   /** Runs a command inside a namespace; its exit status and output. */
   exec(netns: Netns, command: string[], timeoutMs?: number): { status: number | null; stdout: string; stderr: string };
@@ -198,7 +209,7 @@ export async function makeTopology(t: Pick<ExecutionContext, 'teardown'>, option
       );
 
   const pods = new Set<Pod>();
-  const cni = (node: TestNode, command: string, pod: { netns: Netns; containerId: string; pools?: string[] }) => {
+  const cni = (node: TestNode, command: string, pod: { netns: Netns; containerId: string; pools?: string[]; as?: PodOptions }) => {
     const netconf = {
       cniVersion: '1.1.0',
       name: 'routes-test',
@@ -207,6 +218,7 @@ export async function makeTopology(t: Pick<ExecutionContext, 'teardown'>, option
       // The MTU this node's agent writes (its pools' encapsulation taken off), as on a real node.
       mtu_file: join(node.varDir, 'mtu'),
       ...options.datastoreNetconf,
+      ...pod.as?.netconf,
       ipam: options.ipam?.(node) ?? { type: 'netplug-ipam', ...(pod.pools ? { ipv4_pools: pod.pools } : {}) },
     };
     return spawnSync('ip', ['netns', 'exec', node.netns.name, NETPLUG_CNI], {
@@ -221,6 +233,7 @@ export async function makeTopology(t: Pick<ExecutionContext, 'teardown'>, option
         CNI_NETNS: pod.netns.path,
         CNI_IFNAME: 'eth0',
         CNI_PATH,
+        ...(pod.as ? { CNI_ARGS: pod.as.args } : {}),
         NETPLUG_AGENT_SOCKET: join(node.varDir, 'run', 'cni.sock'),
       },
     });
@@ -231,8 +244,13 @@ export async function makeTopology(t: Pick<ExecutionContext, 'teardown'>, option
     nodes,
     outside: `${SUBNETS[1]}.254`,
     exec,
-    addPod(node, pools) {
-      const pod = { netns: netns(`pod${namespaces.length}`), containerId: containerId(), ...(pools ? { pools } : {}) };
+    addPod(node, pools, as) {
+      const pod = {
+        netns: netns(`pod${namespaces.length}`),
+        containerId: containerId(),
+        ...(pools ? { pools } : {}),
+        ...(as ? { as } : {}),
+      };
       const run = cni(node, 'ADD', pod);
       if (run.status !== 0) throw new Error(`ADD on ${node.name} failed (${run.status}): ${run.stdout} ${run.stderr}`);
       const result = JSON.parse(run.stdout) as { ips: { address: string }[] };

@@ -13,6 +13,7 @@ const cluster = (pools: number): ClusterState => ({
   nodes: [],
   blocks: [],
   pools: Array.from({ length: pools }, () => ({}) as ClusterState['pools'][number]),
+  workloads: [],
   tunnelAddresses: new Map(),
   broken: [],
 });

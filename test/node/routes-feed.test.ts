@@ -1,6 +1,6 @@
 // The cluster as netplug-node's routes follow it (ts/node/shared/cluster-feed.ts), driven by hand
 // through its follow function (pure logic; the real watches are test/store/follow.test.ts): in step
-// only once nodes, blocks and pools are all listed, out of step while any has failed, changes
+// only once nodes, blocks, pools and workloads are all listed, out of step while any has failed, changes
 // applied as they come; the digest moves with what routes depend on and not with an allocation.
 import test from 'ava';
 
@@ -31,11 +31,12 @@ const node = (name: string, address: string, revision = '1') =>
   );
 const pool = entry(keys.pool('p'), poolResource('p', { cidr: '10.244.0.0/16' }, new Date(0)));
 
-test('in step once nodes, blocks and pools are listed; changes and removals applied; out of step after a failure', async (t) => {
+test('in step once nodes, blocks, pools and workloads are listed; changes and removals applied; out of step after a failure', async (t) => {
   const { feed, at, stopped } = driven();
   const block = newBlock('10.244.1.0/26', 'host:b', new Date(0));
   at(keys.nodes).listed([node('b', '10.0.0.2/24')]);
   at(keys.allBlocks).listed([entry(keys.block(block.cidr), block)]);
+  at(keys.workloadEndpoints).listed([]);
   t.is(feed.current(), undefined, 'the pools are not listed yet');
   const before = feed.version();
   const heard = feed.next(before);
@@ -69,7 +70,7 @@ test('in step once nodes, blocks and pools are listed; changes and removals appl
   at(keys.allBlocks).listed([]);
   t.deepEqual(feed.current()?.blocks, []);
   feed.stop();
-  t.is(stopped(), 3);
+  t.is(stopped(), 4);
 });
 
 test('the digest follows what routes depend on: an affinity or a borrowed address, not a local allocation', (t) => {
@@ -78,6 +79,7 @@ test('the digest follows what routes depend on: an affinity or a borrowed addres
   at(keys.nodes).listed([node('b', '10.0.0.2/24')]);
   at(keys.allBlocks).listed([entry(keys.block(block.cidr), structuredClone(block))]);
   at(keys.pools).listed([pool]);
+  at(keys.workloadEndpoints).listed([]);
   const first = digestOf(feed.current() as NonNullable<ReturnType<typeof feed.current>>);
   const digest = () => digestOf(feed.current() as NonNullable<ReturnType<typeof feed.current>>);
 
@@ -102,6 +104,7 @@ test('every block is followed, IPv6 ones for pool usage alone: routes lead to IP
   const v6 = newBlock('fd00:244::/122', 'host:b', new Date(0));
   at(keys.nodes).listed([node('b', '10.0.0.2/24')]);
   at(keys.allBlocks).listed([entry(keys.block(v6.cidr), v6), entry(keys.block(v4.cidr), v4)]);
+  at(keys.workloadEndpoints).listed([]);
   t.is(feed.entries(keys.pools), undefined, 'not listed yet');
   at(keys.pools).listed([pool]);
   t.deepEqual(

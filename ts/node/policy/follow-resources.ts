@@ -6,6 +6,7 @@ import * as k8s from '@kubernetes/client-node';
 
 import { GROUP, POLICY_GROUP, VERSION } from '../../store/kubernetes/resources.ts';
 import type { Informer, Informers } from '../../runtime/informers.ts';
+import { allPods } from '../shared/pods.ts';
 
 /** The kinds fed to the engine, each from one informer. */
 export const FOLLOWED_KINDS = [
@@ -59,13 +60,8 @@ export function followPolicyResources(informers: Informers, kube: k8s.KubeConfig
       custom.listClusterCustomObject({ group: POLICY_GROUP, version: POLICY_VERSION, plural: PLURALS[kind] }),
     );
   return {
-    // The same collections (path and no selectors) as other subsystems' are the same informers.
-    Pod: informers.informer<k8s.KubernetesObject>({
-      what: 'pods',
-      path: '/api/v1/pods',
-      list: () => core.listPodForAllNamespaces() as Promise<k8s.KubernetesListObject<k8s.KubernetesObject>>,
-      view: { name: 'policy', of: podAsPolicySees },
-    }),
+    // The same collections (path, selectors and view) as other subsystems' are the same informers.
+    Pod: allPods(informers, kube),
     Namespace: follow('namespaces', '/api/v1/namespaces', () => core.listNamespace()),
     ServiceAccount: follow('service accounts', '/api/v1/serviceaccounts', () => core.listServiceAccountForAllNamespaces()),
     KubernetesNetworkPolicy: informers.informer<k8s.KubernetesObject>({
@@ -83,27 +79,6 @@ export function followPolicyResources(informers: Informers, kube: k8s.KubeConfig
       custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: 'hostendpoints' }),
     ),
   };
-}
-
-/**
- * What the policy subsystem reads of a pod (endpointOfPod, the feed, the significant fields): all
- * the cache keeps of every pod in the cluster, a tenth of a pod as the API server gives it.
- */
-function podAsPolicySees(object: k8s.KubernetesObject): k8s.KubernetesObject {
-  const pod = object as k8s.V1Pod;
-  const { name, namespace, uid, labels, resourceVersion, deletionTimestamp } = pod.metadata ?? {};
-  return {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name, namespace, uid, labels, resourceVersion, deletionTimestamp },
-    spec: {
-      nodeName: pod.spec?.nodeName,
-      hostNetwork: pod.spec?.hostNetwork,
-      serviceAccountName: pod.spec?.serviceAccountName,
-      containers: (pod.spec?.containers ?? []).map((c) => ({ name: c.name, ports: c.ports })),
-    },
-    status: { phase: pod.status?.phase, podIP: pod.status?.podIP, podIPs: pod.status?.podIPs },
-  } as k8s.KubernetesObject;
 }
 
 /**

@@ -13,12 +13,18 @@
 // Addresses a node borrowed from a block affine to another node get a host route to the borrower.
 // On host-local installs each node's pod CIDRs count as blocks affine to it (podCidrBlocks), and so
 // are routed as above: the pool holding them, if any, decides the encapsulation.
+// A workload's address that no block routes to its node (one from ipAddrsNoIpam, chosen outside
+// the address manager) and a floating IP get a host route to the workload's node, as the
+// specification has it for ipAddrsNoIpam: only inside a pool without VXLAN (direct, or IP-in-IP
+// as the pool says). In a VXLAN pool or outside every pool they are left to the operator's own
+// routing, and noted (the floating IP's node forwards it to the pod: ts/node/nat/).
 import { contains, parseIp, parsePrefix } from '../../net/cidr.ts';
 import type { Pool } from '../../ipam/pools.ts';
 import type { EncapsulationMode } from '../../model/ip-pool.ts';
-import type { NodeAddresses, RoutedBlock } from '../shared/read-cluster.ts';
+import type { NodeAddresses, RoutedBlock, RoutedWorkload } from '../shared/read-cluster.ts';
+import { unroutedNotes, workloadHostRoutes } from './workload-routes.ts';
 
-export type { NodeAddresses, RoutedBlock };
+export type { NodeAddresses, RoutedBlock, RoutedWorkload };
 
 export type RouteKind = 'direct' | 'ipip' | 'vxlan';
 
@@ -49,12 +55,13 @@ export interface DesiredState {
   notes: string[];
 }
 
-/** The routes, neighbours and FDB entries `local` needs to reach every other node's blocks. */
+/** The routes, neighbours and FDB entries `local` needs to reach every other node's blocks and workloads. */
 export function desiredState(
   local: LocalNode,
   nodes: readonly NodeAddresses[],
   blocks: readonly RoutedBlock[],
   pools: readonly Pool[],
+  workloads: readonly RoutedWorkload[] = [],
 ): DesiredState {
   const byName = new Map(nodes.map((node) => [node.name, node]));
   const routes = new Map<string, DesiredRoute>();
@@ -101,6 +108,9 @@ export function desiredState(
     if (block.node !== undefined) routeTo(block.cidr, block.node);
     for (const { address, node } of block.borrowed) if (node !== block.node) routeTo(`${address}/32`, node);
   }
+  const hosted = workloadHostRoutes(local.name, workloads, blocks, (address) => poolOf(address, pools));
+  for (const { dst, node } of hosted.routes) if (!routes.has(dst)) routeTo(dst, node);
+  for (const note of unroutedNotes(hosted.unrouted)) notes.add(note);
   const sorted = <T>(map: Map<string, T>) => [...map.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, v]) => v);
   return { routes: sorted(routes), neighbors: sorted(neighbors), fdb: sorted(fdb), notes: [...notes].sort() };
 }

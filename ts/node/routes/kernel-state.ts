@@ -1,6 +1,7 @@
 // What this node's kernel should hold for its pods to reach every other node's pods, from the
 // cluster alone: the routes, neighbours and FDB entries (desired-routes.ts; on host-local installs
-// also to each node's pod CIDRs), and the tunnel
+// also to each node's pod CIDRs; host routes to workload addresses outside the blocks and to
+// floating IPs), and the tunnel
 // devices they need, each with the address the node holds for it (allocated by the addresses
 // subsystem; read here from the blocks) and the VXLAN device with the node's MAC. A pure function:
 // the routes subsystem programs the kernel when it changes (its text is what feed-trigger.ts
@@ -28,7 +29,7 @@ export interface KernelState {
 export function kernelState(cluster: ClusterState, name: string, address: NodeAddress, podCidrs = false): KernelState {
   const local: LocalNode = { name, address, interface: address.interface, ipipDevice: IPIP_DEVICE, vxlanDevice: VXLAN_DEVICE };
   const blocks = podCidrs ? [...cluster.blocks, ...podCidrBlocks(cluster.nodes)] : cluster.blocks;
-  const routes = desiredState(local, cluster.nodes, blocks, cluster.pools);
+  const routes = desiredState(local, cluster.nodes, blocks, cluster.pools, cluster.workloads);
   // While the allocator moves the node to another address (one given back, one taken), the first.
   const held = (tunnel: 'ipip' | 'vxlan') => [...(cluster.tunnelAddresses.get(tunnelHandle(tunnel, name)) ?? [])].sort()[0];
   const [ipip, vxlan] = [held('ipip'), held('vxlan')];

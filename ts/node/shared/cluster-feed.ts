@@ -1,5 +1,5 @@
-// What routes, the node's addresses and natOutgoing are computed from (nodes, blocks, pools), kept
-// by the datastore's watch: each agent reads the datastore whole once, then receives changes,
+// What routes, the node's addresses and NAT are computed from (nodes, blocks, pools, and where
+// each workload runs with its addresses and floating IPs), kept by the datastore's watch: each agent reads the datastore whole once, then receives changes,
 // instead of reading it whole every few seconds (on a cluster of N nodes, N full reads every pass
 // interval). Each subsystem that reads it is told of every change (`subscribe`) and acts only when
 // what it depends on changed (feed-trigger.ts). The pools' usage on /metrics is counted from the
@@ -9,8 +9,11 @@ import { keys } from '../../model/keys.ts';
 import type { Entry, FollowEvents, Following } from '../../store/store.ts';
 import { clusterStateOf, type ClusterState } from './read-cluster.ts';
 
-/** What an agent that programs routes follows: nodes, every block (IPv6 ones count for pool usage), pools. */
-export const ROUTE_PREFIXES: readonly string[] = [keys.nodes, keys.allBlocks, keys.pools];
+/**
+ * What an agent that programs routes follows: nodes, every block (IPv6 ones count for pool usage),
+ * pools, workloads (on etcd their endpoints; on the Kubernetes datastore the pods, pods.ts).
+ */
+export const ROUTE_PREFIXES: readonly string[] = [keys.nodes, keys.allBlocks, keys.pools, keys.workloadEndpoints];
 /** What an agent that programs no routes follows, for pool usage. */
 export const USAGE_PREFIXES: readonly string[] = [keys.allBlocks, keys.pools];
 
@@ -74,13 +77,15 @@ export function followCluster(follow: Follow, followed: readonly string[] = ROUT
   return {
     current: () => {
       const [nodes, blocks, pools] = [entries(keys.nodes), entries(keys.allBlocks), entries(keys.pools)];
-      if (!nodes || !blocks || !pools) return undefined;
+      const workloads = followed.includes(keys.workloadEndpoints) ? entries(keys.workloadEndpoints) : [];
+      if (!nodes || !blocks || !pools || !workloads) return undefined;
       // Routes lead to IPv4 blocks alone.
       const v4 = keys.blocks(4);
       return clusterStateOf(
         nodes,
         blocks.filter((block) => block.key.startsWith(v4)),
         pools,
+        workloads,
       );
     },
     entries,
@@ -99,7 +104,8 @@ export function followCluster(follow: Follow, followed: readonly string[] = ROUT
 /** What of the state routes depend on, as text: two states with the same digest program the same routes. */
 export function digestOf(state: ClusterState): string {
   // Pools hold their prefixes as bigints, which JSON has no form for.
-  return JSON.stringify([state.nodes, state.blocks, state.pools, [...state.tunnelAddresses], state.broken], (_key, value: unknown) =>
-    typeof value === 'bigint' ? value.toString() : value,
+  return JSON.stringify(
+    [state.nodes, state.blocks, state.pools, state.workloads, [...state.tunnelAddresses], state.broken],
+    (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value),
   );
 }

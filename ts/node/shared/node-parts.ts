@@ -1,7 +1,7 @@
 // The parts main makes once and every subsystem shares (subsystem.ts): the Kubernetes API, the
 // datastore with its requests counted on the agent's metrics, the process's shared informers, and
-// the cluster the datastore's watch keeps (nodes, blocks and pools with routes; blocks and pools
-// alone for pool usage), followed through etcd's watch or the Kubernetes API's informers, and the
+// the cluster the datastore's watch keeps (nodes, blocks, pools and workloads with routes; blocks
+// and pools alone for pool usage), followed through etcd's watch or the Kubernetes API's informers, and the
 // same watch's blocks and pools as the CNI service's ADDs are decided on (ts/ipam/watched-ipam.ts).
 import { WatchedIpam } from '../../ipam/watched-ipam.ts';
 import type { Logger } from '../../log/logger.ts';
@@ -12,6 +12,7 @@ import { followCluster, ROUTE_PREFIXES, USAGE_PREFIXES } from './cluster-feed.ts
 import { countingStore } from './count-datastore.ts';
 import { DatastoreMetrics } from './datastore-metrics.ts';
 import { kubeConfigOf, openNodeStore } from './open-datastore.ts';
+import { allPods, withPodsAsWorkloads } from './pods.ts';
 import { routesGauge } from './routes-gauge.ts';
 import type { NodeSettings } from './settings.ts';
 import type { NodeParts } from './subsystem.ts';
@@ -32,7 +33,11 @@ export async function openNodeParts(
   const store = countStore(await openNodeStore(settings, env));
   const informers = manager.informers(kube);
   const watchedIpam = new WatchedIpam();
-  const follows = settings.datastoreType === 'kubernetes' ? followKubernetes(kube, informers) : store.follow?.bind(store);
+  // On the Kubernetes datastore the workloads are the pods (pods.ts).
+  const follows =
+    settings.datastoreType === 'kubernetes'
+      ? withPodsAsWorkloads(followKubernetes(kube, informers), () => allPods(informers, kube))
+      : store.follow?.bind(store);
   const follow = follows && watchedIpam.teed(follows);
   const feed = follow && followCluster(follow, settings.routes ? ROUTE_PREFIXES : USAGE_PREFIXES);
   return { settings, env, log, manager, informers, kube, store, countStore, feed, watchedIpam };

@@ -1,13 +1,17 @@
-// One read of what routes and the node's addresses are computed from: every node (its labels,
+// One read of what routes, NAT and the node's addresses are computed from: every node (its labels,
 // published addresses and, on the Kubernetes datastore, pod CIDRs), every IPv4 block (its affinity
-// and the nodes its addresses went to) and every pool, in one round trip on etcd. A broken
-// document costs only itself: it is skipped and named in `broken`.
+// and the nodes its addresses went to), every pool, and where each workload runs with its
+// addresses and floating IPs (workloads.ts), in one round trip on etcd. A broken document costs
+// only itself: it is skipped and named in `broken`.
 import { attributeAt, addressOf } from '../../ipam/block.ts';
 import { keys } from '../../model/keys.ts';
 import type { NodeSpec } from '../../model/node.ts';
 import { checkedBlock, checkedNodeLabels, checkedNodePodCidrs, checkedNodeSpec } from '../../model/checked-documents.ts';
 import { poolsOf, type Pool } from '../../ipam/pools.ts';
 import type { Entry, Store } from '../../store/store.ts';
+import { type RoutedWorkload, workloadOf } from './workloads.ts';
+
+export type { RoutedWorkload };
 
 export interface NodeAddresses {
   name: string;
@@ -32,6 +36,8 @@ export interface ClusterState {
   nodes: (NodeAddresses & { labels: Record<string, string>; spec: NodeSpec })[];
   blocks: RoutedBlock[];
   pools: Pool[];
+  /** Every workload that has addresses on a node: for host routes outside the blocks, and floating IPs. */
+  workloads: RoutedWorkload[];
   /** The addresses each tunnel handle holds, from the blocks (no handle document read). */
   tunnelAddresses: Map<string, string[]>;
   broken: string[];
@@ -39,16 +45,23 @@ export interface ClusterState {
 
 const TUNNEL_HANDLE = /^(ipip|vxlan)-tunnel-addr-/;
 
-/** Where routes and addresses are computed from: nodes, IPv4 blocks, pools (read together here; followed: cluster-feed.ts). */
-const CLUSTER_PREFIXES = [keys.nodes, keys.blocks(4), keys.pools] as const;
+/** Where routes and addresses are computed from: nodes, IPv4 blocks, pools, workload endpoints (read together here; followed: cluster-feed.ts). */
+const CLUSTER_PREFIXES = [keys.nodes, keys.blocks(4), keys.pools, keys.workloadEndpoints] as const;
 
 export async function readCluster(store: Store): Promise<ClusterState> {
-  const [nodeEntries, blockEntries, poolEntries] = (await store.read(CLUSTER_PREFIXES.map((list) => ({ list })))) as Entry<unknown>[][];
-  return clusterStateOf(nodeEntries ?? [], blockEntries ?? [], poolEntries ?? []);
+  const [nodeEntries, blockEntries, poolEntries, endpointEntries] = (await store.read(
+    CLUSTER_PREFIXES.map((list) => ({ list })),
+  )) as Entry<unknown>[][];
+  return clusterStateOf(nodeEntries ?? [], blockEntries ?? [], poolEntries ?? [], endpointEntries ?? []);
 }
 
 /** The state the entries under CLUSTER_PREFIXES make, each list in key order. */
-export function clusterStateOf(nodeEntries: Entry<unknown>[], blockEntries: Entry<unknown>[], poolEntries: Entry<unknown>[]): ClusterState {
+export function clusterStateOf(
+  nodeEntries: Entry<unknown>[],
+  blockEntries: Entry<unknown>[],
+  poolEntries: Entry<unknown>[],
+  workloadEntries: Entry<unknown>[] = [],
+): ClusterState {
   const broken: string[] = [];
   const checked = <T>(check: () => T): T | undefined => {
     try {
@@ -95,5 +108,6 @@ export function clusterStateOf(nodeEntries: Entry<unknown>[], blockEntries: Entr
   });
   // Pool by pool, so that a broken one is named once and the others still count.
   const pools = poolsOf(poolEntries.filter((entry) => checked(() => poolsOf([entry])) !== undefined));
-  return { nodes, blocks, pools, tunnelAddresses, broken };
+  const workloads = workloadEntries.flatMap((entry) => checked(() => workloadOf(entry)) ?? []);
+  return { nodes, blocks, pools, workloads, tunnelAddresses, broken };
 }

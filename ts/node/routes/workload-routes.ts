@@ -1,0 +1,94 @@
+// Which workload addresses need a host route of their own (desired-routes.ts programs them): those
+// no block already routes to the workload's node (an ipAddrsNoIpam address, chosen outside the
+// address manager, perhaps inside another node's block) and floating IPs. Each is routed only when
+// it lies in a pool without VXLAN (the specification's rule for ipAddrsNoIpam; a floating IP must
+// be in a pool to be advertised); otherwise it is listed as unrouted, with why. IPv4 only, as the
+// routes between nodes are.
+import { parseIp, parsePrefix } from '../../net/cidr.ts';
+import type { Pool } from '../../ipam/pools.ts';
+import type { RoutedBlock, RoutedWorkload } from '../shared/read-cluster.ts';
+
+export interface Unrouted {
+  /** `address 10.0.0.5` or `floating IP 10.0.0.9`. */
+  what: string;
+  workload: string;
+  node: string;
+  /** `is in no pool`, `is in pool "p", which uses VXLAN`. */
+  why: string;
+}
+
+/** How many unrouted addresses a note names before it counts the rest. */
+const NAMED = 3;
+const V4_ALL = (1n << 32n) - 1n;
+
+/** The host routes (`<address>/32` to a node) `local` needs for other nodes' workloads, and the addresses left unrouted. */
+export function workloadHostRoutes(
+  local: string,
+  workloads: readonly RoutedWorkload[],
+  blocks: readonly RoutedBlock[],
+  poolOf: (cidr: string) => Pool | undefined,
+): { routes: { dst: string; node: string }[]; unrouted: Unrouted[] } {
+  const reaches = blockCoverage(blocks);
+  const routes: { dst: string; node: string }[] = [];
+  const unrouted: Unrouted[] = [];
+  for (const workload of workloads) {
+    // This node's pods are reached through their veths; a floating IP of theirs, by NAT here.
+    if (workload.node === local) continue;
+    const wanted = [
+      ...workload.addresses.map((address) => ({ address, what: `address ${address}` })),
+      ...workload.floatingIps.map(({ externalIP }) => ({ address: externalIP, what: `floating IP ${externalIP}` })),
+    ];
+    for (const { address, what } of wanted) {
+      const ip = parseIp(address);
+      if (ip?.family !== 4 || reaches(ip.value, workload.node)) continue;
+      const dst = `${address}/32`;
+      const pool = poolOf(dst);
+      const why = !pool
+        ? 'is in no pool'
+        : pool.spec.vxlanMode === 'Always' || pool.spec.vxlanMode === 'CrossSubnet'
+          ? `is in pool "${pool.name}", which uses VXLAN`
+          : undefined;
+      if (why) unrouted.push({ what, workload: workload.name, node: workload.node, why });
+      else routes.push({ dst, node: workload.node });
+    }
+  }
+  return { routes, unrouted };
+}
+
+/** Whether a block already routes an IPv4 address to a node: the block containing it is affine to the node, or the address is one a block lent. */
+function blockCoverage(blocks: readonly RoutedBlock[]): (address: bigint, node: string) => boolean {
+  const byBase = new Map<string, RoutedBlock>();
+  const lengths = new Set<number>();
+  const lent = new Set<bigint>();
+  for (const block of blocks) {
+    const prefix = parsePrefix(block.cidr);
+    if (prefix?.family !== 4) continue;
+    byBase.set(`${prefix.base}/${prefix.length}`, block);
+    lengths.add(prefix.length);
+    for (const { address } of block.borrowed) {
+      const ip = parseIp(address);
+      if (ip) lent.add(ip.value);
+    }
+  }
+  return (address, node) => {
+    if (lent.has(address)) return true;
+    for (const length of lengths) {
+      const base = address & (V4_ALL ^ ((1n << BigInt(32 - length)) - 1n));
+      if (byBase.get(`${base}/${length}`)?.node === node) return true;
+    }
+    return false;
+  };
+}
+
+/** The unrouted addresses as notes, one per reason, naming a few of them. */
+export function unroutedNotes(unrouted: readonly Unrouted[]): string[] {
+  const byWhy = new Map<string, Unrouted[]>();
+  for (const item of unrouted) byWhy.set(item.why, [...(byWhy.get(item.why) ?? []), item]);
+  return [...byWhy].map(([why, items]) => {
+    const sorted = [...items].sort((a, b) => (a.what < b.what ? -1 : a.what > b.what ? 1 : 0));
+    const named = sorted.slice(0, NAMED).map((item) => `${item.what} of ${item.workload} (node "${item.node}")`);
+    const more = sorted.length > NAMED ? ` and ${sorted.length - NAMED} more` : '';
+    const verb = sorted.length === 1 ? why : why.replace(/^is /, 'are ');
+    return `${named.join(', ')}${more} ${verb}: not routed to their node (routes go only to addresses in a pool without VXLAN; route them by other means)`;
+  });
+}
