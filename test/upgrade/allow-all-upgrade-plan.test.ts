@@ -106,6 +106,7 @@ const install = (method: Install['method']): Install => ({
   datastore: 'kubernetes',
   ipam: 'netplug-ipam',
   usePodCidr: false,
+  networking: 'netplug',
   upgradeIpam: false,
   nodes: [],
   imageVersions: ['v3.30.0'],

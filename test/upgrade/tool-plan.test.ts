@@ -74,6 +74,7 @@ test.serial(
     t.regex(run.out, new RegExp(`v3\\.30\\.0 → ${NETPLUG_VERSION}`));
     t.regex(run.out, /method: manifest/);
     t.regex(run.out, /datastore: kubernetes/);
+    t.regex(run.out, /manifest: netplug\.yaml \(netplug routes pods between nodes\)/);
     t.regex(run.out, /IPAM: netplug-ipam; init container upgrade-ipam: present/);
     // The stale-field trap: kubectl-create owns what 3.31 dropped.
     t.regex(run.out, /DaemonSet kube-system\/netplug-node \(kubectl-create\): .*env\[name=NETPLUG_LEGACY_STATUS_FILE\]/);
@@ -232,6 +233,10 @@ test.serial('usage mistakes: one line, exit 2', async (t) => {
     [['upgrade', 'plan', '--kubeconfig', kubeconfig, '--manifest', '/nonexistent.yaml'], /--manifest \/nonexistent\.yaml: ENOENT/],
     [['upgrade', 'plan', '--kubeconfig', kubeconfig, '--manifest', releaseFile('netplug.yaml')], /--crds FILE \(crds\.yaml\)/],
     [['upgrade', 'plan', '--kubeconfig', '/nonexistent'], /--kubeconfig \/nonexistent: ENOENT/],
+    [
+      ['upgrade', 'plan', '--kubeconfig', kubeconfig, '--manifest', releaseFile('netplug-etcd.yaml'), '--crds', releaseFile('crds.yaml')],
+      /netplug-etcd\.yaml: the manifest given is of another kind than the install \(the etcd datastore, not the Kubernetes datastore\): give the release's netplug\.yaml with your edits; moving between datastores is netplugctl datastore migrate \(see netplugctl upgrade --help\)$/m,
+    ],
   ];
   for (const [args, message] of cases) {
     const run = await netplugctl(args);

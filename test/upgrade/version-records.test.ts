@@ -30,6 +30,7 @@ const inputs = (
     datastore,
     ipam: 'netplug-ipam',
     usePodCidr: false,
+    networking: 'netplug',
     upgradeIpam: false,
     nodes: [],
     imageVersions: from ? [from] : [],

@@ -5,6 +5,7 @@
 import { gunzipSync } from 'node:zlib';
 
 import type { Json, UpgradeKube } from './kube.ts';
+import { variantOf, ipamOfTemplate, type Variant } from './variant.ts';
 import { versionOfImage } from './versions.ts';
 
 type Method = 'helm' | 'operator' | 'manifest';
@@ -38,8 +39,10 @@ export interface Install {
   /** The operator's namespace (operator and helm installs). */
   operatorNamespace?: string | undefined;
   helm?: HelmRelease | undefined;
-  datastore: 'kubernetes' | 'etcdv3';
-  ipam: 'netplug-ipam' | 'host-local' | 'unknown';
+  datastore: Variant['datastore'];
+  ipam: Variant['ipam'];
+  /** Manifest installs: what carries pods between nodes (netplug, flannel in netplug-node, or the cluster: policy only). */
+  networking: Variant['networking'];
   /** USE_POD_CIDR=true on the netplug-node container. */
   usePodCidr: boolean;
   /** The init container `upgrade-ipam` is on the live DaemonSet. */
@@ -85,7 +88,7 @@ export async function detectInstall(kube: UpgradeKube): Promise<Install> {
   );
   const config =
     method === 'manifest' ? await kube.getOrNothing({ apiVersion: 'v1', kind: 'ConfigMap', name: 'netplug-config', namespace }) : undefined;
-  const datastore = env.get('DATASTORE_TYPE') === 'etcdv3' || config?.data?.etcd_endpoints !== undefined ? 'etcdv3' : 'kubernetes';
+  const { datastore, networking } = variantOf(daemonSet, config);
   const ipam = await ipamOf(kube, method, config);
   const imageVersions = [
     ...(pod.containers ?? []).map((c: Json) => versionOfImage(c.image)),
@@ -98,6 +101,7 @@ export async function detectInstall(kube: UpgradeKube): Promise<Install> {
     helm,
     datastore,
     ipam,
+    networking,
     usePodCidr: env.get('USE_POD_CIDR') === 'true',
     upgradeIpam: (pod.initContainers ?? []).some((c: Json) => c.name === 'upgrade-ipam'),
     etcdEndpoints: config?.data?.etcd_endpoints,
@@ -115,11 +119,7 @@ async function ipamOf(kube: UpgradeKube, method: Method, config: Json | undefine
     const type = spec.cni?.ipam?.type ?? spec.calicoNetwork?.cni?.ipam?.type ?? spec.cni?.ipam?.plugin;
     return type === 'HostLocal' ? 'host-local' : 'netplug-ipam';
   }
-  const template: string | undefined = config?.data?.cni_network_config;
-  if (!template) return 'unknown';
-  // The template has placeholders that are not JSON (__CNI_MTU__): read the ipam type from its text.
-  const type = /"ipam"\s*:\s*\{[^{}]*?"type"\s*:\s*"([^"]+)"/s.exec(template)?.[1];
-  return type === 'host-local' ? 'host-local' : type === 'netplug-ipam' ? 'netplug-ipam' : 'unknown';
+  return ipamOfTemplate(config?.data?.cni_network_config);
 }
 
 export async function nodeVersions(kube: UpgradeKube, namespace: string): Promise<NodeVersion[]> {

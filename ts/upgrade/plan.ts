@@ -22,6 +22,7 @@ import { hasPolicyAgent } from './policy-off.ts';
 import { preflightChecks, type Check } from './preflight.ts';
 import { isCrd, type ReleaseFile, renderedOperatorManifest, sha256 } from './release-files.ts';
 import { stepsFor, type Step } from './steps.ts';
+import { manifestFileOf, variantMismatch, variantOfObjects } from './variant.ts';
 import { TARGET, versionWindow } from './versions.ts';
 
 export interface UpgradeInputs {
@@ -168,8 +169,11 @@ function releaseObjects(install: Install, inputs: UpgradeInputs) {
   if (install.method === 'manifest') {
     if (!inputs.manifest)
       throw new UsageError(
-        `netplug was installed from a manifest (DaemonSet ${install.namespace}/netplug-node): give the release's manifest with your edits, --manifest FILE (${install.datastore === 'etcdv3' ? 'netplug-etcd.yaml' : install.ipam === 'host-local' ? 'netplug-host-local.yaml' : 'netplug.yaml'})`,
+        `netplug was installed from a manifest (DaemonSet ${install.namespace}/netplug-node): give the release's manifest with your edits, --manifest FILE (${manifestFileOf(install)})`,
       );
+    const given = variantOfObjects(inputs.manifest.objects);
+    const mismatch = given && variantMismatch(install, given);
+    if (mismatch) throw new UsageError(`--manifest ${inputs.manifest.source}: ${mismatch}`);
     const crds = [...(inputs.crds?.objects ?? []), ...inputs.manifest.objects.filter(isCrd)];
     if (crds.length === 0) throw new UsageError("the release's CRDs are needed too: --crds FILE (crds.yaml)");
     return {

@@ -3,6 +3,7 @@
 import { dryRunLine } from './dry-run.ts';
 import { describe } from './kube.ts';
 import type { Plan } from './plan.ts';
+import { manifestFileOf } from './variant.ts';
 
 const ROLLBACK: Record<string, string> = {
   restore: 'reversible (rollback restores the saved objects)',
@@ -23,6 +24,10 @@ export function formatPlan(plan: Plan): string {
     `  method: ${install.method}${install.helm ? ` (helm release ${install.helm.namespace}/${install.helm.name}, revision ${install.helm.revision}, chart ${install.helm.chartVersion}, ${install.helm.status})` : ''}${install.operatorNamespace && !install.helm ? ` (operator in ${install.operatorNamespace})` : ''}`,
   );
   lines.push(`  namespace: ${install.namespace}`);
+  if (install.method === 'manifest')
+    lines.push(
+      `  manifest: ${manifestFileOf(install)} (${install.networking === 'none' ? 'policy only' : `${install.networking} routes pods between nodes`})`,
+    );
   lines.push(`  datastore: ${install.datastore}${install.etcdEndpoints ? ` (${install.etcdEndpoints})` : ''}`);
   lines.push(
     `  IPAM: ${install.ipam}${install.usePodCidr ? ', USE_POD_CIDR=true' : ''}; init container upgrade-ipam: ${install.upgradeIpam ? 'present' : 'absent'}`,
