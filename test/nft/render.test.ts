@@ -34,6 +34,8 @@ test('rules render as nft writes them', (t) => {
     'meta mark set meta mark & 0xfffeffff counter name "c" oifname vmap @to-wl',
   );
   t.is(renderRule({ statements: [{ masquerade: { fullyRandom: true } }] }), 'masquerade fully-random');
+  t.is(renderRule({ statements: [{ dnat: { to: '10.244.0.5' } }] }), 'dnat ip to 10.244.0.5');
+  t.is(renderRule({ statements: [{ dnat: { to: 'fd00::5' } }] }), 'dnat ip6 to fd00::5');
 });
 
 test('a table renders its counters, sets, maps and chains', (t) => {

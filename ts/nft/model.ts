@@ -106,6 +106,8 @@ export type Statement =
   /** `ct mark set ct mark & ~clear | or`. */
   | { ctMark: { clear: number; or: number } }
   | { masquerade: { fullyRandom?: boolean } }
+  /** `dnat ip to A` (`dnat ip6 to A`): the connection's destination becomes `to`. */
+  | { dnat: { to: string } }
   | { notrack: Record<string, never> }
   | { reject: Record<string, never> };
 

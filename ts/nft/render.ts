@@ -131,6 +131,7 @@ function renderStatement(statement: Statement): string {
     return `ct mark set ct mark & ${hex(~clear >>> 0)} | ${hex(or)}`;
   }
   if ('masquerade' in statement) return statement.masquerade.fullyRandom ? 'masquerade fully-random' : 'masquerade';
+  if ('dnat' in statement) return `dnat ${statement.dnat.to.includes(':') ? 'ip6' : 'ip'} to ${statement.dnat.to}`;
   if ('notrack' in statement) return 'notrack';
   return 'reject';
 }

@@ -3,7 +3,7 @@
 //! A batch writes a rule's expressions through wire.rs, straight into its bytes. `to_attribute`
 //! (tests only) encodes them the earlier way, which wire.rs is checked against byte for byte:
 //! loads, comparisons, bitwise, lookups and immediates on netlink-packet-netfilter's attribute
-//! types; `ct`, `counter`, `objref`, `limit`, `log`, `masq`, `notrack`, `reject` and `range`,
+//! types; `ct`, `counter`, `objref`, `limit`, `log`, `masq`, `nat`, `notrack`, `reject` and `range`,
 //! which that crate has no type for, on netlink-packet-core's NLA types, attribute by attribute as
 //! libnftnl lays them out (nft_*.c in the kernel names them).
 
@@ -129,6 +129,17 @@ pub enum Expr {
     },
     Masq {
         flags: Option<u32>,
+    },
+    /// `immediate reg <dreg> <data>`: a value loaded into a register (a NAT's address).
+    Immediate {
+        dreg: u32,
+        data: Vec<u8>,
+    },
+    /// `nat dnat|snat <family> addr_min reg <reg>`.
+    Nat {
+        kind: u32,
+        family: u32,
+        reg_addr_min: u32,
     },
     Notrack,
     Reject {
@@ -261,6 +272,21 @@ impl Expr {
                 ("log", other(attrs))
             }
             Expr::Masq { flags } => ("masq", other(flags.iter().map(|flags| u32_be(MASQ_FLAGS, *flags)).collect())),
+            Expr::Immediate { dreg, data } => (
+                "immediate",
+                Expressions::Immediate(vec![
+                    Immediate::DestinationRegister(reg(*dreg)),
+                    Immediate::Data(DataAttribute::Value(data.clone())),
+                ]),
+            ),
+            Expr::Nat { kind, family, reg_addr_min } => (
+                "nat",
+                other(vec![
+                    u32_be(NAT_TYPE, *kind),
+                    u32_be(NAT_FAMILY, *family),
+                    u32_be(NAT_REG_ADDR_MIN, *reg_addr_min),
+                ]),
+            ),
             Expr::Notrack => return ListAttribute::Element(vec![ExpressionAttribute::Name("notrack".into())]),
             Expr::Reject { kind, code } => {
                 ("reject", other(vec![u32_be(REJECT_TYPE, *kind), DefaultNla::new(REJECT_ICMP_CODE, vec![*code])]))
@@ -305,6 +331,11 @@ pub(crate) const LOG_GROUP: u16 = 1;
 pub(crate) const LOG_PREFIX: u16 = 2;
 pub(crate) const LOG_LEVEL: u16 = 5;
 pub(crate) const MASQ_FLAGS: u16 = 1;
+pub(crate) const NAT_TYPE: u16 = 1;
+pub(crate) const NAT_FAMILY: u16 = 2;
+pub(crate) const NAT_REG_ADDR_MIN: u16 = 3;
+/// NFT_NAT_DNAT.
+pub const NAT_DNAT: u32 = 1;
 pub(crate) const REJECT_TYPE: u16 = 1;
 pub(crate) const REJECT_ICMP_CODE: u16 = 2;
 pub(crate) const RANGE_SREG: u16 = 1;

@@ -178,6 +178,9 @@ pub enum Statement {
     Mark(MarkChange),
     /// `masquerade` (`fully-random` when asked).
     Masquerade(Masquerade),
+    /// `dnat ip to A` (`dnat ip6 to A`): the connection's destination becomes `to`, the address's
+    /// family deciding which packets it applies to. Floating IPs are forwarded to their pod so.
+    Dnat(Dnat),
     /// `notrack`.
     Notrack(Empty),
     /// `reject`: ICMP(v6) port unreachable.
@@ -301,6 +304,13 @@ pub enum MarkChange {
 pub struct Masquerade {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fully_random: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Dnat {
+    /// An IPv4 or IPv6 address.
+    pub to: String,
 }
 
 /// Where the packet goes next. `vmap` dispatches on the interface name through a verdict map.

@@ -229,6 +229,15 @@ impl<'a> Writer<'a> {
                     self.u32_be(MASQ_FLAGS, *flags);
                 }
             }
+            Expr::Immediate { dreg, data } => {
+                self.u32_be(IMMEDIATE_DREG, *dreg);
+                self.data(IMMEDIATE_DATA, data);
+            }
+            Expr::Nat { kind, family, reg_addr_min } => {
+                self.u32_be(NAT_TYPE, *kind);
+                self.u32_be(NAT_FAMILY, *family);
+                self.u32_be(NAT_REG_ADDR_MIN, *reg_addr_min);
+            }
             Expr::Reject { kind, code } => {
                 self.u32_be(REJECT_TYPE, *kind);
                 self.bytes(REJECT_ICMP_CODE, &[*code]);
@@ -248,12 +257,13 @@ fn name(e: &Expr) -> &'static str {
         Expr::Range { .. } => "range",
         Expr::Byteorder { .. } => "byteorder",
         Expr::Lookup { .. } => "lookup",
-        Expr::Verdict { .. } => "immediate",
+        Expr::Verdict { .. } | Expr::Immediate { .. } => "immediate",
         Expr::Counter => "counter",
         Expr::Objref { .. } => "objref",
         Expr::Limit { .. } => "limit",
         Expr::Log { .. } => "log",
         Expr::Masq { .. } => "masq",
+        Expr::Nat { .. } => "nat",
         Expr::Notrack => "notrack",
         Expr::Reject { .. } => "reject",
     }
@@ -293,6 +303,8 @@ mod tests {
             Expr::Log { prefix: None, group: None, level: Some(4) },
             Expr::Masq { flags: None },
             Expr::Masq { flags: Some(4) },
+            Expr::Immediate { dreg: 1, data: vec![10, 0, 0, 5] },
+            Expr::Nat { kind: expr::NAT_DNAT, family: 2, reg_addr_min: 1 },
             Expr::Notrack,
             Expr::Reject { kind: 1, code: 3 },
         ]

@@ -220,6 +220,14 @@ fn a_refused_transaction_changes_nothing_and_names_what_failed() {
     wrong.chains[1].rules[1].verdict = Some(serde_json::from_value(json!({ "jump": "nowhere" })).unwrap());
     let err = ns.enter(|| writer.apply(wrong)).unwrap_err().to_string();
     assert!(err.contains("rule 2 of chain \"tw-a\"") && err.contains("no chain \"nowhere\""), "{err}");
+    let mut wrong = good.clone();
+    let dnat = serde_json::from_value(json!({ "dnat": { "to": "pod-a" } })).unwrap();
+    wrong.chains[1].rules[1].statements.push(dnat);
+    let err = ns.enter(|| writer.apply(wrong)).unwrap_err().to_string();
+    assert!(
+        err.contains("rule 2 of chain \"tw-a\"") && err.contains("dnat to \"pod-a\" is not an IP address"),
+        "{err}"
+    );
     let err = netplug_nftables::table_from_json(
         r#"{"family":"inet","name":"netplug","chains":[{"name":"c","rules":[{"verdict":"maybe"}]}]}"#,
     )

@@ -1,5 +1,7 @@
 //! The statements and verdicts of a rule, as nft writes them.
 
+use std::net::IpAddr;
+
 use super::Scope;
 use crate::elements::type_names;
 use crate::expr::{self, Expr, REG_1};
@@ -50,6 +52,20 @@ pub(super) fn compile_statement(scope: &Scope, statement: &Statement, exprs: &mu
         Statement::Masquerade(masq) => {
             // NF_NAT_RANGE_PROTO_RANDOM_FULLY
             exprs.push(Expr::Masq { flags: masq.fully_random.then_some(0x10) });
+        }
+        Statement::Dnat(dnat) => {
+            let Ok(address) = dnat.to.parse::<IpAddr>() else {
+                return Err(format!("dnat to \"{}\" is not an IP address", dnat.to));
+            };
+            let (family, data) = match address {
+                IpAddr::V4(v4) => (Family::Ip, v4.octets().to_vec()),
+                IpAddr::V6(v6) => (Family::Ip6, v6.octets().to_vec()),
+            };
+            if scope.family != Family::Inet && scope.family != family {
+                return Err(format!("dnat to {address} in a table of family {}", scope.family.name()));
+            }
+            exprs.push(Expr::Immediate { dreg: REG_1, data });
+            exprs.push(Expr::Nat { kind: expr::NAT_DNAT, family: u32::from(family.nfproto()), reg_addr_min: REG_1 });
         }
         Statement::Notrack(_) => exprs.push(Expr::Notrack),
         Statement::CtMark(change) => {
