@@ -75,6 +75,9 @@ const records = (...args: string[]): FlowRecord[] => {
   return Array.isArray(parsed) ? parsed : parsed.records;
 };
 
+/** A pod the first test plugged in, by its name and address (its namespace outlives that test). */
+const plugged = (name: string, address: string) => ({ name, netns: { name: `npflow-${name}-${process.pid}`, path: '' }, address });
+
 test.before(async () => {
   const writePort = await freePort();
   readPort = await freePort();
@@ -188,10 +191,26 @@ test.serial('allowed and denied flows reach the aggregator with the policy that 
   t.true(metricValue(policyNode.agentGet('/metrics').text, 'netplug_flows_denied_total{policy="default-deny"}') > 0);
 });
 
+test.serial(
+  'with flow logs on, a stopped agent leaves the doors as they were; started again, it records the allowed flows again',
+  async (t) => {
+    const [web, client, other] = [plugged('web', '10.81.0.10'), plugged('client', '10.81.0.11'), plugged('other', '10.81.0.12')];
+    t.is(await policyNode.stopAgent(), 0);
+    t.false(connects(other, web), 'other → web stays closed while the agent is away');
+    t.true(connects(client, web), 'client → web stays open (its rule still marks the connection for flow logs)');
+    const restarted = Date.now();
+    policyNode.startAgent();
+    await eventually('an allowed flow recorded after the restart', () => {
+      connects(client, web);
+      return records('--action', 'Allow').some((r) => r.destination.name === 'web' && r.end >= restarted && r.flows > 0);
+    });
+    t.true(await settles(other, web, false), 'other → web still closed');
+  },
+);
+
 test.serial('without the aggregator pods keep connecting; the records not sent are counted as dropped', async (t) => {
   await stopAggregator();
-  const web = { name: 'web', netns: { name: `npflow-web-${process.pid}`, path: '' }, address: '10.81.0.10' };
-  const client = { name: 'client', netns: { name: `npflow-client-${process.pid}`, path: '' }, address: '10.81.0.11' };
+  const [web, client] = [plugged('web', '10.81.0.10'), plugged('client', '10.81.0.11')];
   const dropped = () => metricValue(policyNode.agentGet('/metrics').text, 'netplug_flow_records_dropped_total{reason="unreachable"}');
   const before = dropped();
   await eventually('records dropped while the aggregator is away', () => connects(client, web) && dropped() > before);
