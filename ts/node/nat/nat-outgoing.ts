@@ -12,7 +12,7 @@ import { formatPrefix } from '../../net/cidr.ts';
 import type { NftComposer } from '../../dataplane/nft-composer.ts';
 import { removeIptablesChain } from '../../dataplane/nftables.ts';
 import { baseChain, match, PRIORITY, rule } from '../../nft/build.ts';
-import type { Rule, TablePart } from '../../nft/model.ts';
+import type { Chain, Rule, TablePart } from '../../nft/model.ts';
 import { renderRule } from '../../nft/render.ts';
 
 /** The contributor name of this part of netplug's table. */
@@ -62,12 +62,17 @@ export class NatOutgoing {
   }
 
   /**
-   * Gives the table the pools' nat part. Says what changed: `written`, `removed` (no pool asks),
-   * `unchanged`, or `waiting` (the table waits for another contributor's part; nothing written).
-   * Throws a one-line message when the kernel refuses.
+   * Gives the table the pools' nat part, with `others` (the floating IPs' chains) beside it. Says
+   * what changed: `written`, `removed` (nothing asks), `unchanged`, or `waiting` (the table waits
+   * for another contributor's part; nothing written). Throws a one-line message when the kernel
+   * refuses.
    */
-  async sync(pools: readonly Pool[]): Promise<{ outcome: 'unchanged' | 'written' | 'removed' | 'waiting'; legacyRemovedFrom?: string[] }> {
-    const part = natOutgoingPart(pools);
+  async sync(
+    pools: readonly Pool[],
+    others: readonly Chain[] = [],
+  ): Promise<{ outcome: 'unchanged' | 'written' | 'removed' | 'waiting'; legacyRemovedFrom?: string[] }> {
+    const chains = [...(natOutgoingPart(pools).chains ?? []), ...others];
+    const part: TablePart = chains.length > 0 ? { chains } : {};
     const text = JSON.stringify(part);
     // Each sync also has the writer check the kernel's table (someone else's change is written over).
     const applied = await this.#tables.setPart(NAT_PART, part, { verify: true });
