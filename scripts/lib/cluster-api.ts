@@ -1,7 +1,8 @@
-// Waiting on the test cluster: polls with a deadline that fail with the daemons' log tails, and
-// GETs to the API server as a client certificate's user.
+// Waiting on the test cluster: polls with a deadline that fail with the daemons' log tails, GETs
+// to the API server as a client certificate's user, and the test process's way to the API server.
 import { readFileSync } from 'node:fs';
 import { request } from 'node:https';
+import { connect, createServer, type Server } from 'node:net';
 
 import { sleep, type Daemon } from './cluster-processes.ts';
 
@@ -37,4 +38,21 @@ export function apiGet(
     req.on('timeout', () => req.destroy(new Error('timeout')));
     req.end();
   });
+}
+
+/**
+ * A loopback TCP port here piping each connection to `socket` (served inside the node's network
+ * namespace by cluster-forward.ts): the test process reaches the API server through it.
+ */
+export async function listenRelay(socket: string): Promise<{ server: Server; url: string }> {
+  const server = createServer((client) => {
+    const upstream = connect(socket);
+    client.pipe(upstream).pipe(client);
+    client.on('error', () => upstream.destroy());
+    upstream.on('error', () => client.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  server.unref();
+  const address = server.address();
+  return { server, url: `https://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}` };
 }

@@ -4,8 +4,16 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
+import type { ClusterCerts } from './cluster-certs.ts';
+
 export interface NodeLayout {
+  /** containerd's root and state are under it: the cluster's directory. */
   dir: string;
+  /**
+   * The node's configuration files, pod logs and volume plugins: by default `dir`; a node of a
+   * cluster of several its own (whose containerd sees its own directory at `dir`/containerd).
+   */
+  ownDir?: string;
   containerdSocket: string;
   /** runc's state (runtime option Root): one directory per live container, named by its id. */
   runcRoot: string;
@@ -15,7 +23,7 @@ export interface NodeLayout {
 }
 
 export function writeContainerdConfig(node: NodeLayout): string {
-  const path = join(node.dir, 'containerd.toml');
+  const path = join(node.ownDir ?? node.dir, 'containerd.toml');
   const cri = 'plugins."io.containerd.grpc.v1.cri"';
   writeFileSync(
     path,
@@ -58,7 +66,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 }
 
 export function writeKubeletConfig(node: NodeLayout, ca: string): string {
-  const path = join(node.dir, 'kubelet.yaml');
+  const own = node.ownDir ?? node.dir;
+  const path = join(own, 'kubelet.yaml');
   writeFileSync(
     path,
     `apiVersion: kubelet.config.k8s.io/v1beta1
@@ -72,8 +81,8 @@ enforceNodeAllocatable: []
 failSwapOn: false
 oomScoreAdj: 0
 containerRuntimeEndpoint: unix://${node.containerdSocket}
-podLogsDir: ${join(node.dir, 'pod-logs')}
-volumePluginDir: ${join(node.dir, 'volume-plugins')}
+podLogsDir: ${join(own, 'pod-logs')}
+volumePluginDir: ${join(own, 'volume-plugins')}
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
 authentication:
@@ -96,4 +105,90 @@ imageGCLowThresholdPercent: 99
 `,
   );
   return path;
+}
+
+/** The kubelet's command line: `own` is the node's directory (root and certificates under it). */
+export function kubeletArgs(node: NodeLayout, ca: string, kubeconfig: string, name: string, nodeIp: string): string[] {
+  const own = node.ownDir ?? node.dir;
+  return [
+    `--config=${writeKubeletConfig(node, ca)}`,
+    `--kubeconfig=${kubeconfig}`,
+    `--root-dir=${join(own, 'kubelet')}`,
+    // Its default /var/lib/kubelet/pki does not follow --root-dir.
+    `--cert-dir=${join(own, 'kubelet-pki')}`,
+    `--hostname-override=${name}`,
+    `--node-ip=${nodeIp}`,
+  ];
+}
+
+/** kube-proxy's command line (iptables mode, so pods and host-network pods reach the API server through the `kubernetes` Service). */
+export function kubeProxyArgs(kubeconfig: string, name: string, clusterCidr: string): string[] {
+  return [
+    `--kubeconfig=${kubeconfig}`,
+    '--proxy-mode=iptables',
+    `--cluster-cidr=${clusterCidr}`,
+    `--hostname-override=${name}`,
+    '--healthz-bind-address=127.0.0.1:10256',
+    '--metrics-bind-address=127.0.0.1:10249',
+    // Zero: leave the conntrack table size and timeouts alone (the size is host-wide).
+    '--conntrack-max-per-core=0',
+    '--conntrack-min=0',
+    '--conntrack-tcp-timeout-established=0',
+    '--conntrack-tcp-timeout-close-wait=0',
+  ];
+}
+
+/** kube-apiserver's command line, on the node's address and loopback. */
+export function apiServerArgs(
+  dir: string,
+  certs: ClusterCerts,
+  kubeletClient: { cert: string; key: string },
+  network: { nodeIp: string; port: number; serviceCidr: string },
+): string[] {
+  return [
+    '--etcd-servers=http://127.0.0.1:2379',
+    `--secure-port=${network.port}`,
+    // Needed: with only loopback and a veth there is no default-route address to pick otherwise.
+    `--advertise-address=${network.nodeIp}`,
+    `--tls-cert-file=${certs.serving.cert}`,
+    `--tls-private-key-file=${certs.serving.key}`,
+    `--client-ca-file=${certs.ca}`,
+    `--service-account-key-file=${certs.serviceAccountPub}`,
+    `--service-account-signing-key-file=${certs.serviceAccountKey}`,
+    '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+    '--authorization-mode=Node,RBAC',
+    '--enable-admission-plugins=NodeRestriction',
+    '--allow-privileged=true',
+    `--service-cluster-ip-range=${network.serviceCidr}`,
+    `--kubelet-client-certificate=${kubeletClient.cert}`,
+    `--kubelet-client-key=${kubeletClient.key}`,
+    // Needed for kubectl logs/exec: the default tries the node's host name first, through DNS.
+    '--kubelet-preferred-address-types=InternalIP',
+    `--cert-dir=${join(dir, 'apiserver')}`,
+    '--profiling=false',
+  ];
+}
+
+/** kube-controller-manager's command line: it allocates each Node's pod CIDR. */
+export function controllerManagerArgs(
+  dir: string,
+  certs: ClusterCerts,
+  kubeconfig: string,
+  clusterCidr: string,
+  serviceCidr: string,
+): string[] {
+  return [
+    `--kubeconfig=${kubeconfig}`,
+    '--leader-elect=false',
+    '--use-service-account-credentials=false',
+    '--allocate-node-cidrs=true',
+    `--cluster-cidr=${clusterCidr}`,
+    `--service-cluster-ip-range=${serviceCidr}`,
+    `--service-account-private-key-file=${certs.serviceAccountKey}`,
+    `--root-ca-file=${certs.ca}`,
+    // Its default creates /usr/libexec/kubernetes/kubelet-plugins.
+    `--flex-volume-plugin-dir=${join(dir, 'volume-plugins')}`,
+    '--bind-address=127.0.0.1',
+    '--profiling=false',
+  ];
 }

@@ -1,9 +1,11 @@
 // Removes everything a test cluster made, whether it is still running or its owner died mid-run:
 // its processes (found by the directory on their command lines), its containers (runc, which
 // also removes their cgroups), the mounts under its directory (the kubelet's rshared bind of its
-// root, pod volumes, rootfs overlays, pod network namespaces), its network namespace with every
-// link, route and iptables rule in it, the few host paths the kubelet and containerd write where
-// no setting moves them, and the directory. Run as a program it sweeps the clusters of test
+// root, pod volumes, rootfs overlays, pod network namespaces; those of the other nodes of a
+// cluster of several are in their own mount namespaces, which go with their last process), its
+// network namespaces (every node's, the router's) with every link, route and iptables rule in
+// them, the few host paths the kubelet and containerd write where no setting moves them, and the
+// directory. Run as a program it sweeps the clusters of test
 // processes that are gone (scripts/sweep-test-leftovers.sh).
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, readlinkSync, rmdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
@@ -17,6 +19,25 @@ export const CLUSTER_PREFIX = 'npcluster-';
 
 /** The runc state root containerd is given (cluster-config.ts), under the cluster directory. */
 export const runcRootOf = (dir: string) => join(dir, 'containerd/runc');
+
+/**
+ * The directory of a node besides the first in a cluster of several (cluster-nodes.ts): its
+ * configuration and kubelet, its runc state, and under shadow/ what its mount namespace shows
+ * at the cluster's own host paths (shadow/containerd at <dir>/containerd, and so on).
+ */
+export function workerLayout(dir: string, name: string): { root: string; shadow: string; runcRoot: string } {
+  const root = join(dir, 'nodes', name);
+  return { root, shadow: join(root, 'shadow'), runcRoot: join(root, 'runc') };
+}
+
+/** Each node's containerd directory and runc root, as seen from here: the first node's, then the others'. */
+function nodeStates(dir: string): Array<{ containerd: string; runcRoot: string }> {
+  const workers = existsSync(join(dir, 'nodes')) ? readdirSync(join(dir, 'nodes')).map((name) => workerLayout(dir, name)) : [];
+  return [
+    { containerd: join(dir, 'containerd'), runcRoot: runcRootOf(dir) },
+    ...workers.map((worker) => ({ containerd: join(worker.shadow, 'containerd'), runcRoot: worker.runcRoot })),
+  ];
+}
 
 // Stopped in this order: the kubelet before the runtime it would restart containers on, the API
 // server's clients before it. The API server and etcd keep nothing worth a graceful shutdown
@@ -40,8 +61,9 @@ export async function removeClusterLeftovers(dir: string): Promise<void> {
   );
   for (const { socket } of tasks) if (socket) rmSync(socket, { force: true });
   removeCachedResults(tasks.map((task) => task.id));
+  // The other nodes' mounts were in their own mount namespaces, gone with their last process.
   unmountUnder(dir);
-  spawnSync('ip', ['netns', 'del', basename(dir)], { stdio: 'ignore' });
+  for (const netns of clusterNamespaces(basename(dir))) spawnSync('ip', ['netns', 'del', netns], { stdio: 'ignore' });
   removeHostPaths(dir);
   rmSync(dir, { recursive: true, force: true });
 }
@@ -63,13 +85,22 @@ async function stopProcesses(dir: string): Promise<void> {
 
 /** Kills and deletes every container runc still knows in this cluster (their cgroups go with them). */
 function deleteContainers(dir: string): void {
-  const root = runcRootOf(dir);
-  if (!existsSync(root)) return;
-  for (const namespace of readdirSync(root)) {
-    for (const id of readdirSync(join(root, namespace))) {
-      spawnSync('runc', ['--root', join(root, namespace), 'delete', '--force', id], { stdio: 'ignore' });
+  for (const { runcRoot: root } of nodeStates(dir)) {
+    if (!existsSync(root)) continue;
+    for (const namespace of readdirSync(root)) {
+      for (const id of readdirSync(join(root, namespace))) {
+        spawnSync('runc', ['--root', join(root, namespace), 'delete', '--force', id], { stdio: 'ignore' });
+      }
     }
   }
+}
+
+/** The cluster's network namespaces: its first node's (named as the directory), and those named <it>-<suffix> (other nodes, the router). */
+function clusterNamespaces(name: string): string[] {
+  const listed = execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' })
+    .split('\n')
+    .map((line) => line.split(' ')[0] ?? '');
+  return [name, ...listed.filter((netns) => netns.startsWith(`${name}-`))];
 }
 
 /**
@@ -77,7 +108,10 @@ function deleteContainers(dir: string): void {
  * 1.6 puts those in /run/containerd/s whatever its own paths.
  */
 function tasksOf(dir: string): Array<{ id: string; socket?: string }> {
-  const root = join(dir, 'containerd/state/io.containerd.runtime.v2.task');
+  return nodeStates(dir).flatMap(({ containerd }) => tasksUnder(join(containerd, 'state/io.containerd.runtime.v2.task')));
+}
+
+function tasksUnder(root: string): Array<{ id: string; socket?: string }> {
   if (!existsSync(root)) return [];
   return readdirSync(root).flatMap((namespace) =>
     readdirSync(join(root, namespace)).map((id) => {

@@ -1,4 +1,5 @@
-// The test cluster node's network namespace, and its CNI plugin directory.
+// The test cluster nodes' network namespaces (one node alone, or several behind a router), and
+// their CNI plugin directory.
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
@@ -18,6 +19,44 @@ export async function makeNodeNetwork(netns: string, nodeIp: string): Promise<vo
   await ip('link', 'set', 'node0-peer', 'up');
   // Host-network clients pick their source address for ClusterIPs from this route.
   await ip('route', 'add', 'default', 'via', '10.250.0.254', 'dev', 'node0');
+  await run('nsenter', [`--net=/run/netns/${netns}`, '--', 'sysctl', '-q', '-w', 'net.ipv4.ip_forward=1']);
+}
+
+/**
+ * A cluster of several nodes (cluster-nodes.ts): subnet A on one bridge, subnet B on another, both
+ * in a router namespace (<cluster>-r) that forwards between them from each gateway (.254). Pods'
+ * addresses are unknown to it: traffic between pods crosses it only encapsulated.
+ */
+export const SUBNETS = ['10.250.0', '10.250.1'] as const;
+
+/** The router namespace, with one bridge per subnet. */
+export async function makeRouter(router: string): Promise<void> {
+  const ip = (...args: string[]) => run('ip', ['-n', router, ...args]);
+  await run('ip', ['netns', 'add', router]);
+  await ip('link', 'set', 'lo', 'up');
+  for (const [index, subnet] of SUBNETS.entries()) {
+    await ip('link', 'add', `br${index}`, 'type', 'bridge');
+    await ip('addr', 'add', `${subnet}.254/24`, 'dev', `br${index}`);
+    await ip('link', 'set', `br${index}`, 'up');
+  }
+  await run('nsenter', [`--net=/run/netns/${router}`, '--', 'sysctl', '-q', '-w', 'net.ipv4.ip_forward=1']);
+}
+
+/**
+ * A node's network namespace on the router's bridge for its subnet: eth0 with the node's address
+ * (a name autodetection takes, unlike node0's veth prefix), the gateway as default route, forwarding.
+ */
+export async function plugNode(router: string, netns: string, port: string, nodeIp: string): Promise<void> {
+  const subnet = SUBNETS.findIndex((prefix) => nodeIp.startsWith(`${prefix}.`));
+  if (subnet < 0) throw new Error(`${nodeIp} is on neither subnet`);
+  const ip = (...args: string[]) => run('ip', ['-n', netns, ...args]);
+  await run('ip', ['netns', 'add', netns]);
+  await ip('link', 'set', 'lo', 'up');
+  await run('ip', ['-n', router, 'link', 'add', port, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', netns]);
+  await run('ip', ['-n', router, 'link', 'set', port, 'master', `br${subnet}`, 'up']);
+  await ip('addr', 'add', `${nodeIp}/24`, 'dev', 'eth0');
+  await ip('link', 'set', 'eth0', 'up');
+  await ip('route', 'add', 'default', 'via', `${SUBNETS[subnet]}.254`, 'dev', 'eth0');
   await run('nsenter', [`--net=/run/netns/${netns}`, '--', 'sysctl', '-q', '-w', 'net.ipv4.ip_forward=1']);
 }
 

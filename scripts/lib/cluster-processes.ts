@@ -1,6 +1,8 @@
 // Processes of a test cluster: daemons started inside the node's network namespace with
 // `nsenter --net` (not `ip netns exec`, which also unshares the mount namespace: the kubelet's
-// volume mounts must be visible to containerd and runc), logging into the cluster's directory.
+// volume mounts must be visible to containerd and runc; the nodes of a cluster of several also
+// enter their node's own mount namespace, all its daemons the same one), logging into the
+// cluster's directory.
 // Every one of them names that directory on its command line, which is how stop and the sweep of
 // an interrupted run find them (containerd's shims too, by the socket path they are given).
 import { spawn } from 'node:child_process';
@@ -16,8 +18,11 @@ export interface Daemon {
   exited(): boolean;
 }
 
+/** nsenter's options for a node: its network namespace, and its own mount namespace if it has one. */
+export const enterNode = (netnsPath: string, mountNs?: string) => [`--net=${netnsPath}`, ...(mountNs ? [`--mount=${mountNs}`] : [])];
+
 export function startDaemon(
-  netnsPath: string,
+  enter: string[],
   logDir: string,
   name: string,
   command: string,
@@ -29,7 +34,7 @@ export function startDaemon(
   const fd = openSync(log, 'a');
   // Detached: a ^C in the terminal reaches the test process, whose teardown then stops the
   // daemons in order, rather than every daemon at once.
-  const child = spawn('nsenter', [`--net=${netnsPath}`, '--', command, ...args], { stdio: ['ignore', fd, fd], detached: true, env });
+  const child = spawn('nsenter', [...enter, '--', command, ...args], { stdio: ['ignore', fd, fd], detached: true, env });
   closeSync(fd);
   child.unref();
   let gone = false;

@@ -9,22 +9,32 @@
 // module proxy; images are written locally (cluster-images.ts). Unlike real-node.md, pod network
 // namespaces live under containerd's state directory (CNI_NETNS=<dir>/containerd/state/...), not
 // /var/run/netns: every one of them is the cluster's own to remove, even after a crash.
+// With `nodes` above one, the node runs beside others, each with its own kubelet, containerd,
+// kube-proxy, network and mount namespaces, on two subnets behind a router (cluster-nodes.ts).
 import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { connect, createServer, type Server } from 'node:net';
+import type { Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
 
 import { makeClusterCerts } from './cluster-certs.ts';
 import { kubeconfigText } from './test-ca.ts';
-import { writeContainerdConfig, writeKubeletConfig, type NodeLayout } from './cluster-config.ts';
+import {
+  apiServerArgs,
+  controllerManagerArgs,
+  kubeletArgs,
+  kubeProxyArgs,
+  writeContainerdConfig,
+  type NodeLayout,
+} from './cluster-config.ts';
 import { BUSYBOX_IMAGE, buildClusterImages, PAUSE_IMAGE } from './cluster-images.ts';
 import { CLUSTER_PREFIX, recordHostPaths, removeClusterLeftovers, runcRootOf } from './cluster-leftovers.ts';
-import { startDaemon, type Daemon } from './cluster-processes.ts';
-import { apiGet, waitFor } from './cluster-api.ts';
+import { enterNode, startDaemon, type Daemon } from './cluster-processes.ts';
+import { apiGet, listenRelay, waitFor } from './cluster-api.ts';
 import { drainWorkloads } from './cluster-drain.ts';
-import { linkSystemPlugins, makeNodeNetwork } from './cluster-network.ts';
+import { linkSystemPlugins, makeNodeNetwork, makeRouter, plugNode } from './cluster-network.ts';
+import { nodeAddress, nodeNetns, startNode, type ClusterNode, type NodeContext } from './cluster-nodes.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const run = promisify(execFile);
@@ -37,7 +47,7 @@ const SERVICE_CIDR = '10.96.0.0/16';
 export const API_SERVICE_IP = '10.96.0.1';
 const API_PORT = 6443;
 
-export { BUSYBOX_IMAGE };
+export { BUSYBOX_IMAGE, type ClusterNode };
 
 export interface ClusterOptions {
   /** The Node's name; netplug-node by default. */
@@ -54,6 +64,12 @@ export interface ClusterOptions {
    * netplug-node did); `private` as on a host without systemd, where containerd refuses that.
    */
   netnsMount?: 'shared' | 'private';
+  /**
+   * How many nodes (1 by default). With more, this node (the control plane's, 10.250.0.1) and the
+   * second (10.250.0.2) share subnet A; the others are on subnet B (10.250.1.<n>) behind a router.
+   * Every node's CNI directories and netplug's host paths are its own, at the same paths.
+   */
+  nodes?: number;
 }
 
 export interface Cluster {
@@ -83,8 +99,10 @@ export interface Cluster {
   kubectl(...args: string[]): Promise<string>;
   /** Runs a command inside the node's network namespace; resolves to its stdout. */
   inNode(command: string, args: string[]): Promise<string>;
-  /** Imports an OCI archive into containerd's k8s.io namespace, where the kubelet finds images. */
+  /** Imports an OCI archive into every node's containerd (k8s.io namespace, where the kubelet finds images). */
   importImage(ociArchive: string): Promise<void>;
+  /** Every node, this one (the control plane's) first. */
+  nodes: ClusterNode[];
   /** Stops everything and removes all the cluster made. */
   stop(): Promise<void>;
   /** Seconds from the call of startCluster to each stage of the start, for reports. */
@@ -119,7 +137,15 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     (await run('nsenter', [`--net=${netnsPath}`, '--', command, ...args], { maxBuffer: 64 << 20 })).stdout;
   try {
     recordHostPaths(dir);
-    await makeNodeNetwork(netns, NODE_IP);
+    const count = options.nodes ?? 1;
+    const others = Array.from({ length: count - 1 }, (_, i) => i + 2);
+    if (count > 1 && (options.cniBinDir || options.cniConfDir))
+      throw new Error('the CNI directories of a cluster of several nodes are its own');
+    if (count === 1) await makeNodeNetwork(netns, NODE_IP);
+    else {
+      await makeRouter(`${netns}-r`);
+      await Promise.all([1, ...others].map((index) => plugNode(`${netns}-r`, nodeNetns(netns, index), `n${index}`, nodeAddress(index))));
+    }
 
     const node: NodeLayout = {
       dir,
@@ -134,7 +160,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     if (options.systemPlugins ?? true) linkSystemPlugins(node.cniBinDir);
 
     const start = (name: string, command: string, args: string[], env?: NodeJS.ProcessEnv) =>
-      daemons.push(startDaemon(netnsPath, logs, name, command, args, env));
+      daemons.push(startDaemon(enterNode(netnsPath), logs, name, command, args, env));
     const agentSocket = join(dir, 'run-netplug/cni.sock');
     // The CRI plugin's state directory (containerd's state/<plugin id>), where netns_mounts_under_state_dir puts them.
     const netnsDir = join(dir, 'containerd/state/io.containerd.grpc.v1.cri/netns');
@@ -171,44 +197,39 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       certs.identity('kube-apiserver-kubelet-client', 'system:masters', inside),
     ]);
     mark('network, certificates, images');
+    // The other nodes start meanwhile; their kubelets wait for the API server by themselves.
+    const nodeContext: NodeContext = {
+      dir,
+      clusterNetns: netns,
+      firstNodeName: nodeName,
+      server: `https://${NODE_IP}:${API_PORT}`,
+      clusterCidr: CLUSTER_CIDR,
+      bin,
+      certs,
+      proxy,
+      images: [images.pause, images.busybox],
+      sandboxImage: PAUSE_IMAGE,
+      agentSocket,
+      netnsDir,
+      systemPlugins: options.systemPlugins ?? true,
+      daemons,
+      logs,
+    };
+    const starting = Promise.all(others.map((index) => startNode(nodeContext, index)));
+    starting.catch(() => undefined);
 
-    start('kube-apiserver', apiserver, [
-      '--etcd-servers=http://127.0.0.1:2379',
-      `--secure-port=${API_PORT}`,
-      // Needed: with only loopback and a veth there is no default-route address to pick otherwise.
-      `--advertise-address=${NODE_IP}`,
-      `--tls-cert-file=${certs.serving.cert}`,
-      `--tls-private-key-file=${certs.serving.key}`,
-      `--client-ca-file=${certs.ca}`,
-      `--service-account-key-file=${certs.serviceAccountPub}`,
-      `--service-account-signing-key-file=${certs.serviceAccountKey}`,
-      '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
-      '--authorization-mode=Node,RBAC',
-      '--enable-admission-plugins=NodeRestriction',
-      '--allow-privileged=true',
-      `--service-cluster-ip-range=${SERVICE_CIDR}`,
-      `--kubelet-client-certificate=${apiserverClient.cert}`,
-      `--kubelet-client-key=${apiserverClient.key}`,
-      // Needed for kubectl logs/exec: the default tries the node's host name first, through DNS.
-      '--kubelet-preferred-address-types=InternalIP',
-      `--cert-dir=${join(dir, 'apiserver')}`,
-      '--profiling=false',
-    ]);
+    start(
+      'kube-apiserver',
+      apiserver,
+      apiServerArgs(dir, certs, apiserverClient, { nodeIp: NODE_IP, port: API_PORT, serviceCidr: SERVICE_CIDR }),
+    );
     // The test process reaches the API server through a relay: a Unix socket served inside the
     // namespace, and a loopback TCP port here piping to it.
     const socket = join(dir, 'apiserver.sock');
     start('relay', process.execPath, [join(ROOT, 'scripts/lib/cluster-forward.ts'), socket, '127.0.0.1', String(API_PORT)]);
-    const listening = createServer((client) => {
-      const upstream = connect(socket);
-      client.pipe(upstream).pipe(client);
-      client.on('error', () => upstream.destroy());
-      upstream.on('error', () => client.destroy());
-    });
-    relay = listening;
-    await new Promise<void>((resolve) => listening.listen(0, '127.0.0.1', resolve));
-    listening.unref();
-    const address = listening.address();
-    const outside = `https://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+    const listening = await listenRelay(socket);
+    relay = listening.server;
+    const outside = listening.url;
     const kubeconfig = join(dir, 'admin.kubeconfig');
     writeFileSync(kubeconfig, kubeconfigText(outside, certs.ca, admin.user, admin.cert, admin.key));
     const api = (path: string) => apiGet(outside, certs.ca, admin, path);
@@ -233,7 +254,19 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
           },
         ),
       inNode,
-      importImage: (archive) => importInto(node.containerdSocket, archive),
+      importImage: async (archive) => {
+        await Promise.all(cluster.nodes.map((each) => each.importImage(archive)));
+      },
+      nodes: [
+        {
+          name: nodeName,
+          address: NODE_IP,
+          netns,
+          netnsPath,
+          inNode,
+          importImage: (archive) => importInto(node.containerdSocket, archive),
+        },
+      ],
       timings,
       // Once, however often called (a SIGINT handler and a finally may both call it), and the node
       // removed even when draining its workloads fails.
@@ -250,46 +283,17 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     // The kubelet and kube-proxy wait for the API server by themselves; starting them now
     // overlaps their start with its own. They need containerd's socket.
     await waitFor('containerd', daemons, async () => existsSync(node.containerdSocket));
-    start('kubelet', bin('kubelet'), [
-      `--config=${writeKubeletConfig(node, certs.ca)}`,
-      `--kubeconfig=${kubelet.kubeconfig}`,
-      `--root-dir=${join(dir, 'kubelet')}`,
-      // Its default /var/lib/kubelet/pki does not follow --root-dir.
-      `--cert-dir=${join(dir, 'kubelet-pki')}`,
-      `--hostname-override=${nodeName}`,
-      `--node-ip=${NODE_IP}`,
-    ]);
-    start('kube-proxy', bin('kube-proxy'), [
-      `--kubeconfig=${proxy.kubeconfig}`,
-      '--proxy-mode=iptables',
-      `--cluster-cidr=${CLUSTER_CIDR}`,
-      `--hostname-override=${nodeName}`,
-      '--healthz-bind-address=127.0.0.1:10256',
-      '--metrics-bind-address=127.0.0.1:10249',
-      // Zero: leave the conntrack table size and timeouts alone (the size is host-wide).
-      '--conntrack-max-per-core=0',
-      '--conntrack-min=0',
-      '--conntrack-tcp-timeout-established=0',
-      '--conntrack-tcp-timeout-close-wait=0',
-    ]);
+    start('kubelet', bin('kubelet'), kubeletArgs(node, certs.ca, kubelet.kubeconfig, nodeName, NODE_IP));
+    start('kube-proxy', bin('kube-proxy'), kubeProxyArgs(proxy.kubeconfig, nodeName, CLUSTER_CIDR));
 
     await waitFor('kube-apiserver', daemons, async () => (await api('/readyz')).status === 200);
     mark('kube-apiserver ready');
     // These two give up when the API server is not healthy within seconds of their start.
-    start('kube-controller-manager', bin('kube-controller-manager'), [
-      `--kubeconfig=${admin.kubeconfig}`,
-      '--leader-elect=false',
-      '--use-service-account-credentials=false',
-      '--allocate-node-cidrs=true',
-      `--cluster-cidr=${CLUSTER_CIDR}`,
-      `--service-cluster-ip-range=${SERVICE_CIDR}`,
-      `--service-account-private-key-file=${certs.serviceAccountKey}`,
-      `--root-ca-file=${certs.ca}`,
-      // Its default creates /usr/libexec/kubernetes/kubelet-plugins.
-      `--flex-volume-plugin-dir=${join(dir, 'volume-plugins')}`,
-      '--bind-address=127.0.0.1',
-      '--profiling=false',
-    ]);
+    start(
+      'kube-controller-manager',
+      bin('kube-controller-manager'),
+      controllerManagerArgs(dir, certs, admin.kubeconfig, CLUSTER_CIDR, SERVICE_CIDR),
+    );
     start('kube-scheduler', bin('kube-scheduler'), [
       `--kubeconfig=${scheduler.kubeconfig}`,
       '--leader-elect=false',
@@ -299,22 +303,29 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     await imported;
     mark('containerd, images imported');
 
-    // Ready for workloads: the Node registered with its pod CIDR, the default service account
-    // (pods are refused without it), and kube-proxy's rules for the `kubernetes` Service.
-    await waitFor('the Node and its pod CIDR', daemons, async () => {
-      const response = await api(`/api/v1/nodes/${nodeName}`);
-      return response.status === 200 && (JSON.parse(response.body).spec?.podCIDRs ?? []).length > 0;
-    });
-    mark('Node registered with its pod CIDR');
+    cluster.nodes.push(...(await starting));
+    if (others.length > 0) mark('other nodes started, images imported');
+
+    // Ready for workloads: the Nodes registered with their pod CIDRs, the default service account
+    // (pods are refused without it), and kube-proxy's rules for the `kubernetes` Service on each node.
+    for (const { name } of cluster.nodes) {
+      await waitFor(`the Node ${name} and its pod CIDR`, daemons, async () => {
+        const response = await api(`/api/v1/nodes/${name}`);
+        return response.status === 200 && (JSON.parse(response.body).spec?.podCIDRs ?? []).length > 0;
+      });
+    }
+    mark(others.length > 0 ? 'Nodes registered with their pod CIDRs' : 'Node registered with its pod CIDR');
     await waitFor(
       'the default service account',
       daemons,
       async () => (await api('/api/v1/namespaces/default/serviceaccounts/default')).status === 200,
     );
     mark('default service account');
-    await waitFor('kube-proxy rules for the kubernetes Service', daemons, async () =>
-      (await inNode('iptables-save', ['-t', 'nat']).catch(() => '')).includes('default/kubernetes:https'),
-    );
+    for (const each of cluster.nodes) {
+      await waitFor(`kube-proxy rules for the kubernetes Service on ${each.name}`, daemons, async () =>
+        (await each.inNode('iptables-save', ['-t', 'nat']).catch(() => '')).includes('default/kubernetes:https'),
+      );
+    }
     mark('kube-proxy rules');
     return cluster;
   } catch (err) {

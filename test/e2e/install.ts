@@ -77,7 +77,10 @@ export function manifestFor(
       // netplug-node's endpoint status files where the plugin looks: under the moved socket's directory.
       if (object.data.endpoint_status_path_prefix) object.data.endpoint_status_path_prefix = moved(object.data.endpoint_status_path_prefix);
       Object.assign(object.data, data);
+      // The MTU file the agent writes for `"mtu": 0` is under the moved state directory: the
+      // plugin is told where, as the operator tells it on nodes whose state directory is elsewhere.
       object.data.cni_network_config = object.data.cni_network_config
+        .replace('"mtu": __CNI_MTU__,', `"mtu": __CNI_MTU__,\n      "mtu_file": "${join(paths.varLib, 'mtu')}",`)
         .replace('/var/log/netplug/cni/cni.log', paths.logFile)
         .replace('"/var/run/netplug/endpoint-status"', `"${moved('/var/run/netplug/endpoint-status')}"`);
     }
@@ -117,6 +120,7 @@ export async function writeKubeadmConfig(cluster: Cluster): Promise<void> {
   await cluster.kubectl('apply', '-f', file);
 }
 
+/** The node's netplug host paths; on a cluster of several nodes each node has its own at these paths (scripts/lib/cluster-nodes.ts). */
 export function nodePaths(cluster: Cluster): NodePaths {
   const varLib = join(cluster.dir, 'var-lib-netplug');
   mkdirSync(varLib, { recursive: true });

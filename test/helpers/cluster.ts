@@ -1,5 +1,6 @@
-// A real single-node Kubernetes cluster for a test file (scripts/lib/cluster.ts): started once in
-// a before hook, stopped (everything it made removed) after the file's tests, pass or fail.
+// A real Kubernetes cluster (one node, or several: ClusterOptions.nodes) for a test file
+// (scripts/lib/cluster.ts): started once in a before hook, stopped (everything it made removed)
+// after the file's tests, pass or fail.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -7,7 +8,7 @@ import type { TestFn } from 'ava';
 
 import { startCluster, type Cluster, type ClusterOptions } from '../../scripts/lib/cluster.ts';
 
-export { BUSYBOX_IMAGE, API_SERVICE_IP, CLUSTER_CIDR, startCluster, type Cluster } from '../../scripts/lib/cluster.ts';
+export { BUSYBOX_IMAGE, API_SERVICE_IP, CLUSTER_CIDR, startCluster, type Cluster, type ClusterNode } from '../../scripts/lib/cluster.ts';
 
 /** Registers the hooks; the returned function gives the running cluster inside tests. */
 export function clusterPerFile(test: TestFn, options: ClusterOptions = {}): () => Cluster {
