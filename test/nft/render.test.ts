@@ -36,6 +36,7 @@ test('rules render as nft writes them', (t) => {
   t.is(renderRule({ statements: [{ masquerade: { fullyRandom: true } }] }), 'masquerade fully-random');
   t.is(renderRule({ statements: [{ dnat: { to: '10.244.0.5' } }] }), 'dnat ip to 10.244.0.5');
   t.is(renderRule({ statements: [{ dnat: { to: 'fd00::5' } }] }), 'dnat ip6 to fd00::5');
+  t.is(renderRule({ statements: [{ snat: { to: '10.250.0.1' } }] }), 'snat ip to 10.250.0.1');
 });
 
 test('a table renders its counters, sets, maps and chains', (t) => {

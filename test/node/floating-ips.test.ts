@@ -1,7 +1,8 @@
 // Floating IPs between nodes, on both datastores (workload-cluster.ts: two nodes on one subnet
 // running the built netplug-node, Kubernetes pods made by the built plugin). A pod on n2 with a
 // floating IP from a pool without VXLAN: n1 routes the floating IP to n2, n2 forwards it to the
-// pod (a dnat rule in netplug's table), and a pod on n1, and n2 itself, reach the pod through it.
+// pod (a dnat rule in netplug's table), and a pod on n1, n2 itself and the pod itself reach the
+// pod through it.
 // Once the pod goes, so do the route and the rule, and the floating IP reaches nothing. On etcd
 // the agents read the workload endpoint's ipNATs; on the Kubernetes datastore the pod's annotation.
 import test from 'ava';
@@ -43,7 +44,7 @@ const natRules = (cluster: WorkloadCluster, on: Netns) =>
 
 for (const datastore of ['etcdv3', 'kubernetes'] as const)
   test.serial(
-    `${datastore}: a floating IP reaches its pod from a pod on another node and from its node; once the pod goes, nothing`,
+    `${datastore}: a floating IP reaches its pod from a pod on another node, its node and itself; once the pod goes, nothing`,
     async (t) => {
       const cluster = clusters.get(datastore) as WorkloadCluster;
       const [n1, n2] = cluster.nodes;
@@ -59,6 +60,7 @@ for (const datastore of ['etcdv3', 'kubernetes'] as const)
       t.false(natRules(cluster, n1.netns).includes(FLOATING_IP), 'only the pod’s node forwards it');
       await eventually('the pod on n1 reaches the pod on n2 through its floating IP', () => reaches(cluster, client.netns, FLOATING_IP));
       t.true(reaches(cluster, n2.netns, FLOATING_IP), 'n2 itself reaches it (the output hook)');
+      t.true(reaches(cluster, server.netns, FLOATING_IP), 'the pod reaches its own floating IP');
 
       await cluster.deletePod(server);
       await cluster.routesBecome(n1, 'no route to the floating IP', (routes) => !routes.some((r) => r.startsWith(`${FLOATING_IP} `)));

@@ -1,6 +1,7 @@
 // The floating IPs' part of netplug's table on a node (pure: no kernel): each floating IP of a pod
-// on this node forwarded to the pod's address, at prerouting and output; other nodes' pods ignored;
-// no floating IP, no chain; a floating IP two pods claim goes to one, and that is noted.
+// on this node forwarded to the pod's address, at prerouting and output, and a pod's connection to
+// its own floating IP given the floating IP as source; other nodes' pods ignored; no floating IP,
+// no chain; a floating IP two pods claim goes to one, and that is noted.
 import test from 'ava';
 
 import { floatingIpChains, floatingIpsOn } from '../../ts/node/nat/floating-ips.ts';
@@ -27,6 +28,7 @@ test("each floating IP of this node's pods is forwarded to the pod, at preroutin
     [
       ['floating-ips', 'prerouting', -90],
       ['floating-ips-output', 'output', -90],
+      ['floating-ips-hairpin', 'postrouting', 100],
     ],
   );
   t.deepEqual(chains[0]?.rules?.map(renderRule), [
@@ -35,6 +37,10 @@ test("each floating IP of this node's pods is forwarded to the pod, at preroutin
     'ip6 daddr fd00:250::1 dnat ip6 to fd00::5 comment "floating IP of fd00::5"',
   ]);
   t.deepEqual(chains[1]?.rules, chains[0]?.rules);
+  t.deepEqual(chains[2]?.rules?.map(renderRule), [
+    'ip saddr 10.244.0.5 ip daddr 10.244.0.5 snat ip to 10.250.0.1 comment "to its own floating IP"',
+    'ip6 saddr fd00::5 ip6 daddr fd00::5 snat ip6 to fd00:250::1 comment "to its own floating IP"',
+  ]);
 });
 
 test('no floating IP here, no chain; one floating IP claimed by two pods reaches the first by name, and that is noted', (t) => {

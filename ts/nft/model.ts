@@ -108,6 +108,8 @@ export type Statement =
   | { masquerade: { fullyRandom?: boolean } }
   /** `dnat ip to A` (`dnat ip6 to A`): the connection's destination becomes `to`. */
   | { dnat: { to: string } }
+  /** `snat ip to A` (`snat ip6 to A`): the connection's source becomes `to`. */
+  | { snat: { to: string } }
   | { notrack: Record<string, never> }
   | { reject: Record<string, never> };
 

@@ -132,6 +132,7 @@ function renderStatement(statement: Statement): string {
   }
   if ('masquerade' in statement) return statement.masquerade.fullyRandom ? 'masquerade fully-random' : 'masquerade';
   if ('dnat' in statement) return `dnat ${statement.dnat.to.includes(':') ? 'ip6' : 'ip'} to ${statement.dnat.to}`;
+  if ('snat' in statement) return `snat ${statement.snat.to.includes(':') ? 'ip6' : 'ip'} to ${statement.snat.to}`;
   if ('notrack' in statement) return 'notrack';
   return 'reject';
 }

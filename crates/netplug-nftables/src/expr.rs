@@ -334,7 +334,8 @@ pub(crate) const MASQ_FLAGS: u16 = 1;
 pub(crate) const NAT_TYPE: u16 = 1;
 pub(crate) const NAT_FAMILY: u16 = 2;
 pub(crate) const NAT_REG_ADDR_MIN: u16 = 3;
-/// NFT_NAT_DNAT.
+/// NFT_NAT_SNAT and NFT_NAT_DNAT.
+pub const NAT_SNAT: u32 = 0;
 pub const NAT_DNAT: u32 = 1;
 pub(crate) const REJECT_TYPE: u16 = 1;
 pub(crate) const REJECT_ICMP_CODE: u16 = 2;

@@ -180,7 +180,10 @@ pub enum Statement {
     Masquerade(Masquerade),
     /// `dnat ip to A` (`dnat ip6 to A`): the connection's destination becomes `to`, the address's
     /// family deciding which packets it applies to. Floating IPs are forwarded to their pod so.
-    Dnat(Dnat),
+    Dnat(NatAddress),
+    /// `snat ip to A` (`snat ip6 to A`): the connection's source becomes `to` (a pod reaching its
+    /// own floating IP is answered from it).
+    Snat(NatAddress),
     /// `notrack`.
     Notrack(Empty),
     /// `reject`: ICMP(v6) port unreachable.
@@ -308,7 +311,7 @@ pub struct Masquerade {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Dnat {
+pub struct NatAddress {
     /// An IPv4 or IPv6 address.
     pub to: String,
 }

@@ -3,12 +3,15 @@
 // other nodes route the floating IP here like a pod address (ts/node/routes/). Connection tracking
 // turns the replies' source back into the floating IP. The rules are in the nat part of netplug's
 // table: a nat chain at prerouting (traffic arriving: from other nodes, from this node's pods) and
-// one at output (from this node itself), both at priority dstnat + 10. No floating IP, no chains.
+// one at output (from this node itself), both at priority dstnat + 10. A pod reaching its own
+// floating IP would get its packet back from its own address, which its kernel drops: as the
+// reference does, that connection's source becomes the floating IP (a chain at postrouting,
+// priority srcnat, before natOutgoing's). No floating IP, no chains.
 import type { FloatingIp, RoutedWorkload } from '../shared/workloads.ts';
 import { baseChain, match, PRIORITY, rule } from '../../nft/build.ts';
 import type { Chain } from '../../nft/model.ts';
 
-const CHAINS = { prerouting: 'floating-ips', output: 'floating-ips-output' } as const;
+const CHAINS = { prerouting: 'floating-ips', output: 'floating-ips-output', hairpin: 'floating-ips-hairpin' } as const;
 
 /**
  * The floating IPs of the pods on `node`, each with the address it forwards to, sorted. A
@@ -36,8 +39,16 @@ export function floatingIpChains(floating: readonly FloatingIp[]): Chain[] {
       { dnat: { to: internalIP } },
     ]),
   );
+  // One rule per pod address: any of its floating IPs answers for it.
+  const hairpin = new Map<string, string>();
+  for (const { externalIP, internalIP } of floating) if (!hairpin.has(internalIP)) hairpin.set(internalIP, externalIP);
+  const hairpinRules = [...hairpin].map(([internalIP, externalIP]) => {
+    const [saddr, daddr] = internalIP.includes(':') ? (['ip6 saddr', 'ip6 daddr'] as const) : (['ip saddr', 'ip daddr'] as const);
+    return rule([match(saddr, internalIP), match(daddr, internalIP)], undefined, `to its own floating IP`, [{ snat: { to: externalIP } }]);
+  });
   return [
     baseChain(CHAINS.prerouting, { type: 'nat', hook: 'prerouting', priority: PRIORITY.dstnat + 10 }, rules),
     baseChain(CHAINS.output, { type: 'nat', hook: 'output', priority: PRIORITY.dstnat + 10 }, rules),
+    baseChain(CHAINS.hairpin, { type: 'nat', hook: 'postrouting', priority: PRIORITY.srcnat }, hairpinRules),
   ];
 }

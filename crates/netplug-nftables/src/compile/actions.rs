@@ -53,20 +53,8 @@ pub(super) fn compile_statement(scope: &Scope, statement: &Statement, exprs: &mu
             // NF_NAT_RANGE_PROTO_RANDOM_FULLY
             exprs.push(Expr::Masq { flags: masq.fully_random.then_some(0x10) });
         }
-        Statement::Dnat(dnat) => {
-            let Ok(address) = dnat.to.parse::<IpAddr>() else {
-                return Err(format!("dnat to \"{}\" is not an IP address", dnat.to));
-            };
-            let (family, data) = match address {
-                IpAddr::V4(v4) => (Family::Ip, v4.octets().to_vec()),
-                IpAddr::V6(v6) => (Family::Ip6, v6.octets().to_vec()),
-            };
-            if scope.family != Family::Inet && scope.family != family {
-                return Err(format!("dnat to {address} in a table of family {}", scope.family.name()));
-            }
-            exprs.push(Expr::Immediate { dreg: REG_1, data });
-            exprs.push(Expr::Nat { kind: expr::NAT_DNAT, family: u32::from(family.nfproto()), reg_addr_min: REG_1 });
-        }
+        Statement::Dnat(nat) => compile_nat(scope, "dnat", expr::NAT_DNAT, &nat.to, exprs)?,
+        Statement::Snat(nat) => compile_nat(scope, "snat", expr::NAT_SNAT, &nat.to, exprs)?,
         Statement::Notrack(_) => exprs.push(Expr::Notrack),
         Statement::CtMark(change) => {
             exprs.push(Expr::Ct { key: expr::CT_MARK, dreg: REG_1 });
@@ -86,6 +74,23 @@ pub(super) fn compile_statement(scope: &Scope, statement: &Statement, exprs: &mu
             Family::Ip6 => Expr::Reject { kind: 0, code: 4 },
         }),
     }
+    Ok(())
+}
+
+/// A NAT to one address: the address loaded into a register, then the nat expression of its family.
+fn compile_nat(scope: &Scope, name: &str, kind: u32, to: &str, exprs: &mut Vec<Expr>) -> Result<(), String> {
+    let Ok(address) = to.parse::<IpAddr>() else {
+        return Err(format!("{name} to \"{to}\" is not an IP address"));
+    };
+    let (family, data) = match address {
+        IpAddr::V4(v4) => (Family::Ip, v4.octets().to_vec()),
+        IpAddr::V6(v6) => (Family::Ip6, v6.octets().to_vec()),
+    };
+    if scope.family != Family::Inet && scope.family != family {
+        return Err(format!("{name} to {address} in a table of family {}", scope.family.name()));
+    }
+    exprs.push(Expr::Immediate { dreg: REG_1, data });
+    exprs.push(Expr::Nat { kind, family: u32::from(family.nfproto()), reg_addr_min: REG_1 });
     Ok(())
 }
 

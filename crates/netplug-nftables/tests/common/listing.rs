@@ -234,7 +234,12 @@ fn rule(body: &Json) -> Rule {
             "masquerade" => rule.statements.push(Statement::Masquerade(Masquerade {
                 fully_random: value.get("flags").is_some_and(|f| f == "fully-random"),
             })),
-            "dnat" => rule.statements.push(Statement::Dnat(Dnat { to: value["addr"].as_str().unwrap().to_string() })),
+            "dnat" => {
+                rule.statements.push(Statement::Dnat(NatAddress { to: value["addr"].as_str().unwrap().to_string() }))
+            }
+            "snat" => {
+                rule.statements.push(Statement::Snat(NatAddress { to: value["addr"].as_str().unwrap().to_string() }))
+            }
             "notrack" => rule.statements.push(Statement::Notrack(Empty {})),
             "reject" => rule.statements.push(Statement::Reject(Empty {})),
             _ => rule.verdict = Some(verdict(expr).unwrap_or_else(|| panic!("unexpected expression {expr}"))),
