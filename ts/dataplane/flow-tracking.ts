@@ -12,6 +12,8 @@ export interface TakenFlows {
   overruns: number;
   /** Connections followed across intervals now. */
   followed: number;
+  /** Events of ended connections read since the last take (the kernel passes only those of marked connections). */
+  events: number;
 }
 
 export interface FlowTracking {
@@ -30,7 +32,12 @@ export async function startFlowTracking(): Promise<FlowTracking> {
     async take() {
       const outcome = await tracking.take();
       if (outcome.error) throw new DataplaneError(outcome.error);
-      return { counts: outcome.counts ?? [], overruns: outcome.overruns ?? 0, followed: outcome.followed ?? 0 };
+      return {
+        counts: outcome.counts ?? [],
+        overruns: outcome.overruns ?? 0,
+        followed: outcome.followed ?? 0,
+        events: outcome.events ?? 0,
+      };
     },
     async stop() {
       const outcome = await tracking.stop();

@@ -221,6 +221,8 @@ export interface FlowTrackingTakeOutcome {
   overruns?: number
   /** Connections followed across intervals now. */
   followed?: number
+  /** Events of ended connections read since the last take (only marked ones pass the kernel's filter). */
+  events?: number
   error?: KernelError
 }
 

@@ -41,6 +41,8 @@ pub struct FlowTrackingTakeOutcome {
     pub overruns: Option<f64>,
     /// Connections followed across intervals now.
     pub followed: Option<u32>,
+    /// Events of ended connections read since the last take (only marked ones pass the kernel's filter).
+    pub events: Option<f64>,
     pub error: Option<KernelError>,
 }
 
@@ -80,8 +82,13 @@ impl FlowTracking {
     pub fn take<'env>(&self, env: &'env Env) -> Result<Object<'env>> {
         let tracker = self.tracker.clone();
         on_thread(env, move || {
-            let failed =
-                |error| FlowTrackingTakeOutcome { counts: None, overruns: None, followed: None, error: Some(error) };
+            let failed = |error| FlowTrackingTakeOutcome {
+                counts: None,
+                overruns: None,
+                followed: None,
+                events: None,
+                error: Some(error),
+            };
             let guard = tracker.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let Some(running) = guard.as_ref() else {
                 return failed(KernelError {
@@ -96,6 +103,7 @@ impl FlowTracking {
                     counts: Some(taken.counts.into_iter().map(count_object).collect()),
                     overruns: Some(taken.overruns as f64),
                     followed: Some(u32::try_from(taken.followed).unwrap_or(u32::MAX)),
+                    events: Some(taken.events as f64),
                     error: None,
                 },
                 Err(err) => failed(nft_error(err)),

@@ -3,7 +3,9 @@
 //! [`FlowTracker::take`] reads the events already queued, dumps the table and hands over the
 //! interval's counts. Events and dumps are taken in that one thread, in order, so that an entry is
 //! never counted by both. An event lost to a full socket (the kernel says ENOBUFS) is counted; its
-//! connection is then counted by the next dump if it is still there, else not at all.
+//! connection is then counted by the next dump if it is still there, else not at all. A socket
+//! filter in the kernel passes only the events of marked entries: on a node, the host's own
+//! connections and everything no flow-logging rule allowed never reach this thread.
 
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::sync::mpsc;
@@ -25,6 +27,14 @@ const RECEIVE_BUFFER: libc::c_int = 32 << 20;
 /// How long the thread lets events gather after reading some. The kernel sends each event alone:
 /// woken for each, the thread cost more than the events (a wake-up is several microseconds).
 const GATHER: std::time::Duration = std::time::Duration::from_millis(20);
+/// The nfnetlink header before a ctnetlink message's attributes: nlmsghdr (16) and nfgenmsg (4).
+const ATTRIBUTES_AT: u32 = 20;
+/// CTA_MARK: sent in an event only when the mark is not 0.
+const CTA_MARK: u32 = 8;
+/// The classic-BPF ancillary load that finds a netlink attribute (SKF_AD_OFF + SKF_AD_NLATTR):
+/// A = offset of the attribute of type X among those starting at offset A, or 0.
+const LOAD_NLATTR: u32 = (-0x1000i32 + 12) as u32;
+
 /// Events read by one system call (recvmmsg), each in a slot of SLOT bytes (an event is a few
 /// hundred).
 const BATCH: usize = 64;
@@ -38,6 +48,8 @@ pub struct Taken {
     pub overruns: u64,
     /// Connections followed across intervals now.
     pub followed: usize,
+    /// Events read since the last take (the kernel's filter passes only those of marked entries).
+    pub events: u64,
 }
 
 enum Command {
@@ -59,6 +71,7 @@ impl FlowTracker {
         let mut socket = Socket::new(NETLINK_NETFILTER).map_err(|e| NftError::from_io(op, &e))?;
         socket.bind(&SocketAddr::new(0, 0)).map_err(|e| NftError::from_io(op, &e))?;
         force_receive_buffer(&socket);
+        pass_marked_only(&socket).map_err(|e| NftError::from_io(op, &e))?;
         socket.add_membership(DESTROY_GROUP).map_err(|e| NftError::from_io(op, &e))?;
         let wake = eventfd(op)?;
         let waker = wake.try_clone().map_err(|e| NftError::from_io(op, &e))?;
@@ -113,6 +126,7 @@ fn run(socket: Socket, wake: OwnedFd, commands: mpsc::Receiver<Command>) -> Resu
     let op = "read connection tracking's destroy events";
     let mut counter = FlowCounter::default();
     let mut overruns = 0u64;
+    let mut events = 0u64;
     let mut buffer = vec![0u8; BATCH * SLOT];
     loop {
         let mut fds = [PollFd::new(socket.as_fd(), PollFlags::POLLIN), PollFd::new(wake.as_fd(), PollFlags::POLLIN)];
@@ -121,7 +135,7 @@ fn run(socket: Socket, wake: OwnedFd, commands: mpsc::Receiver<Command>) -> Resu
             Err(errno) => return Err(NftError::from_errno(op, errno, None)),
         }
         if fds[0].revents().is_some_and(|r| !r.is_empty())
-            && read_events(&socket, &mut buffer, &mut counter, &mut overruns, op)? > 0
+            && read_events(&socket, &mut buffer, &mut counter, &mut overruns, &mut events, op)? > 0
         {
             std::thread::sleep(GATHER);
         }
@@ -134,7 +148,7 @@ fn run(socket: Socket, wake: OwnedFd, commands: mpsc::Receiver<Command>) -> Resu
                     Ok(Command::Take(reply)) => {
                         // Events queued before the dump first: an entry gone before it began is
                         // counted by its event, one still there by the dump.
-                        let taken = read_events(&socket, &mut buffer, &mut counter, &mut overruns, op)
+                        let taken = read_events(&socket, &mut buffer, &mut counter, &mut overruns, &mut events, op)
                             .and_then(|_| conntrack::dump())
                             .map(|entries| {
                                 counter.dumped(&entries);
@@ -142,6 +156,7 @@ fn run(socket: Socket, wake: OwnedFd, commands: mpsc::Receiver<Command>) -> Resu
                                     counts: counter.take(),
                                     overruns: std::mem::take(&mut overruns),
                                     followed: counter.followed(),
+                                    events: std::mem::take(&mut events),
                                 }
                             });
                         let _ = reply.send(taken);
@@ -161,6 +176,7 @@ fn read_events(
     buffer: &mut [u8],
     counter: &mut FlowCounter,
     overruns: &mut u64,
+    events: &mut u64,
     op: &str,
 ) -> Result<usize> {
     let mut read = 0;
@@ -212,10 +228,38 @@ fn read_events(
             }
         }
         read += received;
+        *events += received as u64;
         if received < BATCH {
             return Ok(read);
         }
     }
+}
+
+/// Attaches the filter that drops, in the kernel, every event without a CTA_MARK attribute (an
+/// entry whose mark is 0): no flow-logging rule allowed it, so the counter would skip it anyway.
+fn pass_marked_only(socket: &Socket) -> std::io::Result<()> {
+    let step = |code: u32, k: u32, jt: u8, jf: u8| libc::sock_filter { code: code as u16, jt, jf, k };
+    let program = [
+        step(libc::BPF_LD | libc::BPF_IMM, ATTRIBUTES_AT, 0, 0),
+        step(libc::BPF_LDX | libc::BPF_IMM, CTA_MARK, 0, 0),
+        step(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, LOAD_NLATTR, 0, 0),
+        // Not found: A is 0; drop. Found: pass the whole message.
+        step(libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K, 0, 1, 0),
+        step(libc::BPF_RET | libc::BPF_K, u32::MAX, 0, 0),
+        step(libc::BPF_RET | libc::BPF_K, 0, 0, 0),
+    ];
+    let fprog = libc::sock_fprog { len: program.len() as u16, filter: program.as_ptr().cast_mut() };
+    // SAFETY: passes a live sock_fprog pointing at `program`, which outlives the call (the kernel copies it).
+    let done = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_ATTACH_FILTER,
+            (&fprog as *const libc::sock_fprog).cast(),
+            std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
+        )
+    };
+    if done < 0 { Err(std::io::Error::last_os_error()) } else { Ok(()) }
 }
 
 /// SO_RCVBUFFORCE (root may exceed net.core.rmem_max); a smaller buffer only loses more under load.

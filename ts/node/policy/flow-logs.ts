@@ -50,6 +50,7 @@ export async function startFlowLogs(
     allowed: async () => tracking?.take(),
     denied: metrics.flowsDenied,
     overruns: metrics.flowEventsOverrun,
+    events: metrics.flowEvents,
   });
   return {
     async stop() {

@@ -27,6 +27,7 @@ export class PolicyMetrics {
   readonly flowRecordsSent: Counter;
   readonly flowRecordsDropped: Counter<'reason'>;
   readonly flowEventsOverrun: Counter;
+  readonly flowEvents: Counter;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -83,6 +84,11 @@ export class PolicyMetrics {
     this.flowEventsOverrun = new Counter({
       name: 'netplug_flow_events_overruns_total',
       help: "Times the kernel dropped events of ended connections for want of room (their connections are then counted only if still tracked at the interval's end).",
+      registers,
+    });
+    this.flowEvents = new Counter({
+      name: 'netplug_flow_events_total',
+      help: 'Events of ended connections the flow tracker read: only connections a flow-logging rule allowed (marked) pass the kernel filter.',
       registers,
     });
   }

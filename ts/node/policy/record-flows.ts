@@ -31,6 +31,8 @@ export interface FlowRecorderOptions {
   denied: Counter<'policy'>;
   /** Counts the times the tracker's events overran. */
   overruns: Counter;
+  /** Counts the events the tracker read. */
+  events: Counter;
   group?: number;
   clock?: Clock;
   subscribe?: Subscribe;
@@ -63,6 +65,7 @@ export function recordFlows(options: FlowRecorderOptions): FlowRecorder {
       if (taken) {
         aggregator.counted(taken.counts, now());
         if (taken.overruns > 0) options.overruns.inc(taken.overruns);
+        if (taken.events > 0) options.events.inc(taken.events);
       }
       trackerWarned = false;
     } catch (err) {
