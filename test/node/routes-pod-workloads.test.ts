@@ -33,7 +33,7 @@ function podInformer(pods: k8s.KubernetesObject[]) {
       return informer;
     },
     made: () => made,
-    handler: () => handler as Handler<k8s.KubernetesObject>,
+    handler: () => handler,
     significant: () => significant as (object: k8s.KubernetesObject) => unknown,
   };
 }
@@ -70,10 +70,10 @@ test('the workload endpoints are followed as the pods; other prefixes as the dat
   const { heard, events } = recorder();
   const following = follow(keys.workloadEndpoints, events);
   const key = `${keys.workloadEndpoints}default/a`;
-  pods.handler().synced?.();
-  pods.handler().update?.(pod('a'), pod('a'));
-  pods.handler().delete?.(pod('a'));
-  pods.handler().failed?.(new Error('watch broke'));
+  pods.handler()?.synced?.();
+  pods.handler()?.update?.(pod('a'), pod('a'));
+  pods.handler()?.delete?.(pod('a'));
+  pods.handler()?.failed?.(new Error('watch broke'));
   t.deepEqual(heard, [`listed ${key}`, `changed ${key}`, `removed ${key}`, 'failed watch broke']);
   following.stop();
   t.is(pods.handler(), undefined);
