@@ -19,7 +19,6 @@ export interface Unrouted {
 
 /** How many unrouted addresses a note names before it counts the rest. */
 const NAMED = 3;
-const V4_ALL = (1n << 32n) - 1n;
 
 /** The host routes (`<address>/32` to a node) `local` needs for other nodes' workloads, and the addresses left unrouted. */
 export function workloadHostRoutes(
@@ -40,7 +39,7 @@ export function workloadHostRoutes(
     ];
     for (const { address, what } of wanted) {
       const ip = parseIp(address);
-      if (ip?.family !== 4 || reaches(ip.value, workload.node)) continue;
+      if (ip?.family !== 4 || reaches(Number(ip.value), workload.node)) continue;
       const dst = `${address}/32`;
       const pool = poolOf(dst);
       const why = !pool
@@ -55,26 +54,31 @@ export function workloadHostRoutes(
   return { routes, unrouted };
 }
 
-/** Whether a block already routes an IPv4 address to a node: the block containing it is affine to the node, or the address is one a block lent. */
-function blockCoverage(blocks: readonly RoutedBlock[]): (address: bigint, node: string) => boolean {
-  const byBase = new Map<string, RoutedBlock>();
+/**
+ * Whether a block already routes an IPv4 address (as a number) to a node: the block containing it
+ * is affine to the node, or the address is one a block lent. Numbers, not bigints: this runs for
+ * every address of every pod of the cluster on each pass.
+ */
+function blockCoverage(blocks: readonly RoutedBlock[]): (address: number, node: string) => boolean {
+  /** Blocks by base × 64 + prefix length. */
+  const byBase = new Map<number, RoutedBlock>();
   const lengths = new Set<number>();
-  const lent = new Set<bigint>();
+  const lent = new Set<number>();
   for (const block of blocks) {
     const prefix = parsePrefix(block.cidr);
     if (prefix?.family !== 4) continue;
-    byBase.set(`${prefix.base}/${prefix.length}`, block);
+    byBase.set(Number(prefix.base) * 64 + prefix.length, block);
     lengths.add(prefix.length);
     for (const { address } of block.borrowed) {
       const ip = parseIp(address);
-      if (ip) lent.add(ip.value);
+      if (ip) lent.add(Number(ip.value));
     }
   }
   return (address, node) => {
     if (lent.has(address)) return true;
     for (const length of lengths) {
-      const base = address & (V4_ALL ^ ((1n << BigInt(32 - length)) - 1n));
-      if (byBase.get(`${base}/${length}`)?.node === node) return true;
+      const size = 2 ** (32 - length);
+      if (byBase.get((address - (address % size)) * 64 + length)?.node === node) return true;
     }
     return false;
   };

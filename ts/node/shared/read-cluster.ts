@@ -45,6 +45,12 @@ export interface ClusterState {
 
 const TUNNEL_HANDLE = /^(ipip|vxlan)-tunnel-addr-/;
 
+/**
+ * Each workload entry as read, while the entry lives: the followed cluster keeps an entry until it
+ * changes, and every pass reads every pod of the cluster.
+ */
+const workloadsRead = new WeakMap<Entry<unknown>, { workload?: RoutedWorkload | undefined; broken?: string }>();
+
 /** Where routes and addresses are computed from: nodes, IPv4 blocks, pools, workload endpoints (read together here; followed: cluster-feed.ts). */
 const CLUSTER_PREFIXES = [keys.nodes, keys.blocks(4), keys.pools, keys.workloadEndpoints] as const;
 
@@ -108,6 +114,18 @@ export function clusterStateOf(
   });
   // Pool by pool, so that a broken one is named once and the others still count.
   const pools = poolsOf(poolEntries.filter((entry) => checked(() => poolsOf([entry])) !== undefined));
-  const workloads = workloadEntries.flatMap((entry) => checked(() => workloadOf(entry)) ?? []);
+  const workloads = workloadEntries.flatMap((entry) => {
+    let read = workloadsRead.get(entry);
+    if (!read) {
+      try {
+        read = { workload: workloadOf(entry) };
+      } catch (err) {
+        read = { broken: (err as Error).message };
+      }
+      workloadsRead.set(entry, read);
+    }
+    if (read.broken !== undefined) broken.push(read.broken);
+    return read.workload ?? [];
+  });
   return { nodes, blocks, pools, workloads, tunnelAddresses, broken };
 }
