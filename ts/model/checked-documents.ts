@@ -173,11 +173,23 @@ export function checkedNodeSpec(entry: Entry<unknown>): NodeSpec {
     const slash = text.indexOf('/');
     return slash > 0 && v4(text.slice(0, slash)) && parsePrefix(text)?.family === 4;
   });
+  const ipv6Address = field(bgp ?? undefined, 'spec.bgp.ipv6Address', 'ipv6Address', 'an IPv6 address with its prefix length', (text) => {
+    const slash = text.indexOf('/');
+    return slash > 0 && parseIp(text.slice(0, slash))?.family === 6 && parsePrefix(text)?.family === 6;
+  });
   const ipip = field(bgp ?? undefined, 'spec.bgp.ipv4IPIPTunnelAddr', 'ipv4IPIPTunnelAddr', 'an IPv4 address', v4);
   const vxlan = field(spec, 'spec.ipv4VXLANTunnelAddr', 'ipv4VXLANTunnelAddr', 'an IPv4 address', v4);
   const mac = field(spec, 'spec.vxlanTunnelMACAddr', 'vxlanTunnelMACAddr', 'a MAC address', (text) => MAC.test(text));
   return {
-    ...(ipv4Address || ipip ? { bgp: { ...(ipv4Address ? { ipv4Address } : {}), ...(ipip ? { ipv4IPIPTunnelAddr: ipip } : {}) } } : {}),
+    ...(ipv4Address || ipv6Address || ipip
+      ? {
+          bgp: {
+            ...(ipv4Address ? { ipv4Address } : {}),
+            ...(ipv6Address ? { ipv6Address } : {}),
+            ...(ipip ? { ipv4IPIPTunnelAddr: ipip } : {}),
+          },
+        }
+      : {}),
     ...(vxlan ? { ipv4VXLANTunnelAddr: vxlan } : {}),
     ...(mac ? { vxlanTunnelMACAddr: mac.toLowerCase() } : {}),
   };

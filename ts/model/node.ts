@@ -7,7 +7,7 @@
  * same-subnet peers from cross-subnet ones; tunnel addresses are bare, taken from the pools.
  */
 export interface NodeSpec {
-  bgp?: { ipv4Address?: string; ipv4IPIPTunnelAddr?: string };
+  bgp?: { ipv4Address?: string; ipv6Address?: string; ipv4IPIPTunnelAddr?: string };
   ipv4VXLANTunnelAddr?: string;
   vxlanTunnelMACAddr?: string;
 }

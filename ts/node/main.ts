@@ -81,7 +81,14 @@ export async function runNodeMain(
   await removeLeftovers(settings, table === undefined, log);
   if (table && settings.routes) {
     const { informers, kube } = parts;
-    const address = new LocalAddress({ setting: settings.nodeAddress, name: settings.nodeName, log, informers, kube });
+    const address = new LocalAddress({
+      setting: settings.nodeAddress,
+      setting6: settings.nodeAddress6,
+      name: settings.nodeName,
+      log,
+      informers,
+      kube,
+    });
     subsystems.push(nodeAddresses(parts, address, started.done), routesToOtherNodes(parts, address, started.done));
     subsystems.push(natOutgoing(parts, table, started.done));
   } else if (!settings.routes)

@@ -35,7 +35,7 @@ export function nodeAddresses(parts: NodeParts, address: LocalAddress, startedUp
   const log = parts.log.child('addresses');
   const name = settings.nodeName;
   const keys = [...TUNNELS, PUBLISH];
-  const planOf = (cluster: ClusterState) => planAddresses(cluster, name, address.current());
+  const planOf = (cluster: ClusterState) => planAddresses(cluster, name, address.current(), address.current6());
   const failing = new Map<string, string>();
   let published = false;
 

@@ -1,5 +1,5 @@
 // What the node's addresses should be where other nodes read them, from the cluster alone (no
-// read, no write): its underlay address, and a tunnel address per encapsulation a pool selecting
+// read, no write): its underlay addresses (IPv6 with IP6), and a tunnel address per encapsulation a pool selecting
 // it uses (with the VXLAN MAC beside the VXLAN one). What is still to be written follows: a tunnel
 // address the allocator must take or give back, or a published spec that differs. The addresses
 // subsystem's controller is woken only when something is left to write (feed-trigger.ts), so its
@@ -33,7 +33,7 @@ export interface AddressesPlan {
   registered: boolean;
 }
 
-export function planAddresses(cluster: ClusterState, name: string, address: NodeAddress): AddressesPlan {
+export function planAddresses(cluster: ClusterState, name: string, address: NodeAddress, address6?: NodeAddress): AddressesPlan {
   const own = cluster.nodes.find((node) => node.name === name);
   const labels = own?.labels ?? {};
   const tunnel = (kind: Tunnel): TunnelPlan => {
@@ -46,7 +46,11 @@ export function planAddresses(cluster: ClusterState, name: string, address: Node
   const spec: NodeSpec | undefined =
     ipip && vxlan
       ? {
-          bgp: { ipv4Address: formatNodeAddress(address), ...(ipip.address ? { ipv4IPIPTunnelAddr: ipip.address } : {}) },
+          bgp: {
+            ipv4Address: formatNodeAddress(address),
+            ...(address6 ? { ipv6Address: formatNodeAddress(address6) } : {}),
+            ...(ipip.address ? { ipv4IPIPTunnelAddr: ipip.address } : {}),
+          },
           ...(vxlan.address ? { ipv4VXLANTunnelAddr: vxlan.address, vxlanTunnelMACAddr: vxlanMacFor(name, own?.vxlanMac) } : {}),
         }
       : undefined;

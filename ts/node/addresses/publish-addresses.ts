@@ -52,6 +52,7 @@ async function annotateNode(store: Store, kube: k8s.KubeConfig, name: string, sp
   // A merge patch: null removes an annotation no longer wanted.
   const annotations = {
     [NODE_ADDRESS_ANNOTATIONS.ipv4Address]: spec.bgp?.ipv4Address ?? null,
+    [NODE_ADDRESS_ANNOTATIONS.ipv6Address]: spec.bgp?.ipv6Address ?? null,
     [NODE_ADDRESS_ANNOTATIONS.ipv4IPIPTunnelAddr]: spec.bgp?.ipv4IPIPTunnelAddr ?? null,
     [NODE_ADDRESS_ANNOTATIONS.ipv4VXLANTunnelAddr]: spec.ipv4VXLANTunnelAddr ?? null,
     [NODE_ADDRESS_ANNOTATIONS.vxlanTunnelMACAddr]: spec.vxlanTunnelMACAddr ?? null,
@@ -69,7 +70,12 @@ function withAddresses(stored: unknown, spec: NodeSpec): NodeSpec {
     vxlanTunnelMACAddr: _m,
     ...others
   } = (typeof stored === 'object' && stored ? stored : {}) as Record<string, unknown>;
-  const { ipv4Address: _a, ipv4IPIPTunnelAddr: _i, ...otherBgp } = (typeof bgp === 'object' && bgp ? bgp : {}) as Record<string, unknown>;
+  const {
+    ipv4Address: _a,
+    ipv6Address: _6,
+    ipv4IPIPTunnelAddr: _i,
+    ...otherBgp
+  } = (typeof bgp === 'object' && bgp ? bgp : {}) as Record<string, unknown>;
   const mergedBgp = { ...otherBgp, ...spec.bgp };
   return {
     ...others,
@@ -88,11 +94,12 @@ function safeSpec(entry: Parameters<typeof checkedNodeSpec>[0]): NodeSpec | unde
   }
 }
 
-/** Whether `a` holds the addresses of `b` (the four fields netplug publishes; the others are other tools'). */
+/** Whether `a` holds the addresses of `b` (the five fields netplug publishes; the others are other tools'). */
 export function sameSpec(a: NodeSpec | undefined, b: NodeSpec): boolean {
   if (!a) return false;
   return (
     a.bgp?.ipv4Address === b.bgp?.ipv4Address &&
+    a.bgp?.ipv6Address === b.bgp?.ipv6Address &&
     a.bgp?.ipv4IPIPTunnelAddr === b.bgp?.ipv4IPIPTunnelAddr &&
     a.ipv4VXLANTunnelAddr === b.ipv4VXLANTunnelAddr &&
     a.vxlanTunnelMACAddr === b.vxlanTunnelMACAddr

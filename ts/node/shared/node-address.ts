@@ -1,12 +1,15 @@
-// The node's underlay IPv4 address, which other nodes route its pods' blocks through: the `IP`
-// setting (as the reference's calico-node takes it), `autodetect` by default, or an explicit
-// address with its prefix length. The prefix tells same-subnet peers (reached directly) from
-// cross-subnet ones (CrossSubnet encapsulation).
+// The node's underlay addresses, which other nodes route its pods' blocks through: IPv4 from the
+// `IP` setting (as the reference's calico-node takes it), `autodetect` by default, or an explicit
+// address with its prefix length; IPv6 likewise from `IP6`, `none` by default (as the reference's:
+// a node has an IPv6 address for routes only when asked). The prefix tells same-subnet peers
+// (reached directly) from cross-subnet ones (CrossSubnet encapsulation).
 import { networkInterfaces, type NetworkInterfaceInfo } from 'node:os';
 
 import { parseIp, parsePrefix } from '../../net/cidr.ts';
 
 export type AddressSetting = { autodetect: true } | { address: string; prefixLength: number };
+/** IP6's: `none` (no IPv6 address published or routed through) besides IP's. */
+export type Address6Setting = { none: true } | AddressSetting;
 
 export interface NodeAddress {
   address: string;
@@ -14,7 +17,7 @@ export interface NodeAddress {
   /** The interface holding it: routes to same-subnet nodes leave through it. */
   interface: string;
   /** How it was chosen, for the log. */
-  source: 'IP' | "the Kubernetes Node's InternalIP" | 'the first address found';
+  source: 'IP' | 'IP6' | "the Kubernetes Node's InternalIP" | 'the first address found';
 }
 
 /** Parses `IP`; undefined text is autodetect. Throws a one-line message naming the value. */
@@ -25,6 +28,19 @@ export function parseAddressSetting(text: string | undefined): AddressSetting {
   if (slash < 0 || parseIp(text.slice(0, slash))?.family !== 4 || prefix?.family !== 4 || prefix.length === 0)
     throw new Error(`IP "${text.slice(0, 100)}" must be autodetect or an IPv4 address with its prefix length, such as 10.0.0.5/24`);
   return { address: text.slice(0, slash), prefixLength: prefix.length };
+}
+
+/** Parses `IP6`; undefined text is none. Throws a one-line message naming the value. */
+export function parseAddress6Setting(text: string | undefined): Address6Setting {
+  if (text === undefined || text.toLowerCase() === 'none') return { none: true };
+  if (text.toLowerCase() === 'autodetect') return { autodetect: true };
+  const slash = text.indexOf('/');
+  const prefix = parsePrefix(text);
+  if (slash < 0 || parseIp(text.slice(0, slash))?.family !== 6 || prefix?.family !== 6 || prefix.length === 0)
+    throw new Error(
+      `IP6 "${text.slice(0, 100)}" must be none, autodetect or an IPv6 address with its prefix length, such as fd00:30::5/64`,
+    );
+  return { address: text.slice(0, slash).toLowerCase(), prefixLength: prefix.length };
 }
 
 /**
@@ -63,26 +79,46 @@ export function nodeAddress(
   internalIps: readonly string[],
   interfaces: Interfaces = networkInterfaces(),
 ): NodeAddress {
-  const v4 = Object.entries(interfaces).flatMap(([name, infos]) =>
-    (infos ?? []).filter((info) => info.family === 'IPv4' && !info.internal).map((info) => ({ name, info })),
+  return findAddress(4, setting, internalIps, interfaces);
+}
+
+/** The address `IP6` names, or autodetected as `IP` is (IPv6, link-local ones skipped); undefined when IP6 is none. */
+export function nodeAddress6(
+  setting: Address6Setting,
+  internalIps: readonly string[],
+  interfaces: Interfaces = networkInterfaces(),
+): NodeAddress | undefined {
+  return 'none' in setting ? undefined : findAddress(6, setting, internalIps, interfaces);
+}
+
+function findAddress(family: 4 | 6, setting: AddressSetting, internalIps: readonly string[], interfaces: Interfaces): NodeAddress {
+  const [name, example] = family === 4 ? ['IP', '10.0.0.5/24'] : ['IP6', 'fd00:30::5/64'];
+  const held = Object.entries(interfaces).flatMap(([name, infos]) =>
+    (infos ?? []).filter((info) => info.family === `IPv${family}` && !info.internal).map((info) => ({ name, info })),
   );
+  const same = (a: string, b: string) => parseIp(a)?.value === parseIp(b)?.value;
   if (!('autodetect' in setting)) {
-    const holder = v4.find(({ info }) => info.address === setting.address);
+    const holder = held.find(({ info }) => same(info.address, setting.address));
     if (!holder)
       throw new Error(
-        `IP ${setting.address}/${setting.prefixLength}: no interface of this node holds ${setting.address}; set IP to one of its addresses, or to autodetect`,
+        `${name} ${setting.address}/${setting.prefixLength}: no interface of this node holds ${setting.address}; set ${name} to one of its addresses, or to autodetect`,
       );
-    return { ...setting, interface: holder.name, source: 'IP' };
+    return { ...setting, interface: holder.name, source: family === 4 ? 'IP' : 'IP6' };
   }
   for (const ip of internalIps) {
-    const found = v4.find(({ info }) => info.address === ip);
+    const found = held.find(({ info }) => parseIp(ip)?.family === family && same(info.address, ip));
     if (found)
-      return { address: ip, prefixLength: prefixLengthOf(found.info), interface: found.name, source: "the Kubernetes Node's InternalIP" };
+      return {
+        address: found.info.address,
+        prefixLength: prefixLengthOf(found.info),
+        interface: found.name,
+        source: "the Kubernetes Node's InternalIP",
+      };
   }
-  const first = v4.find(({ name, info }) => !VIRTUAL.some((pattern) => pattern.test(name)) && !info.address.startsWith('169.254.'));
+  const first = held.find(({ name, info }) => !VIRTUAL.some((pattern) => pattern.test(name)) && !isLinkLocal(info.address));
   if (!first)
     throw new Error(
-      `IP is autodetect, but ${internalIps.length > 0 ? `no interface holds the Kubernetes Node's InternalIP (${internalIps.join(', ')}) and ` : ''}no up, non-virtual interface has a global IPv4 address; set IP to the node's address, such as 10.0.0.5/24`,
+      `${name} is autodetect, but ${internalIps.length > 0 ? `no interface holds the Kubernetes Node's InternalIP (${internalIps.join(', ')}) and ` : ''}no up, non-virtual interface has a global IPv${family} address; set ${name} to the node's address, such as ${example}`,
     );
   return {
     address: first.info.address,
@@ -92,7 +128,10 @@ export function nodeAddress(
   };
 }
 
-const prefixLengthOf = (info: NetworkInterfaceInfo): number => Number(info.cidr?.split('/')[1] ?? 32);
+/** 169.254.0.0/16 and fe80::/10: never a node's address for routes. */
+const isLinkLocal = (address: string): boolean => address.startsWith('169.254.') || /^fe[89ab]/i.test(address);
+
+const prefixLengthOf = (info: NetworkInterfaceInfo): number => Number(info.cidr?.split('/')[1] ?? (info.family === 'IPv4' ? 32 : 128));
 
 export const formatNodeAddress = (address: { address: string; prefixLength: number }): string =>
   `${address.address}/${address.prefixLength}`;

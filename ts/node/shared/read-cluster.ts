@@ -17,6 +17,8 @@ export interface NodeAddresses {
   name: string;
   /** The underlay address and its prefix length; undefined until the node published it. */
   address?: { address: string; prefixLength: number };
+  /** The IPv6 underlay address likewise (a node with IP6 set): IPv6 blocks are routed through it. */
+  address6?: { address: string; prefixLength: number };
   ipipTunnelAddr?: string;
   vxlanTunnelAddr?: string;
   vxlanMac?: string;
@@ -84,12 +86,14 @@ export function clusterStateOf(
     if (!spec || !labels) return [];
     const podCidrs = checked(() => checkedNodePodCidrs(entry)) ?? [];
     const [address, length] = spec.bgp?.ipv4Address?.split('/') ?? [];
+    const [address6, length6] = spec.bgp?.ipv6Address?.split('/') ?? [];
     return [
       {
         name,
         labels,
         spec,
         ...(address && length ? { address: { address, prefixLength: Number(length) } } : {}),
+        ...(address6 && length6 ? { address6: { address: address6, prefixLength: Number(length6) } } : {}),
         ...(spec.bgp?.ipv4IPIPTunnelAddr ? { ipipTunnelAddr: spec.bgp.ipv4IPIPTunnelAddr } : {}),
         ...(spec.ipv4VXLANTunnelAddr ? { vxlanTunnelAddr: spec.ipv4VXLANTunnelAddr } : {}),
         ...(spec.vxlanTunnelMACAddr ? { vxlanMac: spec.vxlanTunnelMACAddr } : {}),

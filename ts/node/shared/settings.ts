@@ -15,7 +15,7 @@ import { flag, hostPort, Invalid, oneOf, parseEnv, SettingsError, setting, text 
 import { ETCD_ENVIRONMENT, etcdFromEnvironment } from '../../store/etcd/environment.ts';
 import type { DatastoreSettings } from '../../store/open.ts';
 import { interfacePrefix } from '../../plugin/host-interface.ts';
-import { parseAddressSetting, type AddressSetting } from './node-address.ts';
+import { parseAddress6Setting, parseAddressSetting, type Address6Setting, type AddressSetting } from './node-address.ts';
 
 export interface NodeSettings {
   nodeName: string;
@@ -57,6 +57,8 @@ export interface NodeSettings {
   cniTimingsFile: string | undefined;
   /** IP: the node's underlay address, published for other nodes' routes (ts/node/addresses/). */
   nodeAddress: AddressSetting;
+  /** IP6: the node's IPv6 underlay address (none by default), published and routed through likewise. */
+  nodeAddress6: Address6Setting;
   /** NETPLUG_NETWORKING_BACKEND: `routes` (default) programs routes to other nodes' blocks; `none` leaves routing to others. */
   routes: boolean;
   /**
@@ -166,6 +168,13 @@ const schema = z.object({
       throw new Invalid('must be autodetect or an IPv4 address with its prefix length, such as 10.0.0.5/24');
     }
   }, 'autodetect'),
+  IP6: setting((given) => {
+    try {
+      return parseAddress6Setting(given);
+    } catch {
+      throw new Invalid('must be none, autodetect or an IPv6 address with its prefix length, such as fd00:30::5/64');
+    }
+  }, 'none'),
   NETPLUG_NETWORKING_BACKEND: oneOf(['routes', 'none'], { default: 'routes' }),
   NETPLUG_ROUTE_REFRESH_INTERVAL: seconds('30'),
   NETPLUG_POLICY_ENFORCEMENT: flag(false),
@@ -226,6 +235,7 @@ export function nodeSettings(env: NodeJS.ProcessEnv): NodeSettings {
     agentSocket: given.NETPLUG_AGENT_SOCKET,
     cniTimingsFile: given.NETPLUG_CNI_TIMINGS_FILE,
     nodeAddress: given.IP,
+    nodeAddress6: given.IP6,
     routes: given.NETPLUG_NETWORKING_BACKEND === 'routes',
     routeRefreshMs: given.NETPLUG_ROUTE_REFRESH_INTERVAL,
     policyEnforcement: given.NETPLUG_POLICY_ENFORCEMENT,

@@ -7,7 +7,14 @@ import * as k8s from '@kubernetes/client-node';
 
 import type { Log } from '../../runtime/log.ts';
 import type { Informer, Informers } from '../../runtime/informers.ts';
-import { formatNodeAddress, nodeAddress, type AddressSetting, type NodeAddress } from './node-address.ts';
+import {
+  formatNodeAddress,
+  nodeAddress,
+  nodeAddress6,
+  type Address6Setting,
+  type AddressSetting,
+  type NodeAddress,
+} from './node-address.ts';
 
 export function thisNodeInformer(informers: Informers, kube: k8s.KubeConfig, name: string): Informer<k8s.V1Node> {
   const core = kube.makeApiClient(k8s.CoreV1Api);
@@ -21,24 +28,35 @@ export function thisNodeInformer(informers: Informers, kube: k8s.KubeConfig, nam
 }
 
 /**
- * The node's underlay address as the `IP` setting gives it, or autodetected from the Kubernetes
- * Node's InternalIP and the interfaces (node-address.ts). One per agent, read by the subsystems
- * that route and publish it: a change is logged once.
+ * The node's underlay addresses as the `IP` and `IP6` settings give them, or autodetected from the
+ * Kubernetes Node's InternalIPs and the interfaces (node-address.ts). One per agent, read by the
+ * subsystems that route and publish them: a change is logged once.
  */
 export class LocalAddress {
   readonly #setting: AddressSetting;
+  readonly #setting6: Address6Setting;
   readonly #name: string;
   readonly #log: Log;
   /** Autodetection only: the Node (its InternalIP), and whether it was ever read. */
   readonly #node: Informer<k8s.V1Node> | undefined;
   #read = false;
   #last: string | undefined;
+  #last6: string | undefined;
 
-  constructor(options: { setting: AddressSetting; name: string; log: Log; informers: Informers; kube: k8s.KubeConfig }) {
+  constructor(options: {
+    setting: AddressSetting;
+    /** IP6; none when not given. */
+    setting6?: Address6Setting;
+    name: string;
+    log: Log;
+    informers: Informers;
+    kube: k8s.KubeConfig;
+  }) {
     this.#setting = options.setting;
+    this.#setting6 = options.setting6 ?? { none: true };
     this.#name = options.name;
     this.#log = options.log;
-    if ('autodetect' in options.setting) {
+    if ('autodetect' in options.setting || 'autodetect' in this.#setting6) {
       this.#node = thisNodeInformer(options.informers, options.kube, options.name);
       this.#node.addHandler({ synced: () => (this.#read = true) });
     }
@@ -49,16 +67,29 @@ export class LocalAddress {
     return this.#node?.whenSynced() ?? Promise.resolve();
   }
 
-  /** The address now; throws a one-line message when there is none (or the Node has not been read yet). */
+  /** The IPv4 address now; throws a one-line message when there is none (or the Node has not been read yet). */
   current(): NodeAddress {
-    const node = this.#node;
-    if (node && !this.#read && !node.synced())
-      throw new Error(`IP is autodetect: waiting for the Kubernetes Node "${this.#name}" to be read for its InternalIP`);
-    const internalIps = (node?.get(this.#name)?.status?.addresses ?? []).filter((a) => a.type === 'InternalIP').map((a) => a.address);
-    const found = nodeAddress(this.#setting, internalIps);
+    const found = nodeAddress(this.#setting, this.#internalIps('IP'));
     const text = `${formatNodeAddress(found)} on ${found.interface}`;
     if (text !== this.#last) this.#log.info(`node address ${text} (from ${found.source})`);
     this.#last = text;
     return found;
+  }
+
+  /** The IPv6 address now, undefined when IP6 is none; throws as current() does. */
+  current6(): NodeAddress | undefined {
+    if ('none' in this.#setting6) return undefined;
+    const found = nodeAddress6(this.#setting6, this.#internalIps('IP6'));
+    const text = found && `${formatNodeAddress(found)} on ${found.interface}`;
+    if (found && text !== this.#last6) this.#log.info(`node IPv6 address ${text} (from ${found.source})`);
+    this.#last6 = text;
+    return found;
+  }
+
+  #internalIps(setting: 'IP' | 'IP6'): string[] {
+    const node = this.#node;
+    if (node && !this.#read && !node.synced())
+      throw new Error(`${setting} is autodetect: waiting for the Kubernetes Node "${this.#name}" to be read for its InternalIP`);
+    return (node?.get(this.#name)?.status?.addresses ?? []).filter((a) => a.type === 'InternalIP').map((a) => a.address);
   }
 }

@@ -116,7 +116,7 @@ export function nodeEntry(node: KubeObject): Entry<unknown> {
   // The addresses netplug-node publishes as annotations, in the etcd Node's spec fields.
   const at = (field: keyof typeof NODE_ADDRESS_ANNOTATIONS) => annotations[NODE_ADDRESS_ANNOTATIONS[field]];
   const present = (fields: Record<string, string | undefined>) => Object.fromEntries(Object.entries(fields).filter(([, v]) => v));
-  const bgp = present({ ipv4Address: at('ipv4Address'), ipv4IPIPTunnelAddr: at('ipv4IPIPTunnelAddr') });
+  const bgp = present({ ipv4Address: at('ipv4Address'), ipv6Address: at('ipv6Address'), ipv4IPIPTunnelAddr: at('ipv4IPIPTunnelAddr') });
   const spec = {
     ...(Object.keys(bgp).length > 0 ? { bgp } : {}),
     ...present({ ipv4VXLANTunnelAddr: at('ipv4VXLANTunnelAddr'), vxlanTunnelMACAddr: at('vxlanTunnelMACAddr') }),

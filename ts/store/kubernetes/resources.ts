@@ -54,6 +54,7 @@ export const NODES_PREFIX = `${RESOURCES}nodes/`;
  */
 export const NODE_ADDRESS_ANNOTATIONS = {
   ipv4Address: 'projectnet.org/IPv4Address',
+  ipv6Address: 'projectnet.org/IPv6Address',
   ipv4IPIPTunnelAddr: 'projectnet.org/IPv4IPIPTunnelAddr',
   ipv4VXLANTunnelAddr: 'projectnet.org/IPv4VXLANTunnelAddr',
   vxlanTunnelMACAddr: 'projectnet.org/VXLANTunnelMACAddr',
