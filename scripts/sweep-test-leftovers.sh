@@ -3,7 +3,8 @@
 # on timeout, say): network namespaces named nptest-<label>-<pid>-<n>, whose veths go with them,
 # and temporary directories named nptest-<label>-<pid>-<random>. Only leftovers of processes that
 # are gone are touched. Test clusters (scripts/lib/cluster.ts: directories and network namespaces
-# named npcluster-<pid>-<random>, with daemons, containers and mounts) are swept first, by the same
+# named npcluster-<pid>-<random>, and npcluster-<pid>-<random>-<suffix> for the other nodes and the
+# router of a cluster of several, with daemons, containers and mounts) are swept first, by the same
 # code their stop() runs.
 set -eu
 node="$(dirname "$0")/../node_modules/.bin/node"
