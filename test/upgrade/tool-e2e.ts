@@ -396,6 +396,8 @@ export function toolUpgrade(test: TestFn, method: ToolMethod): void {
       );
       // The v3.30.0 node agent wrote its version back.
       t.regex(await runNetplugctl(c, installed, installed.release.netplugctl, 'version'), /Cluster Version:\s+v3\.30\.0\n/);
+      // And the records of this release are gone from every node (the plan's last step), as this release's netplugctl lists them.
+      t.regex(await runNetplugctl(c, installed, NETPLUGCTL, 'version'), /\nNODE +VERSION\n(\S+ +\(none recorded\)\n)+$/);
       await checkNewPodGetsTraffic(t, c);
       if (operated) t.is(await enforcement(), before, "the Installation's setting as it was");
     },
