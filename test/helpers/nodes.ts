@@ -5,7 +5,9 @@
 // inside it. Nothing is changed in the host's namespace: the test's etcd and kube-apiserver listen
 // on the host's loopback, and each node reaches them on its own loopback through a relay (a TCP
 // listener in the node's namespace, a unix socket across, the host's loopback behind it), so the
-// same URLs work everywhere. Everything (namespaces, processes, sockets) is removed at teardown.
+// same URLs work everywhere. With `ipv6` the underlay is dual-stack: each subnet also has an IPv6
+// /64 (SUBNETS6), the router forwarding between them. Everything (namespaces, processes, sockets)
+// is removed at teardown.
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -22,6 +24,8 @@ export const NETPLUG_CNI = join(DIST_CNI, 'netplug');
 
 /** The two underlay subnets: nodes on subnet 1 share the bridge; subnet 2 is behind the router. */
 export const SUBNETS = { 1: '172.30.1', 2: '172.30.2' } as const;
+/** Their IPv6 /64s, with TopologyOptions' `ipv6`: a node's address is `<subnet>::<its number>`, the router's `<subnet>::fe`. */
+export const SUBNETS6 = { 1: 'fd00:30:1', 2: 'fd00:30:2' } as const;
 
 export interface Netns {
   name: string;
@@ -33,6 +37,8 @@ export interface TestNode {
   netns: Netns;
   /** The underlay address, without prefix (a /24). */
   address: string;
+  /** The IPv6 underlay address, without prefix (a /64), with TopologyOptions' `ipv6`. */
+  address6?: string;
   subnet: 1 | 2;
   varDir: string;
   /** The agent's log so far (stderr). */
@@ -46,7 +52,10 @@ export interface Pod {
   pools?: string[];
   netns: Netns;
   containerId: string;
+  /** The result's first address. */
   address: string;
+  /** Every address of the result (without prefix): both families' on a dual-stack pod. */
+  addresses: string[];
   /** A Kubernetes pod's part of its ADD and DEL, when made as one. */
   as?: PodOptions;
 }
@@ -84,6 +93,8 @@ export interface TopologyOptions {
   agentEnv: Record<string, string>;
   /** The netconf's ipam for a pod on `node`, asked at each ADD and DEL; netplug-ipam when not given. */
   ipam?: (node: TestNode) => Record<string, unknown>;
+  /** A dual-stack underlay: SUBNETS6 beside SUBNETS, the nodes and the router forwarding IPv6 too. */
+  ipv6?: boolean;
 }
 
 let made = 0;
@@ -126,10 +137,18 @@ export async function makeTopology(t: Pick<ExecutionContext, 'teardown'>, option
     ip(ns, 'link', 'set', dev, 'up');
     ip(ns, 'link', 'set', 'lo', 'up');
   };
+  /** With `ipv6`: an IPv6 address on `dev` too, without duplicate address detection (usable at once). */
+  const plug6 = (ns: Netns, address: string, dev = 'eth0') => {
+    if (!options.ipv6) return;
+    ip(ns, 'addr', 'add', `${address}/64`, 'dev', dev, 'nodad');
+    sysctl(ns, 'net.ipv6.conf.all.forwarding', '1');
+  };
   const router = netns('router');
   plug(router, 1, `${SUBNETS[1]}.254`, 'eth0');
   plug(router, 2, `${SUBNETS[2]}.254`, 'eth1');
   sysctl(router, 'net.ipv4.ip_forward', '1');
+  plug6(router, `${SUBNETS6[1]}::fe`, 'eth0');
+  plug6(router, `${SUBNETS6[2]}::fe`, 'eth1');
 
   const exec = (ns: Netns, command: string[], timeoutMs = 30_000) => {
     const run = spawnSync('ip', ['netns', 'exec', ns.name, ...command], { encoding: 'utf8', timeout: timeoutMs, killSignal: 'SIGKILL' });
@@ -149,6 +168,11 @@ export async function makeTopology(t: Pick<ExecutionContext, 'teardown'>, option
     const address = `${SUBNETS[subnet]}.${index + 1}`;
     plug(ns, subnet, address);
     ip(ns, 'route', 'add', 'default', 'via', `${SUBNETS[subnet]}.254`);
+    const address6 = options.ipv6 ? `${SUBNETS6[subnet]}::${index + 1}` : undefined;
+    if (address6) {
+      plug6(ns, address6);
+      ip(ns, '-6', 'route', 'add', 'default', 'via', `${SUBNETS6[subnet]}::fe`);
+    }
     // As on any Kubernetes node: the node forwards its pods' traffic.
     sysctl(ns, 'net.ipv4.ip_forward', '1');
     const relay = spawn(
@@ -173,6 +197,7 @@ export async function makeTopology(t: Pick<ExecutionContext, 'teardown'>, option
       name,
       netns: ns,
       address,
+      ...(address6 ? { address6 } : {}),
       subnet,
       varDir,
       log: () => log,
@@ -254,8 +279,8 @@ export async function makeTopology(t: Pick<ExecutionContext, 'teardown'>, option
       const run = cni(node, 'ADD', pod);
       if (run.status !== 0) throw new Error(`ADD on ${node.name} failed (${run.status}): ${run.stdout} ${run.stderr}`);
       const result = JSON.parse(run.stdout) as { ips: { address: string }[] };
-      const address = result.ips[0]?.address.split('/')[0] ?? '';
-      const made: Pod = { node, address, ...pod };
+      const addresses = result.ips.map((ip) => ip.address.split('/')[0] ?? '');
+      const made: Pod = { node, address: addresses[0] ?? '', addresses, ...pod };
       pods.add(made);
       return made;
     },
@@ -281,9 +306,9 @@ function stop(child: ChildProcess): Promise<void> {
   });
 }
 
-/** The routes of protocol 80 (netplug's) in a namespace, as `dst via gw dev d [onlink]`. */
-export function netplugRoutes(ns: Netns): string[] {
-  const out = execFileSync('ip', ['-n', ns.name, '-j', '-4', 'route', 'show', 'proto', '80'], { encoding: 'utf8' }).trim();
+/** The routes of protocol 80 (netplug's) of one family in a namespace, as `dst via gw dev d [onlink]`. */
+export function netplugRoutes(ns: Netns, family: 4 | 6 = 4): string[] {
+  const out = execFileSync('ip', ['-n', ns.name, '-j', `-${family}`, 'route', 'show', 'proto', '80'], { encoding: 'utf8' }).trim();
   const json = (out ? JSON.parse(out) : []) as { dst: string; gateway?: string; dev: string; flags?: string[] }[];
   return json
     .map((r) => `${r.dst}${r.gateway ? ` via ${r.gateway}` : ''} dev ${r.dev}${r.flags?.includes('onlink') ? ' onlink' : ''}`)

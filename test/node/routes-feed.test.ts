@@ -98,7 +98,7 @@ test('the digest follows what routes depend on: an affinity or a borrowed addres
   t.not(digest(), first, 'a block claimed by another node');
 });
 
-test('every block is followed, IPv6 ones for pool usage alone: routes lead to IPv4 blocks; entries() per prefix; a feed without nodes has no routes', (t) => {
+test('every block is followed: routes lead to IPv4 and IPv6 blocks (in key order); entries() per prefix; a feed without nodes has no routes', (t) => {
   const { feed, at } = driven();
   const v4 = newBlock('10.244.1.0/26', 'host:b', new Date(0));
   const v6 = newBlock('fd00:244::/122', 'host:b', new Date(0));
@@ -109,7 +109,7 @@ test('every block is followed, IPv6 ones for pool usage alone: routes lead to IP
   at(keys.pools).listed([pool]);
   t.deepEqual(
     feed.current()?.blocks.map((b) => b.cidr),
-    ['10.244.1.0/26'],
+    ['10.244.1.0/26', 'fd00:244::/122'],
   );
   t.deepEqual(
     feed.entries(keys.allBlocks)?.map((e) => e.key),

@@ -1,8 +1,9 @@
 // Host-local installs route by each Node's spec.podCIDRs (pure: no kernel, no datastore): the
 // Kubernetes datastore's Node carries them, the cluster read keeps them per node, and the routes
 // computed with USE_POD_CIDR route each other node's IPv4 pod CIDR as a block affine to it (direct
-// on the same subnet, else as the pool holding it says). Node a is the local node at 10.0.0.1/24;
-// b shares its subnet, c is on 10.1.0.0/24.
+// on the same subnet, else as the pool holding it says); IPv6 ones only with an IPv6 node address
+// (IP6, none here: routes-ipv6-desired.test.ts). Node a is the local node at 10.0.0.1/24; b shares
+// its subnet, c is on 10.1.0.0/24.
 import test from 'ava';
 
 import type { EncapsulationMode } from '../../ts/model/ip-pool.ts';
@@ -70,6 +71,7 @@ test("USE_POD_CIDR: each other node's IPv4 pod CIDR via it, directly on the same
   t.deepEqual(routes, ['10.244.1.0/24 via 10.0.0.2 dev eth0']);
   t.deepEqual(notes, [
     'node "c" (10.1.0.3/24) is not on this node\'s subnet and no pool holds it: 10.244.2.0/24 is left to the underlay\'s routing',
+    "this node has no IPv6 address (IP6 is none): other nodes' IPv6 blocks are not routed",
   ]);
 });
 
@@ -100,6 +102,9 @@ test("a node gone loses its pod CIDRs' routes; a node whose pod CIDRs changed is
   const unpublished = { ...NODES.b, metadata: { ...NODES.b.metadata, annotations: {} } };
   t.deepEqual(routesOf([NODES.a, unpublished]), {
     routes: [],
-    notes: ['node "b" has not published its address: 10.244.1.0/24 is not routed'],
+    notes: [
+      'node "b" has not published its address: 10.244.1.0/24 is not routed',
+      "this node has no IPv6 address (IP6 is none): other nodes' IPv6 blocks are not routed",
+    ],
   });
 });

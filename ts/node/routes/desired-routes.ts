@@ -10,7 +10,12 @@
 //     the tunnel);
 //   - otherwise directly via the node's underlay address, which must then be on this node's subnet
 //     (a node elsewhere is left to the underlay's own routing, and said so).
-// Addresses a node borrowed from a block affine to another node get a host route to the borrower.
+// IPv6 blocks go through the nodes' IPv6 addresses (IP6), directly only: IP-in-IP has no IPv6
+// form (the reference refuses an IPv6 pool asking for it; one written anyway is routed as without
+// it, and said so), and VXLAN over IPv6 is not supported yet (such blocks are not routed, and said
+// so). A node without an IPv6 address, this one or the other, routes no IPv6 block.
+// Addresses a node borrowed from a block affine to another node get a host route to the borrower
+// (/32, or /128).
 // On host-local installs each node's pod CIDRs count as blocks affine to it (podCidrBlocks), and so
 // are routed as above: the pool holding them, if any, decides the encapsulation.
 // A workload's address that no block routes to its node (one from ipAddrsNoIpam, chosen outside
@@ -35,6 +40,8 @@ export interface LocalNode {
   interface: string;
   ipipDevice: string;
   vxlanDevice: string;
+  /** The IPv6 address (IP6) and the interface holding it; IPv6 blocks are routed only with it. */
+  address6?: { address: string; prefixLength: number; interface: string };
 }
 
 interface DesiredRoute {
@@ -69,12 +76,18 @@ export function desiredState(
   const fdb = new Map<string, { mac: string; dst: string }>();
   const notes = new Set<string>();
   const localSubnet = parsePrefix(`${local.address.address}/${local.address.prefixLength}`);
+  const local6 = local.address6;
+  const localSubnet6 = local6 && parsePrefix(`${local6.address}/${local6.prefixLength}`);
 
   const routeTo = (dst: string, nodeName: string) => {
     if (nodeName === local.name) return;
     const node = byName.get(nodeName);
     // A node gone from the datastore loses its routes: nothing to route its blocks through.
     if (!node) return;
+    if (parsePrefix(dst)?.family === 6) {
+      routeTo6(dst, node);
+      return;
+    }
     if (!node.address) {
       notes.add(`node "${nodeName}" has not published its address: ${dst} is not routed`);
       return;
@@ -103,10 +116,40 @@ export function desiredState(
     }
   };
 
+  /** An IPv6 destination: directly via the node's IPv6 address, on this node's IPv6 subnet. */
+  const routeTo6 = (dst: string, node: NodeAddresses) => {
+    if (!local6) {
+      notes.add("this node has no IPv6 address (IP6 is none): other nodes' IPv6 blocks are not routed");
+      return;
+    }
+    if (!node.address6) {
+      notes.add(`node "${node.name}" has not published an IPv6 address (its IP6): ${dst} is not routed`);
+      return;
+    }
+    const remote = node.address6.address;
+    const ip = parseIp(remote);
+    const sameSubnet = localSubnet6 !== undefined && ip?.family === 6 && contains(localSubnet6, 6, ip.value);
+    const pool = poolOf(dst, pools);
+    const wants = (mode: EncapsulationMode | undefined) => mode === 'Always' || (mode === 'CrossSubnet' && !sameSubnet);
+    if (wants(pool?.spec.vxlanMode)) {
+      notes.add(`pool "${pool?.name}" asks for VXLAN, which netplug does not support over IPv6 yet: ${dst} is not routed`);
+      return;
+    }
+    if (pool && pool.spec.ipipMode !== 'Never')
+      notes.add(`pool "${pool.name}" asks for IP-in-IP, which has no IPv6 form: its blocks are routed as without it`);
+    if (sameSubnet) routes.set(dst, { dst, via: remote, dev: local6.interface, kind: 'direct' });
+    else
+      notes.add(
+        `node "${node.name}" (${remote}/${node.address6.prefixLength}) is not on this node's IPv6 subnet: ${dst} is left to the underlay's routing`,
+      );
+  };
+
   for (const block of blocks) {
-    if (parsePrefix(block.cidr)?.family !== 4) continue; // IPv4 underlay and tunnels only
+    const family = parsePrefix(block.cidr)?.family;
+    if (family === undefined) continue;
     if (block.node !== undefined) routeTo(block.cidr, block.node);
-    for (const { address, node } of block.borrowed) if (node !== block.node) routeTo(`${address}/32`, node);
+    const host = family === 4 ? 32 : 128;
+    for (const { address, node } of block.borrowed) if (node !== block.node) routeTo(`${address}/${host}`, node);
   }
   const hosted = workloadHostRoutes(local.name, workloads, blocks, (address) => poolOf(address, pools));
   for (const { dst, node } of hosted.routes) if (!routes.has(dst)) routeTo(dst, node);

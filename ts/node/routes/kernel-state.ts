@@ -25,9 +25,25 @@ export interface KernelState {
   notes: string[];
 }
 
-/** `podCidrs`: a host-local install, routing each node's pod CIDRs besides the blocks. */
-export function kernelState(cluster: ClusterState, name: string, address: NodeAddress, podCidrs = false): KernelState {
-  const local: LocalNode = { name, address, interface: address.interface, ipipDevice: IPIP_DEVICE, vxlanDevice: VXLAN_DEVICE };
+/**
+ * `podCidrs`: a host-local install, routing each node's pod CIDRs besides the blocks. `address6`:
+ * the node's IPv6 address (IP6), without which no IPv6 block is routed.
+ */
+export function kernelState(
+  cluster: ClusterState,
+  name: string,
+  address: NodeAddress,
+  podCidrs = false,
+  address6?: NodeAddress,
+): KernelState {
+  const local: LocalNode = {
+    name,
+    address,
+    interface: address.interface,
+    ipipDevice: IPIP_DEVICE,
+    vxlanDevice: VXLAN_DEVICE,
+    ...(address6 ? { address6: { address: address6.address, prefixLength: address6.prefixLength, interface: address6.interface } } : {}),
+  };
   const blocks = podCidrs ? [...cluster.blocks, ...podCidrBlocks(cluster.nodes)] : cluster.blocks;
   const routes = desiredState(local, cluster.nodes, blocks, cluster.pools, cluster.workloads);
   // While the allocator moves the node to another address (one given back, one taken), the first.

@@ -41,7 +41,7 @@ export function routesToOtherNodes(parts: NodeParts, address: LocalAddress, star
   const podCidrs = settings.usePodCidr;
   if (podCidrs && settings.datastoreType === 'etcdv3')
     log.warning('USE_POD_CIDR is true on the etcd datastore, whose Nodes carry no pod CIDRs: no pod CIDR is routed between nodes');
-  const stateOf = (cluster: ClusterState) => kernelState(cluster, name, address.current(), podCidrs);
+  const stateOf = (cluster: ClusterState) => kernelState(cluster, name, address.current(), podCidrs, address.current6());
 
   const pass = async (): Promise<boolean> => {
     const followed = feed?.current();

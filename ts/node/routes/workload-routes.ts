@@ -2,8 +2,8 @@
 // no block already routes to the workload's node (an ipAddrsNoIpam address, chosen outside the
 // address manager, perhaps inside another node's block) and floating IPs. Each is routed only when
 // it lies in a pool without VXLAN (the specification's rule for ipAddrsNoIpam; a floating IP must
-// be in a pool to be advertised); otherwise it is listed as unrouted, with why. IPv4 only, as the
-// routes between nodes are.
+// be in a pool to be advertised); otherwise it is listed as unrouted, with why. IPv4 only: an IPv6
+// address outside the blocks gets no host route (the blocks' IPv6 routes are desired-routes.ts's).
 import { parseIp, parsePrefix } from '../../net/cidr.ts';
 import type { Pool } from '../../ipam/pools.ts';
 import type { RoutedBlock, RoutedWorkload } from '../shared/read-cluster.ts';

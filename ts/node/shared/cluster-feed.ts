@@ -5,7 +5,7 @@
 // what it depends on changed (feed-trigger.ts). The pools' usage on /metrics is counted from the
 // same blocks and pools (ts/node/pool-usage/); an agent that programs no routes follows those two
 // alone.
-import { keys } from '../../model/keys.ts';
+import { isBlockKey, keys } from '../../model/keys.ts';
 import type { Entry, FollowEvents, Following } from '../../store/store.ts';
 import { clusterStateOf, type ClusterState } from './read-cluster.ts';
 
@@ -79,11 +79,9 @@ export function followCluster(follow: Follow, followed: readonly string[] = ROUT
       const [nodes, blocks, pools] = [entries(keys.nodes), entries(keys.allBlocks), entries(keys.pools)];
       const workloads = followed.includes(keys.workloadEndpoints) ? entries(keys.workloadEndpoints) : [];
       if (!nodes || !blocks || !pools || !workloads) return undefined;
-      // Routes lead to IPv4 blocks alone.
-      const v4 = keys.blocks(4);
       return clusterStateOf(
         nodes,
-        blocks.filter((block) => block.key.startsWith(v4)),
+        blocks.filter((block) => isBlockKey(block.key)),
         pools,
         workloads,
       );

@@ -1,5 +1,5 @@
 // One read of what routes, NAT and the node's addresses are computed from: every node (its labels,
-// published addresses and, on the Kubernetes datastore, pod CIDRs), every IPv4 block (its affinity
+// published addresses and, on the Kubernetes datastore, pod CIDRs), every block (its affinity
 // and the nodes its addresses went to), every pool, and where each workload runs with its
 // addresses and floating IPs (workloads.ts), in one round trip on etcd. A broken document costs
 // only itself: it is skipped and named in `broken`.
@@ -53,17 +53,17 @@ const TUNNEL_HANDLE = /^(ipip|vxlan)-tunnel-addr-/;
  */
 const workloadsRead = new WeakMap<Entry<unknown>, { workload?: RoutedWorkload | undefined; broken?: string }>();
 
-/** Where routes and addresses are computed from: nodes, IPv4 blocks, pools, workload endpoints (read together here; followed: cluster-feed.ts). */
-const CLUSTER_PREFIXES = [keys.nodes, keys.blocks(4), keys.pools, keys.workloadEndpoints] as const;
+/** Where routes and addresses are computed from: nodes, blocks, pools, workload endpoints (read together here; followed: cluster-feed.ts). */
+const CLUSTER_PREFIXES = [keys.nodes, keys.blocks(4), keys.blocks(6), keys.pools, keys.workloadEndpoints] as const;
 
 export async function readCluster(store: Store): Promise<ClusterState> {
-  const [nodeEntries, blockEntries, poolEntries, endpointEntries] = (await store.read(
+  const [nodeEntries, blocks4, blocks6, poolEntries, endpointEntries] = (await store.read(
     CLUSTER_PREFIXES.map((list) => ({ list })),
   )) as Entry<unknown>[][];
-  return clusterStateOf(nodeEntries ?? [], blockEntries ?? [], poolEntries ?? [], endpointEntries ?? []);
+  return clusterStateOf(nodeEntries ?? [], [...(blocks4 ?? []), ...(blocks6 ?? [])], poolEntries ?? [], endpointEntries ?? []);
 }
 
-/** The state the entries under CLUSTER_PREFIXES make, each list in key order. */
+/** The state the entries under CLUSTER_PREFIXES make (both blocks' lists in one), each list in key order. */
 export function clusterStateOf(
   nodeEntries: Entry<unknown>[],
   blockEntries: Entry<unknown>[],

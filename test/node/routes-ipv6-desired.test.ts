@@ -1,0 +1,105 @@
+// The desired IPv6 routes of one node (pure: no kernel, no datastore). Node a is the local node at
+// 10.0.0.1/24 and fd00:30:1::1/64; b shares both subnets, c is on another IPv6 subnet, d has
+// published no IPv6 address.
+import test from 'ava';
+
+import type { EncapsulationMode } from '../../ts/model/ip-pool.ts';
+import { parsePrefix, type Prefix } from '../../ts/net/cidr.ts';
+import type { Pool } from '../../ts/ipam/pools.ts';
+import { desiredState, type LocalNode, type NodeAddresses, podCidrBlocks, type RoutedBlock } from '../../ts/node/routes/desired-routes.ts';
+
+const local: LocalNode = {
+  name: 'a',
+  address: { address: '10.0.0.1', prefixLength: 24 },
+  interface: 'eth0',
+  ipipDevice: 'tunl0',
+  vxlanDevice: 'vxlan.netplug',
+  address6: { address: 'fd00:30:1::1', prefixLength: 64, interface: 'eth0' },
+};
+const nodes: NodeAddresses[] = [
+  { name: 'a', address: { address: '10.0.0.1', prefixLength: 24 }, address6: { address: 'fd00:30:1::1', prefixLength: 64 } },
+  { name: 'b', address: { address: '10.0.0.2', prefixLength: 24 }, address6: { address: 'fd00:30:1::2', prefixLength: 64 } },
+  { name: 'c', address: { address: '10.0.0.3', prefixLength: 24 }, address6: { address: 'fd00:30:2::3', prefixLength: 64 } },
+  { name: 'd', address: { address: '10.0.0.4', prefixLength: 24 } },
+];
+const blocks: RoutedBlock[] = [
+  { cidr: '10.244.0.0/26', node: 'a', borrowed: [] },
+  { cidr: '10.244.1.0/26', node: 'b', borrowed: [] },
+  { cidr: 'fd00:244::/122', node: 'a', borrowed: [{ address: 'fd00:244::5', node: 'b' }] },
+  { cidr: 'fd00:244::40/122', node: 'b', borrowed: [{ address: 'fd00:244::41', node: 'a' }] },
+  { cidr: 'fd00:244::80/122', node: 'c', borrowed: [] },
+  { cidr: 'fd00:244::c0/122', node: 'd', borrowed: [] },
+];
+
+function pools(ipipMode: EncapsulationMode = 'Never', vxlanMode: EncapsulationMode = 'Never'): Pool[] {
+  const pool = (name: string, cidr: string, modes: { ipipMode: EncapsulationMode; vxlanMode: EncapsulationMode }): Pool => ({
+    name,
+    spec: { cidr, blockSize: cidr.includes(':') ? 122 : 26, nodeSelector: 'all()', natOutgoing: false, disabled: false, ...modes },
+    prefix: parsePrefix(cidr) as Prefix,
+  });
+  return [pool('v4', '10.244.0.0/16', { ipipMode: 'Never', vxlanMode: 'Never' }), pool('v6', 'fd00:244::/48', { ipipMode, vxlanMode })];
+}
+
+const text = (state: ReturnType<typeof desiredState>) =>
+  state.routes.map(({ dst, via, dev, onlink }) => `${dst} via ${via} dev ${dev}${onlink ? ' onlink' : ''}`);
+
+test("IPv6 blocks go directly via a same-subnet node's IPv6 address; borrowed IPv6 addresses get /128 host routes", (t) => {
+  const state = desiredState(local, nodes, blocks, pools());
+  t.deepEqual(text(state), [
+    '10.244.1.0/26 via 10.0.0.2 dev eth0',
+    'fd00:244::40/122 via fd00:30:1::2 dev eth0',
+    'fd00:244::5/128 via fd00:30:1::2 dev eth0',
+  ]);
+  t.deepEqual(state.notes, [
+    'node "c" (fd00:30:2::3/64) is not on this node\'s IPv6 subnet: fd00:244::80/122 is left to the underlay\'s routing',
+    'node "d" has not published an IPv6 address (its IP6): fd00:244::c0/122 is not routed',
+  ]);
+  t.true(state.routes.every((route) => route.kind === 'direct'));
+});
+
+test('a node removed, or a block released, loses its IPv6 routes', (t) => {
+  const withoutB = desiredState(
+    local,
+    nodes.filter((node) => node.name !== 'b'),
+    blocks,
+    pools(),
+  );
+  t.false(text(withoutB).some((route) => route.includes('fd00:30:1::2')));
+  const released = blocks.map((block) => (block.cidr === 'fd00:244::40/122' ? { ...block, node: undefined } : block));
+  t.deepEqual(
+    text(desiredState(local, nodes, released, pools())).filter((route) => route.startsWith('fd00')),
+    ['fd00:244::5/128 via fd00:30:1::2 dev eth0'],
+  );
+});
+
+test('this node without an IPv6 address (IP6 none) routes no IPv6 block, and says so once', (t) => {
+  const { address6: _, ...v4Only } = local;
+  const state = desiredState(v4Only, nodes, blocks, pools());
+  t.deepEqual(text(state), ['10.244.1.0/26 via 10.0.0.2 dev eth0']);
+  t.deepEqual(state.notes, ["this node has no IPv6 address (IP6 is none): other nodes' IPv6 blocks are not routed"]);
+});
+
+test('an IPv6 pool asking for VXLAN: its blocks are not routed (not supported yet), with a note; CrossSubnet still routes same-subnet nodes directly', (t) => {
+  const always = desiredState(local, nodes, blocks, pools('Never', 'Always'));
+  t.deepEqual(text(always), ['10.244.1.0/26 via 10.0.0.2 dev eth0']);
+  t.true(always.notes.includes('pool "v6" asks for VXLAN, which netplug does not support over IPv6 yet: fd00:244::40/122 is not routed'));
+  t.deepEqual(always.neighbors, []);
+  const cross = desiredState(local, nodes, blocks, pools('Never', 'CrossSubnet'));
+  t.true(text(cross).includes('fd00:244::40/122 via fd00:30:1::2 dev eth0'));
+  t.true(cross.notes.includes('pool "v6" asks for VXLAN, which netplug does not support over IPv6 yet: fd00:244::80/122 is not routed'));
+});
+
+test('an IPv6 pool asking for IP-in-IP (which has no IPv6 form) is routed as without it, with a note', (t) => {
+  const state = desiredState(local, nodes, blocks, pools('Always'));
+  t.true(text(state).includes('fd00:244::40/122 via fd00:30:1::2 dev eth0'));
+  t.false(state.routes.some((route) => route.kind === 'ipip'));
+  t.true(state.notes.includes('pool "v6" asks for IP-in-IP, which has no IPv6 form: its blocks are routed as without it'));
+});
+
+test("host-local: a node's IPv6 pod CIDR is routed like an IPv6 block", (t) => {
+  const dual = nodes.map((node) => (node.name === 'b' ? { ...node, podCidrs: ['10.245.1.0/24', 'fd00:245:1::/64'] } : node));
+  t.deepEqual(text(desiredState(local, dual, podCidrBlocks(dual), [])), [
+    '10.245.1.0/24 via 10.0.0.2 dev eth0',
+    'fd00:245:1::/64 via fd00:30:1::2 dev eth0',
+  ]);
+});
