@@ -44,6 +44,12 @@ export interface NodeSettings {
     vxlanMode: EncapsulationMode;
     ipipMode: EncapsulationMode;
   };
+  /**
+   * The default IPv6 pool, made only when NETPLUG_IPV6POOL_CIDR is set (a cluster that is not
+   * dual-stack gets none). blockSize undefined: 122. No encapsulation: IPv6 blocks are routed
+   * directly between nodes of one IPv6 subnet (ts/node/routes/).
+   */
+  defaultPool6: { cidr: string | undefined; blockSize: string | undefined; natOutgoing: boolean };
   /** USE_POD_CIDR: addresses come from each Node's spec.podCIDRs (host-local), not from pools. */
   usePodCidr: boolean;
   /** FAST_PATH (default true): serve the CNI protocol to the `netplug` shim on `agentSocket`. */
@@ -151,6 +157,12 @@ const schema = z.object({
     return given;
   }),
   NETPLUG_IPV4POOL_BLOCK_SIZE: text(),
+  NETPLUG_IPV6POOL_CIDR: setting((given) => {
+    if (parsePrefix(given)?.family !== 6) throw new Invalid('is not an IPv6 CIDR such as fd00:10:244::/56');
+    return given;
+  }),
+  NETPLUG_IPV6POOL_BLOCK_SIZE: text(),
+  NETPLUG_IPV6POOL_NAT_OUTGOING: flag(false),
   NETPLUG_IPV4POOL_VXLAN: oneOf(ENCAPSULATION_MODES),
   NETPLUG_IPV4POOL_IPIP: oneOf(ENCAPSULATION_MODES, { default: 'Never' }),
   NO_DEFAULT_POOLS: setting((given) => given.toLowerCase() === 'true', 'false'),
@@ -229,6 +241,11 @@ export function nodeSettings(env: NodeJS.ProcessEnv): NodeSettings {
       // wherever the nodes are, with no tunnel driver the kernel may lack (IP-in-IP).
       vxlanMode: given.NETPLUG_IPV4POOL_VXLAN ?? (given.NETPLUG_IPV4POOL_IPIP === 'Never' ? 'CrossSubnet' : 'Never'),
       ipipMode: given.NETPLUG_IPV4POOL_IPIP,
+    },
+    defaultPool6: {
+      cidr: given.NETPLUG_IPV6POOL_CIDR,
+      blockSize: given.NETPLUG_IPV6POOL_BLOCK_SIZE,
+      natOutgoing: given.NETPLUG_IPV6POOL_NAT_OUTGOING,
     },
     usePodCidr: given.USE_POD_CIDR,
     fastPath: given.FAST_PATH,

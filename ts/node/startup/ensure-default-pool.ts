@@ -5,6 +5,9 @@
 // (ClusterConfiguration networking.podSubnet, its first IPv4 CIDR), else 192.168.0.0/16. Its
 // encapsulation: NETPLUG_IPV4POOL_VXLAN / NETPLUG_IPV4POOL_IPIP, by default VXLAN CrossSubnet (direct
 // routes between nodes of one subnet, VXLAN to nodes on others).
+// A dual-stack cluster also gets `default-ipv6-ippool` from NETPLUG_IPV6POOL_CIDR (blocks of
+// NETPLUG_IPV6POOL_BLOCK_SIZE, natOutgoing as NETPLUG_IPV6POOL_NAT_OUTGOING says, no encapsulation)
+// when no IPv6 pool exists; without the variable, none.
 import * as k8s from '@kubernetes/client-node';
 
 import { keys } from '../../model/keys.ts';
@@ -12,10 +15,12 @@ import { PoolOptionError, poolResource } from '../../model/pool-resource.ts';
 import { formatPrefix, parsePrefix } from '../../net/cidr.ts';
 import type { Logger } from '../../log/logger.ts';
 import { SettingsError } from '../../runtime/settings.ts';
-import type { Store } from '../../store/store.ts';
+import { poolsOf } from '../../ipam/pools.ts';
+import type { Entry, Store } from '../../store/store.ts';
 import type { NodeSettings } from '../shared/settings.ts';
 
 const DEFAULT_POOL = 'default-ipv4-ippool';
+const DEFAULT_POOL6 = 'default-ipv6-ippool';
 const FALLBACK_POOL_CIDR = '192.168.0.0/16';
 
 /** The pool document, or a SettingsError naming the variable at fault. */
@@ -44,9 +49,47 @@ function defaultPool(cidr: string, options: NodeSettings['defaultPool'], now = n
   }
 }
 
-/** Checks the default pool's settings at start, not when a pool is first missing; throws SettingsError. */
+/** The default IPv6 pool's document, or a SettingsError naming the variable at fault. */
+function defaultPool6(cidr: string, options: NodeSettings['defaultPool6'], now = new Date()) {
+  try {
+    return poolResource(
+      DEFAULT_POOL6,
+      { cidr, ...(options.blockSize === undefined ? {} : { 'block-size': options.blockSize }), 'nat-outgoing': options.natOutgoing },
+      now,
+    );
+  } catch (err) {
+    if (!(err instanceof PoolOptionError)) throw err;
+    const named = err.message.replaceAll('--block-size', 'NETPLUG_IPV6POOL_BLOCK_SIZE').replaceAll('--cidr', 'NETPLUG_IPV6POOL_CIDR');
+    throw new SettingsError(`the default IPv6 pool: ${named}`);
+  }
+}
+
+/** Checks the default pools' settings at start, not when a pool is first missing; throws SettingsError. */
 export function checkDefaultPool(settings: NodeSettings): void {
   defaultPool(settings.defaultPool.cidr ?? FALLBACK_POOL_CIDR, settings.defaultPool);
+  if (settings.defaultPool6.cidr !== undefined) defaultPool6(settings.defaultPool6.cidr, settings.defaultPool6);
+}
+
+/** Creates the default IPv6 pool when NETPLUG_IPV6POOL_CIDR asks and the datastore has no IPv6 pool; says what it did, for the log. */
+export async function ensureDefaultIpv6Pool(store: Store, settings: NodeSettings): Promise<string | undefined> {
+  const { cidr } = settings.defaultPool6;
+  if (cidr === undefined) return undefined;
+  if (!settings.defaultPool.create) return 'NO_DEFAULT_POOLS is true: no default IPv6 pool';
+  // A pool that cannot be read is not counted (its family unknown); the others are.
+  const readable = (entry: Entry<unknown>) => {
+    try {
+      return poolsOf([entry]).length > 0;
+    } catch {
+      return false;
+    }
+  };
+  const pools = poolsOf((await store.list(keys.pools)).filter(readable));
+  if (pools.some((pool) => pool.prefix.family === 6)) return 'an IPv6 pool exists: no default IPv6 pool needed';
+  const pool = defaultPool6(cidr, settings.defaultPool6);
+  const created = await store.commit([{ key: keys.pool(DEFAULT_POOL6), create: pool }]);
+  return created
+    ? `created pool "${DEFAULT_POOL6}": ${pool.spec.cidr}, blocks of /${pool.spec.blockSize}${pool.spec.natOutgoing ? ', natOutgoing' : ''}`
+    : `pool "${DEFAULT_POOL6}" was created meanwhile by another node`;
 }
 
 /** Creates the default pool if the datastore has none; says what it did, for the log. */

@@ -24,7 +24,7 @@ import { overheadOfPoolEntries } from '../shared/pod-mtu.ts';
 import type { NodeSettings } from '../shared/settings.ts';
 import type { Gate, NodeParts, Subsystem } from '../shared/subsystem.ts';
 import { thisNodeInformer } from '../shared/this-node.ts';
-import { ensureDefaultPool } from './ensure-default-pool.ts';
+import { ensureDefaultIpv6Pool, ensureDefaultPool } from './ensure-default-pool.ts';
 import { followNode } from './follow-node.ts';
 import { PodCidrRecord } from './follow-pod-cidrs.ts';
 import { recordVersion } from './record-version.ts';
@@ -93,6 +93,8 @@ export function startUp(parts: NodeParts): StartUp {
         ? "USE_POD_CIDR is true: no default pool (addresses come from each Node's spec.podCIDRs)"
         : await ensureDefaultPool(store, settings, kube, log),
     );
+    const made6 = settings.usePodCidr ? undefined : await ensureDefaultIpv6Pool(store, settings);
+    if (made6) log.info(made6);
     const [pools] = (await store.read([{ list: keys.pools }])) as Entry<unknown>[][];
     overhead = overheadOfPoolEntries(pools ?? [], settings.routes);
     keepFiles(settings, log, overhead);
