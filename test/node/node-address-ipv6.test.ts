@@ -1,13 +1,18 @@
-// The node's IPv6 underlay address (pure: no kernel, no datastore): the IP6 setting, its
-// autodetection, its place in the Node's spec and on the Kubernetes Node, and its publishing.
+// The node's IPv6 addresses (pure: no kernel, no datastore): the IP6 setting, its autodetection,
+// its place in the Node's spec and on the Kubernetes Node, and its publishing; the IPv6 VXLAN
+// tunnel address and MAC likewise.
 import test from 'ava';
 
 import { checkedNodeSpec } from '../../ts/model/checked-documents.ts';
-import { planAddresses, publishWork } from '../../ts/node/addresses/plan-addresses.ts';
+import { poolsOf } from '../../ts/ipam/pools.ts';
+import { keys } from '../../ts/model/keys.ts';
+import { poolResource } from '../../ts/model/pool-resource.ts';
+import { planAddresses, publishWork, tunnelWork } from '../../ts/node/addresses/plan-addresses.ts';
 import { sameSpec } from '../../ts/node/addresses/publish-addresses.ts';
 import { type NodeAddress, nodeAddress6, parseAddress6Setting } from '../../ts/node/shared/node-address.ts';
 import { clusterStateOf, type ClusterState } from '../../ts/node/shared/read-cluster.ts';
 import { nodeSettings } from '../../ts/node/shared/settings.ts';
+import { vxlanMacOf } from '../../ts/node/shared/tunnels.ts';
 import { nodeEntry } from '../../ts/store/kubernetes/documents.ts';
 
 test('IP6: none (the default), autodetect, or an IPv6 address with its prefix length; anything else is refused naming it', (t) => {
@@ -110,4 +115,51 @@ test('the IPv6 address is published beside the IPv4 one, and a change of it is w
     'IP6 back to none',
   );
   t.false(sameSpec(spec, { bgp: { ipv4Address: '10.0.0.5/24' } }));
+});
+
+test('an IPv6 pool with VXLAN: the node takes an IPv6 tunnel address (with IP6 only) and publishes it with its IPv6 VXLAN MAC', (t) => {
+  const address: NodeAddress = { address: '10.0.0.5', prefixLength: 24, interface: 'eth0', source: 'IP' };
+  const address6: NodeAddress = { address: 'fd00:30:1::5', prefixLength: 64, interface: 'eth0', source: 'IP6' };
+  const pool = poolResource('v6', { cidr: 'fd00:245::/48', 'vxlan-mode': 'Always' }, new Date(0));
+  const cluster = (held: string[]): ClusterState => ({
+    nodes: [{ name: 'n1', labels: {}, spec: {} }],
+    blocks: [],
+    pools: poolsOf([{ key: keys.pool('v6'), value: pool, revision: '1' }]),
+    workloads: [],
+    tunnelAddresses: new Map(held.length > 0 ? [['vxlan-v6-tunnel-addr-n1', held]] : []),
+    broken: [],
+  });
+  const fresh = planAddresses(cluster([]), 'n1', address, address6);
+  t.truthy(tunnelWork(fresh, 'vxlan-v6'), 'the allocator must take an IPv6 address');
+  t.is(tunnelWork(fresh, 'vxlan'), undefined, 'the pool is IPv6: no IPv4 VXLAN address');
+  t.is(publishWork(fresh), undefined);
+  const held = planAddresses(cluster(['fd00:245::7']), 'n1', address, address6);
+  t.deepEqual(held.spec, {
+    bgp: { ipv4Address: '10.0.0.5/24', ipv6Address: 'fd00:30:1::5/64' },
+    ipv6VXLANTunnelAddr: 'fd00:245::7',
+    vxlanTunnelMACAddrV6: vxlanMacOf('n1', 6),
+  });
+  t.not(vxlanMacOf('n1', 6), vxlanMacOf('n1'));
+  const withoutIp6 = planAddresses(cluster(['fd00:245::7']), 'n1', address);
+  t.truthy(tunnelWork(withoutIp6, 'vxlan-v6'), 'IP6 none: the address held is given back');
+  t.is(tunnelWork(planAddresses(cluster([]), 'n1', address), 'vxlan-v6'), undefined);
+
+  const entry = {
+    key: NODE_KEY,
+    revision: '1',
+    value: { spec: { ipv6VXLANTunnelAddr: 'fd00:245::7', vxlanTunnelMACAddrV6: '66:AA:00:00:00:06' } },
+  };
+  t.deepEqual(checkedNodeSpec(entry), { ipv6VXLANTunnelAddr: 'fd00:245::7', vxlanTunnelMACAddrV6: '66:aa:00:00:00:06' });
+  t.throws(() => checkedNodeSpec({ ...entry, value: { spec: { ipv6VXLANTunnelAddr: '10.0.0.1' } } }), {
+    message: /field "spec\.ipv6VXLANTunnelAddr" must be an IPv6 address/,
+  });
+  const kube = nodeEntry({
+    metadata: {
+      name: 'n1',
+      annotations: { 'projectnet.org/IPv6VXLANTunnelAddr': 'fd00:245::7', 'projectnet.org/VXLANTunnelMACAddrV6': '66:aa:00:00:00:06' },
+    },
+  } as Parameters<typeof nodeEntry>[0]);
+  t.deepEqual((kube.value as { spec: unknown }).spec, { ipv6VXLANTunnelAddr: 'fd00:245::7', vxlanTunnelMACAddrV6: '66:aa:00:00:00:06' });
+  const read = clusterStateOf([{ ...entry, value: { metadata: { name: 'n1', labels: {} }, ...entry.value } }], [], []).nodes[0];
+  t.like(read, { vxlanTunnelAddr6: 'fd00:245::7', vxlanMac6: '66:aa:00:00:00:06' });
 });

@@ -1,11 +1,14 @@
 // The desired IPv6 routes of one node (pure: no kernel, no datastore). Node a is the local node at
 // 10.0.0.1/24 and fd00:30:1::1/64; b shares both subnets, c is on another IPv6 subnet, d has
-// published no IPv6 address.
+// published no IPv6 address. IPv6 VXLAN tunnel addresses are fd00:245::<node>.
 import test from 'ava';
 
 import type { EncapsulationMode } from '../../ts/model/ip-pool.ts';
 import { parsePrefix, type Prefix } from '../../ts/net/cidr.ts';
 import type { Pool } from '../../ts/ipam/pools.ts';
+import { keys } from '../../ts/model/keys.ts';
+import { poolResource } from '../../ts/model/pool-resource.ts';
+import { overheadOfPoolEntries } from '../../ts/node/shared/pod-mtu.ts';
 import { desiredState, type LocalNode, type NodeAddresses, podCidrBlocks, type RoutedBlock } from '../../ts/node/routes/desired-routes.ts';
 
 const local: LocalNode = {
@@ -39,6 +42,12 @@ function pools(ipipMode: EncapsulationMode = 'Never', vxlanMode: EncapsulationMo
   });
   return [pool('v4', '10.244.0.0/16', { ipipMode: 'Never', vxlanMode: 'Never' }), pool('v6', 'fd00:244::/48', { ipipMode, vxlanMode })];
 }
+
+const withVxlan6: LocalNode = { ...local, vxlanDevice6: 'vxlan6.netplug' };
+/** The nodes with their IPv6 VXLAN tunnel addresses and MACs published. */
+const vxlanNodes: NodeAddresses[] = nodes.map((node) =>
+  node.address6 ? { ...node, vxlanTunnelAddr6: `fd00:245::${node.name}`, vxlanMac6: `66:00:00:00:06:0${node.name}` } : node,
+);
 
 const text = (state: ReturnType<typeof desiredState>) =>
   state.routes.map(({ dst, via, dev, onlink }) => `${dst} via ${via} dev ${dev}${onlink ? ' onlink' : ''}`);
@@ -79,14 +88,40 @@ test('this node without an IPv6 address (IP6 none) routes no IPv6 block, and say
   t.deepEqual(state.notes, ["this node has no IPv6 address (IP6 is none): other nodes' IPv6 blocks are not routed"]);
 });
 
-test('an IPv6 pool asking for VXLAN: its blocks are not routed (not supported yet), with a note; CrossSubnet still routes same-subnet nodes directly', (t) => {
-  const always = desiredState(local, nodes, blocks, pools('Never', 'Always'));
-  t.deepEqual(text(always), ['10.244.1.0/26 via 10.0.0.2 dev eth0']);
-  t.true(always.notes.includes('pool "v6" asks for VXLAN, which netplug does not support over IPv6 yet: fd00:244::40/122 is not routed'));
-  t.deepEqual(always.neighbors, []);
-  const cross = desiredState(local, nodes, blocks, pools('Never', 'CrossSubnet'));
-  t.true(text(cross).includes('fd00:244::40/122 via fd00:30:1::2 dev eth0'));
-  t.true(cross.notes.includes('pool "v6" asks for VXLAN, which netplug does not support over IPv6 yet: fd00:244::80/122 is not routed'));
+test("an IPv6 pool with VXLAN Always: via the nodes' IPv6 tunnel addresses on vxlan6.netplug, onlink, with IPv6 neighbour and FDB entries", (t) => {
+  const state = desiredState(withVxlan6, vxlanNodes, blocks, pools('Never', 'Always'));
+  t.deepEqual(text(state), [
+    '10.244.1.0/26 via 10.0.0.2 dev eth0',
+    'fd00:244::40/122 via fd00:245::b dev vxlan6.netplug onlink',
+    'fd00:244::5/128 via fd00:245::b dev vxlan6.netplug onlink',
+    'fd00:244::80/122 via fd00:245::c dev vxlan6.netplug onlink',
+  ]);
+  t.deepEqual(state.neighbors6, [
+    { ip: 'fd00:245::b', mac: '66:00:00:00:06:0b' },
+    { ip: 'fd00:245::c', mac: '66:00:00:00:06:0c' },
+  ]);
+  t.deepEqual(state.fdb6, [
+    { mac: '66:00:00:00:06:0b', dst: 'fd00:30:1::2' },
+    { mac: '66:00:00:00:06:0c', dst: 'fd00:30:2::3' },
+  ]);
+  t.deepEqual(state.neighbors, [], 'nothing on the IPv4 VXLAN device');
+  t.deepEqual(state.notes, ['node "d" has not published an IPv6 address (its IP6): fd00:244::c0/122 is not routed']);
+});
+
+test('IPv6 VXLAN CrossSubnet: the same IPv6 subnet direct, the other over vxlan6.netplug; a node without its IPv6 tunnel address yet is not routed, with a note', (t) => {
+  const state = desiredState(withVxlan6, vxlanNodes, blocks, pools('Never', 'CrossSubnet'));
+  t.deepEqual(
+    text(state).filter((route) => route.startsWith('fd00')),
+    [
+      'fd00:244::40/122 via fd00:30:1::2 dev eth0',
+      'fd00:244::5/128 via fd00:30:1::2 dev eth0',
+      'fd00:244::80/122 via fd00:245::c dev vxlan6.netplug onlink',
+    ],
+  );
+  t.deepEqual(state.fdb6, [{ mac: '66:00:00:00:06:0c', dst: 'fd00:30:2::3' }]);
+  const early = desiredState(withVxlan6, nodes, blocks, pools('Never', 'Always'));
+  t.false(early.routes.some((route) => route.dev === 'vxlan6.netplug'));
+  t.true(early.notes.includes('node "b" has no IPv6 VXLAN tunnel address and MAC yet: fd00:244::40/122 (pool "v6") is not routed'));
 });
 
 test('an IPv6 pool asking for IP-in-IP (which has no IPv6 form) is routed as without it, with a note', (t) => {
@@ -102,4 +137,15 @@ test("host-local: a node's IPv6 pod CIDR is routed like an IPv6 block", (t) => {
     '10.245.1.0/24 via 10.0.0.2 dev eth0',
     'fd00:245:1::/64 via fd00:30:1::2 dev eth0',
   ]);
+});
+
+test("pods' MTU: VXLAN over IPv6 takes 70 bytes (its outer header is IPv6's), over IPv4 50", (t) => {
+  const entry = (name: string, cidr: string) => ({
+    key: keys.pool(name),
+    revision: '1',
+    value: poolResource(name, { cidr, 'vxlan-mode': 'Always' }, new Date(0)),
+  });
+  t.is(overheadOfPoolEntries([entry('v4', '10.244.0.0/16')], true), 50);
+  t.is(overheadOfPoolEntries([entry('v4', '10.244.0.0/16'), entry('v6', 'fd00:244::/48')], true), 70);
+  t.is(overheadOfPoolEntries([entry('v6', 'fd00:244::/48')], false), 0, 'no routes programmed here: no encapsulation of its own');
 });

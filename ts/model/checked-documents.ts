@@ -180,6 +180,8 @@ export function checkedNodeSpec(entry: Entry<unknown>): NodeSpec {
   const ipip = field(bgp ?? undefined, 'spec.bgp.ipv4IPIPTunnelAddr', 'ipv4IPIPTunnelAddr', 'an IPv4 address', v4);
   const vxlan = field(spec, 'spec.ipv4VXLANTunnelAddr', 'ipv4VXLANTunnelAddr', 'an IPv4 address', v4);
   const mac = field(spec, 'spec.vxlanTunnelMACAddr', 'vxlanTunnelMACAddr', 'a MAC address', (text) => MAC.test(text));
+  const vxlan6 = field(spec, 'spec.ipv6VXLANTunnelAddr', 'ipv6VXLANTunnelAddr', 'an IPv6 address', (text) => parseIp(text)?.family === 6);
+  const mac6 = field(spec, 'spec.vxlanTunnelMACAddrV6', 'vxlanTunnelMACAddrV6', 'a MAC address', (text) => MAC.test(text));
   return {
     ...(ipv4Address || ipv6Address || ipip
       ? {
@@ -192,6 +194,8 @@ export function checkedNodeSpec(entry: Entry<unknown>): NodeSpec {
       : {}),
     ...(vxlan ? { ipv4VXLANTunnelAddr: vxlan } : {}),
     ...(mac ? { vxlanTunnelMACAddr: mac.toLowerCase() } : {}),
+    ...(vxlan6 ? { ipv6VXLANTunnelAddr: vxlan6 } : {}),
+    ...(mac6 ? { vxlanTunnelMACAddrV6: mac6.toLowerCase() } : {}),
   };
 }
 

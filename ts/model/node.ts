@@ -10,6 +10,9 @@ export interface NodeSpec {
   bgp?: { ipv4Address?: string; ipv6Address?: string; ipv4IPIPTunnelAddr?: string };
   ipv4VXLANTunnelAddr?: string;
   vxlanTunnelMACAddr?: string;
+  /** The IPv6 VXLAN device's address and MAC (IPv6 pools with VXLAN), as the reference names them. */
+  ipv6VXLANTunnelAddr?: string;
+  vxlanTunnelMACAddrV6?: string;
 }
 
 export interface NodeResource {

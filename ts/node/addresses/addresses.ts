@@ -18,14 +18,13 @@ import type { LocalAddress } from '../shared/this-node.ts';
 import type { Tunnel } from '../shared/tunnels.ts';
 import { type AddressesPlan, planAddresses, publishWork, TUNNELS, tunnelWork } from './plan-addresses.ts';
 import { publishAddresses } from './publish-addresses.ts';
-import { ensureTunnelAddress } from './tunnel-addresses.ts';
+import { ensureTunnelAddress, TUNNEL_NAMES } from './tunnel-addresses.ts';
 
 /** Without a feed in step: how often the datastore is read. */
 const READ_INTERVAL_MS = 3_000;
 /** Changes this close together are looked at once (a burst of pods changes a block per pod). */
 const SETTLE_MS = 200;
 const PUBLISH = 'publish';
-const TUNNEL_NAMES: Record<Tunnel, string> = { ipip: 'IP-in-IP', vxlan: 'VXLAN' };
 
 /** What is left to do for a key of the controller, as text; undefined when nothing is. */
 const workOf = (plan: AddressesPlan, key: string) => (key === PUBLISH ? publishWork(plan) : tunnelWork(plan, key as Tunnel));

@@ -12,7 +12,7 @@ import { type Tunnel, tunnelHandle, vxlanMacFor } from '../shared/tunnels.ts';
 import { sameSpec } from './publish-addresses.ts';
 import { settledTunnelAddress, tunnelPools } from './tunnel-addresses.ts';
 
-export const TUNNELS: readonly Tunnel[] = ['ipip', 'vxlan'];
+export const TUNNELS: readonly Tunnel[] = ['ipip', 'vxlan', 'vxlan-v6'];
 
 interface TunnelPlan {
   /** The pools the node's address for this tunnel may come from. */
@@ -37,14 +37,15 @@ export function planAddresses(cluster: ClusterState, name: string, address: Node
   const own = cluster.nodes.find((node) => node.name === name);
   const labels = own?.labels ?? {};
   const tunnel = (kind: Tunnel): TunnelPlan => {
-    const pools = tunnelPools(kind, cluster.pools, labels);
+    // VXLAN over IPv6 needs the node's IPv6 address (IP6) for its device: none, no address for it.
+    const pools = kind === 'vxlan-v6' && !address6 ? [] : tunnelPools(kind, cluster.pools, labels);
     const held = cluster.tunnelAddresses.get(tunnelHandle(kind, name)) ?? [];
     return { pools, held, settled: settledTunnelAddress(pools, held) };
   };
-  const tunnels = { ipip: tunnel('ipip'), vxlan: tunnel('vxlan') };
-  const [ipip, vxlan] = [tunnels.ipip.settled, tunnels.vxlan.settled];
+  const tunnels = { ipip: tunnel('ipip'), vxlan: tunnel('vxlan'), 'vxlan-v6': tunnel('vxlan-v6') };
+  const [ipip, vxlan, vxlan6] = [tunnels.ipip.settled, tunnels.vxlan.settled, tunnels['vxlan-v6'].settled];
   const spec: NodeSpec | undefined =
-    ipip && vxlan
+    ipip && vxlan && vxlan6
       ? {
           bgp: {
             ipv4Address: formatNodeAddress(address),
@@ -52,6 +53,7 @@ export function planAddresses(cluster: ClusterState, name: string, address: Node
             ...(ipip.address ? { ipv4IPIPTunnelAddr: ipip.address } : {}),
           },
           ...(vxlan.address ? { ipv4VXLANTunnelAddr: vxlan.address, vxlanTunnelMACAddr: vxlanMacFor(name, own?.vxlanMac) } : {}),
+          ...(vxlan6.address ? { ipv6VXLANTunnelAddr: vxlan6.address, vxlanTunnelMACAddrV6: vxlanMacFor(name, own?.vxlanMac6, 6) } : {}),
         }
       : undefined;
   return { tunnels, spec, published: own?.spec, registered: own !== undefined };

@@ -56,6 +56,8 @@ async function annotateNode(store: Store, kube: k8s.KubeConfig, name: string, sp
     [NODE_ADDRESS_ANNOTATIONS.ipv4IPIPTunnelAddr]: spec.bgp?.ipv4IPIPTunnelAddr ?? null,
     [NODE_ADDRESS_ANNOTATIONS.ipv4VXLANTunnelAddr]: spec.ipv4VXLANTunnelAddr ?? null,
     [NODE_ADDRESS_ANNOTATIONS.vxlanTunnelMACAddr]: spec.vxlanTunnelMACAddr ?? null,
+    [NODE_ADDRESS_ANNOTATIONS.ipv6VXLANTunnelAddr]: spec.ipv6VXLANTunnelAddr ?? null,
+    [NODE_ADDRESS_ANNOTATIONS.vxlanTunnelMACAddrV6]: spec.vxlanTunnelMACAddrV6 ?? null,
   };
   const core = kube.makeApiClient(k8s.CoreV1Api);
   await core.patchNode({ name, body: { metadata: { annotations } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch));
@@ -68,6 +70,8 @@ function withAddresses(stored: unknown, spec: NodeSpec): NodeSpec {
     bgp,
     ipv4VXLANTunnelAddr: _v,
     vxlanTunnelMACAddr: _m,
+    ipv6VXLANTunnelAddr: _v6,
+    vxlanTunnelMACAddrV6: _m6,
     ...others
   } = (typeof stored === 'object' && stored ? stored : {}) as Record<string, unknown>;
   const {
@@ -82,6 +86,8 @@ function withAddresses(stored: unknown, spec: NodeSpec): NodeSpec {
     ...(Object.keys(mergedBgp).length > 0 ? { bgp: mergedBgp } : {}),
     ...(spec.ipv4VXLANTunnelAddr ? { ipv4VXLANTunnelAddr: spec.ipv4VXLANTunnelAddr } : {}),
     ...(spec.vxlanTunnelMACAddr ? { vxlanTunnelMACAddr: spec.vxlanTunnelMACAddr } : {}),
+    ...(spec.ipv6VXLANTunnelAddr ? { ipv6VXLANTunnelAddr: spec.ipv6VXLANTunnelAddr } : {}),
+    ...(spec.vxlanTunnelMACAddrV6 ? { vxlanTunnelMACAddrV6: spec.vxlanTunnelMACAddrV6 } : {}),
   };
 }
 
@@ -94,7 +100,7 @@ function safeSpec(entry: Parameters<typeof checkedNodeSpec>[0]): NodeSpec | unde
   }
 }
 
-/** Whether `a` holds the addresses of `b` (the five fields netplug publishes; the others are other tools'). */
+/** Whether `a` holds the addresses of `b` (the fields netplug publishes; the others are other tools'). */
 export function sameSpec(a: NodeSpec | undefined, b: NodeSpec): boolean {
   if (!a) return false;
   return (
@@ -102,6 +108,8 @@ export function sameSpec(a: NodeSpec | undefined, b: NodeSpec): boolean {
     a.bgp?.ipv6Address === b.bgp?.ipv6Address &&
     a.bgp?.ipv4IPIPTunnelAddr === b.bgp?.ipv4IPIPTunnelAddr &&
     a.ipv4VXLANTunnelAddr === b.ipv4VXLANTunnelAddr &&
-    a.vxlanTunnelMACAddr === b.vxlanTunnelMACAddr
+    a.vxlanTunnelMACAddr === b.vxlanTunnelMACAddr &&
+    a.ipv6VXLANTunnelAddr === b.ipv6VXLANTunnelAddr &&
+    a.vxlanTunnelMACAddrV6 === b.vxlanTunnelMACAddrV6
   );
 }

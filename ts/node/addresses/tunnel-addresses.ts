@@ -11,13 +11,24 @@ import { matches } from '../../selectors/evaluate.ts';
 import { parseSelector } from '../../selectors/parse.ts';
 import type { Labels } from '../../selectors/syntax.ts';
 import type { Store } from '../../store/store.ts';
-import { type Tunnel, tunnelHandle } from '../shared/tunnels.ts';
+import { parseIp } from '../../net/cidr.ts';
+import { type Tunnel, tunnelFamily, tunnelHandle } from '../shared/tunnels.ts';
 
-/** The enabled IPv4 pools selecting the node whose `tunnel` mode is not Never. */
+/** The allocation attribute `type` of each tunnel's address, as the reference's. */
+const ATTRIBUTE_TYPES: Record<Tunnel, string> = {
+  ipip: 'ipipTunnelAddress',
+  vxlan: 'vxlanTunnelAddress',
+  'vxlan-v6': 'vxlanV6TunnelAddress',
+};
+
+/** Each tunnel as the log names it. */
+export const TUNNEL_NAMES: Record<Tunnel, string> = { ipip: 'IP-in-IP', vxlan: 'VXLAN', 'vxlan-v6': 'IPv6 VXLAN' };
+
+/** The enabled pools of the tunnel's family (IPv6 for vxlan-v6) selecting the node whose `tunnel` mode is not Never. */
 export function tunnelPools(tunnel: Tunnel, pools: readonly Pool[], labels: Labels): Pool[] {
   return pools.filter(
     (pool) =>
-      pool.prefix.family === 4 &&
+      pool.prefix.family === tunnelFamily(tunnel) &&
       !pool.spec.disabled &&
       (tunnel === 'ipip' ? pool.spec.ipipMode : pool.spec.vxlanMode) !== 'Never' &&
       matches(parseSelector(pool.spec.nodeSelector), labels),
@@ -46,7 +57,7 @@ export async function ensureTunnelAddress(
  * several).
  */
 export function settledTunnelAddress(pools: readonly Pool[], held: readonly string[] = []): { address: string | undefined } | undefined {
-  const inPools = (address: string) => pools.some((pool) => blockInPool(`${address}/32`, pool));
+  const inPools = (address: string) => pools.some((pool) => blockInPool(`${address}/${parseIp(address)?.family === 6 ? 128 : 32}`, pool));
   if (held.length === 1 && held[0] !== undefined && inPools(held[0])) return { address: held[0] };
   if (held.length === 0 && pools.length === 0) return { address: undefined };
   return undefined;
@@ -55,12 +66,13 @@ export function settledTunnelAddress(pools: readonly Pool[], held: readonly stri
 async function reconcileTunnelAddress(store: Store, node: string, tunnel: Tunnel, pools: readonly Pool[]): Promise<string | undefined> {
   const handle = tunnelHandle(tunnel, node);
   const held = await addressesOf(store, handle);
-  const kept = held.find((a) => a.family === 4 && pools.some((pool) => blockInPool(a.block, pool)));
+  const family = tunnelFamily(tunnel);
+  const kept = held.find((a) => a.family === family && pools.some((pool) => blockInPool(a.block, pool)));
   if (kept && held.length === 1) return kept.address;
   if (held.length > 0) await releaseHandle(store, handle);
   if (pools.length === 0) return undefined;
-  const attributes = { node, type: tunnel === 'ipip' ? 'ipipTunnelAddress' : 'vxlanTunnelAddress', timestamp: new Date().toISOString() };
-  const [allocation] = await allocate({ store, handle, node, attributes }, [{ family: 4, pools }]);
-  if (!allocation) throw new Error(`no ${tunnel === 'ipip' ? 'IP-in-IP' : 'VXLAN'} tunnel address was allocated for node "${node}"`);
+  const attributes = { node, type: ATTRIBUTE_TYPES[tunnel], timestamp: new Date().toISOString() };
+  const [allocation] = await allocate({ store, handle, node, attributes }, [{ family, pools }]);
+  if (!allocation) throw new Error(`no ${TUNNEL_NAMES[tunnel]} tunnel address was allocated for node "${node}"`);
   return allocation.address;
 }

@@ -10,10 +10,11 @@
 //     the tunnel);
 //   - otherwise directly via the node's underlay address, which must then be on this node's subnet
 //     (a node elsewhere is left to the underlay's own routing, and said so).
-// IPv6 blocks go through the nodes' IPv6 addresses (IP6), directly only: IP-in-IP has no IPv6
-// form (the reference refuses an IPv6 pool asking for it; one written anyway is routed as without
-// it, and said so), and VXLAN over IPv6 is not supported yet (such blocks are not routed, and said
-// so). A node without an IPv6 address, this one or the other, routes no IPv6 block.
+// IPv6 blocks go through the nodes' IPv6 addresses (IP6): over VXLAN as the pool says, on the IPv6
+// VXLAN device (its own tunnel addresses, MACs, neighbour and FDB entries, the FDB pointing at the
+// nodes' IPv6 addresses), otherwise directly. IP-in-IP has no IPv6 form (the reference refuses an
+// IPv6 pool asking for it; one written anyway is routed as without it, and said so). A node
+// without an IPv6 address, this one or the other, routes no IPv6 block.
 // Addresses a node borrowed from a block affine to another node get a host route to the borrower
 // (/32, or /128).
 // On host-local installs each node's pod CIDRs count as blocks affine to it (podCidrBlocks), and so
@@ -42,6 +43,8 @@ export interface LocalNode {
   vxlanDevice: string;
   /** The IPv6 address (IP6) and the interface holding it; IPv6 blocks are routed only with it. */
   address6?: { address: string; prefixLength: number; interface: string };
+  /** The IPv6 VXLAN device (IPv6 pools with VXLAN). */
+  vxlanDevice6?: string;
 }
 
 interface DesiredRoute {
@@ -58,6 +61,9 @@ export interface DesiredState {
   neighbors: { ip: string; mac: string }[];
   /** On the VXLAN device: each remote VXLAN MAC → that node's underlay address. */
   fdb: { mac: string; dst: string }[];
+  /** The same on the IPv6 VXLAN device: IPv6 tunnel addresses, the nodes' IPv6 underlay addresses. */
+  neighbors6: { ip: string; mac: string }[];
+  fdb6: { mac: string; dst: string }[];
   /** Why some block is not routed (a node without published addresses, …), sorted; informational. */
   notes: string[];
 }
@@ -74,6 +80,8 @@ export function desiredState(
   const routes = new Map<string, DesiredRoute>();
   const neighbors = new Map<string, { ip: string; mac: string }>();
   const fdb = new Map<string, { mac: string; dst: string }>();
+  const neighbors6 = new Map<string, { ip: string; mac: string }>();
+  const fdb6 = new Map<string, { mac: string; dst: string }>();
   const notes = new Set<string>();
   const localSubnet = parsePrefix(`${local.address.address}/${local.address.prefixLength}`);
   const local6 = local.address6;
@@ -132,7 +140,13 @@ export function desiredState(
     const pool = poolOf(dst, pools);
     const wants = (mode: EncapsulationMode | undefined) => mode === 'Always' || (mode === 'CrossSubnet' && !sameSubnet);
     if (wants(pool?.spec.vxlanMode)) {
-      notes.add(`pool "${pool?.name}" asks for VXLAN, which netplug does not support over IPv6 yet: ${dst} is not routed`);
+      if (!local.vxlanDevice6 || !node.vxlanTunnelAddr6 || !node.vxlanMac6) {
+        notes.add(`node "${node.name}" has no IPv6 VXLAN tunnel address and MAC yet: ${dst} (pool "${pool?.name}") is not routed`);
+        return;
+      }
+      routes.set(dst, { dst, via: node.vxlanTunnelAddr6, dev: local.vxlanDevice6, onlink: true, kind: 'vxlan' });
+      neighbors6.set(node.vxlanTunnelAddr6, { ip: node.vxlanTunnelAddr6, mac: node.vxlanMac6 });
+      fdb6.set(node.vxlanMac6, { mac: node.vxlanMac6, dst: remote });
       return;
     }
     if (pool && pool.spec.ipipMode !== 'Never')
@@ -155,7 +169,14 @@ export function desiredState(
   for (const { dst, node } of hosted.routes) if (!routes.has(dst)) routeTo(dst, node);
   for (const note of unroutedNotes(hosted.unrouted)) notes.add(note);
   const sorted = <T>(map: Map<string, T>) => [...map.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, v]) => v);
-  return { routes: sorted(routes), neighbors: sorted(neighbors), fdb: sorted(fdb), notes: [...notes].sort() };
+  return {
+    routes: sorted(routes),
+    neighbors: sorted(neighbors),
+    fdb: sorted(fdb),
+    neighbors6: sorted(neighbors6),
+    fdb6: sorted(fdb6),
+    notes: [...notes].sort(),
+  };
 }
 
 /** Each node's pod CIDRs as blocks affine to it: what host-local installs route by. */
@@ -175,8 +196,8 @@ function poolOf(cidr: string, pools: readonly Pool[]): Pool | undefined {
     .sort((a, b) => b.prefix.length - a.prefix.length)[0];
 }
 
-/** Whether any route needs the device of `kind`. */
-export const uses = (state: DesiredState, kind: RouteKind): boolean => state.routes.some((route) => route.kind === kind);
+/** Whether any route leaves through `device`. */
+export const uses = (state: DesiredState, device: string): boolean => state.routes.some((route) => route.dev === device);
 
 /** Routes per kind, for the metrics. */
 export function countsOf(state: DesiredState): Record<RouteKind, number> {

@@ -8,11 +8,13 @@
 // compares), and every refresh interval.
 import type { NodeAddress } from '../shared/node-address.ts';
 import type { ClusterState } from '../shared/read-cluster.ts';
-import { tunnelHandle, vxlanMacFor } from '../shared/tunnels.ts';
+import { type Tunnel, tunnelHandle, vxlanMacFor } from '../shared/tunnels.ts';
 import { desiredState, type DesiredState, type LocalNode, podCidrBlocks, uses } from './desired-routes.ts';
 
 export const IPIP_DEVICE = 'tunl0';
 export const VXLAN_DEVICE = 'vxlan.netplug';
+/** VXLAN over IPv6 (the reference's vxlan-v6.calico; `vxlan-v6.netplug` would pass the kernel's 15 bytes). */
+export const VXLAN_DEVICE6 = 'vxlan6.netplug';
 
 export interface KernelState {
   local: LocalNode;
@@ -21,6 +23,8 @@ export interface KernelState {
   ipip: { address: string | undefined } | undefined;
   /** The VXLAN device, likewise, with the node's MAC. */
   vxlan: { address: string | undefined; mac: string } | undefined;
+  /** The IPv6 VXLAN device, likewise (only with the node's IPv6 address, its local end). */
+  vxlan6: { address: string | undefined; mac: string; local: string } | undefined;
   /** Why some block is not routed, and documents that could not be read. */
   notes: string[];
 }
@@ -42,19 +46,24 @@ export function kernelState(
     interface: address.interface,
     ipipDevice: IPIP_DEVICE,
     vxlanDevice: VXLAN_DEVICE,
+    vxlanDevice6: VXLAN_DEVICE6,
     ...(address6 ? { address6: { address: address6.address, prefixLength: address6.prefixLength, interface: address6.interface } } : {}),
   };
   const blocks = podCidrs ? [...cluster.blocks, ...podCidrBlocks(cluster.nodes)] : cluster.blocks;
   const routes = desiredState(local, cluster.nodes, blocks, cluster.pools, cluster.workloads);
   // While the allocator moves the node to another address (one given back, one taken), the first.
-  const held = (tunnel: 'ipip' | 'vxlan') => [...(cluster.tunnelAddresses.get(tunnelHandle(tunnel, name)) ?? [])].sort()[0];
-  const [ipip, vxlan] = [held('ipip'), held('vxlan')];
-  const published = cluster.nodes.find((node) => node.name === name)?.vxlanMac;
+  const held = (tunnel: Tunnel) => [...(cluster.tunnelAddresses.get(tunnelHandle(tunnel, name)) ?? [])].sort()[0];
+  const [ipip, vxlan, vxlan6] = [held('ipip'), held('vxlan'), held('vxlan-v6')];
+  const own = cluster.nodes.find((node) => node.name === name);
   return {
     local,
     routes,
-    ipip: ipip !== undefined || uses(routes, 'ipip') ? { address: ipip } : undefined,
-    vxlan: vxlan !== undefined || uses(routes, 'vxlan') ? { address: vxlan, mac: vxlanMacFor(name, published) } : undefined,
+    ipip: ipip !== undefined || uses(routes, IPIP_DEVICE) ? { address: ipip } : undefined,
+    vxlan: vxlan !== undefined || uses(routes, VXLAN_DEVICE) ? { address: vxlan, mac: vxlanMacFor(name, own?.vxlanMac) } : undefined,
+    vxlan6:
+      address6 && (vxlan6 !== undefined || uses(routes, VXLAN_DEVICE6))
+        ? { address: vxlan6, mac: vxlanMacFor(name, own?.vxlanMac6, 6), local: address6.address }
+        : undefined,
     notes: [...cluster.broken, ...routes.notes],
   };
 }

@@ -1,7 +1,7 @@
 // Makes this node's kernel hold a KernelState (kernel-state.ts): the tunnel devices, the main
-// table's routes of netplug's protocol (others of that protocol removed), and the VXLAN device's
-// neighbour and FDB entries; every call level-triggered (ts/dataplane/routes.ts). A device that
-// cannot be made (a kernel without the driver) fails only the routes through it: the others are
+// table's routes of netplug's protocol (IPv4 and IPv6; others of that protocol removed), and the
+// VXLAN devices' neighbour and FDB entries (over IPv4 and over IPv6, one device each); every call
+// level-triggered (ts/dataplane/routes.ts). A device that cannot be made (a kernel without the driver) fails only the routes through it: the others are
 // still programmed, and the failure is told with the counts.
 import { readFileSync } from 'node:fs';
 
@@ -14,9 +14,9 @@ import {
   syncNeighbors,
   syncRoutes,
 } from '../../dataplane/routes.ts';
-import { IPIP_OVERHEAD, VXLAN_OVERHEAD } from '../shared/pod-mtu.ts';
+import { IPIP_OVERHEAD, VXLAN_OVERHEAD, VXLAN6_OVERHEAD } from '../shared/pod-mtu.ts';
 import { countsOf, type RouteKind } from './desired-routes.ts';
-import { IPIP_DEVICE, type KernelState, VXLAN_DEVICE } from './kernel-state.ts';
+import { IPIP_DEVICE, type KernelState, VXLAN_DEVICE, VXLAN_DEVICE6 } from './kernel-state.ts';
 
 /** The reference's defaults (its Felix VXLANVNI and VXLANPort). */
 const VXLAN_VNI = 4096;
@@ -64,7 +64,26 @@ export class KernelProgrammer {
       vxlanUp = device !== undefined;
       this.#devices.add(VXLAN_DEVICE);
     }
-    const programmed = want.routes.routes.filter((route) => (route.kind !== 'ipip' || ipipUp) && (route.kind !== 'vxlan' || vxlanUp));
+    // VXLAN over IPv6: the same VNI and port (the kernel keeps an IPv4 and an IPv6 device of one VNI apart).
+    let vxlan6Up = false;
+    if (want.vxlan6) {
+      const { address, mac, local } = want.vxlan6;
+      const device = await attempt(() =>
+        ensureVxlanDevice({
+          name: VXLAN_DEVICE6,
+          vni: VXLAN_VNI,
+          port: VXLAN_PORT,
+          local,
+          mtu: mtuOf(want.local.address6?.interface ?? want.local.interface) - VXLAN6_OVERHEAD,
+          mac,
+          ...(address ? { address: `${address}/128` } : {}),
+        }),
+      );
+      vxlan6Up = device !== undefined;
+      this.#devices.add(VXLAN_DEVICE6);
+    }
+    const down = new Set([...(ipipUp ? [] : [IPIP_DEVICE]), ...(vxlanUp ? [] : [VXLAN_DEVICE]), ...(vxlan6Up ? [] : [VXLAN_DEVICE6])]);
+    const programmed = want.routes.routes.filter((route) => !down.has(route.dev));
     await syncRoutes(
       NETPLUG_ROUTE_PROTOCOL,
       programmed.map(({ dst, via, dev, onlink }) => ({ dst, via, dev, ...(onlink ? { onlink } : {}) })),
@@ -73,9 +92,14 @@ export class KernelProgrammer {
       await syncNeighbors(VXLAN_DEVICE, want.routes.neighbors);
       await syncFdb(VXLAN_DEVICE, want.routes.fdb);
     }
+    if (vxlan6Up) {
+      await syncNeighbors(VXLAN_DEVICE6, want.routes.neighbors6);
+      await syncFdb(VXLAN_DEVICE6, want.routes.fdb6);
+    }
     for (const [device, up] of [
       [IPIP_DEVICE, ipipUp],
       [VXLAN_DEVICE, vxlanUp],
+      [VXLAN_DEVICE6, vxlan6Up],
     ] as const) {
       if (!up && this.#devices.delete(device)) await attempt(() => deleteLink(device));
     }

@@ -10,13 +10,15 @@ import type { Entry } from '../../store/store.ts';
 export const IPIP_OVERHEAD = 20;
 /** Bytes VXLAN adds over an IPv4 underlay: outer IPv4 (20), UDP (8), VXLAN (8) and inner Ethernet (14) headers. */
 export const VXLAN_OVERHEAD = 50;
+/** Bytes VXLAN adds over an IPv6 underlay: its outer header is 40 bytes, not 20. */
+export const VXLAN6_OVERHEAD = 70;
 
 /** The overhead of the encapsulation `pools` ask for; 0 when netplug-node programs no routes (the cluster's network carries pods). */
 function encapsulationOverhead(pools: readonly Pick<Pool, 'spec'>[], routes: boolean): number {
   if (!routes) return 0;
   let overhead = 0;
   for (const { spec } of pools) {
-    if (spec.vxlanMode !== 'Never') overhead = Math.max(overhead, VXLAN_OVERHEAD);
+    if (spec.vxlanMode !== 'Never') overhead = Math.max(overhead, spec.cidr.includes(':') ? VXLAN6_OVERHEAD : VXLAN_OVERHEAD);
     if (spec.ipipMode !== 'Never') overhead = Math.max(overhead, IPIP_OVERHEAD);
   }
   return overhead;

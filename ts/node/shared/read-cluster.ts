@@ -22,6 +22,9 @@ export interface NodeAddresses {
   ipipTunnelAddr?: string;
   vxlanTunnelAddr?: string;
   vxlanMac?: string;
+  /** The IPv6 VXLAN device's address and MAC (IPv6 pools with VXLAN). */
+  vxlanTunnelAddr6?: string;
+  vxlanMac6?: string;
   /** Its pod CIDRs (Kubernetes datastore only): what host-local installs route by. */
   podCidrs?: string[];
 }
@@ -45,7 +48,7 @@ export interface ClusterState {
   broken: string[];
 }
 
-const TUNNEL_HANDLE = /^(ipip|vxlan)-tunnel-addr-/;
+const TUNNEL_HANDLE = /^(ipip|vxlan|vxlan-v6)-tunnel-addr-/;
 
 /**
  * Each workload entry as read, while the entry lives: the followed cluster keeps an entry until it
@@ -97,6 +100,8 @@ export function clusterStateOf(
         ...(spec.bgp?.ipv4IPIPTunnelAddr ? { ipipTunnelAddr: spec.bgp.ipv4IPIPTunnelAddr } : {}),
         ...(spec.ipv4VXLANTunnelAddr ? { vxlanTunnelAddr: spec.ipv4VXLANTunnelAddr } : {}),
         ...(spec.vxlanTunnelMACAddr ? { vxlanMac: spec.vxlanTunnelMACAddr } : {}),
+        ...(spec.ipv6VXLANTunnelAddr ? { vxlanTunnelAddr6: spec.ipv6VXLANTunnelAddr } : {}),
+        ...(spec.vxlanTunnelMACAddrV6 ? { vxlanMac6: spec.vxlanTunnelMACAddrV6 } : {}),
         ...(podCidrs.length > 0 ? { podCidrs } : {}),
       },
     ];

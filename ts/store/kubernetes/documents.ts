@@ -119,7 +119,12 @@ export function nodeEntry(node: KubeObject): Entry<unknown> {
   const bgp = present({ ipv4Address: at('ipv4Address'), ipv6Address: at('ipv6Address'), ipv4IPIPTunnelAddr: at('ipv4IPIPTunnelAddr') });
   const spec = {
     ...(Object.keys(bgp).length > 0 ? { bgp } : {}),
-    ...present({ ipv4VXLANTunnelAddr: at('ipv4VXLANTunnelAddr'), vxlanTunnelMACAddr: at('vxlanTunnelMACAddr') }),
+    ...present({
+      ipv4VXLANTunnelAddr: at('ipv4VXLANTunnelAddr'),
+      vxlanTunnelMACAddr: at('vxlanTunnelMACAddr'),
+      ipv6VXLANTunnelAddr: at('ipv6VXLANTunnelAddr'),
+      vxlanTunnelMACAddrV6: at('vxlanTunnelMACAddrV6'),
+    }),
   };
   // Its pod CIDRs (the older spec.podCIDR when it has no list), as the reference's status.podCIDRs.
   const given = node.spec as { podCIDRs?: string[]; podCIDR?: string } | undefined;

@@ -58,6 +58,8 @@ export const NODE_ADDRESS_ANNOTATIONS = {
   ipv4IPIPTunnelAddr: 'projectnet.org/IPv4IPIPTunnelAddr',
   ipv4VXLANTunnelAddr: 'projectnet.org/IPv4VXLANTunnelAddr',
   vxlanTunnelMACAddr: 'projectnet.org/VXLANTunnelMACAddr',
+  ipv6VXLANTunnelAddr: 'projectnet.org/IPv6VXLANTunnelAddr',
+  vxlanTunnelMACAddrV6: 'projectnet.org/VXLANTunnelMACAddrV6',
 } as const;
 
 /**
