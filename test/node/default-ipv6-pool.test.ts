@@ -1,5 +1,5 @@
 // The default IPv6 pool netplug-node creates for a dual-stack cluster (in this process, against a
-// real etcd and kube-apiserver): NETPLUG_IPV6POOL_CIDR, with its block size and natOutgoing, makes
+// real etcd and kube-apiserver): NETPLUG_IPV6POOL_CIDR, with its block size, natOutgoing and VXLAN, makes
 // default-ipv6-ippool beside the IPv4 one, once (a later start with another CIDR leaves it); no
 // variable, no IPv6 pool; a bad value is named before anything is written.
 import test, { type ExecutionContext } from 'ava';
@@ -74,14 +74,26 @@ test('NETPLUG_IPV6POOL_CIDR: default-ipv6-ippool beside the IPv4 one (blocks of 
   t.is(await again.stop(), 0);
 });
 
-test('the block size and natOutgoing follow their variables; without NETPLUG_IPV6POOL_CIDR, or with NO_DEFAULT_POOLS, no IPv6 pool', async (t) => {
+test('the block size, natOutgoing and VXLAN follow their variables; without NETPLUG_IPV6POOL_CIDR, or with NO_DEFAULT_POOLS, no IPv6 pool', async (t) => {
   const etcd = await startEtcd(t);
   const agent = await startAgent(
     t,
-    env(etcd, { NETPLUG_IPV6POOL_CIDR: 'fd00:10:245::/56', NETPLUG_IPV6POOL_BLOCK_SIZE: '120', NETPLUG_IPV6POOL_NAT_OUTGOING: 'true' }),
+    env(etcd, {
+      NETPLUG_IPV6POOL_CIDR: 'fd00:10:245::/56',
+      NETPLUG_IPV6POOL_BLOCK_SIZE: '120',
+      NETPLUG_IPV6POOL_NAT_OUTGOING: 'true',
+      NETPLUG_IPV6POOL_VXLAN: 'CrossSubnet',
+    }),
   );
   await ready(agent);
-  t.like((await poolsIn(t, etcd))[1], { name: 'default-ipv6-ippool', cidr: 'fd00:10:245::/56', blockSize: 120, natOutgoing: true });
+  t.like((await poolsIn(t, etcd))[1], {
+    name: 'default-ipv6-ippool',
+    cidr: 'fd00:10:245::/56',
+    blockSize: 120,
+    natOutgoing: true,
+    vxlanMode: 'CrossSubnet',
+    ipipMode: 'Never',
+  });
   t.is(await agent.stop(), 0);
 
   const single = await startEtcd(t);
@@ -103,6 +115,9 @@ test('the block size and natOutgoing follow their variables; without NETPLUG_IPV
 test('bad IPv6 pool settings are named, and stop the agent before it writes anything', async (t) => {
   t.throws(() => nodeSettings({ NODENAME: 'n1', NETPLUG_IPV6POOL_CIDR: '10.0.0.0/8' }), {
     message: 'NETPLUG_IPV6POOL_CIDR "10.0.0.0/8" is not an IPv6 CIDR such as fd00:10:244::/56',
+  });
+  t.throws(() => nodeSettings({ NODENAME: 'n1', NETPLUG_IPV6POOL_VXLAN: 'Sometimes' }), {
+    message: 'NETPLUG_IPV6POOL_VXLAN "Sometimes" must be Never or Always or CrossSubnet',
   });
   t.throws(() => nodeSettings({ NODENAME: 'n1', NETPLUG_IPV6POOL_NAT_OUTGOING: 'yes' }), {
     message: 'NETPLUG_IPV6POOL_NAT_OUTGOING "yes" must be true or false',

@@ -46,10 +46,11 @@ export interface NodeSettings {
   };
   /**
    * The default IPv6 pool, made only when NETPLUG_IPV6POOL_CIDR is set (a cluster that is not
-   * dual-stack gets none). blockSize undefined: 122. No encapsulation: IPv6 blocks are routed
-   * directly between nodes of one IPv6 subnet (ts/node/routes/).
+   * dual-stack gets none). blockSize undefined: 122. VXLAN as NETPLUG_IPV6POOL_VXLAN says (Never by
+   * default: IPv6 blocks routed directly between nodes of one IPv6 subnet); never IP-in-IP, which
+   * has no IPv6 form.
    */
-  defaultPool6: { cidr: string | undefined; blockSize: string | undefined; natOutgoing: boolean };
+  defaultPool6: { cidr: string | undefined; blockSize: string | undefined; natOutgoing: boolean; vxlanMode: EncapsulationMode };
   /** USE_POD_CIDR: addresses come from each Node's spec.podCIDRs (host-local), not from pools. */
   usePodCidr: boolean;
   /** FAST_PATH (default true): serve the CNI protocol to the `netplug` shim on `agentSocket`. */
@@ -163,6 +164,7 @@ const schema = z.object({
   }),
   NETPLUG_IPV6POOL_BLOCK_SIZE: text(),
   NETPLUG_IPV6POOL_NAT_OUTGOING: flag(false),
+  NETPLUG_IPV6POOL_VXLAN: oneOf(ENCAPSULATION_MODES, { default: 'Never' }),
   NETPLUG_IPV4POOL_VXLAN: oneOf(ENCAPSULATION_MODES),
   NETPLUG_IPV4POOL_IPIP: oneOf(ENCAPSULATION_MODES, { default: 'Never' }),
   NO_DEFAULT_POOLS: setting((given) => given.toLowerCase() === 'true', 'false'),
@@ -246,6 +248,7 @@ export function nodeSettings(env: NodeJS.ProcessEnv): NodeSettings {
       cidr: given.NETPLUG_IPV6POOL_CIDR,
       blockSize: given.NETPLUG_IPV6POOL_BLOCK_SIZE,
       natOutgoing: given.NETPLUG_IPV6POOL_NAT_OUTGOING,
+      vxlanMode: given.NETPLUG_IPV6POOL_VXLAN,
     },
     usePodCidr: given.USE_POD_CIDR,
     fastPath: given.FAST_PATH,

@@ -6,8 +6,8 @@
 // encapsulation: NETPLUG_IPV4POOL_VXLAN / NETPLUG_IPV4POOL_IPIP, by default VXLAN CrossSubnet (direct
 // routes between nodes of one subnet, VXLAN to nodes on others).
 // A dual-stack cluster also gets `default-ipv6-ippool` from NETPLUG_IPV6POOL_CIDR (blocks of
-// NETPLUG_IPV6POOL_BLOCK_SIZE, natOutgoing as NETPLUG_IPV6POOL_NAT_OUTGOING says, no encapsulation)
-// when no IPv6 pool exists; without the variable, none.
+// NETPLUG_IPV6POOL_BLOCK_SIZE, natOutgoing and VXLAN as NETPLUG_IPV6POOL_NAT_OUTGOING and
+// NETPLUG_IPV6POOL_VXLAN say) when no IPv6 pool exists; without the variable, none.
 import * as k8s from '@kubernetes/client-node';
 
 import { keys } from '../../model/keys.ts';
@@ -54,7 +54,12 @@ function defaultPool6(cidr: string, options: NodeSettings['defaultPool6'], now =
   try {
     return poolResource(
       DEFAULT_POOL6,
-      { cidr, ...(options.blockSize === undefined ? {} : { 'block-size': options.blockSize }), 'nat-outgoing': options.natOutgoing },
+      {
+        cidr,
+        ...(options.blockSize === undefined ? {} : { 'block-size': options.blockSize }),
+        'vxlan-mode': options.vxlanMode,
+        'nat-outgoing': options.natOutgoing,
+      },
       now,
     );
   } catch (err) {
@@ -88,7 +93,7 @@ export async function ensureDefaultIpv6Pool(store: Store, settings: NodeSettings
   const pool = defaultPool6(cidr, settings.defaultPool6);
   const created = await store.commit([{ key: keys.pool(DEFAULT_POOL6), create: pool }]);
   return created
-    ? `created pool "${DEFAULT_POOL6}": ${pool.spec.cidr}, blocks of /${pool.spec.blockSize}${pool.spec.natOutgoing ? ', natOutgoing' : ''}`
+    ? `created pool "${DEFAULT_POOL6}": ${pool.spec.cidr}, blocks of /${pool.spec.blockSize}, vxlanMode ${pool.spec.vxlanMode}${pool.spec.natOutgoing ? ', natOutgoing' : ''}`
     : `pool "${DEFAULT_POOL6}" was created meanwhile by another node`;
 }
 
