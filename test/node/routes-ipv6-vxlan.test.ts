@@ -1,35 +1,42 @@
-// VXLAN over IPv6 between nodes (etcd): three "nodes" on a dual-stack underlay, n1 and n2 on one
-// subnet (172.30.1.0/24, fd00:30:1::/64), n3 behind the router on another (172.30.2.0/24,
-// fd00:30:2::/64), each running the built netplug-node with IP6 set; dual-stack pods from an IPv4
+// VXLAN over IPv6 between nodes, on both datastores: three "nodes" on a dual-stack underlay, n1
+// and n2 on one subnet (172.30.1.0/24, fd00:30:1::/64), n3 behind the router on another
+// (172.30.2.0/24, fd00:30:2::/64), each running the built netplug-node with IP6 set; dual-stack pods from an IPv4
 // and an IPv6 pool, both VXLAN CrossSubnet. Same-subnet IPv6 blocks are routed directly, n3's over
 // the IPv6 VXLAN device vxlan6.netplug (beside the IPv4 one, of the same VNI) via its IPv6 tunnel
 // address; every pod pings every other over IPv6 and IPv4. The IPv6 pool's VXLAN turned off, the
-// device and its routes go.
-import test from 'ava';
+// device and its routes go, and the tunnel address is given back (on the Kubernetes datastore,
+// where it travels as annotations on the Node, they are removed).
+import test, { type ExecutionContext } from 'ava';
+import type * as k8s from '@kubernetes/client-node';
 
 import { keys } from '../../ts/model/keys.ts';
 import type { PoolResource } from '../../ts/model/ip-pool.ts';
 import type { NodeResource } from '../../ts/model/node.ts';
 import { poolResource } from '../../ts/model/pool-resource.ts';
 import { formatPrefix, parsePrefix } from '../../ts/net/cidr.ts';
+import { CNI_PLUGIN, NODE } from '../../ts/render/objects.ts';
+import { renderRbac } from '../../ts/render/rbac.ts';
+import { NODE_ADDRESS_ANNOTATIONS } from '../../ts/store/kubernetes/resources.ts';
 import { openStore } from '../../ts/store/open.ts';
-import { retryOnConflict } from '../../ts/store/store.ts';
+import { retryOnConflict, type Store } from '../../ts/store/store.ts';
 import { requireBuilt } from '../helpers/cni.ts';
 import { startEtcd } from '../helpers/etcd.ts';
 import { eventually } from '../helpers/eventually.ts';
 import { requireRoot } from '../helpers/kernel.ts';
-import { startKube } from '../helpers/kube.ts';
-import { makeTopology, netplugRoutes, type Pod, type TestNode } from '../helpers/nodes.ts';
+import { installCrds, removeIpamLockFileAfter, startKube } from '../helpers/kube.ts';
+import { makeTopology, netplugRoutes, type Pod, SUBNETS6, type TestNode } from '../helpers/nodes.ts';
 
 const V6_POOL = 'vx-v6';
 
-test('an IPv6 VXLAN CrossSubnet pool: same-subnet nodes direct, the other subnet over vxlan6.netplug; pods reach each other over IPv6', async (t) => {
-  requireRoot();
-  requireBuilt();
-  const etcd = await startEtcd(t);
-  const kube = await startKube(t);
-  const store = await openStore({ datastore_type: 'etcdv3', etcd_endpoints: etcd.endpoints });
-  t.teardown(() => store.close());
+interface Datastore {
+  store: Store;
+  netconf: Record<string, unknown>;
+  agentEnv: Record<string, string>;
+  ports: number[];
+}
+
+async function vxlanOverIpv6(t: ExecutionContext, datastore: Datastore): Promise<void> {
+  const { store } = datastore;
   const now = new Date();
   for (const [name, cidr, blockSize] of [
     ['vx-v4', '10.248.0.0/16', '26'],
@@ -47,15 +54,9 @@ test('an IPv6 VXLAN CrossSubnet pool: same-subnet nodes direct, the other subnet
       { name: 'n2', subnet: 1 },
       { name: 'n3', subnet: 2 },
     ],
-    ports: [etcd.port, Number(new URL(kube.server.url).port)],
-    datastoreNetconf: etcd.netconf,
-    agentEnv: {
-      DATASTORE_TYPE: 'etcdv3',
-      ETCD_ENDPOINTS: etcd.endpoints,
-      KUBECONFIG: kube.server.admin.kubeconfig,
-      NO_DEFAULT_POOLS: 'true',
-      NETPLUG_ROUTE_REFRESH_INTERVAL: '3600',
-    },
+    ports: datastore.ports,
+    datastoreNetconf: datastore.netconf,
+    agentEnv: { ...datastore.agentEnv, NO_DEFAULT_POOLS: 'true', NETPLUG_ROUTE_REFRESH_INTERVAL: '3600' },
     ipam: () => ({ type: 'netplug-ipam', assign_ipv6: 'true' }),
     ipv6: true,
   });
@@ -128,4 +129,55 @@ test('an IPv6 VXLAN CrossSubnet pool: same-subnet nodes direct, the other subnet
   );
   t.deepEqual(netplugRoutes(node('n1').netns, 6), [`${block6(on('n2'))} via ${node('n2').address6} dev eth0`]);
   t.true(topology.exec(node('n1').netns, ['ip', 'link', 'show', 'vxlan.netplug']).status === 0, 'the IPv4 VXLAN device stays');
+}
+
+test.serial('etcd: an IPv6 VXLAN CrossSubnet pool; same-subnet nodes direct, the other subnet over vxlan6.netplug', async (t) => {
+  requireRoot();
+  requireBuilt();
+  const etcd = await startEtcd(t);
+  const kube = await startKube(t);
+  const store = await openStore({ datastore_type: 'etcdv3', etcd_endpoints: etcd.endpoints });
+  t.teardown(() => store.close());
+  await vxlanOverIpv6(t, {
+    store,
+    netconf: etcd.netconf,
+    agentEnv: { DATASTORE_TYPE: 'etcdv3', ETCD_ENDPOINTS: etcd.endpoints, KUBECONFIG: kube.server.admin.kubeconfig },
+    ports: [etcd.port, Number(new URL(kube.server.url).port)],
+  });
+});
+
+test.serial('Kubernetes datastore: the IPv6 tunnel address and MAC as annotations; the same routes and pings', async (t) => {
+  requireRoot();
+  requireBuilt();
+  removeIpamLockFileAfter(t);
+  const kube = await startKube(t);
+  await installCrds(kube);
+  const store = await openStore({ datastore_type: 'kubernetes', kubernetes: { kubeconfig: kube.server.admin.kubeconfig } });
+  t.teardown(() => store.close());
+  for (const name of ['n1', 'n2', 'n3'])
+    await kube.core.createNode({ body: { metadata: { name, labels: { 'kubernetes.io/hostname': name } } } });
+  // Exactly the ClusterRoles the manifests ship for netplug-node and the CNI plugin.
+  const rules = (name: string) =>
+    (
+      renderRbac({ datastore: 'kubernetes', namespace: 'kube-system', image: 'netplug:test' }).find(
+        (object) => object.kind === 'ClusterRole' && object.metadata.name === name,
+      ) as { rules: k8s.V1PolicyRule[] } | undefined
+    )?.rules ?? [];
+  const agent = await kube.identityWith('netplug-node-routes-ipv6-vxlan', [...rules(NODE), ...rules(CNI_PLUGIN)]);
+  await vxlanOverIpv6(t, {
+    store,
+    netconf: { datastore_type: 'kubernetes', kubernetes: { kubeconfig: kube.server.admin.kubeconfig } },
+    agentEnv: { DATASTORE_TYPE: 'kubernetes', KUBECONFIG: agent.kubeconfig },
+    ports: [Number(new URL(kube.server.url).port)],
+  });
+  // The tunnel address the routes went through was read from n3's annotations (the store maps
+  // them to the Node's spec); with the pool's VXLAN off it was given back, and they are gone.
+  await eventually('n3 no longer publishes an IPv6 VXLAN tunnel address', async () => {
+    const annotations = (await kube.core.readNode({ name: 'n3' })).metadata?.annotations ?? {};
+    return (
+      annotations[NODE_ADDRESS_ANNOTATIONS.ipv6VXLANTunnelAddr] === undefined &&
+      annotations[NODE_ADDRESS_ANNOTATIONS.vxlanTunnelMACAddrV6] === undefined &&
+      annotations[NODE_ADDRESS_ANNOTATIONS.ipv6Address] === `${SUBNETS6[2]}::3/64`
+    );
+  });
 });
