@@ -103,6 +103,8 @@ export interface Cluster {
   importImage(ociArchive: string): Promise<void>;
   /** Every node, this one (the control plane's) first. */
   nodes: ClusterNode[];
+  /** The network namespace of the router between the subnets (a cluster of several nodes only). */
+  router?: string;
   /** Stops everything and removes all the cluster made. */
   stop(): Promise<void>;
   /** Seconds from the call of startCluster to each stage of the start, for reports. */
@@ -267,6 +269,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
           importImage: (archive) => importInto(node.containerdSocket, archive),
         },
       ],
+      ...(count > 1 ? { router: `${netns}-r` } : {}),
       timings,
       // Once, however often called (a SIGINT handler and a finally may both call it), and the node
       // removed even when draining its workloads fails.

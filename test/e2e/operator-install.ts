@@ -61,17 +61,28 @@ export const waitAvailable = (cluster: Cluster, seconds = 240) =>
     seconds,
   );
 
-/** A Deployment of `replicas` busybox pods; resolves to the Running pods once all are. */
-export async function runPods(cluster: Cluster, name: string, image: string, replicas: number): Promise<any[]> {
+/** A Deployment of `replicas` busybox pods (`spread`: evenly over the nodes); resolves to the Running pods once all are. */
+export async function runPods(cluster: Cluster, name: string, image: string, replicas: number, spread = false): Promise<any[]> {
   await cluster.kubectl('create', 'deployment', name, `--image=${image}`, `--replicas=${replicas}`, '--', 'sleep', '3600');
-  await cluster.kubectl(
-    'patch',
-    'deployment',
-    name,
-    '--type=json',
-    '-p',
-    '[{"op":"add","path":"/spec/template/spec/containers/0/imagePullPolicy","value":"Never"},{"op":"add","path":"/spec/template/spec/terminationGracePeriodSeconds","value":1}]',
-  );
+  const patch: { op: string; path: string; value: unknown }[] = [
+    { op: 'add', path: '/spec/template/spec/containers/0/imagePullPolicy', value: 'Never' },
+    { op: 'add', path: '/spec/template/spec/terminationGracePeriodSeconds', value: 1 },
+  ];
+  // At most one pod more on one node than on another, whatever the scheduler's scores say.
+  if (spread)
+    patch.push({
+      op: 'add',
+      path: '/spec/template/spec/topologySpreadConstraints',
+      value: [
+        {
+          maxSkew: 1,
+          topologyKey: 'kubernetes.io/hostname',
+          whenUnsatisfiable: 'DoNotSchedule',
+          labelSelector: { matchLabels: { app: name } },
+        },
+      ],
+    });
+  await cluster.kubectl('patch', 'deployment', name, '--type=json', '-p', JSON.stringify(patch));
   return eventually(
     `${replicas} pods of ${name} Running`,
     async () => {

@@ -8,6 +8,10 @@
 // the Kubernetes datastore the page's review of it is run as written (legacy-policy.ts).
 // The plan, apply, status and rollback commands are docs/upgrade.md's, run as written in the docs
 // shell (test/docs/docs-shell.ts); host-local, which the page covers in words only, keeps its own.
+// A procedure may run on a cluster of several nodes (`nodes`): the DaemonSet then rolls node by
+// node, the workload is spread over the nodes and pings cross them (workload.ts), and while some
+// nodes run this release and others v3.30.0, `netplugctl version` and `upgrade status` must list
+// each node's release and keep the cluster's version at v3.30.0 (watchMixedRollout).
 import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import { copyFileSync, mkdirSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -34,6 +38,7 @@ import {
   checkAfterUpgrade,
   checkNewPodGetsTraffic,
   describeRollout,
+  routePodBlocksThroughout,
   snapshotAddresses,
   startRolloutProbes,
   startWorkload,
@@ -260,8 +265,94 @@ async function applyKilledAtEachStep(t: ExecutionContext, cluster: Cluster, name
 
 const escaped = (text: string) => text.replaceAll('.', '\\.');
 
-export function toolUpgrade(test: TestFn, method: ToolMethod): void {
-  const cluster = clusterPerFile(test, { systemPlugins: false });
+/** The release each node runs, from its netplug-node pods. */
+interface NodeReleases {
+  /** Nodes whose pod of this release runs, Ready, not being deleted. */
+  upgraded: Set<string>;
+  /** Nodes with no pod of this release at all yet: their v3.30.0 pod runs (or is being deleted). */
+  previous: Set<string>;
+}
+
+async function nodeReleases(cluster: Cluster, namespace: string): Promise<NodeReleases> {
+  const pods = (await getJson(cluster, '-n', namespace, 'pods', '-l', 'k8s-app=netplug-node')).items as any[];
+  const current = (pod: any) => pod.spec.containers.every((x: any) => x.image === `localhost/netplug:${NETPLUG_VERSION}`);
+  const ready = (pod: any) =>
+    pod.status?.phase === 'Running' && !pod.metadata.deletionTimestamp && pod.status.containerStatuses?.every((x: any) => x.ready);
+  const upgraded = new Set<string>(pods.filter((pod) => current(pod) && ready(pod)).map((pod) => pod.spec.nodeName));
+  const started = new Set<string>(pods.filter(current).map((pod) => pod.spec.nodeName));
+  return { upgraded, previous: new Set(cluster.nodes.map((node) => node.name).filter((name) => !started.has(name))) };
+}
+
+/**
+ * While the apply runs, watches the node pods for a moment when some nodes run this release and
+ * others still v3.30.0; then reads `netplugctl version` and `upgrade status` and, if a node still
+ * had no pod of this release after both (so throughout), checks what they said: each upgraded
+ * node records this release, each other none, both at their pods' releases, and the cluster's
+ * version is v3.30.0, the lowest. stop() ends the watch and says how often it checked.
+ */
+function watchMixedRollout(
+  t: ExecutionContext,
+  cluster: Cluster,
+  installed: PreviousInstall,
+  how: Invocation,
+): { stop: () => Promise<number> } {
+  let stopping = false;
+  let checked = 0;
+  const loop = (async () => {
+    while (!stopping && checked === 0) {
+      const before = await nodeReleases(cluster, installed.namespace);
+      if (before.upgraded.size > 0 && before.previous.size > 0) {
+        const version = JSON.parse(await runNetplugctl(cluster, installed, NETPLUGCTL, 'version', '-o', 'json'));
+        const status = await netplugctl(how, 'upgrade', 'status', '-o', 'json', ...how.flags.slice(0, 2));
+        const after = await nodeReleases(cluster, installed.namespace);
+        const previous = [...before.previous].filter((name) => after.previous.has(name));
+        if (previous.length > 0) {
+          checked++;
+          t.is(status.code, 0, status.stderr);
+          const report = JSON.parse(status.stdout);
+          const recorded = new Map<string, string | null>(version.nodes.map((node: any) => [node.name, node.version]));
+          const shown = new Map<string, any>(report.nodes.map((node: any) => [node.node, node]));
+          t.log(
+            `mid-rollout: ${NETPLUG_VERSION} runs on ${[...before.upgraded].join(', ')}, v3.30.0 on ${previous.join(', ')}; ` +
+              `netplugctl version: cluster ${version.clusterVersion}, ${[...recorded].map(([name, v]) => `${name} ${v ?? '(none recorded)'}`).join(', ')}; ` +
+              `upgrade status: ${report.nodes.map((node: any) => `${node.node} ${node.version} (recorded ${node.recordedVersion ?? 'none'})`).join(', ')}`,
+          );
+          t.is(version.clusterVersion, 'v3.30.0', 'the cluster version is the lowest a node runs while some nodes still run v3.30.0');
+          t.is(report.clusterVersion, 'v3.30.0', 'upgrade status: the cluster version v3.30.0');
+          t.deepEqual([...recorded.keys()].sort(), cluster.nodes.map((node) => node.name).sort(), 'netplugctl version lists every node');
+          for (const name of before.upgraded) {
+            t.is(recorded.get(name), NETPLUG_VERSION, `${name} records ${NETPLUG_VERSION}`);
+            t.is(shown.get(name)?.recordedVersion, NETPLUG_VERSION, `upgrade status: ${name} records ${NETPLUG_VERSION}`);
+          }
+          for (const name of previous) {
+            t.is(recorded.get(name), null, `${name}, on v3.30.0, records no release`);
+            t.is(shown.get(name)?.version, 'v3.30.0', `upgrade status: ${name}'s pod runs v3.30.0`);
+            t.is(shown.get(name)?.recordedVersion, null, `upgrade status: ${name} records no release`);
+          }
+        }
+      }
+      // Polling the pods; nothing waits on it.
+      if (!stopping && checked === 0) await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  })();
+  // Awaited by stop(); not unhandled meanwhile.
+  loop.catch(() => undefined);
+  return {
+    async stop() {
+      stopping = true;
+      await loop;
+      return checked;
+    },
+  };
+}
+
+export function toolUpgrade(test: TestFn, method: ToolMethod, options: { nodes?: number } = {}): void {
+  // On several nodes the router routes the pods' blocks, as v3.30.0 needs (workload.ts); stopped before the cluster is.
+  let underlay: { stop: () => Promise<void> } | undefined;
+  test.after.always(async () => {
+    await underlay?.stop();
+  });
+  const cluster = clusterPerFile(test, { systemPlugins: false, nodes: options.nodes ?? 1 });
   let installed: PreviousInstall | undefined;
   let how: Invocation | undefined;
   // The page's commands for this method (docs/upgrade.md); host-local has no block of its own.
@@ -277,6 +368,7 @@ export function toolUpgrade(test: TestFn, method: ToolMethod): void {
     async (t) => {
       t.timeout(30 * 60_000);
       const c = cluster();
+      if (c.router) underlay = routePodBlocksThroughout(c, c.router);
       const installStarted = Date.now();
       installed = await installPrevious(c, method);
       t.log(`v3.30.0 installed by ${method} in ${((Date.now() - installStarted) / 1000).toFixed(1)} s`);
@@ -295,7 +387,7 @@ export function toolUpgrade(test: TestFn, method: ToolMethod): void {
       const manifest = method.startsWith('manifest') || method === 'host-local';
       t.regex(plan.stdout, new RegExp(`method: ${manifest ? 'manifest' : method}`));
       t.regex(plan.stdout, new RegExp(`datastore: ${method === 'manifest-etcd' ? 'etcdv3' : 'kubernetes'}`));
-      t.regex(plan.stdout, new RegExp(`node ${c.nodeName}: v3\\.30\\.0`));
+      for (const node of c.nodes) t.regex(plan.stdout, new RegExp(`node ${node.name}: v3\\.30\\.0`));
       if (manifest) t.regex(plan.stdout, /kubectl-create\): .*NETPLUG_LEGACY_STATUS_FILE/);
       if (method === 'host-local')
         t.regex(plan.stdout, /1\. Host-local install: USE_POD_CIDR=true on netplug-node, the init container upgrade-ipam removed/);
@@ -320,9 +412,11 @@ export function toolUpgrade(test: TestFn, method: ToolMethod): void {
             },
             kill: (child) => child.kill('SIGKILL'),
           };
-      const applied = await applyKilledAtEachStep(t, c, installed.namespace, starter);
+      const watch = c.nodes.length > 1 ? watchMixedRollout(t, c, installed, invoked) : undefined;
+      const applied = await applyKilledAtEachStep(t, c, installed.namespace, starter).finally(() => watch?.stop());
       const seconds = (Date.now() - started) / 1000;
       const stats = await probes.stop();
+      if (watch) t.true((await watch.stop()) > 0, 'netplugctl version and upgrade status checked while the nodes ran both releases');
       t.log(
         `${method} with netplugctl upgrade apply (${applied.runs} runs; killed in ${applied.killed.join(', ')}): ${describeRollout(seconds, stats)}`,
       );
@@ -340,9 +434,16 @@ export function toolUpgrade(test: TestFn, method: ToolMethod): void {
       t.log(status.stdout);
       t.is(status.code, 0, status.stderr);
       t.regex(status.stdout, /: done$/m);
-      t.regex(status.stdout, new RegExp(`^  ${c.nodeName}: ${escaped(NETPLUG_VERSION)} \\(pod netplug-node-\\w+, Ready\\)$`, 'm'));
+      for (const node of c.nodes)
+        t.regex(status.stdout, new RegExp(`^  ${node.name}: ${escaped(NETPLUG_VERSION)} \\(pod netplug-node-\\w+, Ready\\)$`, 'm'));
       t.regex(status.stdout, new RegExp(`^Cluster Version: ${escaped(NETPLUG_VERSION)}$`, 'm'));
       if (legacyPolicy) t.regex(status.stdout, /^Next: GlobalNetworkPolicy allow-all-upgrade lets every connection through/m);
+      // netplugctl version: every node records this release.
+      const versions = JSON.parse(await runNetplugctl(c, installed, NETPLUGCTL, 'version', '-o', 'json'));
+      t.deepEqual(
+        versions.nodes.map((node: any) => `${node.name} ${node.version}`).sort(),
+        c.nodes.map((node) => `${node.name} ${NETPLUG_VERSION}`).sort(),
+      );
 
       const again = page ? await viaDocs(page.shell, page.apply) : await netplugctl(how, 'upgrade', 'apply', '--yes', ...how.flags);
       t.is(again.code, 0, again.stderr);

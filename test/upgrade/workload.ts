@@ -3,6 +3,22 @@
 // 0.2 s, and during the rollout a pod created every few seconds. Afterwards: netplug's pods Running
 // and ready, the cluster's version the new one, every pod that ran before kept its address, no
 // address twice, at most 1 % of the pings lost, every pod created during the rollout networked.
+//
+// On a cluster of several nodes (scripts/lib/cluster-nodes.ts) the workload is spread over them:
+// the Deployment evenly, the pingers on the first node and the last (subnets A and B, behind the
+// router), the hostPort pod on the last (reached from the first node's network), the probe pods on
+// each node in turn. v3.30.0 routes no pod traffic between nodes: its README lists routing between
+// nodes as "next", its pools have no encapsulation, so such a cluster relies on its network to
+// route each node's address blocks to the node. The test's router is made to do that for every
+// block in use, from the install on (routePodBlocksThroughout: the controllers' pod on another
+// node than the API server's needs it too), and once more before the pingers start; this release,
+// once it runs, routes the blocks of nodes on its subnet itself (directly via the node's address)
+// and leaves those elsewhere to that network (its pool kept without encapsulation), so the pingers'
+// path across the subnets stays the router's throughout the rollout, and node 1 reaches node 2's
+// pods by its own routes once upgraded.
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+
 import type { ExecutionContext } from 'ava';
 
 import { NETPLUG_VERSION } from '../../ts/version.ts';
@@ -12,6 +28,8 @@ import { BUSYBOX_IMAGE, type Cluster, getJson } from '../helpers/cluster.ts';
 import { nftBinary } from '../helpers/kernel.ts';
 import { type PreviousInstall, runNetplugctl } from './install-previous.ts';
 
+const run = promisify(execFile);
+
 export const WORKLOAD = 'workload';
 export const WORKLOAD_REPLICAS = 10;
 export const HOST_PORT = 18080;
@@ -20,6 +38,8 @@ const PROBE_LABEL = 'netplug-upgrade-probe';
 /** How long a probe pod stays after it is Running: it is deleted during the rollout too (DEL), not only created. */
 const PROBE_LIFETIME_MS = 15_000;
 const PROBE_INTERVAL_MS = 2_000;
+/** The block size of v3.30.0's default pool (its manifests' ipv4_pool_block_size): a pod's block is its address's /26. */
+const BLOCK_PREFIX_LENGTH = 26;
 
 // Pings the address written to /tmp/peer until told to end a measuring period: `kill -INT` of the
 // ping in /tmp/ping.now makes it print its statistics into /tmp/ping-<n>.log, and the next starts.
@@ -32,44 +52,113 @@ while :; do
   n=$((n+1))
 done`;
 
-const podSpec = (name: string, command: string[], extra: object = {}) =>
+const podSpec = (name: string, command: string[], extra: object = {}, nodeName?: string) =>
   JSON.stringify({
     spec: {
       containers: [{ name, image: BUSYBOX_IMAGE, imagePullPolicy: 'Never', command, ...extra }],
       terminationGracePeriodSeconds: 1,
+      ...(nodeName ? { nodeName } : {}),
     },
   });
+
+/** Where the pingers and the hostPort pod run: on one node, wherever the scheduler puts them; on several, pinned (see the top). */
+function placement(cluster: Cluster): { pingers: (string | undefined)[]; hostPort: string | undefined } {
+  if (cluster.nodes.length < 2) return { pingers: [undefined, undefined], hostPort: undefined };
+  const [first, last] = [cluster.nodes[0]!.name, cluster.nodes[cluster.nodes.length - 1]!.name];
+  return { pingers: [first, last], hostPort: last };
+}
 
 const runningWithAddress = (pod: any) => pod.status?.phase === 'Running' && pod.status.podIP && !pod.metadata.deletionTimestamp;
 
 /** Starts the workload and waits until all of it runs, the pingers pinging each other. */
 export async function startWorkload(cluster: Cluster): Promise<void> {
-  await runPods(cluster, WORKLOAD, BUSYBOX_IMAGE, WORKLOAD_REPLICAS);
+  const where = placement(cluster);
+  await runPods(cluster, WORKLOAD, BUSYBOX_IMAGE, WORKLOAD_REPLICAS, cluster.nodes.length > 1);
   await cluster.kubectl(
     'run',
     'hostport',
     `--image=${BUSYBOX_IMAGE}`,
     '--overrides',
-    podSpec('hostport', ['sh', '-c', 'mkdir -p /www && echo netplug-hostport > /www/index.html && exec httpd -f -p 8080 -h /www'], {
-      ports: [{ containerPort: 8080, hostPort: HOST_PORT }],
-    }),
+    podSpec(
+      'hostport',
+      ['sh', '-c', 'mkdir -p /www && echo netplug-hostport > /www/index.html && exec httpd -f -p 8080 -h /www'],
+      { ports: [{ containerPort: 8080, hostPort: HOST_PORT }] },
+      where.hostPort,
+    ),
   );
-  for (const name of PINGERS)
-    await cluster.kubectl('run', name, `--image=${BUSYBOX_IMAGE}`, '--overrides', podSpec(name, ['sh', '-c', PINGER_SCRIPT]));
+  for (const [i, name] of PINGERS.entries())
+    await cluster.kubectl(
+      'run',
+      name,
+      `--image=${BUSYBOX_IMAGE}`,
+      '--overrides',
+      podSpec(name, ['sh', '-c', PINGER_SCRIPT], {}, where.pingers[i]),
+    );
   await cluster.kubectl('wait', '--for=condition=Ready', 'pod/hostport', ...PINGERS.map((name) => `pod/${name}`), '--timeout=180s');
+  if (cluster.router) await routePodBlocks(cluster, cluster.router);
   const [a, b] = await Promise.all(PINGERS.map(async (name) => (await getJson(cluster, 'pod', name)).status.podIP as string));
   await cluster.kubectl('exec', PINGERS[0], '--', 'sh', '-c', `echo ${b} > /tmp/peer.new && mv /tmp/peer.new /tmp/peer`);
   await cluster.kubectl('exec', PINGERS[1], '--', 'sh', '-c', `echo ${a} > /tmp/peer.new && mv /tmp/peer.new /tmp/peer`);
   await answersOnHostPort(cluster);
 }
 
-/** The hostPort pod's answer on the node's address. */
+/** The hostPort pod's answer on its node's address, asked from the first node. */
 export async function answersOnHostPort(cluster: Cluster): Promise<string> {
+  const host = (await getJson(cluster, 'pod', 'hostport')).status.hostIP as string;
   return eventually(
     'an answer on the hostPort',
-    async () => (await cluster.inNode('curl', ['-sS', '--max-time', '5', `http://${cluster.nodeIp}:${HOST_PORT}/`])).trim() || undefined,
+    async () => (await cluster.inNode('curl', ['-sS', '--max-time', '5', `http://${host}:${HOST_PORT}/`])).trim() || undefined,
     60,
   );
+}
+
+/**
+ * The router between the subnets routes the block of each running pod's address to the pod's
+ * node, as the network of a v3.30.0 cluster of several nodes must (see the top); removed with the
+ * router's namespace. `routed`: the routes made so far, which are not made again.
+ */
+export async function routePodBlocks(cluster: Cluster, router: string, routed = new Map<string, string>()): Promise<void> {
+  const addresses = new Map(cluster.nodes.map((node) => [node.name, node.address]));
+  const pods = (await getJson(cluster, 'pods', '-A')).items as any[];
+  const blocks = new Map<string, string>();
+  for (const pod of pods.filter((each) => !each.spec.hostNetwork && runningWithAddress(each))) {
+    const octets = (pod.status.podIP as string).split('.').map(Number);
+    const value = ((octets[0]! << 24) | (octets[1]! << 16) | (octets[2]! << 8) | octets[3]!) >>> 0;
+    const base = (value & ~((1 << (32 - BLOCK_PREFIX_LENGTH)) - 1)) >>> 0;
+    const block = `${[24, 16, 8, 0].map((shift) => (base >>> shift) & 255).join('.')}/${BLOCK_PREFIX_LENGTH}`;
+    const node = addresses.get(pod.spec.nodeName);
+    if (!node)
+      throw new Error(`pod ${pod.metadata.namespace}/${pod.metadata.name} runs on ${pod.spec.nodeName}, not a node of the cluster`);
+    const known = blocks.get(block);
+    if (known && known !== node) throw new Error(`block ${block} holds pods of two nodes (${known}, ${node})`);
+    blocks.set(block, node);
+  }
+  for (const [block, node] of blocks)
+    if (routed.get(block) !== node) {
+      await run('ip', ['-n', router, 'route', 'replace', block, 'via', node]);
+      routed.set(block, node);
+    }
+}
+
+/**
+ * routePodBlocks every 2 s until stop(): the network's own routing, which learns a block once a
+ * pod has an address in it (a pass that fails, a pod going away meanwhile, is made again at the next).
+ */
+export function routePodBlocksThroughout(cluster: Cluster, router: string): { stop: () => Promise<void> } {
+  let stopping = false;
+  const routed = new Map<string, string>();
+  const loop = (async () => {
+    while (!stopping) {
+      await routePodBlocks(cluster, router, routed).catch(() => undefined);
+      if (!stopping) await new Promise((resolve) => setTimeout(resolve, 2000));
+    }
+  })();
+  return {
+    async stop() {
+      stopping = true;
+      await loop;
+    },
+  };
 }
 
 export interface PodAddress {
@@ -108,12 +197,16 @@ export interface RolloutStats {
   pingSent: number;
   pingReceived: number;
   lossPercent: number;
+  /** `pinger-a on <node>`, each pinger's. */
+  pingers: string[];
   podsCreated: number;
   podsNetworked: number;
   /** FailedCreatePodSandBox events of the probe pods (the kubelet retries; the pod may still get networked). */
   failedSandboxes: number;
   /** Each probe pod's address and when it held it, for the duplicate check. */
   probeAddresses: { name: string; ip: string; from: number; to: number }[];
+  /** The nodes the probe pods that got networked ran on, each once. */
+  probeNodes: string[];
 }
 
 export interface RolloutProbes {
@@ -122,8 +215,8 @@ export interface RolloutProbes {
 
 /**
  * Starts measuring: a new ping period on both pingers (the one before must have had answers), and
- * a loop creating a probe pod every few seconds, each waited for until Running with an address,
- * kept a while, then deleted.
+ * a loop creating a probe pod every few seconds (on several nodes, on each in turn), each waited
+ * for until Running with an address, kept a while, then deleted.
  */
 export async function startRolloutProbes(cluster: Cluster): Promise<RolloutProbes> {
   for (const pinger of PINGERS) {
@@ -132,7 +225,7 @@ export async function startRolloutProbes(cluster: Cluster): Promise<RolloutProbe
   }
   let stopping = false;
   let created = 0;
-  const outcomes: Promise<{ networked: boolean; name: string; ip?: string; from: number; to: number }>[] = [];
+  const outcomes: Promise<{ networked: boolean; name: string; ip?: string; node?: string; from: number; to: number }>[] = [];
   const probe = async (name: string) => {
     const pod = await eventually(
       `${name} Running with an address`,
@@ -146,7 +239,13 @@ export async function startRolloutProbes(cluster: Cluster): Promise<RolloutProbe
     if (pod) await new Promise((resolve) => setTimeout(resolve, PROBE_LIFETIME_MS));
     const to = Date.now();
     await cluster.kubectl('delete', 'pod', name, '--wait=false', '--ignore-not-found');
-    return { networked: pod !== undefined, name, ...(pod ? { ip: pod.status.podIP as string } : {}), from, to };
+    return {
+      networked: pod !== undefined,
+      name,
+      ...(pod ? { ip: pod.status.podIP as string, node: pod.spec.nodeName as string } : {}),
+      from,
+      to,
+    };
   };
   const loop = (async () => {
     while (!stopping) {
@@ -158,7 +257,7 @@ export async function startRolloutProbes(cluster: Cluster): Promise<RolloutProbe
         `--labels=${PROBE_LABEL}=true`,
         '--restart=Never',
         '--overrides',
-        podSpec(name, ['sleep', '600']),
+        podSpec(name, ['sleep', '600'], {}, cluster.nodes.length > 1 ? cluster.nodes[created % cluster.nodes.length]!.name : undefined),
       );
       created++;
       outcomes.push(probe(name));
@@ -171,6 +270,9 @@ export async function startRolloutProbes(cluster: Cluster): Promise<RolloutProbe
       await loop;
       const probes = await Promise.all(outcomes);
       const ping = await Promise.all(PINGERS.map((pinger) => endPingPeriod(cluster, pinger)));
+      const pingers = await Promise.all(
+        PINGERS.map(async (pinger) => `${pinger} on ${(await getJson(cluster, 'pod', pinger)).spec.nodeName}`),
+      );
       const events = (await getJson(cluster, 'events', '--field-selector', 'reason=FailedCreatePodSandBox')).items as any[];
       await eventually('the probe pods deleted', async () => (await getJson(cluster, 'pods', '-l', PROBE_LABEL)).items.length === 0, 180);
       const pingSent = ping.reduce((sum, p) => sum + p.sent, 0);
@@ -178,11 +280,13 @@ export async function startRolloutProbes(cluster: Cluster): Promise<RolloutProbe
       return {
         pingSent,
         pingReceived,
+        pingers,
         lossPercent: pingSent === 0 ? 100 : (100 * (pingSent - pingReceived)) / pingSent,
         podsCreated: created,
         podsNetworked: probes.filter((p) => p.networked).length,
         failedSandboxes: events.filter((event) => event.involvedObject?.name?.startsWith('probe-')).length,
         probeAddresses: probes.flatMap((p) => (p.ip ? [{ name: p.name, ip: p.ip, from: p.from, to: p.to }] : [])),
+        probeNodes: [...new Set(probes.flatMap((p) => (p.node ? [p.node] : [])))].sort(),
       };
     },
   };
@@ -190,8 +294,10 @@ export async function startRolloutProbes(cluster: Cluster): Promise<RolloutProbe
 
 /** One line for t.log: the rollout's figures. */
 export const describeRollout = (seconds: number, stats: RolloutStats) =>
-  `rollout ${seconds.toFixed(1)} s; ping sent ${stats.pingSent}, received ${stats.pingReceived}, loss ${stats.lossPercent.toFixed(2)} %; ` +
-  `pods created during the rollout ${stats.podsCreated}, networked ${stats.podsNetworked}; FailedCreatePodSandBox events ${stats.failedSandboxes}`;
+  `rollout ${seconds.toFixed(1)} s; ping (${stats.pingers.join(', ')}) sent ${stats.pingSent}, received ${stats.pingReceived}, ` +
+  `loss ${stats.lossPercent.toFixed(2)} %; ` +
+  `pods created during the rollout ${stats.podsCreated}, networked ${stats.podsNetworked} (on ${stats.probeNodes.join(', ')}); ` +
+  `FailedCreatePodSandBox events ${stats.failedSandboxes}`;
 
 const NETPLUG_NAMESPACES = new Set(['kube-system', 'netplug-system', 'netplug-operator']);
 const allReady = (pod: any, containers: number) =>
@@ -223,10 +329,10 @@ export async function checkAfterUpgrade(
     netplugPods.every((pod) => pod.status.phase === 'Running' && !pod.metadata.deletionTimestamp),
     `netplug's pods Running: ${netplugPods.map((pod) => `${pod.metadata.name} ${pod.status.phase}`).join(', ')}`,
   );
-  t.is(nodePods.length, 1, 'one node pod');
+  t.deepEqual(nodePods.map((pod) => pod.spec.nodeName).sort(), cluster.nodes.map((node) => node.name).sort(), 'one node pod on each node');
   t.true(
     nodePods.every((pod) => allReady(pod, 2)),
-    'the node pod ready 2/2',
+    'the node pods ready 2/2',
   );
   t.is(controllers.length, 1, 'one controllers pod');
   t.true(
@@ -272,6 +378,8 @@ export async function checkAfterUpgrade(
   t.true(stats.pingReceived > 0, 'the pingers got answers during the rollout');
   t.true(stats.lossPercent <= 1, `ping loss ${stats.lossPercent.toFixed(2)} % during the rollout is at most 1 %`);
   t.true(stats.podsCreated > 0, 'pods were created during the rollout');
+  if (cluster.nodes.length > 1)
+    t.deepEqual(stats.probeNodes, cluster.nodes.map((node) => node.name).sort(), 'pods created during the rollout ran on every node');
   t.is(stats.podsNetworked, stats.podsCreated, 'every pod created during the rollout got Running with an address');
   t.is(await answersOnHostPort(cluster), 'netplug-hostport');
 }
