@@ -65,7 +65,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   return path;
 }
 
-export function writeKubeletConfig(node: NodeLayout, ca: string): string {
+function writeKubeletConfig(node: NodeLayout, ca: string): string {
   const own = node.ownDir ?? node.dir;
   const path = join(own, 'kubelet.yaml');
   writeFileSync(

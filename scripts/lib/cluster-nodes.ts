@@ -45,7 +45,7 @@ export interface ClusterNode {
 }
 
 /** The host paths each node has its own of, relative to the cluster's directory (cluster.ts and test/e2e/install.ts name them). */
-export const NODE_HOST_PATHS = ['containerd', 'cni', 'var-lib-netplug', 'var-log-netplug', 'run-netplug'];
+const NODE_HOST_PATHS = ['containerd', 'cni', 'var-lib-netplug', 'var-log-netplug', 'run-netplug'];
 
 /** Node number `index` (1 is the control plane's): its subnet, the first two on A, the rest on B behind the router. */
 export function nodeAddress(index: number): string {
