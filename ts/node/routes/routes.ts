@@ -17,6 +17,7 @@ import type { Gate, NodeParts, Subsystem } from '../shared/subsystem.ts';
 import type { LocalAddress } from '../shared/this-node.ts';
 import { kernelState } from './kernel-state.ts';
 import { KernelProgrammer } from './program-kernel.ts';
+import { RouteNotes } from './route-notes.ts';
 
 /** Without a feed in step: how often the datastore is read. */
 const READ_INTERVAL_MS = 3_000;
@@ -31,7 +32,7 @@ export function routesToOtherNodes(parts: NodeParts, address: LocalAddress, star
   const kernel = new KernelProgrammer();
   const gauge = routesGauge(manager.metrics.registry);
   let problem: string | undefined = 'routes to other nodes are not programmed yet';
-  let notes = '';
+  const notes = new RouteNotes(log);
   let summary = '';
   // A host-local install is one with USE_POD_CIDR=true (pods take their addresses from each Node's
   // spec.podCIDRs, which are then routed): what the spec has host-local installs set on this
@@ -43,12 +44,11 @@ export function routesToOtherNodes(parts: NodeParts, address: LocalAddress, star
     log.warning('USE_POD_CIDR is true on the etcd datastore, whose Nodes carry no pod CIDRs: no pod CIDR is routed between nodes');
   const stateOf = (cluster: ClusterState) => kernelState(cluster, name, address.current(), podCidrs, address.current6());
 
-  const pass = async (): Promise<boolean> => {
+  /** One pass; says when to look again: soon without a feed in step, or when a note is due to become a warning. */
+  const pass = async (): Promise<number | undefined> => {
     const followed = feed?.current();
     const want = stateOf(followed ?? (await readCluster(store)));
-    const noted = want.notes.join('; ');
-    if (noted !== notes && noted) log.warning(noted);
-    notes = noted;
+    const due = notes.seen(want.notes);
     const { counts, failed } = await kernel.program(want);
     const now = `${counts.direct} direct, ${counts.ipip} IP-in-IP, ${counts.vxlan} VXLAN routes`;
     if (now !== summary) log.info(`routes to other nodes: ${now}`);
@@ -56,7 +56,8 @@ export function routesToOtherNodes(parts: NodeParts, address: LocalAddress, star
     for (const kind of ['direct', 'ipip', 'vxlan'] as const) gauge.set({ kind }, counts[kind]);
     if (failed) throw new Error(failed);
     trigger?.acted(KEY, JSON.stringify(want));
-    return followed === undefined;
+    if (followed === undefined) return Math.min(READ_INTERVAL_MS, due ?? READ_INTERVAL_MS);
+    return due;
   };
   const controller = new Controller({
     name: 'routes',
@@ -66,9 +67,9 @@ export function routesToOtherNodes(parts: NodeParts, address: LocalAddress, star
     backoff: { initialMs: 1000, maxMs: 30_000 },
     reconcile: async () => {
       try {
-        const read = await pass();
+        const again = await pass();
         problem = undefined;
-        return read ? { requeueAfterMs: READ_INTERVAL_MS } : undefined;
+        return again === undefined ? undefined : { requeueAfterMs: again };
       } catch (err) {
         // The controller logs the failure.
         problem = `routes to other nodes are not programmed: ${describeError(err)}`;
