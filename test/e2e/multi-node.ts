@@ -3,7 +3,9 @@
 // on subnet B behind a router that knows no pod address. The default pool is VXLAN CrossSubnet:
 // node 2's pods are reached by a direct route through node 2's address, node 3's through the VXLAN
 // device; pods get the underlay's MTU less VXLAN's 50 bytes, so a bulk transfer across subnets
-// goes through (no path-MTU black hole).
+// goes through (no path-MTU black hole). Node 3's pod is also published on a hostPort, reached
+// from the other subnet; then the pool is switched to VXLAN Always, which carries node 2's pods
+// through the VXLAN device too.
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -18,6 +20,7 @@ import type { Datastore } from './scenario.ts';
 const run = promisify(execFile);
 const ROOT = new URL('../../', import.meta.url).pathname;
 const VXLAN_DEVICE = 'vxlan.netplug';
+const HOST_PORT = 18081;
 
 interface PinnedPod {
   name: string;
@@ -83,7 +86,16 @@ export function multiNodeScenario(test: TestFn, datastore: Datastore): void {
         spec: {
           nodeName: node.name,
           terminationGracePeriodSeconds: 1,
-          containers: [{ name: 'web', image: BUSYBOX_IMAGE, imagePullPolicy: 'Never', command: ['sh', '-c', serve] }],
+          containers: [
+            {
+              name: 'web',
+              image: BUSYBOX_IMAGE,
+              imagePullPolicy: 'Never',
+              command: ['sh', '-c', serve],
+              // Node 3's pod is also published on its node's address (the chained portmap).
+              ...(index === 2 ? { ports: [{ containerPort: 8080, hostPort: HOST_PORT }] } : {}),
+            },
+          ],
         },
       })),
     );
@@ -194,6 +206,61 @@ export function multiNodeScenario(test: TestFn, datastore: Datastore): void {
       }
     },
   );
+
+  test.serial("node 3's hostPort answers on node 3's address, from a pod and from a node on the other subnet", async (t) => {
+    const c = cluster();
+    const [first, , third] = c.nodes;
+    const url = `http://${third!.address}:${HOST_PORT}/hello`;
+    const fromPod = await eventually(
+      `pod-1 → ${url}`,
+      async () => (await exec(pod(1), 'timeout', '10', 'wget', '-q', '-O', '-', url)).trim() || undefined,
+      60,
+    );
+    t.is(fromPod, 'pod-3');
+    const fromNode = await eventually(
+      `${first!.name} → ${url}`,
+      async () => (await first!.inNode('curl', ['-sS', '--max-time', '5', url])).trim() || undefined,
+      60,
+    );
+    t.is(fromNode, 'pod-3');
+  });
+
+  test.serial('VXLAN Always: the pool switched, node 2 is reached through the VXLAN device too, and pods still talk', async (t) => {
+    const c = cluster();
+    const [first, second] = c.nodes;
+    await netplugctl('pool', 'update', 'default-ipv4-ippool', '--vxlan-mode', 'Always');
+    const viaTunnel = await eventually(
+      `node 1's route to ${pod(2).ip} through ${VXLAN_DEVICE}`,
+      async () => {
+        const routes = JSON.parse(await first!.inNode('ip', ['-j', '-4', 'route', 'show', 'proto', '80', 'dev', VXLAN_DEVICE])) as any[];
+        const address = parseIp(pod(2).ip)!;
+        return routes.find((route) => route.dst.includes('/') && contains(parsePrefix(route.dst)!, 4, address.value));
+      },
+      60,
+    );
+    t.true(viaTunnel.flags?.includes('onlink'), JSON.stringify(viaTunnel));
+    t.regex(
+      await first!.inNode('bridge', ['fdb', 'show', 'dev', VXLAN_DEVICE]),
+      new RegExp(`dst ${second!.address.replaceAll('.', '\\.')} `),
+    );
+    for (const [from, to] of [
+      [1, 2],
+      [2, 1],
+      [2, 3],
+    ] as const) {
+      const sent = (await exec(pod(to), 'md5sum', '/www/blob')).split(' ')[0] ?? '';
+      const received = await eventually(
+        `pod-${from} → pod-${to} over VXLAN`,
+        async () => {
+          const got = (await exec(pod(from), 'sh', '-c', `timeout 60 wget -q -O - http://${pod(to).ip}:8080/blob | md5sum`)).split(' ')[0];
+          return got === sent ? got : undefined;
+        },
+        60,
+      );
+      t.is(received, sent, `pod-${to}'s 4 MiB at pod-${from}`);
+    }
+    await netplugctl('pool', 'update', 'default-ipv4-ippool', '--vxlan-mode', 'CrossSubnet');
+  });
 
   test.serial(
     "deleting the pods releases their addresses: what stays allocated is the other pods' and each node's VXLAN tunnel address",
