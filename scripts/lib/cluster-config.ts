@@ -169,13 +169,17 @@ export function apiServerArgs(
   ];
 }
 
-/** kube-controller-manager's command line: it allocates each Node's pod CIDR. */
+/**
+ * kube-controller-manager's command line: it allocates each Node's pod CIDR (with `dualStack`, one
+ * of each family: `clusterCidr` and `serviceCidr` then name both, comma-separated).
+ */
 export function controllerManagerArgs(
   dir: string,
   certs: ClusterCerts,
   kubeconfig: string,
   clusterCidr: string,
   serviceCidr: string,
+  dualStack = false,
 ): string[] {
   return [
     `--kubeconfig=${kubeconfig}`,
@@ -183,6 +187,7 @@ export function controllerManagerArgs(
     '--use-service-account-credentials=false',
     '--allocate-node-cidrs=true',
     `--cluster-cidr=${clusterCidr}`,
+    ...(dualStack ? ['--node-cidr-mask-size-ipv4=24', '--node-cidr-mask-size-ipv6=64'] : []),
     `--service-cluster-ip-range=${serviceCidr}`,
     `--service-account-private-key-file=${certs.serviceAccountKey}`,
     `--root-ca-file=${certs.ca}`,

@@ -29,24 +29,34 @@ export async function makeNodeNetwork(netns: string, nodeIp: string): Promise<vo
  */
 export const SUBNETS = ['10.250.0', '10.250.1'] as const;
 
-/** The router namespace, with one bridge per subnet. */
-export async function makeRouter(router: string): Promise<void> {
+/**
+ * A dual-stack cluster's (ClusterOptions.dualStack) IPv6 /64s of subnets A and B: a node's address
+ * is `<subnet>::<its number>`, the router's `<subnet>::fe`.
+ */
+export const SUBNETS6 = ['fd00:250:0', 'fd00:250:1'] as const;
+
+/** The router namespace, with one bridge per subnet (with `dualStack`, an IPv6 address on each and IPv6 forwarding too). */
+export async function makeRouter(router: string, dualStack = false): Promise<void> {
   const ip = (...args: string[]) => run('ip', ['-n', router, ...args]);
   await run('ip', ['netns', 'add', router]);
   await ip('link', 'set', 'lo', 'up');
   for (const [index, subnet] of SUBNETS.entries()) {
     await ip('link', 'add', `br${index}`, 'type', 'bridge');
     await ip('addr', 'add', `${subnet}.254/24`, 'dev', `br${index}`);
+    if (dualStack) await ip('addr', 'add', `${SUBNETS6[index]}::fe/64`, 'dev', `br${index}`, 'nodad');
     await ip('link', 'set', `br${index}`, 'up');
   }
   await run('nsenter', [`--net=/run/netns/${router}`, '--', 'sysctl', '-q', '-w', 'net.ipv4.ip_forward=1']);
+  if (dualStack) await run('nsenter', [`--net=/run/netns/${router}`, '--', 'sysctl', '-q', '-w', 'net.ipv6.conf.all.forwarding=1']);
 }
 
 /**
  * A node's network namespace on the router's bridge for its subnet: eth0 with the node's address
  * (a name autodetection takes, unlike node0's veth prefix), the gateway as default route, forwarding.
+ * With `nodeIp6` (a dual-stack cluster), the same in IPv6: the address without duplicate address
+ * detection (usable at once), the router's `::fe` as default route, IPv6 forwarding.
  */
-export async function plugNode(router: string, netns: string, port: string, nodeIp: string): Promise<void> {
+export async function plugNode(router: string, netns: string, port: string, nodeIp: string, nodeIp6?: string): Promise<void> {
   const subnet = SUBNETS.findIndex((prefix) => nodeIp.startsWith(`${prefix}.`));
   if (subnet < 0) throw new Error(`${nodeIp} is on neither subnet`);
   const ip = (...args: string[]) => run('ip', ['-n', netns, ...args]);
@@ -58,6 +68,10 @@ export async function plugNode(router: string, netns: string, port: string, node
   await ip('link', 'set', 'eth0', 'up');
   await ip('route', 'add', 'default', 'via', `${SUBNETS[subnet]}.254`, 'dev', 'eth0');
   await run('nsenter', [`--net=/run/netns/${netns}`, '--', 'sysctl', '-q', '-w', 'net.ipv4.ip_forward=1']);
+  if (!nodeIp6) return;
+  await ip('addr', 'add', `${nodeIp6}/64`, 'dev', 'eth0', 'nodad');
+  await ip('-6', 'route', 'add', 'default', 'via', `${SUBNETS6[subnet]}::fe`, 'dev', 'eth0');
+  await run('nsenter', [`--net=/run/netns/${netns}`, '--', 'sysctl', '-q', '-w', 'net.ipv6.conf.all.forwarding=1']);
 }
 
 export function linkSystemPlugins(binDir: string): void {

@@ -23,7 +23,7 @@ import { promisify } from 'node:util';
 import type { ClusterCerts } from './cluster-certs.ts';
 import { kubeletArgs, kubeProxyArgs, writeContainerdConfig, type NodeLayout } from './cluster-config.ts';
 import { CLUSTER_PREFIX, workerLayout } from './cluster-leftovers.ts';
-import { linkSystemPlugins, SUBNETS } from './cluster-network.ts';
+import { linkSystemPlugins, SUBNETS, SUBNETS6 } from './cluster-network.ts';
 import { enterNode, startDaemon, type Daemon } from './cluster-processes.ts';
 import { waitFor } from './cluster-api.ts';
 import { kubeconfigText } from './test-ca.ts';
@@ -35,6 +35,8 @@ export interface ClusterNode {
   name: string;
   /** Its address on the underlay (the Node's InternalIP). */
   address: string;
+  /** Its IPv6 address on the underlay (the Node's second InternalIP), in a dual-stack cluster. */
+  address6?: string;
   /** Its network namespace, and that namespace's path for nsenter --net. */
   netns: string;
   netnsPath: string;
@@ -52,6 +54,11 @@ export function nodeAddress(index: number): string {
   return `${SUBNETS[index <= 2 ? 0 : 1]}.${index}`;
 }
 
+/** Node number `index`'s IPv6 address in a dual-stack cluster: on subnet A's or B's /64 as its IPv4 address is. */
+export function nodeAddress6(index: number): string {
+  return `${SUBNETS6[index <= 2 ? 0 : 1]}::${index}`;
+}
+
 /** The network namespace of node `index` beside the first (whose namespace is named as the cluster). */
 export const nodeNetns = (clusterNetns: string, index: number) => (index === 1 ? clusterNetns : `${clusterNetns}-n${index}`);
 
@@ -62,7 +69,10 @@ export interface NodeContext {
   firstNodeName: string;
   /** The API server, as every node reaches it: https://<first node's address>:6443. */
   server: string;
+  /** kube-proxy's --cluster-cidr: the IPv4 pod CIDR, and the IPv6 one after a comma in a dual-stack cluster. */
   clusterCidr: string;
+  /** A dual-stack cluster: each node has an IPv6 address too, given to its kubelet after the IPv4 one. */
+  dualStack: boolean;
   bin: (name: string) => string;
   certs: ClusterCerts;
   /** kube-proxy's client identity (one for every node). */
@@ -102,6 +112,7 @@ export async function startNode(context: NodeContext, index: number): Promise<Cl
   const { dir, daemons, logs } = context;
   const name = `${context.firstNodeName}-${index}`;
   const address = nodeAddress(index);
+  const address6 = context.dualStack ? nodeAddress6(index) : undefined;
   const netns = nodeNetns(context.clusterNetns, index);
   const netnsPath = `/run/netns/${netns}`;
   const layout = workerLayout(dir, name);
@@ -159,12 +170,17 @@ export async function startNode(context: NodeContext, index: number): Promise<Cl
   await waitFor(`${name}'s containerd`, daemons, async () => existsSync(socket));
   const imported = Promise.all(context.images.map(importImage));
   imported.catch(() => undefined);
-  start('kubelet', context.bin('kubelet'), kubeletArgs(node, context.certs.ca, kubelet.kubeconfig, name, address));
+  start(
+    'kubelet',
+    context.bin('kubelet'),
+    kubeletArgs(node, context.certs.ca, kubelet.kubeconfig, name, address6 ? `${address},${address6}` : address),
+  );
   start('kube-proxy', context.bin('kube-proxy'), kubeProxyArgs(proxyKubeconfig, name, context.clusterCidr));
   await imported;
   return {
     name,
     address,
+    ...(address6 ? { address6 } : {}),
     netns,
     netnsPath,
     inNode: async (command, args) => (await run('nsenter', [...enter, '--', command, ...args], { maxBuffer: 64 << 20 })).stdout,

@@ -10,7 +10,10 @@
 // namespaces live under containerd's state directory (CNI_NETNS=<dir>/containerd/state/...), not
 // /var/run/netns: every one of them is the cluster's own to remove, even after a crash.
 // With `nodes` above one, the node runs beside others, each with its own kubelet, containerd,
-// kube-proxy, network and mount namespaces, on two subnets behind a router (cluster-nodes.ts).
+// kube-proxy, network and mount namespaces, on two subnets behind a router (cluster-nodes.ts);
+// with `dualStack` too, the cluster is IPv4 and IPv6: pod and service CIDRs of both families, and
+// an IPv6 underlay beside the IPv4 one (subnets A and B each with an IPv6 /64, the router
+// forwarding IPv6 between them, each node's kubelet given both addresses).
 import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:net';
@@ -34,7 +37,7 @@ import { enterNode, startDaemon, type Daemon } from './cluster-processes.ts';
 import { apiGet, listenRelay, waitFor } from './cluster-api.ts';
 import { drainWorkloads } from './cluster-drain.ts';
 import { linkSystemPlugins, makeNodeNetwork, makeRouter, plugNode } from './cluster-network.ts';
-import { nodeAddress, nodeNetns, startNode, type ClusterNode, type NodeContext } from './cluster-nodes.ts';
+import { nodeAddress, nodeAddress6, nodeNetns, startNode, type ClusterNode, type NodeContext } from './cluster-nodes.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const run = promisify(execFile);
@@ -43,6 +46,9 @@ const run = promisify(execFile);
 const NODE_IP = '10.250.0.1';
 export const CLUSTER_CIDR = '10.244.0.0/16';
 const SERVICE_CIDR = '10.96.0.0/16';
+/** A dual-stack cluster's IPv6 pod CIDR (each Node's IPv6 pod CIDR a /64 of it) and service CIDR. */
+export const CLUSTER_CIDR6 = 'fd00:10:244::/56';
+const SERVICE_CIDR6 = 'fd00:10:96::/112';
 /** The `kubernetes` Service's ClusterIP: the first address of SERVICE_CIDR. */
 export const API_SERVICE_IP = '10.96.0.1';
 const API_PORT = 6443;
@@ -70,6 +76,14 @@ export interface ClusterOptions {
    * Every node's CNI directories and netplug's host paths are its own, at the same paths.
    */
   nodes?: number;
+  /**
+   * A dual-stack cluster (with `nodes` above one): pod CIDRs CLUSTER_CIDR and CLUSTER_CIDR6 (each
+   * Node gets a /24 and a /64), service CIDRs 10.96.0.0/16 and fd00:10:96::/112 (the `kubernetes`
+   * Service stays IPv4), and each node an IPv6 address beside its IPv4 one: fd00:250:0::<n> on
+   * subnet A, fd00:250:1::<n> on subnet B, the router at ::fe of each, forwarding between them and
+   * knowing no pod address. False by default.
+   */
+  dualStack?: boolean;
 }
 
 export interface Cluster {
@@ -143,10 +157,19 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     const others = Array.from({ length: count - 1 }, (_, i) => i + 2);
     if (count > 1 && (options.cniBinDir || options.cniConfDir))
       throw new Error('the CNI directories of a cluster of several nodes are its own');
+    const dualStack = options.dualStack ?? false;
+    if (dualStack && count === 1) throw new Error('a dual-stack cluster has several nodes (ClusterOptions.nodes)');
+    const clusterCidr = dualStack ? `${CLUSTER_CIDR},${CLUSTER_CIDR6}` : CLUSTER_CIDR;
+    const serviceCidr = dualStack ? `${SERVICE_CIDR},${SERVICE_CIDR6}` : SERVICE_CIDR;
+    const nodeIp6 = dualStack ? nodeAddress6(1) : undefined;
     if (count === 1) await makeNodeNetwork(netns, NODE_IP);
     else {
-      await makeRouter(`${netns}-r`);
-      await Promise.all([1, ...others].map((index) => plugNode(`${netns}-r`, nodeNetns(netns, index), `n${index}`, nodeAddress(index))));
+      await makeRouter(`${netns}-r`, dualStack);
+      await Promise.all(
+        [1, ...others].map((index) =>
+          plugNode(`${netns}-r`, nodeNetns(netns, index), `n${index}`, nodeAddress(index), dualStack ? nodeAddress6(index) : undefined),
+        ),
+      );
     }
 
     const node: NodeLayout = {
@@ -205,7 +228,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       clusterNetns: netns,
       firstNodeName: nodeName,
       server: `https://${NODE_IP}:${API_PORT}`,
-      clusterCidr: CLUSTER_CIDR,
+      clusterCidr,
+      dualStack,
       bin,
       certs,
       proxy,
@@ -220,11 +244,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     const starting = Promise.all(others.map((index) => startNode(nodeContext, index)));
     starting.catch(() => undefined);
 
-    start(
-      'kube-apiserver',
-      apiserver,
-      apiServerArgs(dir, certs, apiserverClient, { nodeIp: NODE_IP, port: API_PORT, serviceCidr: SERVICE_CIDR }),
-    );
+    start('kube-apiserver', apiserver, apiServerArgs(dir, certs, apiserverClient, { nodeIp: NODE_IP, port: API_PORT, serviceCidr }));
     // The test process reaches the API server through a relay: a Unix socket served inside the
     // namespace, and a loopback TCP port here piping to it.
     const socket = join(dir, 'apiserver.sock');
@@ -263,6 +283,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
         {
           name: nodeName,
           address: NODE_IP,
+          ...(nodeIp6 ? { address6: nodeIp6 } : {}),
           netns,
           netnsPath,
           inNode,
@@ -286,8 +307,12 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     // The kubelet and kube-proxy wait for the API server by themselves; starting them now
     // overlaps their start with its own. They need containerd's socket.
     await waitFor('containerd', daemons, async () => existsSync(node.containerdSocket));
-    start('kubelet', bin('kubelet'), kubeletArgs(node, certs.ca, kubelet.kubeconfig, nodeName, NODE_IP));
-    start('kube-proxy', bin('kube-proxy'), kubeProxyArgs(proxy.kubeconfig, nodeName, CLUSTER_CIDR));
+    start(
+      'kubelet',
+      bin('kubelet'),
+      kubeletArgs(node, certs.ca, kubelet.kubeconfig, nodeName, nodeIp6 ? `${NODE_IP},${nodeIp6}` : NODE_IP),
+    );
+    start('kube-proxy', bin('kube-proxy'), kubeProxyArgs(proxy.kubeconfig, nodeName, clusterCidr));
 
     await waitFor('kube-apiserver', daemons, async () => (await api('/readyz')).status === 200);
     mark('kube-apiserver ready');
@@ -295,7 +320,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     start(
       'kube-controller-manager',
       bin('kube-controller-manager'),
-      controllerManagerArgs(dir, certs, admin.kubeconfig, CLUSTER_CIDR, SERVICE_CIDR),
+      controllerManagerArgs(dir, certs, admin.kubeconfig, clusterCidr, serviceCidr, dualStack),
     );
     start('kube-scheduler', bin('kube-scheduler'), [
       `--kubeconfig=${scheduler.kubeconfig}`,
@@ -309,12 +334,13 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     cluster.nodes.push(...(await starting));
     if (others.length > 0) mark('other nodes started, images imported');
 
-    // Ready for workloads: the Nodes registered with their pod CIDRs, the default service account
+    // Ready for workloads: the Nodes registered with their pod CIDRs (one of each family in a
+    // dual-stack cluster), the default service account
     // (pods are refused without it), and kube-proxy's rules for the `kubernetes` Service on each node.
     for (const { name } of cluster.nodes) {
       await waitFor(`the Node ${name} and its pod CIDR`, daemons, async () => {
         const response = await api(`/api/v1/nodes/${name}`);
-        return response.status === 200 && (JSON.parse(response.body).spec?.podCIDRs ?? []).length > 0;
+        return response.status === 200 && (JSON.parse(response.body).spec?.podCIDRs ?? []).length >= (dualStack ? 2 : 1);
       });
     }
     mark(others.length > 0 ? 'Nodes registered with their pod CIDRs' : 'Node registered with its pod CIDR');
