@@ -40,12 +40,21 @@ export interface NodePaths {
   netnsDir: string;
 }
 
-/** The manifest with the test node's directories in place of the standard host paths. */
+/** What a user edits in a manifest beyond the ConfigMap's data, as docs/install.md says (dual-stack). */
+interface ManifestEdits {
+  /** Variables added to the netplug-node container's env (IP6, NETPLUG_IPV6POOL_CIDR ...). */
+  nodeEnv?: Record<string, string>;
+  /** Fields added to the ipam section of the ConfigMap's cni_network_config (assign_ipv6 ...). */
+  ipam?: Record<string, string>;
+}
+
+/** The manifest with the test node's directories in place of the standard host paths (and `edits`). */
 export function manifestFor(
   cluster: Cluster,
   file: 'netplug.yaml' | 'netplug-etcd.yaml' | 'netplug-policy-only.yaml' | 'netplug-flannel.yaml',
   paths: NodePaths,
   data: Record<string, string> = {},
+  edits: ManifestEdits = {},
 ): string {
   const hostPaths: Record<string, string> = {
     '/opt/cni/bin': cluster.cniBinDir,
@@ -77,6 +86,15 @@ export function manifestFor(
       // netplug-node's endpoint status files where the plugin looks: under the moved socket's directory.
       if (object.data.endpoint_status_path_prefix) object.data.endpoint_status_path_prefix = moved(object.data.endpoint_status_path_prefix);
       Object.assign(object.data, data);
+      // The ipam section as a user writes it, one field after another in the template's line.
+      for (const [field, value] of Object.entries(edits.ipam ?? {})) {
+        const edited = object.data.cni_network_config.replace(
+          /"ipam": \{"type": "netplug-ipam"/,
+          (section: string) => `${section}, ${JSON.stringify(field)}: ${JSON.stringify(value)}`,
+        );
+        if (edited === object.data.cni_network_config) throw new Error(`${file}'s cni_network_config has no netplug-ipam section`);
+        object.data.cni_network_config = edited;
+      }
       // The MTU file the agent writes for `"mtu": 0` is under the moved state directory: the
       // plugin is told where, as the operator tells it on nodes whose state directory is elsewhere.
       object.data.cni_network_config = object.data.cni_network_config
@@ -93,6 +111,8 @@ export function manifestFor(
         volume.hostPath.path = moved(volume.hostPath.path);
       }
     for (const container of pod.containers) {
+      if (container.name === 'netplug-node' && edits.nodeEnv)
+        container.env = [...(container.env ?? []), ...Object.entries(edits.nodeEnv).map(([name, value]) => ({ name, value }))];
       // A host path at the same path (the agent's), and host paths in settings (CNI_NET_DIR, NETPLUG_VAR_DIR, the socket).
       for (const mount of container.volumeMounts ?? [])
         if (hostVolumes.get(mount.name) === mount.mountPath) mount.mountPath = moved(mount.mountPath);
@@ -104,10 +124,16 @@ export function manifestFor(
   return out;
 }
 
-/** kube-system/kubeadm-config as kubeadm writes it: where a default pool's CIDR comes from. */
-export async function writeKubeadmConfig(cluster: Cluster): Promise<void> {
+/**
+ * kube-system/kubeadm-config as kubeadm writes it: where a default pool's CIDR comes from. A
+ * dual-stack cluster's names both families' subnets, comma-separated (`podSubnet`, `serviceSubnet`).
+ */
+export async function writeKubeadmConfig(
+  cluster: Cluster,
+  networking: { podSubnet: string; serviceSubnet: string } = { podSubnet: CLUSTER_CIDR, serviceSubnet: '10.96.0.0/16' },
+): Promise<void> {
   const file = join(cluster.dir, 'kubeadm-config.json');
-  const clusterConfiguration = `apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nnetworking:\n  podSubnet: ${CLUSTER_CIDR}\n  serviceSubnet: 10.96.0.0/16\n`;
+  const clusterConfiguration = `apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nnetworking:\n  podSubnet: ${networking.podSubnet}\n  serviceSubnet: ${networking.serviceSubnet}\n`;
   writeFileSync(
     file,
     JSON.stringify({
