@@ -13,7 +13,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 
 import { contains, parseIp, parsePrefix } from '../../ts/net/cidr.ts';
 import { NODE_ADDRESS_ANNOTATIONS } from '../../ts/store/kubernetes/resources.ts';
@@ -43,13 +43,18 @@ const pod = (index: number) => {
 const exec = (from: DualStackPod, ...command: string[]) => cluster().kubectl('exec', from.name, '--', ...command);
 const netplugctl = async (...args: string[]) => (await run(NETPLUGCTL, ['--kubeconfig', cluster().kubeconfig, ...args])).stdout;
 const url = (ip: string, path: string, port = 8080) => `http://${ip.includes(':') ? `[${ip}]` : ip}:${port}${path}`;
-/** What `from` gets of `to`'s /hello (its pod name), retried while routes settle. */
-const fetchFrom = (from: DualStackPod, address: string, port?: number) =>
-  eventually(
+/** What `from` gets of `address`'s /hello (its pod name), retried while routes settle; how long that took is logged when it was not at once. */
+const fetchFrom = async (t: ExecutionContext, from: DualStackPod, address: string, port?: number) => {
+  const started = Date.now();
+  const body = await eventually(
     `${from.name} → ${address}`,
     async () => (await exec(from, 'timeout', '10', 'wget', '-q', '-O', '-', url(address, '/hello', port))).trim() || undefined,
     60,
   );
+  const seconds = (Date.now() - started) / 1000;
+  if (seconds > 5) t.log(`${from.name} → ${address}: answered after ${seconds.toFixed(1)} s`);
+  return body;
+};
 
 test.serial('netplug.yaml edited for dual-stack: a node pod 2/2 on each node, an IPv4 and an IPv6 default pool', async (t) => {
   const c = cluster();
@@ -173,14 +178,14 @@ test.serial('pod to pod across nodes over IPv6 (direct and vxlan6.netplug, both 
     [3, 2],
     [2, 3],
   ] as const) {
-    t.is(await fetchFrom(pod(from), pod(to).ip6), `pod-${to}`, `pod-${from} → pod-${to} over IPv6`);
+    t.is(await fetchFrom(t, pod(from), pod(to).ip6), `pod-${to}`, `pod-${from} → pod-${to} over IPv6`);
     t.regex(await exec(pod(from), 'ping', '-c', '1', '-W', '5', pod(to).ip6), / 0% packet loss/);
   }
   for (const [from, to] of [
     [1, 3],
     [2, 1],
   ] as const)
-    t.is(await fetchFrom(pod(from), pod(to).ip4), `pod-${to}`, `pod-${from} → pod-${to} over IPv4`);
+    t.is(await fetchFrom(t, pod(from), pod(to).ip4), `pod-${to}`, `pod-${from} → pod-${to} over IPv4`);
 });
 
 test.serial(
@@ -197,9 +202,9 @@ test.serial(
     const ip6 = clusterIps.find((ip) => ip.includes(':'));
     const ip4 = clusterIps.find((ip) => !ip.includes(':'));
     t.truthy(ip6 && ip4, clusterIps.join(', '));
-    t.is(await fetchFrom(pod(1), ip6!, 80), 'pod-3', `pod-1 → [${ip6}]:80`);
-    t.is(await fetchFrom(pod(2), ip6!, 80), 'pod-3', `pod-2 → [${ip6}]:80`);
-    t.is(await fetchFrom(pod(1), ip4!, 80), 'pod-3', `pod-1 → ${ip4}:80`);
+    t.is(await fetchFrom(t, pod(1), ip6!, 80), 'pod-3', `pod-1 → [${ip6}]:80`);
+    t.is(await fetchFrom(t, pod(2), ip6!, 80), 'pod-3', `pod-2 → [${ip6}]:80`);
+    t.is(await fetchFrom(t, pod(1), ip4!, 80), 'pod-3', `pod-1 → ${ip4}:80`);
     await c.kubectl('delete', 'service', 'web-3');
   },
 );
