@@ -1,8 +1,13 @@
-// A cluster moved from etcd to the Kubernetes datastore under the real kubelet, as README "Move
-// from etcd to the Kubernetes datastore" says: netplug-etcd.yaml installed and pods running;
-// lock, export, import, netplug.yaml applied with server-side apply, unlock. The running pods keep
-// their addresses (same pods, no restart), a pod created while locked waits and is networked after
-// unlock, new pods get addresses none of the old ones holds, and ipam check is clean.
+// A cluster of three nodes on two subnets (scripts/lib/cluster-nodes.ts) moved from etcd to the
+// Kubernetes datastore under the real kubelets, as README "Move from etcd to the Kubernetes
+// datastore" says: netplug-etcd.yaml installed and pods running on every node; lock, export,
+// import, netplug.yaml applied with server-side apply (netplug-node rolls node by node), unlock.
+// Throughout, pods ping each other across the nodes (node 1 to node 3 over VXLAN, node 2 to node 1
+// directly): nodes already switched keep their routes to nodes not yet switched, as the node
+// addresses, tunnel addresses and MACs are carried over, so at most 1 % of the pings is lost. The
+// running pods keep their addresses (same pods, no restart), a pod created while locked waits and
+// is networked after unlock (how long ADDs were refused is logged), new pods get addresses none of
+// the old ones holds, and ipam check is clean.
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -10,12 +15,12 @@ import { promisify } from 'node:util';
 
 import test from 'ava';
 
-import { BUSYBOX_IMAGE, clusterPerFile, getJson } from '../helpers/cluster.ts';
+import { apply, BUSYBOX_IMAGE, clusterPerFile, getJson } from '../helpers/cluster.ts';
 import { eventually, imageArchive, manifestFor, NETPLUGCTL, nodePaths, writeKubeadmConfig } from './install.ts';
 
 const run = promisify(execFile);
 const ROOT = new URL('../../', import.meta.url).pathname;
-const cluster = clusterPerFile(test, { systemPlugins: false });
+const cluster = clusterPerFile(test, { nodes: 3, systemPlugins: false });
 
 /** netplugctl on etcd (from the node, where etcd listens) and on the Kubernetes datastore. */
 const onEtcd = (...args: string[]) => cluster().inNode(NETPLUGCTL, ['--etcd-endpoints', 'http://127.0.0.1:2379', ...args]);
@@ -28,18 +33,71 @@ const running = (pods: any[]) =>
 
 let before: Map<string, { ip: string; uid: string }>;
 
-async function nodePodReady(what: string, notUid?: string) {
+/** Resolves when each node runs a node pod ready 2/2, none of them one of `notUids` (the pods before a change). */
+async function nodePodsReady(what: string, notUids = new Set<string>()) {
   return eventually(
     what,
     async () => {
-      const [pod] = await podsOf('k8s-app=netplug-node');
-      return pod && pod.metadata.uid !== notUid && pod.status.containerStatuses?.length === 2 && allReady(pod) ? pod : undefined;
+      const pods = (await podsOf('k8s-app=netplug-node')).filter((pod) => !pod.metadata.deletionTimestamp);
+      const ready = pods.filter((pod) => !notUids.has(pod.metadata.uid) && pod.status.containerStatuses?.length === 2 && allReady(pod));
+      return ready.length === cluster().nodes.length && pods.length === ready.length ? ready : undefined;
     },
-    240,
+    300,
   );
 }
 
-test.serial('netplug-etcd.yaml installed; 6 pods running on etcd', async (t) => {
+/** Two pods pinging across nodes every 0.2 s: pinger-1 (node 1) to pinger-3 (node 3, the other subnet), pinger-2 to pinger-1. */
+const PINGS = [
+  ['pinger-1', 'pinger-3'],
+  ['pinger-2', 'pinger-1'],
+] as const;
+
+async function startPingers(): Promise<void> {
+  const c = cluster();
+  await apply(
+    c,
+    ...c.nodes.map((node, index) => ({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: `pinger-${index + 1}`, labels: { app: 'pinger' } },
+      spec: {
+        nodeName: node.name,
+        terminationGracePeriodSeconds: 1,
+        containers: [{ name: 'ping', image: BUSYBOX_IMAGE, imagePullPolicy: 'Never', command: ['sleep', '3600'] }],
+      },
+    })),
+  );
+  await c.kubectl('wait', '--for=condition=Ready', 'pod', '-l', 'app=pinger', '--timeout=180s');
+  for (const [from, to] of PINGS) {
+    const peer = (await getJson(c, 'pod', to)).status.podIP as string;
+    await eventually(
+      `${from} → ${to} (${peer})`,
+      async () =>
+        (await c.kubectl('exec', from, '--', 'ping', '-c', '1', '-W', '2', peer).catch(() => '')).includes(' 0% packet loss') || undefined,
+    );
+    await c.kubectl('exec', from, '--', 'sh', '-c', `ping -i 0.2 ${peer} > /tmp/ping.log 2>&1 & echo $! > /tmp/ping.pid`);
+  }
+}
+
+/** Stops the pingers; each one's packets sent and answered. */
+async function stopPingers(): Promise<{ from: string; to: string; sent: number; received: number }[]> {
+  const c = cluster();
+  const stats = [];
+  for (const [from, to] of PINGS) {
+    await c.kubectl('exec', from, '--', 'sh', '-c', 'kill -INT $(cat /tmp/ping.pid)');
+    const summary = await eventually(
+      `${from}'s ping statistics`,
+      async () =>
+        /(\d+) packets transmitted, (\d+) packets received/.exec(await c.kubectl('exec', from, '--', 'cat', '/tmp/ping.log')) ?? undefined,
+      30,
+    );
+    stats.push({ from, to, sent: Number(summary[1]), received: Number(summary[2]) });
+  }
+  await c.kubectl('delete', 'pods', '-l', 'app=pinger', '--wait=true', '--grace-period=1');
+  return stats;
+}
+
+test.serial('netplug-etcd.yaml installed on three nodes; 6 pods running on etcd, spread over the nodes', async (t) => {
   const c = cluster();
   await c.importImage(imageArchive());
   await writeKubeadmConfig(c);
@@ -47,7 +105,7 @@ test.serial('netplug-etcd.yaml installed; 6 pods running on etcd', async (t) => 
   await c.kubectl('apply', '--server-side', '--force-conflicts', '-f', join(ROOT, 'deploy/manifests/crds.yaml'));
   await c.kubectl('wait', '--for=condition=Established', 'crd', '--all', '--timeout=60s');
   await c.kubectl('apply', '--server-side', '--force-conflicts', '-f', manifest);
-  await nodePodReady('the node pod ready 2/2');
+  await nodePodsReady('a node pod ready 2/2 on each node');
   await c.kubectl('create', 'deployment', 'web', `--image=${BUSYBOX_IMAGE}`, '--replicas=6', '--', 'sleep', '3600');
   await c.kubectl(
     'patch',
@@ -63,6 +121,8 @@ test.serial('netplug-etcd.yaml installed; 6 pods running on etcd', async (t) => 
   });
   before = new Map(pods.map((pod) => [pod.metadata.name, { ip: pod.status.podIP, uid: pod.metadata.uid }]));
   t.is(new Set(pods.map((pod) => pod.status.podIP)).size, 6);
+  t.log(`the pods' nodes: ${pods.map((pod) => pod.spec.nodeName).join(', ')}`);
+  await startPingers();
 });
 
 test.serial('lock, export, import, netplug.yaml applied, unlock: pods keep their addresses; new pods get fresh ones', async (t) => {
@@ -80,19 +140,27 @@ test.serial('lock, export, import, netplug.yaml applied, unlock: pods keep their
   t.regex(message, /datastore migrate unlock/);
 
   const file = join(c.dir, 'netplug-export.yaml');
-  t.regex(await onEtcd('datastore', 'migrate', 'export', '-f', file), /^exported 1 ClusterInformation, 1 nodes, .* 1 pools from etcd/);
+  t.regex(await onEtcd('datastore', 'migrate', 'export', '-f', file), /^exported 1 ClusterInformation, 3 nodes, .* 1 pools from etcd/);
   t.regex(await onKubernetes('datastore', 'migrate', 'import', '-f', file), /^imported .* 1 pools into the Kubernetes API/);
 
-  const [etcdNodePod] = await podsOf('k8s-app=netplug-node');
+  // The nodes' addresses, tunnel addresses and MACs, carried over: the nodes already switched route to those not yet.
+  for (const node of c.nodes) {
+    const annotations = (await getJson(c, 'node', node.name)).metadata.annotations ?? {};
+    t.is(annotations['projectnet.org/IPv4Address']?.split('/')[0], node.address, `${node.name}'s address imported`);
+    t.truthy(annotations['projectnet.org/IPv4VXLANTunnelAddr'], `${node.name}'s VXLAN tunnel address imported`);
+    t.truthy(annotations['projectnet.org/VXLANTunnelMACAddr'], `${node.name}'s VXLAN MAC imported`);
+  }
+
+  const etcdNodePods = new Set((await podsOf('k8s-app=netplug-node')).map((pod) => pod.metadata.uid as string));
   const manifest = manifestFor(c, 'netplug.yaml', nodePaths(c));
   await c.kubectl('apply', '--server-side', '--force-conflicts', '-f', manifest);
-  await nodePodReady('the node pod on the Kubernetes datastore ready 2/2', etcdNodePod.metadata.uid);
+  await nodePodsReady('every node pod on the Kubernetes datastore, ready 2/2', etcdNodePods);
   await eventually('the conflist on the Kubernetes datastore', async () => {
     const conflist = JSON.parse(readFileSync(join(c.cniConfDir, '10-netplug.conflist'), 'utf8'));
     return conflist.plugins[0].datastore_type === 'kubernetes';
   });
   t.regex(await onKubernetes('datastore', 'migrate', 'unlock'), /unlocked/);
-  t.log(`lock → unlocked on the Kubernetes datastore: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  t.log(`ADDs refused for ${((Date.now() - started) / 1000).toFixed(1)} s (lock → unlocked on the Kubernetes datastore)`);
 
   // The running pods: the same pods, the same addresses, held by them in the Kubernetes datastore.
   const after = running(await podsOf('app=web'));
@@ -129,6 +197,12 @@ test.serial('lock, export, import, netplug.yaml applied, unlock: pods keep their
     return shown.allocated === false || shown.pod !== oldPod.metadata.name;
   });
   t.regex(await onKubernetes('ipam', 'check'), /no problems found/);
+  // The pings, from before the lock until now: through the switch and the new pods after it.
+  for (const ping of await stopPingers()) {
+    const lost = ((ping.sent - ping.received) / ping.sent) * 100;
+    t.log(`${ping.from} → ${ping.to}: ${ping.received} of ${ping.sent} pings answered`);
+    t.true(ping.sent > 0 && lost <= 1, `${ping.from} → ${ping.to}: ${lost.toFixed(1)} % of ${ping.sent} pings lost`);
+  }
   await c.kubectl('delete', 'pod', 'late', '--wait=true', '--grace-period=1');
   await c.kubectl('delete', 'deployment', 'web', '--wait=true');
 });

@@ -9,6 +9,7 @@ import type { ClusterCommand, ClusterCommandIo } from '../ctl/cluster-command.ts
 import { DATASTORE_FLAGS, datastoreSettings } from '../ctl/datastore.ts';
 import { UsageError } from '../ctl/usage.ts';
 import { refuseOlderClient } from '../ctl/version.ts';
+import { KubeStore } from '../store/kubernetes/store.ts';
 import { openStore } from '../store/open.ts';
 import type { Store } from '../store/store.ts';
 import { formatExport, parseExport } from './datastore-document.ts';
@@ -144,7 +145,7 @@ async function importCommand(values: Flags, env: NodeJS.ProcessEnv, io: ClusterC
       'datastore migrate import writes to the Kubernetes datastore: give --kubeconfig FILE (or --datastore-type kubernetes)',
     );
   return withStore(values, env, true, async (store) => {
-    const report = await importDatastore(store, data);
+    const report = await importDatastore(store, data, store instanceof KubeStore ? (name, a) => store.annotateNode(name, a) : undefined);
     const skipped = report.alreadyThere > 0 ? ` (${report.alreadyThere} documents were there already from an interrupted import)` : '';
     io.out(`imported ${describeSections(report.created)} into ${store.description}${skipped}\n`);
     if (report.missingNodes.length > 0) {
@@ -152,6 +153,10 @@ async function importCommand(values: Flags, env: NodeJS.ProcessEnv, io: ClusterC
         `nodes without a Kubernetes Node (their data is imported; the Kubernetes datastore's nodes are the cluster's Node objects): ${report.missingNodes.join(', ')}\n`,
       );
     }
+    if (report.addressesCarried.length > 0)
+      io.out(
+        `node addresses carried over to their Kubernetes Nodes (annotations, read by the nodes already switched): ${report.addressesCarried.join(', ')}\n`,
+      );
     if (report.labelsMissing.length > 0)
       io.out(
         `node labels of etcd registrations not on the Kubernetes Node (pool node selectors match Node labels): ${report.labelsMissing.join('; ')}\n`,

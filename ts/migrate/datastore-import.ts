@@ -7,8 +7,16 @@
 // pools last, so that without them nothing could allocate even if it were unlocked early. A crash
 // part-way leaves a locked datastore without (all of) its pools; running the same import again
 // creates only what is missing. Finally every document is read back and compared with the file.
+//
+// The nodes' addresses (underlay, tunnel addresses and MACs) go onto their Kubernetes Nodes as the
+// annotations netplug-node publishes there: while netplug-node rolls node by node onto the
+// Kubernetes datastore, the nodes already switched read the others' addresses from these, and
+// without them would remove their routes to every node not switched yet. An annotation already
+// there (a switched node's own) is kept.
 import { CLUSTER_INFO_KEY, datastoreLocked } from '../model/cluster-information.ts';
 import { setDatastoreReady } from '../ipam/cluster-info.ts';
+import type { NodeSpec } from '../model/node.ts';
+import { nodeAddressAnnotations } from '../store/kubernetes/documents.ts';
 import { NODES_PREFIX } from '../store/kubernetes/resources.ts';
 import type { Entry, Store } from '../store/store.ts';
 import { refused } from '../ctl/usage.ts';
@@ -28,9 +36,14 @@ export interface ImportReport {
   missingNodes: string[];
   /** `node: key=value` labels of an exported registration that its Kubernetes Node lacks (pool node selectors match Node labels). */
   labelsMissing: string[];
+  /** Nodes whose exported addresses were written onto their Kubernetes Node (those it lacked). */
+  addressesCarried: string[];
 }
 
-export async function importDatastore(store: Store, data: DatastoreExport): Promise<ImportReport> {
+/** Adds annotations to a Kubernetes Node (KubeStore.annotateNode). */
+export type AnnotateNode = (name: string, annotations: Record<string, string>) => Promise<void>;
+
+export async function importDatastore(store: Store, data: DatastoreExport, annotateNode?: AnnotateNode): Promise<ImportReport> {
   const targetInfo = await store.get(CLUSTER_INFO_KEY);
   const existing = new Map<string, Entry<unknown>>();
   for (const section of WRITTEN) for (const entry of await store.list(section.prefix)) existing.set(entry.key, entry);
@@ -41,7 +54,8 @@ export async function importDatastore(store: Store, data: DatastoreExport): Prom
       `${store.description} already holds netplug IPAM data that is not this export's (${foreign.length} documents, such as ${foreign[0]?.key}): import only into a datastore without netplug IPAM data`,
     );
   }
-  const nodes = await nodeCheck(store, data);
+  const kubeNodes = new Map((await store.list(NODES_PREFIX)).map((e) => [e.key.slice(NODES_PREFIX.length), e.value]));
+  const nodes = nodeCheck(kubeNodes, data);
 
   // The lock first: from here on nothing allocates until `unlock`.
   const exportedInfo = data.sections.clusterInformation[0];
@@ -55,6 +69,7 @@ export async function importDatastore(store: Store, data: DatastoreExport): Prom
     await setDatastoreReady(store, false);
   }
 
+  const addressesCarried = annotateNode ? await carryNodeAddresses(kubeNodes, data, annotateNode) : [];
   const created: ImportReport['created'] = {};
   for (const section of WRITTEN) {
     const missing = data.sections[section.name].filter((entry) => !existing.has(entry.key));
@@ -63,7 +78,7 @@ export async function importDatastore(store: Store, data: DatastoreExport): Prom
     created[section.name] = missing.length;
   }
   await verify(store, fromFile);
-  return { created, alreadyThere: existing.size, ...nodes };
+  return { created, alreadyThere: existing.size, ...nodes, addressesCarried };
 }
 
 /** Creates `entry`; one that appeared meanwhile must be the same document. */
@@ -88,21 +103,48 @@ async function verify(store: Store, fromFile: Map<string, Exported>): Promise<vo
 }
 
 /** Which nodes of the export have no Kubernetes Node, and registration labels their Node lacks. */
-async function nodeCheck(store: Store, data: DatastoreExport): Promise<Pick<ImportReport, 'missingNodes' | 'labelsMissing'>> {
-  const kubeNodes = new Map((await store.list(NODES_PREFIX)).map((e) => [e.key.slice(NODES_PREFIX.length), labelsOf(e.value)]));
+function nodeCheck(kubeNodes: ReadonlyMap<string, unknown>, data: DatastoreExport): Pick<ImportReport, 'missingNodes' | 'labelsMissing'> {
   const named = new Set<string>();
   const labelsMissing: string[] = [];
   for (const { key, value } of data.sections.nodes) {
     const name = key.slice(NODES_PREFIX.length);
     named.add(name);
-    const kubeLabels = kubeNodes.get(name);
-    if (!kubeLabels) continue;
+    const kubeNode = kubeNodes.get(name);
+    if (!kubeNode) continue;
+    const kubeLabels = labelsOf(kubeNode);
     for (const [label, wanted] of Object.entries(labelsOf(value)))
       if (kubeLabels[label] !== wanted) labelsMissing.push(`${name}: ${label}=${wanted}`);
   }
   const affinityPrefix = SECTIONS.find((s) => s.name === 'blockAffinities')?.prefix ?? '';
   for (const { key } of data.sections.blockAffinities) named.add(key.slice(affinityPrefix.length).split('/')[0] ?? '');
   return { missingNodes: [...named].filter((name) => name !== '' && !kubeNodes.has(name)).sort(), labelsMissing };
+}
+
+/** Each exported node's addresses that its Kubernetes Node has no annotation for, written; the nodes written. */
+async function carryNodeAddresses(
+  kubeNodes: ReadonlyMap<string, unknown>,
+  data: DatastoreExport,
+  annotate: AnnotateNode,
+): Promise<string[]> {
+  const carried: string[] = [];
+  for (const { key, value } of data.sections.nodes) {
+    const name = key.slice(NODES_PREFIX.length);
+    const kubeNode = kubeNodes.get(name);
+    if (!kubeNode) continue;
+    const present = nodeAddressAnnotations(specOf(kubeNode));
+    const missing = Object.entries(nodeAddressAnnotations(specOf(value))).filter(
+      (entry): entry is [string, string] => typeof entry[1] === 'string' && present[entry[0]] === null,
+    );
+    if (missing.length === 0) continue;
+    await annotate(name, Object.fromEntries(missing));
+    carried.push(name);
+  }
+  return carried;
+}
+
+function specOf(value: unknown): NodeSpec | undefined {
+  const spec = (value as { spec?: unknown } | undefined)?.spec;
+  return typeof spec === 'object' && spec !== null ? (spec as NodeSpec) : undefined;
 }
 
 function labelsOf(value: unknown): Record<string, string> {

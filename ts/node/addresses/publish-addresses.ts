@@ -6,7 +6,7 @@ import * as k8s from '@kubernetes/client-node';
 import { keys } from '../../model/keys.ts';
 import type { NodeResource, NodeSpec } from '../../model/node.ts';
 import { checkedNodeSpec } from '../../model/checked-documents.ts';
-import { NODE_ADDRESS_ANNOTATIONS } from '../../store/kubernetes/resources.ts';
+import { nodeAddressAnnotations } from '../../store/kubernetes/documents.ts';
 import { API_VERSION, retryOnConflict, type Store } from '../../store/store.ts';
 
 export type Datastore = 'etcdv3' | 'kubernetes';
@@ -50,15 +50,7 @@ async function annotateNode(store: Store, kube: k8s.KubeConfig, name: string, sp
   if (!entry) throw new Error(`the Kubernetes Node "${name}" does not exist (yet)`);
   if (sameSpec(safeSpec(entry), spec)) return false;
   // A merge patch: null removes an annotation no longer wanted.
-  const annotations = {
-    [NODE_ADDRESS_ANNOTATIONS.ipv4Address]: spec.bgp?.ipv4Address ?? null,
-    [NODE_ADDRESS_ANNOTATIONS.ipv6Address]: spec.bgp?.ipv6Address ?? null,
-    [NODE_ADDRESS_ANNOTATIONS.ipv4IPIPTunnelAddr]: spec.bgp?.ipv4IPIPTunnelAddr ?? null,
-    [NODE_ADDRESS_ANNOTATIONS.ipv4VXLANTunnelAddr]: spec.ipv4VXLANTunnelAddr ?? null,
-    [NODE_ADDRESS_ANNOTATIONS.vxlanTunnelMACAddr]: spec.vxlanTunnelMACAddr ?? null,
-    [NODE_ADDRESS_ANNOTATIONS.ipv6VXLANTunnelAddr]: spec.ipv6VXLANTunnelAddr ?? null,
-    [NODE_ADDRESS_ANNOTATIONS.vxlanTunnelMACAddrV6]: spec.vxlanTunnelMACAddrV6 ?? null,
-  };
+  const annotations = nodeAddressAnnotations(spec);
   const core = kube.makeApiClient(k8s.CoreV1Api);
   await core.patchNode({ name, body: { metadata: { annotations } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch));
   return true;

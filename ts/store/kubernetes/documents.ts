@@ -2,6 +2,7 @@
 // document; a native kind's object (netplug's own resources) is the document itself, in netplug's
 // apiVersion and named by its key; a Node holds the addresses netplug-node publishes, and the
 // release it records, as annotations.
+import type { NodeSpec } from '../../model/node.ts';
 import { API_VERSION, type Entry } from '../store.ts';
 import { KEY_ANNOTATION, NODE_ADDRESS_ANNOTATIONS, NODE_VERSION_ANNOTATION, NODES_PREFIX, kindOfKey, type Kind } from './resources.ts';
 
@@ -109,6 +110,19 @@ export function entryOfObject(prefix: string, object: KubeObject): Entry<unknown
   const key = kind && keyOf(kind, object);
   if (!key?.startsWith(prefix)) return undefined;
   return { key, value: documentOf(key, object), revision: object.metadata.resourceVersion ?? '' };
+}
+
+/** A Node's addresses as the annotations that hold them (null where it has none: a merge patch removes it); nodeEntry reads them back. */
+export function nodeAddressAnnotations(spec: NodeSpec | undefined): Record<string, string | null> {
+  return {
+    [NODE_ADDRESS_ANNOTATIONS.ipv4Address]: spec?.bgp?.ipv4Address ?? null,
+    [NODE_ADDRESS_ANNOTATIONS.ipv6Address]: spec?.bgp?.ipv6Address ?? null,
+    [NODE_ADDRESS_ANNOTATIONS.ipv4IPIPTunnelAddr]: spec?.bgp?.ipv4IPIPTunnelAddr ?? null,
+    [NODE_ADDRESS_ANNOTATIONS.ipv4VXLANTunnelAddr]: spec?.ipv4VXLANTunnelAddr ?? null,
+    [NODE_ADDRESS_ANNOTATIONS.vxlanTunnelMACAddr]: spec?.vxlanTunnelMACAddr ?? null,
+    [NODE_ADDRESS_ANNOTATIONS.ipv6VXLANTunnelAddr]: spec?.ipv6VXLANTunnelAddr ?? null,
+    [NODE_ADDRESS_ANNOTATIONS.vxlanTunnelMACAddrV6]: spec?.vxlanTunnelMACAddrV6 ?? null,
+  };
 }
 
 export function nodeEntry(node: KubeObject): Entry<unknown> {

@@ -224,6 +224,23 @@ export class KubeStore implements Store {
     return (json as { items: KubeObject[] | null }).items ?? []; // an empty metadata-only list has null items
   }
 
+  /**
+   * Adds `annotations` to the Kubernetes Node `name` (a merge patch: its others are kept). The
+   * datastore's Nodes are the cluster's, so this is the one write to them (datastore migrate import).
+   */
+  async annotateNode(name: string, annotations: Record<string, string>): Promise<void> {
+    const { status } = await this.client.send(
+      {
+        method: 'PATCH',
+        path: `/api/v1/nodes/${encodeURIComponent(name)}`,
+        headers: { 'Content-Type': 'application/merge-patch+json' },
+        body: Buffer.from(JSON.stringify({ metadata: { annotations } })),
+      },
+      'patch on nodes',
+    );
+    if (status === 404) throw new StoreError(`the Kubernetes Node "${name}" does not exist`);
+  }
+
   private kindOf(key: string): { kind: Kind; rest: string } {
     if (key.startsWith(NODES_PREFIX)) {
       throw new StoreError(
