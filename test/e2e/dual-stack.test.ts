@@ -7,8 +7,8 @@
 // conflist's ipam. With real packets: every pod gets an address of each family and the MTU of VXLAN
 // over IPv6; node 2's IPv6 block is routed directly via its IPv6 address, node 3's over
 // vxlan6.netplug; pods reach each other over both families across nodes, a dual-stack Service over
-// its IPv6 ClusterIP, nodes reach pods over IPv6, a pod reaches the router (outside the pools)
-// masqueraded; deleting the pods gives their addresses back.
+// its IPv6 ClusterIP, 4 MiB cross the subnets over IPv6 whole, nodes reach pods over IPv6, a pod
+// reaches the router (outside the pools) masqueraded; deleting the pods gives their addresses back.
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -108,7 +108,8 @@ test.serial('netplug.yaml edited for dual-stack: a node pod 2/2 on each node, an
 
 test.serial('a pod pinned to each node gets an IPv4 and an IPv6 address, and the MTU of VXLAN over IPv6 (1430)', async (t) => {
   const c = cluster();
-  const serve = 'mkdir -p /www && hostname > /www/hello && exec httpd -f -p 8080 -h /www';
+  const serve =
+    'mkdir -p /www && hostname > /www/hello && dd if=/dev/urandom of=/www/blob bs=1024 count=4096 2>/dev/null && exec httpd -f -p 8080 -h /www';
   await apply(
     c,
     ...c.nodes.map((node, index) => ({
@@ -187,6 +188,20 @@ test.serial('pod to pod across nodes over IPv6 (direct and vxlan6.netplug, both 
   ] as const)
     t.is(await fetchFrom(t, pod(from), pod(to).ip4), `pod-${to}`, `pod-${from} → pod-${to} over IPv4`);
 });
+
+test.serial(
+  'bulk TCP over IPv6: 4 MiB across subnets (vxlan6.netplug) both ways arrive whole (no path-MTU black hole at 1430)',
+  async (t) => {
+    for (const [from, to] of [
+      [1, 3],
+      [3, 1],
+    ] as const) {
+      const sent = (await exec(pod(to), 'md5sum', '/www/blob')).split(' ')[0];
+      const received = await exec(pod(from), 'sh', '-c', `timeout 60 wget -q -O - '${url(pod(to).ip6, '/blob')}' | md5sum`);
+      t.is(received.split(' ')[0], sent, `pod-${to}'s 4 MiB at pod-${from} over IPv6`);
+    }
+  },
+);
 
 test.serial(
   'a RequireDualStack Service: pods on other nodes reach its only endpoint (on node 3) over its IPv6 and IPv4 ClusterIPs',
