@@ -21,6 +21,19 @@ export interface Daemon {
 /** nsenter's options for a node: its network namespace, and its own mount namespace if it has one. */
 export const enterNode = (netnsPath: string, mountNs?: string) => [`--net=${netnsPath}`, ...(mountNs ? [`--mount=${mountNs}`] : [])];
 
+/**
+ * `env` without npm's node_modules/.bin directories on PATH: under `npm test` they come first, and
+ * there @vercel/nft's `nft` (a dependency of the linters) would stand in for the kernel's nft,
+ * which kube-proxy runs at start.
+ */
+function withSystemPath(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const path = (env['PATH'] ?? '')
+    .split(':')
+    .filter((dir) => !dir.endsWith('/node_modules/.bin'))
+    .join(':');
+  return { ...env, PATH: path };
+}
+
 export function startDaemon(
   enter: string[],
   logDir: string,
@@ -34,7 +47,11 @@ export function startDaemon(
   const fd = openSync(log, 'a');
   // Detached: a ^C in the terminal reaches the test process, whose teardown then stops the
   // daemons in order, rather than every daemon at once.
-  const child = spawn('nsenter', [...enter, '--', command, ...args], { stdio: ['ignore', fd, fd], detached: true, env });
+  const child = spawn('nsenter', [...enter, '--', command, ...args], {
+    stdio: ['ignore', fd, fd],
+    detached: true,
+    env: withSystemPath(env),
+  });
   closeSync(fd);
   child.unref();
   let gone = false;
