@@ -15,7 +15,7 @@
 // Each Deployment round gets a fresh cluster per variant (a CNI cannot be swapped cleanly on a
 // running cluster, and a fresh one starts each variant from the same state); the traffic part
 // reuses the first netplug cluster once its Deployment is deleted, so a run starts 2 × rounds
-// clusters (about 12 minutes at the defaults here). Everything (clusters, iperf3 servers) goes at
+// clusters (about 14 minutes at the defaults here). Everything (clusters, iperf3 servers) goes at
 // the end, on failure and on Ctrl-C too. Writes bench/results/nodes.{md,json,svg}; prints the
 // direct and VXLAN throughput ratios and the Deployment's ratio last.
 import { spawnSync } from 'node:child_process';
