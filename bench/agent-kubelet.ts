@@ -7,10 +7,11 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { BUSYBOX_IMAGE, startCluster, type Cluster } from '../scripts/lib/cluster.ts';
-import { getJson } from '../test/helpers/cluster.ts';
+import { startCluster, type Cluster } from '../scripts/lib/cluster.ts';
+import { getJson, ptpConflist } from '../test/helpers/cluster.ts';
 import { eventually, imageArchive, manifestFor, nodePaths, writeKubeadmConfig } from '../test/e2e/install.ts';
 import { describeCpu, trackCpu, type CpuSeconds } from './lib/cpu-usage.ts';
+import { benchDeploymentFile } from './lib/deployment.ts';
 import { medianOf, writeReport, type Series } from './lib/report.ts';
 
 const ROOT = new URL('../', import.meta.url).pathname;
@@ -29,16 +30,8 @@ let current: Cluster | undefined;
 
 async function installPtp(c: Cluster): Promise<void> {
   const podCidr: string = (await getJson(c, 'node', c.nodeName)).spec.podCIDR;
-  const conflist = {
-    cniVersion: '1.0.0',
-    name: 'bench-ptp',
-    plugins: [
-      {
-        type: 'ptp',
-        ipam: { type: 'host-local', ranges: [[{ subnet: podCidr }]], routes: [{ dst: '0.0.0.0/0' }], dataDir: join(c.dir, 'host-local') },
-      },
-    ],
-  };
+  const conflist = ptpConflist('bench-ptp', podCidr, join(c.dir, 'host-local'));
+
   writeFileSync(join(c.cniConfDir, '10-ptp.conflist'), JSON.stringify(conflist));
 }
 
@@ -62,37 +55,13 @@ async function installNetplug(c: Cluster, variant: 'etcd' | 'kdd'): Promise<void
   );
 }
 
-/** The benchmark's Deployment: busybox sleeping, the image only from the node, 1 s to stop. */
-function deploymentFile(c: Cluster): string {
-  const labels = { app: 'bench' };
-  const deployment = {
-    apiVersion: 'apps/v1',
-    kind: 'Deployment',
-    metadata: { name: 'bench', labels },
-    spec: {
-      replicas: REPLICAS,
-      selector: { matchLabels: labels },
-      template: {
-        metadata: { labels },
-        spec: {
-          terminationGracePeriodSeconds: 1,
-          containers: [{ name: 'busybox', image: BUSYBOX_IMAGE, imagePullPolicy: 'Never', command: ['sleep', '3600'] }],
-        },
-      },
-    },
-  };
-  const file = join(c.dir, 'bench-deployment.json');
-  writeFileSync(file, JSON.stringify(deployment));
-  return file;
-}
-
 /** Seconds from `kubectl create` to every replica Running with an address, and the CPU spent meanwhile. */
 async function deploy(c: Cluster): Promise<{ seconds: number; cpu: CpuSeconds }> {
   const cpu = await trackCpu();
   const started = process.hrtime.bigint();
   // Created whole, as one object: `kubectl create deployment` then a patch of the template would
   // roll out a second ReplicaSet, and every pod of the first would be added and deleted too.
-  await c.kubectl('create', '-f', deploymentFile(c));
+  await c.kubectl('create', '-f', benchDeploymentFile(c, REPLICAS));
   await eventually(
     `${REPLICAS} replicas Running`,
     async () => {

@@ -3,10 +3,11 @@
 // bench/flows-connect.ts opening and closing connections to the server pod's listener. And what
 // the bench reads around them: a process's CPU time, connection tracking cleared of a round's
 // connections.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
+import { runToExit } from '../lib/run-to-exit.ts';
 import { collector } from '../policy/session.ts';
 import { CONN_PORT, IPERF_PORT, type Variant } from './settings.ts';
 import type { Side } from './setup.ts';
@@ -20,25 +21,7 @@ collector.teardown(() => {
 
 /** `command` inside `netns`, to its exit; its stdout, or an error with its stderr. */
 function runIn(netns: string, command: string[], timeoutMs: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('ip', ['netns', 'exec', netns, ...command], { stdio: ['ignore', 'pipe', 'pipe'] });
-    running.add(child);
-    let out = '';
-    let err = '';
-    child.stdout.setEncoding('utf8').on('data', (text: string) => {
-      out += text;
-    });
-    child.stderr.setEncoding('utf8').on('data', (text: string) => {
-      err = (err + text).slice(-4000);
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      running.delete(child);
-      if (code === 0) resolve(out);
-      else reject(new Error(`${command.join(' ')} in ${netns}: ${signal ?? `exit ${code}`}: ${err}${out.slice(0, 2000)}`));
-    });
-  });
+  return runToExit(['ip', 'netns', 'exec', netns, ...command], `${command.join(' ')} in ${netns}`, timeoutMs, running);
 }
 
 /** Connections each variant's client opened (or tried), of every kind: what the node with flow logs should have recorded. */

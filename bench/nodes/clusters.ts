@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 
 import { startCluster, type Cluster } from '../../scripts/lib/cluster.ts';
-import { getJson } from '../../test/helpers/cluster.ts';
+import { getJson, ptpConflist } from '../../test/helpers/cluster.ts';
 import { imageArchive, manifestFor, NETPLUGCTL, nodePaths, writeKubeadmConfig } from '../../test/e2e/install.ts';
 import { log } from './settings.ts';
 
@@ -74,21 +74,8 @@ async function installNetplug(c: Cluster): Promise<void> {
 async function installPtp(c: Cluster): Promise<void> {
   for (const node of c.nodes) {
     const podCidr: string = (await getJson(c, 'node', node.name)).spec.podCIDR;
-    const conflist = {
-      cniVersion: '1.0.0',
-      name: 'bench-ptp',
-      plugins: [
-        {
-          type: 'ptp',
-          ipam: {
-            type: 'host-local',
-            ranges: [[{ subnet: podCidr }]],
-            routes: [{ dst: '0.0.0.0/0' }],
-            dataDir: join(c.dir, 'host-local', node.name),
-          },
-        },
-      ],
-    };
+    const conflist = ptpConflist('bench-ptp', podCidr, join(c.dir, 'host-local', node.name));
+
     // The CNI configuration directory is at the same path on every node, each node's its own
     // (its mount namespace): written from inside the node.
     await node.inNode('sh', ['-c', 'printf "%s" "$1" > "$2"', 'sh', JSON.stringify(conflist), join(c.cniConfDir, '10-ptp.conflist')]);

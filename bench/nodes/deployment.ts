@@ -1,13 +1,12 @@
 // Part 2 of bench/nodes.ts: a 100-replica Deployment spread evenly over the three nodes
 // (topologySpreadConstraints on kubernetes.io/hostname, maxSkew 1), timed from `kubectl create`
 // until every replica is Running with an address, and the CPU each program spent meanwhile.
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 
 import type { Cluster } from '../../scripts/lib/cluster.ts';
-import { BUSYBOX_IMAGE, getJson } from '../../test/helpers/cluster.ts';
+import { getJson } from '../../test/helpers/cluster.ts';
 import { eventually } from '../../test/e2e/install.ts';
 import { trackCpu, type CpuSeconds } from '../lib/cpu-usage.ts';
+import { benchDeploymentFile } from '../lib/deployment.ts';
 import { REPLICAS } from './settings.ts';
 
 export interface Deployed {
@@ -17,43 +16,11 @@ export interface Deployed {
   cpu: CpuSeconds;
 }
 
-/** The Deployment: busybox sleeping, the image only from the node, 1 s to stop, spread over the nodes. */
-function deploymentFile(c: Cluster): string {
-  const labels = { app: 'bench' };
-  const deployment = {
-    apiVersion: 'apps/v1',
-    kind: 'Deployment',
-    metadata: { name: 'bench', labels },
-    spec: {
-      replicas: REPLICAS,
-      selector: { matchLabels: labels },
-      template: {
-        metadata: { labels },
-        spec: {
-          terminationGracePeriodSeconds: 1,
-          topologySpreadConstraints: [
-            {
-              maxSkew: 1,
-              topologyKey: 'kubernetes.io/hostname',
-              whenUnsatisfiable: 'DoNotSchedule',
-              labelSelector: { matchLabels: labels },
-            },
-          ],
-          containers: [{ name: 'busybox', image: BUSYBOX_IMAGE, imagePullPolicy: 'Never', command: ['sleep', '3600'] }],
-        },
-      },
-    },
-  };
-  const file = join(c.dir, 'bench-deployment.json');
-  writeFileSync(file, JSON.stringify(deployment));
-  return file;
-}
-
 /** Creates the Deployment (one object: no second ReplicaSet) and waits until every replica is Running with a pod IP. */
 export async function deploy(c: Cluster): Promise<Deployed> {
   const cpu = await trackCpu();
   const started = process.hrtime.bigint();
-  await c.kubectl('create', '-f', deploymentFile(c));
+  await c.kubectl('create', '-f', benchDeploymentFile(c, REPLICAS, { spreadOverNodes: true }));
   const running = await eventually(
     `${REPLICAS} replicas Running`,
     async () => {

@@ -9,12 +9,12 @@
 // (nsenter --net=/proc/<its container's pid>/ns/net; the pid from the node's containerd), and
 // inside a node's for node to node. Rounds alternate pod to pod and node to node (pod first in
 // even rounds, node first in odd ones), after a warm-up of each.
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 
 import type { Cluster, ClusterNode } from '../../scripts/lib/cluster.ts';
 import { apply, BUSYBOX_IMAGE, getJson } from '../../test/helpers/cluster.ts';
 import { eventually, nodePaths } from '../../test/e2e/install.ts';
+import { runToExit } from '../lib/run-to-exit.ts';
 import { background, netplugctl } from './clusters.ts';
 import { IPERF_SECONDS, log, PINGS, TRAFFIC_ROUNDS } from './settings.ts';
 
@@ -60,23 +60,7 @@ interface End {
 
 /** `command` inside network namespace `netns` (the host's mount namespace: Debian's tools), to its exit; its stdout. */
 function runIn(netns: string, command: string[], timeoutMs: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('nsenter', [`--net=${netns}`, '--', ...command], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.setEncoding('utf8').on('data', (text: string) => {
-      out += text;
-    });
-    child.stderr.setEncoding('utf8').on('data', (text: string) => {
-      err = (err + text).slice(-4000);
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      if (code === 0) resolve(out);
-      else reject(new Error(`${command.join(' ')} in ${netns}: ${signal ?? `exit ${code}`}: ${err}${out.slice(0, 2000)}`));
-    });
-  });
+  return runToExit(['nsenter', `--net=${netns}`, '--', ...command], `${command.join(' ')} in ${netns}`, timeoutMs);
 }
 
 /** iperf3 from `from` to the server at `to`, `seconds` after one omitted. */

@@ -9,28 +9,24 @@ import * as k8s from '@kubernetes/client-node';
 
 import { mountsUnder } from '../../scripts/lib/cluster-leftovers.ts';
 import { processesNaming } from '../../scripts/lib/cluster-processes.ts';
-import { API_SERVICE_IP, apply, BUSYBOX_IMAGE, clusterPerFile, getJson, startCluster, type Cluster } from '../helpers/cluster.ts';
+import {
+  API_SERVICE_IP,
+  apply,
+  BUSYBOX_IMAGE,
+  clusterPerFile,
+  getJson,
+  ptpConflist,
+  startCluster,
+  type Cluster,
+} from '../helpers/cluster.ts';
 
 const cluster = clusterPerFile(test);
 
 /** ptp + host-local on the Node's pod CIDR, host-local's state in the cluster's directory. */
 async function installPtp(node: Cluster): Promise<string> {
   const podCidr: string = (await getJson(node, 'node', node.nodeName)).spec.podCIDR;
-  const conflist = {
-    cniVersion: '1.0.0',
-    name: 'ptp-test',
-    plugins: [
-      {
-        type: 'ptp',
-        ipam: {
-          type: 'host-local',
-          ranges: [[{ subnet: podCidr }]],
-          routes: [{ dst: '0.0.0.0/0' }],
-          dataDir: join(node.dir, 'host-local'),
-        },
-      },
-    ],
-  };
+  const conflist = ptpConflist('ptp-test', podCidr, join(node.dir, 'host-local'));
+
   writeFileSync(join(node.cniConfDir, '10-ptp.conflist'), JSON.stringify(conflist));
   return podCidr;
 }

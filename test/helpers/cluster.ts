@@ -43,3 +43,12 @@ export async function apply(cluster: Cluster, ...objects: unknown[]): Promise<vo
   writeFileSync(file, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
   await cluster.kubectl('apply', '-f', file);
 }
+
+/** Debian's ptp + host-local as one conflist: addresses from `podCidr`, host-local's state in `dataDir`. */
+export function ptpConflist(name: string, podCidr: string, dataDir: string): object {
+  return {
+    cniVersion: '1.0.0',
+    name,
+    plugins: [{ type: 'ptp', ipam: { type: 'host-local', ranges: [[{ subnet: podCidr }]], routes: [{ dst: '0.0.0.0/0' }], dataDir } }],
+  };
+}
