@@ -2,10 +2,9 @@
 // flows a second, each with flow logs on and off), the ratios against the targets, the notes on
 // how each was taken; bench/results/flows.{md,json,svg}, and the headline figures printed last.
 // Its own table rather than bench/lib/report.ts's, whose columns are milliseconds.
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { cpus, release } from 'node:os';
+import { cpus } from 'node:os';
 
-import { barChartSvg } from '../lib/chart.ts';
+import { writeUnitReport, type UnitSeries } from '../lib/unit-report.ts';
 import { summarize } from '../lib/stats.ts';
 import type { ConnRound, Recorded, ThroughputRound } from './rounds.ts';
 import {
@@ -23,13 +22,6 @@ import {
 
 const LABEL: Record<Variant, string> = { on: 'flow logs on', off: 'flow logs off' };
 
-interface Series {
-  group: string;
-  unit: string;
-  label: string;
-  samples: number[];
-}
-
 export interface FlowsResults {
   throughput: ThroughputRound[];
   conns: ConnRound[];
@@ -39,7 +31,6 @@ export interface FlowsResults {
 }
 
 const median = (samples: readonly number[]) => summarize(samples).medianMs;
-const fmt = (value: number) => (value >= 100 ? value.toFixed(0) : value >= 10 ? value.toFixed(1) : value.toFixed(2));
 /** Millicores per 1,000 new flows a second: CPU seconds per flow × 10⁶. */
 const perThousand = (cpu: number, flows: number) => (cpu / flows) * 1e6;
 
@@ -47,7 +38,7 @@ export function report(results: FlowsResults): void {
   const { throughput, conns, recorded } = results;
   const of = <R extends { variant: Variant }>(rounds: R[], variant: Variant, value: (round: R) => number) =>
     rounds.filter((r) => r.variant === variant).map(value);
-  const series: Series[] = [
+  const series: UnitSeries[] = [
     ...VARIANTS.map((variant) => ({
       group: 'TCP throughput pod to pod, iperf3',
       unit: 'Gbit/s',
@@ -114,69 +105,17 @@ export function report(results: FlowsResults): void {
     `The machine has ${cpus().length} cores, shared during the run with whatever else ran (load average ${results.loadBefore.toFixed(2)} at the start): the client, the listener, iperf3, both agents, netplug-flows and the kernel's packet path all compete for them, so the connection rate and throughput are bound by CPU and every ratio carries noise. The chart's whisker is the highest round (p99 of fewer than 100 samples).`,
   ];
 
-  const machine = {
-    node: process.version,
-    kernel: release(),
-    cpus: `${cpus().length} × ${cpus()[0]?.model ?? 'unknown'}`,
-    date: new Date().toISOString(),
-    loadBefore: results.loadBefore.toFixed(2),
-  };
-  const rows = series.map((s) => ({ ...s, summary: summarize(s.samples) }));
-  const table = [
-    '| group | variant | n | median | p99 | min | max | unit |',
-    '|---|---|---:|---:|---:|---:|---:|---|',
-    ...rows.map(
-      (r) =>
-        `| ${r.group} | ${r.label} | ${r.summary.n} | ${fmt(r.summary.medianMs)} | ${fmt(r.summary.p99Ms)} | ${fmt(r.summary.minMs)} | ${fmt(r.summary.maxMs)} | ${r.unit} |`,
-    ),
-  ].join('\n');
-  const lines = figures.map((f) => `- ${f.label}: **${f.value.toFixed(2)}**`).join('\n');
   const title = 'Flow logs on netplug-node: pod-to-pod throughput, new connections per second, CPU';
-  const directory = new URL('../results/', import.meta.url);
-  mkdirSync(directory, { recursive: true });
-  writeFileSync(
-    new URL('flows.md', directory),
-    [
-      `# ${title}`,
-      '',
-      `Machine: ${machine.cpus}, Linux ${machine.kernel}, Node ${machine.node}; run ${machine.date}.`,
-      '',
-      table,
-      '',
-      lines,
-      '',
-      ...notes.map((n) => `- ${n}`),
-      '',
-    ].join('\n'),
-  );
-  const json = {
-    machine,
-    series: rows.map((r) => ({
-      group: r.group,
-      label: r.label,
-      unit: r.unit,
-      n: r.summary.n,
-      median: r.summary.medianMs,
-      p99: r.summary.p99Ms,
-      min: r.summary.minMs,
-      max: r.summary.maxMs,
-      samples: r.samples,
-    })),
+  const printed = writeUnitReport({
+    name: 'flows',
+    title,
+    series,
     ratios: figures,
-    rounds: { throughput, connections: conns },
-    recorded,
     notes,
-  };
-  writeFileSync(new URL('flows.json', directory), `${JSON.stringify(json, null, 2)}\n`);
-  writeFileSync(
-    new URL('flows.svg', directory),
-    barChartSvg(
-      title,
-      rows.map((r) => ({ group: `${r.group} (${r.unit})`, label: r.label, medianMs: r.summary.medianMs, p99Ms: r.summary.p99Ms })),
-      '',
-    ),
-  );
-  console.log(`${table}\n\n${lines}`);
+    loadBefore: results.loadBefore,
+    details: { rounds: { throughput, connections: conns }, recorded },
+  });
+  console.log(printed);
   console.log('\nwrote bench/results/flows.{md,json,svg}\n');
   console.log(`flows agent CPU per 1000 new flows/s (millicores): ${cpuOn.toFixed(1)}`);
   console.log(`flows throughput ratio: ${throughputRatio.toFixed(2)}`);

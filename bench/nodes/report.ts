@@ -2,10 +2,9 @@
 // node; the Deployment's time per pod network), the ratios of medians against the targets, the
 // notes on how each was taken; bench/results/nodes.{md,json,svg}, and the three headline ratios
 // printed last. Its own table rather than bench/lib/report.ts's, whose columns are milliseconds.
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { cpus, release } from 'node:os';
+import { cpus } from 'node:os';
 
-import { barChartSvg } from '../lib/chart.ts';
+import { writeUnitReport, type UnitSeries } from '../lib/unit-report.ts';
 import { describeCpu } from '../lib/cpu-usage.ts';
 import { summarize } from '../lib/stats.ts';
 import type { Cni } from './clusters.ts';
@@ -21,13 +20,6 @@ export interface NodesResults {
   runSeconds: number;
 }
 
-interface Series {
-  group: string;
-  unit: string;
-  label: string;
-  samples: number[];
-}
-
 const MODE_TITLE: Record<Mode, string> = {
   direct: 'no encapsulation (vxlanMode Never)',
   vxlan: 'VXLAN (vxlanMode Always)',
@@ -36,8 +28,6 @@ const PATH_LABEL: Record<Path, string> = { pod: 'pod to pod', node: 'node to nod
 const CNI_LABEL: Record<Cni, string> = { netplug: 'netplug (Kubernetes datastore, fast path)', ptp: 'ptp + host-local' };
 
 const median = (samples: readonly number[]) => summarize(samples).medianMs;
-const fmt = (value: number) =>
-  value >= 100 ? value.toFixed(0) : value >= 10 ? value.toFixed(1) : value >= 1 ? value.toFixed(2) : value.toFixed(3);
 
 export function report(results: NodesResults): void {
   const { traffic, deployments } = results;
@@ -45,7 +35,7 @@ export function report(results: NodesResults): void {
   const throughputGroup = (mode: Mode) => `TCP throughput node 1 → node 2, ${MODE_TITLE[mode]}`;
   const rttGroup = (mode: Mode) => `round trip node 1 → node 2, ${MODE_TITLE[mode]}`;
   const deployGroup = `${REPLICAS}-replica Deployment over three nodes to all Running`;
-  const series: Series[] = [
+  const series: UnitSeries[] = [
     ...MODES.flatMap((mode) => [
       ...PATHS.map((path) => ({
         group: throughputGroup(mode),
@@ -101,69 +91,17 @@ export function report(results: NodesResults): void {
     `The machine has ${cpus().length} cores (load average ${results.loadBefore.toFixed(2)} at the start), shared by the three nodes, the control plane, iperf3 at both ends and the kernel's packet path of both nodes: throughput is bound by CPU, node to node as pod to pod, and every figure carries noise. The run took ${(results.runSeconds / 60).toFixed(1)} min.`,
   ];
 
-  const machine = {
-    node: process.version,
-    kernel: release(),
-    cpus: `${cpus().length} × ${cpus()[0]?.model ?? 'unknown'}`,
-    date: new Date().toISOString(),
-    loadBefore: results.loadBefore.toFixed(2),
-  };
-  const rows = series.map((s) => ({ ...s, summary: summarize(s.samples) }));
-  const table = [
-    '| group | variant | n | median | p99 | min | max | unit |',
-    '|---|---|---:|---:|---:|---:|---:|---|',
-    ...rows.map(
-      (r) =>
-        `| ${r.group} | ${r.label} | ${r.summary.n} | ${fmt(r.summary.medianMs)} | ${fmt(r.summary.p99Ms)} | ${fmt(r.summary.minMs)} | ${fmt(r.summary.maxMs)} | ${r.unit} |`,
-    ),
-  ].join('\n');
-  const lines = figures.map((f) => `- ${f.label}: **${f.value.toFixed(2)}**`).join('\n');
   const title = 'Across nodes: pod-to-pod throughput and round trips per mode, a Deployment over three nodes';
-  const directory = new URL('../results/', import.meta.url);
-  mkdirSync(directory, { recursive: true });
-  writeFileSync(
-    new URL('nodes.md', directory),
-    [
-      `# ${title}`,
-      '',
-      `Machine: ${machine.cpus}, Linux ${machine.kernel}, Node ${machine.node}; run ${machine.date}.`,
-      '',
-      table,
-      '',
-      lines,
-      '',
-      ...notes.map((n) => `- ${n}`),
-      '',
-    ].join('\n'),
-  );
-  const json = {
-    machine,
-    series: rows.map((r) => ({
-      group: r.group,
-      label: r.label,
-      unit: r.unit,
-      n: r.summary.n,
-      median: r.summary.medianMs,
-      p99: r.summary.p99Ms,
-      min: r.summary.minMs,
-      max: r.summary.maxMs,
-      samples: r.samples,
-    })),
+  const printed = writeUnitReport({
+    name: 'nodes',
+    title,
+    series,
     ratios: figures,
-    traffic,
-    deployments,
     notes,
-  };
-  writeFileSync(new URL('nodes.json', directory), `${JSON.stringify(json, null, 2)}\n`);
-  writeFileSync(
-    new URL('nodes.svg', directory),
-    barChartSvg(
-      title,
-      rows.map((r) => ({ group: `${r.group} (${r.unit})`, label: r.label, medianMs: r.summary.medianMs, p99Ms: r.summary.p99Ms })),
-      '',
-    ),
-  );
-  console.log(`${table}\n\n${lines}`);
+    loadBefore: results.loadBefore,
+    details: { traffic, deployments },
+  });
+  console.log(printed);
   console.log('\nwrote bench/results/nodes.{md,json,svg}\n');
   console.log(`direct throughput ratio: ${directRatio.toFixed(2)}`);
   console.log(`vxlan throughput ratio: ${vxlanRatio.toFixed(2)}`);
