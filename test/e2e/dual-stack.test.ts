@@ -18,8 +18,9 @@ import test, { type ExecutionContext } from 'ava';
 import { contains, parseIp, parsePrefix } from '../../ts/net/cidr.ts';
 import { NODE_ADDRESS_ANNOTATIONS } from '../../ts/store/kubernetes/resources.ts';
 import { CLUSTER_CIDR6 } from '../../scripts/lib/cluster.ts';
-import { apply, BUSYBOX_IMAGE, CLUSTER_CIDR, clusterPerFile, getJson, type ClusterNode } from '../helpers/cluster.ts';
+import { apply, CLUSTER_CIDR, clusterPerFile, getJson, type ClusterNode } from '../helpers/cluster.ts';
 import { eventually, imageArchive, manifestFor, NETPLUGCTL, nodePaths, writeKubeadmConfig } from './install.ts';
+import { startPinnedWebPods } from './pinned-pods.ts';
 
 const run = promisify(execFile);
 const ROOT = new URL('../../', import.meta.url).pathname;
@@ -108,22 +109,7 @@ test.serial('netplug.yaml edited for dual-stack: a node pod 2/2 on each node, an
 
 test.serial('a pod pinned to each node gets an IPv4 and an IPv6 address, and the MTU of VXLAN over IPv6 (1430)', async (t) => {
   const c = cluster();
-  const serve =
-    'mkdir -p /www && hostname > /www/hello && dd if=/dev/urandom of=/www/blob bs=1024 count=4096 2>/dev/null && exec httpd -f -p 8080 -h /www';
-  await apply(
-    c,
-    ...c.nodes.map((node, index) => ({
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: { name: `pod-${index + 1}`, labels: { app: 'dual-stack', pod: `pod-${index + 1}` } },
-      spec: {
-        nodeName: node.name,
-        terminationGracePeriodSeconds: 1,
-        containers: [{ name: 'web', image: BUSYBOX_IMAGE, imagePullPolicy: 'Never', command: ['sh', '-c', serve] }],
-      },
-    })),
-  );
-  await c.kubectl('wait', '--for=condition=Ready', 'pod', '-l', 'app=dual-stack', '--timeout=180s');
+  await startPinnedWebPods(c, 'dual-stack');
   const v4 = parsePrefix(CLUSTER_CIDR)!;
   const v6 = parsePrefix(CLUSTER_CIDR6)!;
   for (const [index, node] of c.nodes.entries()) {

@@ -12,9 +12,10 @@ import { promisify } from 'node:util';
 
 import type { TestFn } from 'ava';
 
-import { apply, BUSYBOX_IMAGE, clusterPerFile, getJson, type ClusterNode } from '../helpers/cluster.ts';
+import { apply, clusterPerFile, getJson, type ClusterNode } from '../helpers/cluster.ts';
 import { contains, parseIp, parsePrefix } from '../../ts/net/cidr.ts';
 import { eventually, imageArchive, manifestFor, NETPLUGCTL, nodePaths, writeKubeadmConfig } from './install.ts';
+import { startPinnedWebPods } from './pinned-pods.ts';
 import type { Datastore } from './scenario.ts';
 
 const run = promisify(execFile);
@@ -75,31 +76,8 @@ export function multiNodeScenario(test: TestFn, datastore: Datastore): void {
 
   test.serial('a pod pinned to each node gets an address and the underlay MTU less VXLAN (1450)', async (t) => {
     const c = cluster();
-    const serve =
-      'mkdir -p /www && hostname > /www/hello && dd if=/dev/urandom of=/www/blob bs=1024 count=4096 2>/dev/null && exec httpd -f -p 8080 -h /www';
-    await apply(
-      c,
-      ...c.nodes.map((node, index) => ({
-        apiVersion: 'v1',
-        kind: 'Pod',
-        metadata: { name: `pod-${index + 1}`, labels: { app: 'multi-node', pod: `pod-${index + 1}` } },
-        spec: {
-          nodeName: node.name,
-          terminationGracePeriodSeconds: 1,
-          containers: [
-            {
-              name: 'web',
-              image: BUSYBOX_IMAGE,
-              imagePullPolicy: 'Never',
-              command: ['sh', '-c', serve],
-              // Node 3's pod is also published on its node's address (the chained portmap).
-              ...(index === 2 ? { ports: [{ containerPort: 8080, hostPort: HOST_PORT }] } : {}),
-            },
-          ],
-        },
-      })),
-    );
-    await c.kubectl('wait', '--for=condition=Ready', 'pod', '-l', 'app=multi-node', '--timeout=180s');
+    // Node 3's pod is also published on its node's address (the chained portmap).
+    await startPinnedWebPods(c, 'multi-node', { nodeIndex: 2, port: HOST_PORT });
     for (const [index, node] of c.nodes.entries()) {
       const made = await getJson(c, 'pod', `pod-${index + 1}`);
       t.is(made.spec.nodeName, node.name);
