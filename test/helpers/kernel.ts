@@ -6,6 +6,8 @@ import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
 import type { ExecutionContext } from 'ava';
 
+import { processSlot } from './slot.ts';
+
 /** Fails (never skips) when not root: the namespace tests are the point of this suite. */
 export function requireRoot(): void {
   if (process.getuid?.() !== 0) {
@@ -23,12 +25,12 @@ export function hostIfname(prefix = 'npa'): string {
 
 // Addresses and subnets made up per test file live in 100.64.0.0/10, which no test names itself
 // (fixed subnets are all in 10.0.0.0/8): host routes are shared by every file running at once.
-const fileOctet = 64 + (process.pid % 64);
+const fileOctet = (): number => 64 + processSlot();
 
 /** An IPv4 address no concurrently running test file uses. */
 export function uniqueV4(): string {
   const n = counter++;
-  return `100.${fileOctet}.${200 + (Math.floor(n / 250) % 56)}.${(n % 250) + 1}`;
+  return `100.${fileOctet()}.${200 + (Math.floor(n / 250) % 56)}.${(n % 250) + 1}`;
 }
 
 /** An IPv6 address no concurrently running test file uses, in canonical form (as iproute2 prints). */
@@ -150,7 +152,7 @@ export function threadsOutsideHostNamespace(): string[] {
 /** An IPv4 /24 no concurrently running test uses. */
 export function uniqueSubnet4(): string {
   const n = counter++;
-  return `100.${fileOctet}.${n % 200}.0/24`;
+  return `100.${fileOctet()}.${n % 200}.0/24`;
 }
 
 /** An IPv6 /64 no concurrently running test uses. */
