@@ -51,8 +51,10 @@ test('16 processes appending and rotating at once lose, tear and duplicate nothi
       seen.add(key);
     }
     if (name !== 'cni.log') {
-      // A file rotates once it reaches the limit; writers that checked before then add a record each.
-      t.true(statSync(join(dir, name)).size < maxBytes + writers * 100, `${name} stayed near the limit`);
+      // A file rotates once it reaches the limit; writers that checked before then add a record
+      // each, and a writer that waited 200 ms for another's rotation writes anyway (a rotating
+      // process descheduled on a loaded machine): bounded well below twice the limit, not exactly.
+      t.true(statSync(join(dir, name)).size < 2 * maxBytes, `${name} stayed near the limit`);
     }
   }
   t.is(seen.size, writers * lines, 'every record is somewhere');
