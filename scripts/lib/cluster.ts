@@ -119,8 +119,8 @@ export interface Cluster {
   nodes: ClusterNode[];
   /** The network namespace of the router between the subnets (a cluster of several nodes only). */
   router?: string;
-  /** Stops everything and removes all the cluster made. */
-  stop(): Promise<void>;
+  /** Stops everything and removes all the cluster made; resolves to what draining the workloads took, by stage. */
+  stop(): Promise<string>;
   /** Seconds from the call of startCluster to each stage of the start, for reports. */
   timings: Record<string, number>;
 }
@@ -143,7 +143,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
   const logs = join(dir, 'logs');
   const daemons: Daemon[] = [];
   let relay: Server | undefined;
-  let stopping: Promise<void> | undefined;
+  let stopping: Promise<string> | undefined;
   const stop = async () => {
     relay?.close();
     relay = undefined;
@@ -297,7 +297,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       stop: () =>
         (stopping ??= (async () => {
           try {
-            await drainWorkloads(cluster.kubectl);
+            return await drainWorkloads(cluster.kubectl);
           } finally {
             await stop();
           }

@@ -21,8 +21,8 @@ export function clusterPerFile(test: TestFn, options: ClusterOptions = {}): () =
   });
   test.after.always(async (t) => {
     const started = Date.now();
-    await cluster?.stop();
-    t.log(`cluster stopped in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    const drained = await cluster?.stop();
+    t.log(`cluster stopped in ${((Date.now() - started) / 1000).toFixed(1)} s (workloads: ${drained})`);
   });
   return () => {
     if (!cluster) throw new Error('the cluster did not start (see the before hook)');
