@@ -5,10 +5,13 @@
 // deploy/manifests/netplug.yaml edited as docs/install.md's "Dual-stack" says: IP6=autodetect,
 // NETPLUG_IPV6POOL_CIDR (VXLAN CrossSubnet, natOutgoing) on netplug-node, assign_ipv6 in the
 // conflist's ipam. With real packets: every pod gets an address of each family and the MTU of VXLAN
-// over IPv6; node 2's IPv6 block is routed directly via its IPv6 address, node 3's over
-// vxlan6.netplug; pods reach each other over both families across nodes, a dual-stack Service over
-// its IPv6 ClusterIP, 4 MiB cross the subnets over IPv6 whole, nodes reach pods over IPv6, a pod
-// reaches the router (outside the pools) masqueraded; deleting the pods gives their addresses back.
+// over IPv6; node 2's blocks are routed directly via its address of each family, node 3's over
+// vxlan6.netplug and vxlan.netplug; pods reach each other over both families across nodes, a
+// dual-stack Service over its IPv6 ClusterIP, 4 MiB cross the subnets over IPv6 whole, nodes reach
+// pods over IPv6, a pod reaches the router (outside the pools) masqueraded; the IPv4 pool switched to
+// VXLAN Always carries node 2's pods through vxlan.netplug; deleting the pods gives their addresses
+// back. This is also the three-node test of the Kubernetes datastore (multi-node-etcd.test.ts has
+// IPv4 alone on etcd): one cluster for both saves npm test a cluster's start, install and stop.
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -44,6 +47,14 @@ const pod = (index: number) => {
 const exec = (from: DualStackPod, ...command: string[]) => cluster().kubectl('exec', from.name, '--', ...command);
 const netplugctl = async (...args: string[]) => (await run(NETPLUGCTL, ['--kubeconfig', cluster().kubeconfig, ...args])).stdout;
 const url = (ip: string, path: string, port = 8080) => `http://${ip.includes(':') ? `[${ip}]` : ip}:${port}${path}`;
+/** `node`'s netplug route (proto 80) whose destination holds the IPv4 address `ip`. */
+const ipv4RouteTo = async (node: ClusterNode, ip: string) => {
+  const routes = JSON.parse(await node.inNode('ip', ['-j', '-4', 'route', 'show', 'proto', '80'])) as any[];
+  const address = parseIp(ip)!.value;
+  return routes.find(
+    (route) => route.dst !== 'default' && contains(parsePrefix(route.dst.includes('/') ? route.dst : `${route.dst}/32`)!, 4, address),
+  );
+};
 /** What `from` gets of `address`'s /hello (its pod name), retried while routes settle; how long that took is logged when it was not at once. */
 const fetchFrom = async (t: ExecutionContext, from: DualStackPod, address: string, port?: number) => {
   const started = Date.now();
@@ -133,6 +144,7 @@ test.serial('a pod pinned to each node gets an IPv4 and an IPv6 address, and the
     /\bmtu (\d+)/.exec(await node.inNode('ip', ['-o', 'link', 'show', 'dev', device]))?.[1];
   t.is(await mtu(c.nodes[2]!, 'eth0'), '1500', 'the underlay MTU');
   t.is(await mtu(c.nodes[2]!, 'vxlan6.netplug'), '1430', "node 3's IPv6 VXLAN device");
+  t.is(await mtu(c.nodes[2]!, 'vxlan.netplug'), '1450', "node 3's IPv4 VXLAN device");
   for (const each of pods) t.is((await exec(each, 'cat', '/sys/class/net/eth0/mtu')).trim(), '1430', `${each.name}'s MTU`);
 });
 
@@ -157,6 +169,23 @@ test.serial("node 1's IPv6 routes: node 2's block directly via its IPv6 address,
     fdb,
   );
 });
+
+// The Kubernetes datastore's IPv4 routes between nodes (multi-node-etcd.test.ts has them on etcd), in the same cluster.
+test.serial(
+  "node 1's IPv4 routes: node 2's block directly via 10.250.0.2, node 3's through vxlan.netplug (onlink, its FDB entry)",
+  async (t) => {
+    const [first, second, third] = cluster().nodes;
+    const direct = await eventually(`an IPv4 route to ${pod(2).ip4}`, () => ipv4RouteTo(first!, pod(2).ip4), 60);
+    t.like(direct, { gateway: second!.address, dev: 'eth0' });
+    const tunnelled = await eventually(`an IPv4 route to ${pod(3).ip4}`, () => ipv4RouteTo(first!, pod(3).ip4), 60);
+    t.like(tunnelled, { dev: 'vxlan.netplug' });
+    t.true(tunnelled.flags?.includes('onlink'), JSON.stringify(tunnelled));
+    t.regex(
+      await first!.inNode('bridge', ['fdb', 'show', 'dev', 'vxlan.netplug']),
+      new RegExp(`dst ${third!.address.replaceAll('.', '\\.')} `),
+    );
+  },
+);
 
 test.serial('pod to pod across nodes over IPv6 (direct and vxlan6.netplug, both ways) and IPv4', async (t) => {
   for (const [from, to] of [
@@ -230,6 +259,24 @@ test.serial("a node reaches another node's pod over IPv6 (host network to pod), 
 test.serial('IPv6 natOutgoing: a pod reaches the router (outside the pools, knowing no pod address) masqueraded', async (t) => {
   t.regex(await exec(pod(1), 'ping', '-c', '1', '-W', '5', ROUTER6_A), / 0% packet loss/);
   t.regex(await exec(pod(3), 'ping', '-c', '1', '-W', '5', ROUTER6_A), / 0% packet loss/);
+});
+
+test.serial('VXLAN Always on the IPv4 pool: node 2 is reached through vxlan.netplug too, and 4 MiB still arrive whole', async (t) => {
+  const [first] = cluster().nodes;
+  await netplugctl('pool', 'update', 'default-ipv4-ippool', '--vxlan-mode', 'Always');
+  const viaTunnel = await eventually(
+    `node 1's route to ${pod(2).ip4} through vxlan.netplug`,
+    async () => {
+      const route = await ipv4RouteTo(first!, pod(2).ip4);
+      return route?.dev === 'vxlan.netplug' ? route : undefined;
+    },
+    60,
+  );
+  t.true(viaTunnel.flags?.includes('onlink'), JSON.stringify(viaTunnel));
+  const sent = (await exec(pod(2), 'md5sum', '/www/blob')).split(' ')[0];
+  const received = await exec(pod(1), 'sh', '-c', `timeout 60 wget -q -O - '${url(pod(2).ip4, '/blob')}' | md5sum`);
+  t.is(received.split(' ')[0], sent, "pod-2's 4 MiB at pod-1 over VXLAN");
+  await netplugctl('pool', 'update', 'default-ipv4-ippool', '--vxlan-mode', 'CrossSubnet');
 });
 
 test.serial(

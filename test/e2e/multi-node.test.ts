@@ -1,7 +1,0 @@
-// netplug installed from deploy/manifests/netplug.yaml (Kubernetes datastore) on three real nodes
-// on two subnets: pods, Services and nodes reach each other across them (test/e2e/multi-node.ts).
-import test from 'ava';
-
-import { multiNodeScenario } from './multi-node.ts';
-
-multiNodeScenario(test, 'kubernetes');
