@@ -9,7 +9,14 @@ import type { Pool } from '../../ts/ipam/pools.ts';
 import { keys } from '../../ts/model/keys.ts';
 import { poolResource } from '../../ts/model/pool-resource.ts';
 import { overheadOfPoolEntries } from '../../ts/node/shared/pod-mtu.ts';
-import { desiredState, type LocalNode, type NodeAddresses, podCidrBlocks, type RoutedBlock } from '../../ts/node/routes/desired-routes.ts';
+import {
+  desiredState,
+  type LocalNode,
+  type NodeAddresses,
+  podCidrBlocks,
+  type RoutedBlock,
+  type RoutedWorkload,
+} from '../../ts/node/routes/desired-routes.ts';
 
 const local: LocalNode = {
   name: 'a',
@@ -148,4 +155,45 @@ test("pods' MTU: VXLAN over IPv6 takes 70 bytes (its outer header is IPv6's), ov
   t.is(overheadOfPoolEntries([entry('v4', '10.244.0.0/16')], true), 50);
   t.is(overheadOfPoolEntries([entry('v4', '10.244.0.0/16'), entry('v6', 'fd00:244::/48')], true), 70);
   t.is(overheadOfPoolEntries([entry('v6', 'fd00:244::/48')], false), 0, 'no routes programmed here: no encapsulation of its own');
+});
+
+test("IPv6 ipAddrsNoIpam addresses and floating IPs outside the blocks: a /128 to the pod's node in a pool without VXLAN; none in a VXLAN pool, noted", (t) => {
+  const workload = (name: string, node: string, address: string, floating?: string): RoutedWorkload => ({
+    name: `default/${name}`,
+    node,
+    addresses: [address],
+    floatingIps: floating ? [{ internalIP: address, externalIP: floating }] : [],
+  });
+  const workloads = [
+    workload('fixed', 'b', 'fd00:244:0:1::7'),
+    workload('floating', 'b', 'fd00:244::42', 'fd00:244:0:2::9'),
+    workload('in-own-block', 'c', 'fd00:244::85'),
+    workload('far', 'c', 'fd00:244:0:1::8'),
+    workload('outside', 'b', 'fd00:99::1'),
+  ];
+  const plain = desiredState(local, nodes, blocks, pools(), workloads);
+  const hostRoutes = text(plain).filter((route) => route.split(' ')[0]?.endsWith('/128') && !route.startsWith('fd00:244::5/'));
+  t.deepEqual(hostRoutes, ['fd00:244:0:1::7/128 via fd00:30:1::2 dev eth0', 'fd00:244:0:2::9/128 via fd00:30:1::2 dev eth0']);
+  t.true(
+    plain.notes.includes(
+      'node "c" (fd00:30:2::3/64) is not on this node\'s IPv6 subnet: fd00:244:0:1::8/128 is left to the underlay\'s routing',
+    ),
+    JSON.stringify(plain.notes),
+  );
+  t.true(
+    plain.notes.some((note) => note.startsWith('address fd00:99::1 of default/outside (node "b") is in no pool')),
+    JSON.stringify(plain.notes),
+  );
+
+  const vxlan = desiredState(withVxlan6, vxlanNodes, blocks, pools('Never', 'Always'), workloads);
+  t.false(
+    text(vxlan).some((route) => route.startsWith('fd00:244:0:')),
+    JSON.stringify(text(vxlan)),
+  );
+  t.true(
+    vxlan.notes.some(
+      (note) => note.includes('address fd00:244:0:1::7 of default/fixed (node "b")') && note.includes('in pool "v6", which uses VXLAN'),
+    ),
+    JSON.stringify(vxlan.notes),
+  );
 });

@@ -4,11 +4,13 @@
 // the built CNI plugin (netplug-ipam with assign_ipv6) from an IPv4 and an IPv6 pool. Each node
 // publishes its IPv6 address, routes the other nodes' IPv6 blocks directly via their IPv6
 // addresses (`ip -6 route show proto 80`), and every pod pings every other over IPv6; a node
-// removed from the datastore loses its IPv6 routes on the others.
+// removed from the datastore loses its IPv6 routes on the others. A pod's ipAddrsNoIpam IPv6
+// address (in the IPv6 pool, outside every block) gets a /128 host route on the other nodes.
 import test, { type ExecutionContext } from 'ava';
 import type * as k8s from '@kubernetes/client-node';
 
 import { keys } from '../../ts/model/keys.ts';
+import { ANNOTATIONS } from '../../ts/model/pod-annotations.ts';
 import { poolResource } from '../../ts/model/pool-resource.ts';
 import { formatPrefix, parsePrefix } from '../../ts/net/cidr.ts';
 import { CNI_PLUGIN, NODE } from '../../ts/render/objects.ts';
@@ -55,6 +57,69 @@ interface Datastore {
   removeNode(name: string): Promise<void>;
   /** The node's published IPv6 address as the datastore holds it. */
   published6(name: string): Promise<string | undefined>;
+  /** The API server the plugin reads pods from (their ipAddrsNoIpam annotation). */
+  kube: Kube;
+}
+
+/** An address of the IPv6 pool outside every block: the ipAddrsNoIpam pod's. */
+const NO_IPAM6 = 'fd00:247:0:ff::5';
+
+/**
+ * A pod on n2 with an ipAddrsNoIpam IPv6 address (a Kubernetes pod, as the kubelet's ADD names it;
+ * on the Kubernetes datastore its status gives netplug-node its address): n1 routes it to n2 with
+ * a /128 via n2's IPv6 address and n1's pod pings it; the route goes with the pod.
+ */
+async function noIpamAddress6(t: ExecutionContext, datastore: Datastore, topology: Topology, client: Pod): Promise<void> {
+  const [n1, n2] = topology.nodes as [TestNode, TestNode];
+  const { kube } = datastore;
+  const namespace = `no-ipam6-${process.pid}`;
+  const name = 'fixed6';
+  await kube.core.createNamespace({ body: { metadata: { name: namespace } } });
+  t.teardown(() =>
+    kube.core.deleteNamespace({ name: namespace }).then(
+      () => undefined,
+      () => undefined,
+    ),
+  );
+  await kube.core.createNamespacedPod({
+    namespace,
+    body: {
+      metadata: { name, annotations: { [ANNOTATIONS.ipAddrsNoIpam]: JSON.stringify([NO_IPAM6]) } },
+      spec: { nodeName: n2.name, containers: [{ name: 'main', image: 'busybox' }] },
+    },
+  });
+  const pod = topology.addPod(n2, undefined, {
+    args: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${namespace};K8S_POD_NAME=${name}`,
+    netconf: {
+      policy: { type: 'k8s' },
+      kubernetes: { kubeconfig: kube.server.admin.kubeconfig },
+      feature_control: { ip_addrs_no_ipam: true },
+    },
+  });
+  t.deepEqual(pod.addresses, [NO_IPAM6]);
+  const made = await kube.core.readNamespacedPod({ namespace, name });
+  made.status = { ...made.status, phase: 'Running', podIP: NO_IPAM6, podIPs: [{ ip: NO_IPAM6 }] };
+  await kube.core.replaceNamespacedPodStatus({ namespace, name, body: made });
+
+  const route = `${NO_IPAM6} via ${n2.address6} dev eth0`;
+  await eventually(`n1 routes ${NO_IPAM6} to n2`, () => netplugRoutes(n1.netns, 6).includes(route), { timeoutMs: 90_000 }).catch(
+    (err: Error) => {
+      throw new Error(`${err.message}; routes ${JSON.stringify(netplugRoutes(n1.netns, 6))}; log: ${n1.log().slice(-2000)}`);
+    },
+  );
+  await eventually(
+    `n1's pod pings the ipAddrsNoIpam address ${NO_IPAM6} on n2`,
+    () => topology.exec(client.netns, ['ping', '-6', '-c', '1', '-W', '1', NO_IPAM6]).status === 0,
+  );
+  topology.deletePod(pod);
+  await kube.core.deleteNamespacedPod({ namespace, name, gracePeriodSeconds: 0 });
+  await eventually(
+    `n1's route to ${NO_IPAM6} goes with the pod`,
+    () => !netplugRoutes(n1.netns, 6).some((r) => r.startsWith(`${NO_IPAM6} `)),
+    {
+      timeoutMs: 90_000,
+    },
+  );
 }
 
 async function dualStackRoutes(t: ExecutionContext, datastore: Datastore, ip6: (node: TestNode) => string): Promise<void> {
@@ -113,6 +178,7 @@ async function dualStackRoutes(t: ExecutionContext, datastore: Datastore, ip6: (
       pairs++;
     }
   t.is(pairs, 6);
+  await noIpamAddress6(t, datastore, topology, on('n1'));
 
   // n3 removed: the others lose their IPv6 route to its block, and still reach each other.
   const gone = node('n3');
@@ -143,6 +209,7 @@ test.serial('etcd: IP6 explicit; dual-stack pods on nodes of one subnet reach ea
       netconf: etcd.netconf,
       agentEnv: { DATASTORE_TYPE: 'etcdv3', ETCD_ENDPOINTS: etcd.endpoints, KUBECONFIG: kube.server.admin.kubeconfig },
       ports: [etcd.port, Number(new URL(kube.server.url).port)],
+      kube,
       async removeNode(name) {
         const entry = await store.get(keys.node(name));
         if (!entry || !(await store.commit([{ key: entry.key, remove: true, revision: entry.revision }])))
@@ -180,6 +247,7 @@ test.serial('Kubernetes datastore: IP6 autodetect, published as projectnet.org/I
       netconf: { datastore_type: 'kubernetes', kubernetes: { kubeconfig: kube.server.admin.kubeconfig } },
       agentEnv: { DATASTORE_TYPE: 'kubernetes', KUBECONFIG: agent.kubeconfig },
       ports: [Number(new URL(kube.server.url).port)],
+      kube,
       async removeNode(name) {
         await kube.core.deleteNode({ name });
       },

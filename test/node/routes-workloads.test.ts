@@ -100,7 +100,7 @@ test('no route in a VXLAN pool (Always or CrossSubnet, even to a node on the sam
   );
 });
 
-test('addresses a block already routes get no host route: its node’s own block, a borrowed one; this node’s workloads get none; IPv6 is left out', (t) => {
+test('addresses a block already routes get no host route: its node’s own block, a borrowed one; this node’s workloads get none; nor an IPv6 address in no pool', (t) => {
   const pools = [pool('plain', '10.244.0.0/16', 'Never', 'Never')];
   const { routes } = routesOf(pools, [
     workload('in-own-block', 'b', ['10.244.1.5']),

@@ -2,8 +2,8 @@
 // no block already routes to the workload's node (an ipAddrsNoIpam address, chosen outside the
 // address manager, perhaps inside another node's block) and floating IPs. Each is routed only when
 // it lies in a pool without VXLAN (the specification's rule for ipAddrsNoIpam; a floating IP must
-// be in a pool to be advertised); otherwise it is listed as unrouted, with why. IPv4 only: an IPv6
-// address outside the blocks gets no host route (the blocks' IPv6 routes are desired-routes.ts's).
+// be in a pool to be advertised); otherwise it is listed as unrouted, with why. Both families: an
+// IPv4 address gets a /32, an IPv6 one a /128 through the nodes' IPv6 addresses (desired-routes.ts).
 import { parseIp, parsePrefix } from '../../net/cidr.ts';
 import type { Pool } from '../../ipam/pools.ts';
 import type { RoutedBlock, RoutedWorkload } from '../shared/read-cluster.ts';
@@ -20,7 +20,7 @@ export interface Unrouted {
 /** How many unrouted addresses a note names before it counts the rest. */
 const NAMED = 3;
 
-/** The host routes (`<address>/32` to a node) `local` needs for other nodes' workloads, and the addresses left unrouted. */
+/** The host routes (`<address>/32` or `/128` to a node) `local` needs for other nodes' workloads, and the addresses left unrouted. */
 export function workloadHostRoutes(
   local: string,
   workloads: readonly RoutedWorkload[],
@@ -28,6 +28,7 @@ export function workloadHostRoutes(
   poolOf: (cidr: string) => Pool | undefined,
 ): { routes: { dst: string; node: string }[]; unrouted: Unrouted[] } {
   const reaches = blockCoverage(blocks);
+  const reaches6 = blockCoverage6(blocks);
   const routes: { dst: string; node: string }[] = [];
   const unrouted: Unrouted[] = [];
   for (const workload of workloads) {
@@ -39,8 +40,9 @@ export function workloadHostRoutes(
     ];
     for (const { address, what } of wanted) {
       const ip = parseIp(address);
-      if (ip?.family !== 4 || reaches(Number(ip.value), workload.node)) continue;
-      const dst = `${address}/32`;
+      if (!ip) continue;
+      if (ip.family === 4 ? reaches(Number(ip.value), workload.node) : reaches6(ip.value, workload.node)) continue;
+      const dst = `${address}/${ip.family === 4 ? 32 : 128}`;
       const pool = poolOf(dst);
       const why = !pool
         ? 'is in no pool'
@@ -79,6 +81,32 @@ function blockCoverage(blocks: readonly RoutedBlock[]): (address: number, node: 
     for (const length of lengths) {
       const size = 2 ** (32 - length);
       if (byBase.get((address - (address % size)) * 64 + length)?.node === node) return true;
+    }
+    return false;
+  };
+}
+
+/** blockCoverage for IPv6 addresses, in bigints: IPv6 blocks are few beside IPv4's, and 128 bits fit no number. */
+function blockCoverage6(blocks: readonly RoutedBlock[]): (address: bigint, node: string) => boolean {
+  /** Blocks by `<base>/<prefix length>`. */
+  const byPrefix = new Map<string, RoutedBlock>();
+  const lengths = new Set<number>();
+  const lent = new Set<bigint>();
+  for (const block of blocks) {
+    const prefix = parsePrefix(block.cidr);
+    if (prefix?.family !== 6) continue;
+    byPrefix.set(`${prefix.base}/${prefix.length}`, block);
+    lengths.add(prefix.length);
+    for (const { address } of block.borrowed) {
+      const ip = parseIp(address);
+      if (ip?.family === 6) lent.add(ip.value);
+    }
+  }
+  return (address, node) => {
+    if (lent.has(address)) return true;
+    for (const length of lengths) {
+      const size = 1n << BigInt(128 - length);
+      if (byPrefix.get(`${address - (address % size)}/${length}`)?.node === node) return true;
     }
     return false;
   };
