@@ -59,10 +59,10 @@ test('Connection: close is honoured and the next request opens a new connection'
 });
 
 test('a connection the server closed while idle is replaced without an error', async (t) => {
-  const server = await serve(t, 'http11');
+  const server = await serve(t, 'http11-idle');
   const http = new HttpClient({ endpoints: [server.url()] });
   const first = await http.request({ method: 'GET', path: '/a' });
-  await new Promise((resolve) => setTimeout(resolve, 1_200)); // the server closes idle connections after 0.5 s
+  await new Promise((resolve) => setTimeout(resolve, 3_000)); // the server closes idle connections after 0.5 s
   const second = await http.request({ method: 'GET', path: '/b' });
   t.is(second.body.toString(), 'GET /b ');
   t.not(second.headers.get('x-connection'), first.headers.get('x-connection'));

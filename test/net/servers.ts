@@ -27,7 +27,7 @@ export interface Served {
 /** serve.py in `mode`, over TLS with `tls` (and requiring a client certificate with `clientCa`). */
 export async function serve(
   t: Teardown,
-  mode: 'http10' | 'http11',
+  mode: 'http10' | 'http11' | 'http11-idle',
   tls?: { cert: string; key: string; clientCa?: string },
 ): Promise<Served> {
   const args = [SERVE, mode, ...(tls ? [tls.cert, tls.key, ...(tls.clientCa ? [tls.clientCa] : [])] : [])];
