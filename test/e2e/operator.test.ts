@@ -1,9 +1,6 @@
 // netplug installed by netplug-operator under the real kubelet, with the README's commands:
-// kubectl apply --server-side of operator-crds.yaml, netplug-operator.yaml, custom-resources.yaml,
-// on three nodes on two subnets (scripts/lib/cluster-nodes.ts): a node agent on each, pods spread
-// over them reach each other across the nodes with the Installation's default pool (VXLAN
-// CrossSubnet: node 2 directly, node 3 over VXLAN). Then the Installation is changed (policy setup
-// timeout, a bad CIDR, HostLocal) and deleted, which removes netplug from every node.
+// kubectl apply --server-side of operator-crds.yaml, netplug-operator.yaml, custom-resources.yaml.
+// Then the Installation is changed (policy setup timeout, a bad CIDR, HostLocal) and deleted.
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -18,7 +15,7 @@ import { customResourcesFor, operatorManifestFor, runPods, statusCondition, wait
 
 const run = promisify(execFile);
 const ROOT = new URL('../../', import.meta.url).pathname;
-const cluster = clusterPerFile(test, { systemPlugins: false, nodes: 3 });
+const cluster = clusterPerFile(test, { systemPlugins: false });
 // host-local keeps its state in the host's /var/lib/cni/networks/<network>; removed (after the
 // cluster stopped, whose pods' DELs still use it) if this file's test made it.
 const HOST_LOCAL_STATE = '/var/lib/cni/networks/k8s-pod-network';
@@ -48,30 +45,12 @@ test.serial('apply operator-crds.yaml, netplug-operator.yaml and custom-resource
   t.is(installation.status.netplugVersion, NETPLUG_VERSION);
   const version = (await run(NETPLUGCTL, ['--kubeconfig', c.kubeconfig, 'version'])).stdout;
   t.regex(version, new RegExp(`Cluster Version:\\s+${NETPLUG_VERSION}`));
-  const nodePods = (await getJson(c, 'pods', '-n', 'netplug-system', '-l', 'k8s-app=netplug-node')).items as any[];
-  t.deepEqual(nodePods.map((pod) => pod.spec.nodeName).sort(), c.nodes.map((node) => node.name).sort(), 'a node agent on each node');
   const podsStarted = Date.now();
-  const pods = await runPods(c, 'web', BUSYBOX_IMAGE, 20, true);
-  t.log(`Deployment create → 20 pods Running over three nodes: ${((Date.now() - podsStarted) / 1000).toFixed(1)} s`);
+  const pods = await runPods(c, 'web', BUSYBOX_IMAGE, 20);
+  t.log(`Deployment create → 20 pods Running: ${((Date.now() - podsStarted) / 1000).toFixed(1)} s`);
   const addresses = pods.map((pod) => pod.status.podIP as string);
   t.is(new Set(addresses).size, 20);
   for (const address of addresses) t.true(address.startsWith('192.168.'), `${address} from default-ipv4-ippool 192.168.0.0/16`);
-  // From a pod on node 1 to one on each other node: node 2 on its subnet, node 3 behind the router.
-  const on = (index: number) => pods.find((pod) => pod.spec.nodeName === c.nodes[index]?.name);
-  const [from, second, third] = [on(0), on(1), on(2)];
-  if (!from || !second || !third) return t.fail(`pods on every node: ${pods.map((pod) => pod.spec.nodeName).join(', ')}`);
-  for (const to of [second, third])
-    t.regex(
-      await eventually(
-        `${from.metadata.name} → ${to.status.podIP} on ${to.spec.nodeName}`,
-        async () => {
-          const out = await c.kubectl('exec', from.metadata.name, '--', 'ping', '-c', '1', '-W', '5', to.status.podIP).catch(() => '');
-          return / 0% packet loss/.test(out) ? out : undefined;
-        },
-        60,
-      ),
-      / 0% packet loss/,
-    );
   await c.kubectl('delete', 'deployment', 'web', '--wait=true');
 });
 
@@ -140,8 +119,9 @@ test.serial('an Installation with a bad CIDR is Degraded with a message and chan
   await waitAvailable(c);
 });
 
-test.serial("cni.ipam.type HostLocal gives pods addresses from their node's pod CIDR", async (t) => {
+test.serial('cni.ipam.type HostLocal gives pods addresses from the node pod CIDR', async (t) => {
   const c = cluster();
+  const podCidr: string = (await getJson(c, 'node', c.nodeName)).spec.podCIDR;
   // host-local keeps its state in the host's /var/lib/cni/networks/<network>: removed if this test made it.
   if (!existsSync(HOST_LOCAL_STATE)) hostLocalStateIsOurs = true;
   // Its pool without VXLAN, which host-local cannot serve (custom-resources.yaml asks for VXLANCrossSubnet).
@@ -156,13 +136,12 @@ test.serial("cni.ipam.type HostLocal gives pods addresses from their node's pod 
     t.log(await c.kubectl('get', 'events', '--field-selector', 'reason=FailedCreatePodSandBox', '-o', 'custom-columns=MSG:.message'));
     throw err;
   });
-  const podCidr: string = (await getJson(c, 'node', pod.spec.nodeName)).spec.podCIDR;
   const prefix = podCidr.split('.').slice(0, 3).join('.');
   t.true(pod.status.podIP.startsWith(`${prefix}.`), `${pod.status.podIP} in ${podCidr}`);
   await c.kubectl('delete', 'deployment', 'local', '--wait=true');
 });
 
-test.serial('deleting the Installation removes what the operator made, also from every node', async (t) => {
+test.serial('deleting the Installation removes what the operator made, also from the node', async (t) => {
   const c = cluster();
   await c.kubectl('delete', 'installation', 'default', '--wait=true', '--timeout=180s');
   await eventually(
@@ -174,13 +153,7 @@ test.serial('deleting the Installation removes what the operator made, also from
       ),
     120,
   );
-  // Each node's CNI directory, read in its own mount namespace.
-  for (const node of c.nodes)
-    await eventually(
-      `the conflist removed from ${node.name}`,
-      async () => !/^10-netplug\.conflist$/m.test(await node.inNode('ls', [c.cniConfDir])),
-      60,
-    );
+  await eventually('the conflist removed from the node', async () => !existsSync(join(c.cniConfDir, '10-netplug.conflist')), 60);
   t.false(existsSync(join(c.cniConfDir, '10-netplug.conflist')));
   t.false((await c.kubectl('get', 'namespaces', '-o', 'name')).includes('namespace/netplug-system'));
 });
