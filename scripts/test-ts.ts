@@ -5,31 +5,83 @@
 // Node's compile cache (NODE_COMPILE_CACHE, kept beside the other build caches) spares each of the
 // suite's thousands of Node processes that run TypeScript from source (ava's workers, test agents,
 // fixtures) most of compiling it again: a fifth to two fifths of their CPU time.
-import { spawnSync } from 'node:child_process';
+//
+// A CI log is often read from its end: after both groups, the run ends with each group's time and
+// outcome, and for a group that failed, ava's own account of its failures again.
+import { spawn } from 'node:child_process';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { stripVTControlCharacters } from 'node:util';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 const AVA = join(ROOT, 'node_modules/ava/entrypoints/cli.js');
+/** The most lines of a failed group's account repeated at the end. */
+const ACCOUNT_LINES = 250;
 
 const env = {
   ...process.env,
   NODE_COMPILE_CACHE: process.env['NODE_COMPILE_CACHE'] ?? join(homedir(), '.cache/netplug/node-compile-cache'),
 };
 
-function ava(args: string[], group?: 'clusters' | 'others'): number {
-  const outcome = spawnSync(process.execPath, [AVA, ...args], {
+interface GroupRun {
+  group: string;
+  status: number;
+  minutes: number;
+  /** ava's lines after the last test's: the failures' details and the counts. */
+  account: string[];
+  /** Lines that name a failure as it happened (✘, a timeout, a worker that died). */
+  failures: string[];
+}
+
+const FAILURE_LINE = /^\s*✘|Timed out while running tests|exited due to|exited with a non-zero|Uncaught exception|Unhandled rejection/;
+
+async function ava(args: string[], group?: 'clusters' | 'others'): Promise<GroupRun> {
+  const started = Date.now();
+  const child = spawn(process.execPath, [AVA, ...args], {
     cwd: ROOT,
-    stdio: 'inherit',
+    stdio: ['ignore', 'pipe', 'inherit'],
     env: group ? { ...env, NETPLUG_TEST_GROUP: group } : env,
   });
-  return outcome.status ?? 1;
+  let lines: string[] = [];
+  const failures: string[] = [];
+  let partial = '';
+  let testsSinceSeparator = false;
+  child.stdout.on('data', (chunk: Buffer) => {
+    process.stdout.write(chunk);
+    const text = partial + chunk.toString('utf8');
+    const split = text.split('\n');
+    partial = split.pop() ?? '';
+    for (const raw of split) {
+      // ava colours its output on a terminal; the summary compares plain text.
+      const line = stripVTControlCharacters(raw);
+      // The account starts at the first separator after the last test's line (✔ or ✘).
+      if (/^\s*[✔✘]/.test(line)) testsSinceSeparator = true;
+      if (line.trim() === '─' && testsSinceSeparator) {
+        lines = [];
+        testsSinceSeparator = false;
+      } else lines.push(line);
+      if (lines.length > 4 * ACCOUNT_LINES) lines = lines.slice(-ACCOUNT_LINES);
+      if (FAILURE_LINE.test(line)) failures.push(line.trim());
+    }
+  });
+  const status = await new Promise<number>((resolve) => child.on('close', (code) => resolve(code ?? 1)));
+  if (partial) lines.push(partial);
+  return { group: group ?? 'ava', status, minutes: (Date.now() - started) / 60_000, account: lines.slice(-ACCOUNT_LINES), failures };
+}
+
+function summarise(runs: GroupRun[]): void {
+  const out: string[] = ['', '── npm test: the TypeScript tests ──'];
+  for (const run of runs) {
+    out.push(`${run.group}: ${run.minutes.toFixed(1)} min, ${run.status === 0 ? 'passed' : `failed (exit ${run.status})`}`);
+  }
+  for (const run of runs.filter((r) => r.status !== 0)) {
+    out.push('', `${run.group} failed:`, ...run.failures.slice(0, 40).map((line) => `  ${line}`));
+    out.push('', `${run.group}: ava's account of it, again:`, ...run.account);
+  }
+  process.stdout.write(`${out.join('\n')}\n`);
 }
 
 const args = process.argv.slice(2);
-if (args.length > 0) process.exitCode = ava(args);
-else {
-  const clusters = ava([], 'clusters');
-  const others = ava([], 'others');
-  process.exitCode = clusters || others;
-}
+const runs = args.length > 0 ? [await ava(args)] : [await ava([], 'clusters'), await ava([], 'others')];
+summarise(runs);
+process.exitCode = runs.some((run) => run.status !== 0) ? 1 : 0;
