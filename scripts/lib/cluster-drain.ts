@@ -4,9 +4,10 @@
  * (CNI DEL with the network namespace): the controllers, then every pod no DaemonSet owns (a pod
  * network's, and an operator's on the host network, which would otherwise make its controllers'
  * pods again), then the DaemonSets and their pods (a CNI installed by a DaemonSet must outlive the
- * pods that use it). Those last are given a short wait only: nothing is left for the CNI to tear
- * down, and the cluster's removal stops whatever still runs. Bounded: a cluster that no longer
- * answers is torn down regardless. Resolves to what each stage took, for the test's log.
+ * pods that use it). Those last are deleted without a wait: nothing is left for the CNI to tear
+ * down, and the cluster's removal stops whatever still runs (a wait there was 2 to 10 s of each
+ * stop, 10 when the node agent went before a pod it had to tear down). Bounded: a cluster that no
+ * longer answers is torn down regardless. Resolves to what each stage took, for the test's log.
  */
 export async function drainWorkloads(kubectlAsAdmin: (...args: string[]) => Promise<string>): Promise<string> {
   const stages: string[] = [];
@@ -25,7 +26,7 @@ export async function drainWorkloads(kubectlAsAdmin: (...args: string[]) => Prom
   // kubectl delete waits until the kubelet has torn the pods down, which takes seconds; a pod whose
   // CNI a test removed never is, and waits out the timeout. Another pass catches pods a controller
   // being deleted still made.
-  const deletePods = async (daemonSetPods: boolean | undefined, passes: number, timeout: string) => {
+  const deletePods = async (daemonSetPods: boolean | undefined, passes: number, timeout: string | 'no wait') => {
     for (
       let pass = 0, pods = await remaining(daemonSetPods);
       pass < passes && pods.length > 0;
@@ -41,7 +42,7 @@ export async function drainWorkloads(kubectlAsAdmin: (...args: string[]) => Prom
             '-n',
             namespace,
             '--grace-period=1',
-            `--timeout=${timeout}`,
+            timeout === 'no wait' ? '--wait=false' : `--timeout=${timeout}`,
             '--ignore-not-found',
             ...names,
           );
@@ -56,7 +57,7 @@ export async function drainWorkloads(kubectlAsAdmin: (...args: string[]) => Prom
     await deletePods(false, 3, '15s');
     await kubectl('delete', 'daemonsets', '--all', '--all-namespaces', '--wait=false');
     mark('DaemonSets deleted');
-    await deletePods(undefined, 1, '10s');
+    await deletePods(undefined, 1, 'no wait');
   } catch (err) {
     // The API server or the kubelet is gone: removeClusterLeftovers takes the rest.
     mark(`given up (${(err as Error).message.split('\n')[0]})`);

@@ -64,7 +64,7 @@ interface Setup {
 }
 
 async function setup(t: ExecutionContext, network: string): Promise<Setup> {
-  t.timeout(30 * 60_000);
+  t.timeout(10 * 60_000);
   const etcd = await startEtcd(t);
   ctlOk(t, etcd, 'pool', 'create', 'fuzz', '--cidr', uniqueSubnet4());
   return { etcd, network, node: 'fuzz-node', dir: tempDir(t, 'fuzz') };

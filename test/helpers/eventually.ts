@@ -3,13 +3,21 @@
 // waited for and what it saw last, so a timed-out test is not a bare "timed out".
 import { inspect } from 'node:util';
 
+const FIRST_PAUSE_MS = 200;
+const MAX_PAUSE_MS = 2000;
+
 export interface EventuallyOptions {
   /**
    * How long to keep trying (default 120 s: generous, as a loaded machine is slow; it bounds a
    * failure only, no claim about speed).
    */
   timeoutMs?: number;
-  /** The pause between tries (default 200 ms). */
+  /**
+   * The pause between tries. Default: 200 ms, growing with the wait to a tenth of the time waited
+   * so far, at most 2 s. A long wait (a rollout, a kubelet) then polls rarely: each try of many
+   * checks is a process (kubectl, ip), and on two cores the tries of a 200 ms poll held through a
+   * minute-long wait took CPU from the very thing waited for. Given, the pause is fixed.
+   */
   intervalMs?: number;
   /** More to say on failure (a daemon's log tail). */
   context?: () => string;
@@ -25,8 +33,10 @@ export async function eventually<T>(
   check: () => T | Promise<T>,
   options: EventuallyOptions = {},
 ): Promise<Exclude<T, false | undefined | null>> {
-  const { timeoutMs = 120_000, intervalMs = 200, context } = options;
-  const deadline = Date.now() + timeoutMs;
+  const { timeoutMs = 120_000, intervalMs, context } = options;
+  const started = Date.now();
+  const deadline = started + timeoutMs;
+  const pause = () => intervalMs ?? Math.min(MAX_PAUSE_MS, Math.max(FIRST_PAUSE_MS, (Date.now() - started) / 10));
   let last: string;
   for (;;) {
     try {
@@ -40,6 +50,6 @@ export async function eventually<T>(
       const more = context?.();
       throw new Error(`gave up waiting for ${what} after ${timeoutMs / 1000} s (${last})${more ? `\n${more}` : ''}`);
     }
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+    await new Promise((resolve) => setTimeout(resolve, Math.min(pause(), Math.max(0, deadline - Date.now()))));
   }
 }

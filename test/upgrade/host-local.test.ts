@@ -169,7 +169,7 @@ async function liveNodePod(cluster: Cluster): Promise<{ init: { name: string; im
 
 /** A started cluster with v3.30.0's host-local install, this release's image imported, the range edit and the workload running. */
 async function installWithWorkload(t: ExecutionContext): Promise<{ cluster: Cluster; installed: PreviousInstall; range: Range }> {
-  t.timeout(45 * 60_000);
+  t.timeout(12 * 60_000);
   const cluster = await startCluster({ systemPlugins: false });
   t.teardown(() => cluster.stop());
   const installed = await installPrevious(cluster, 'host-local');

@@ -366,7 +366,7 @@ export function toolUpgrade(test: TestFn, method: ToolMethod, options: { nodes?:
   test.serial(
     `${method}: plan, then apply killed once in each step and resumed, upgrades v3.30.0 to ${NETPLUG_VERSION} with the workload kept`,
     async (t) => {
-      t.timeout(30 * 60_000);
+      t.timeout(10 * 60_000);
       const c = cluster();
       if (c.router) underlay = routePodBlocksThroughout(c, c.router);
       const installStarted = Date.now();
@@ -464,7 +464,7 @@ export function toolUpgrade(test: TestFn, method: ToolMethod, options: { nodes?:
   test.serial(
     `${method}: rollback turns network policy off, then puts v3.30.0 back; its pods run, new ones get traffic, the cluster says v3.30.0`,
     async (t) => {
-      t.timeout(15 * 60_000);
+      t.timeout(6 * 60_000);
       const c = cluster();
       if (!installed || !how || !upgraded) return t.fail('not upgraded (see the test before)');
       const operated = method === 'operator' || method === 'helm';
