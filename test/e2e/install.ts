@@ -13,6 +13,7 @@ import { dumpYaml, loadAllYaml } from '@kubernetes/client-node';
 
 import { flannelImageArchiveName, imageArchiveName } from '../../scripts/lib/image-ref.ts';
 import { CLUSTER_CIDR, type Cluster } from '../helpers/cluster.ts';
+import { eventually as pollUntil } from '../helpers/eventually.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 export const NETPLUGCTL = join(ROOT, 'dist/bin/netplugctl');
@@ -158,20 +159,12 @@ export function nodePaths(cluster: Cluster): NodePaths {
   };
 }
 
-/** Waits until `check` holds, polling; the last failure's message if it never does. */
+/**
+ * Waits until `check` holds (test/helpers/eventually.ts), for up to `seconds`: each try here is
+ * usually a kubectl process, so the polls start a second apart.
+ */
 export async function eventually<T>(what: string, check: () => Promise<T | undefined>, seconds = 180): Promise<T> {
-  const deadline = Date.now() + seconds * 1000;
-  let last = '';
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== undefined && value !== false) return value;
-    } catch (err) {
-      last = err instanceof Error ? err.message : String(err);
-    }
-    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}${last ? `: ${last}` : ''}`);
-    await new Promise((resolve) => setTimeout(resolve, 1000));
-  }
+  return (await pollUntil(what, check, { timeoutMs: seconds * 1000, firstIntervalMs: 1000 })) as T;
 }
 
 /**

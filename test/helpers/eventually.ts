@@ -19,6 +19,8 @@ export interface EventuallyOptions {
    * minute-long wait took CPU from the very thing waited for. Given, the pause is fixed.
    */
   intervalMs?: number;
+  /** The first pause of a growing one (default 200 ms): more for a try that costs a process. */
+  firstIntervalMs?: number;
   /** More to say on failure (a daemon's log tail). */
   context?: () => string;
 }
@@ -33,10 +35,10 @@ export async function eventually<T>(
   check: () => T | Promise<T>,
   options: EventuallyOptions = {},
 ): Promise<Exclude<T, false | undefined | null>> {
-  const { timeoutMs = 120_000, intervalMs, context } = options;
+  const { timeoutMs = 120_000, intervalMs, firstIntervalMs = FIRST_PAUSE_MS, context } = options;
   const started = Date.now();
   const deadline = started + timeoutMs;
-  const pause = () => intervalMs ?? Math.min(MAX_PAUSE_MS, Math.max(FIRST_PAUSE_MS, (Date.now() - started) / 10));
+  const pause = () => intervalMs ?? Math.max(firstIntervalMs, Math.min(MAX_PAUSE_MS, (Date.now() - started) / 10));
   let last: string;
   for (;;) {
     try {
