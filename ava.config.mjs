@@ -1,6 +1,7 @@
 // ava's settings (a file rather than package.json's "ava" field, for the groups below).
 //
-// `npm test` runs the test files in two groups (scripts/test-ts.ts), one after the other:
+// `npm test` runs the test files in two groups (scripts/test-ts.ts), at once, the others two at a
+// time there (the concurrency below is theirs when run alone):
 // - clusters: the files that start real Kubernetes clusters (upgrades, installs) and the
 //   executable fuzzing, two at a time, the longest first. A third cluster beside two starved the
 //   machine's two cores (load above 60): each file took several times as long.
