@@ -15,12 +15,6 @@ import { stripVTControlCharacters } from 'node:util';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 const AVA = join(ROOT, 'node_modules/ava/entrypoints/cli.js');
-/**
- * How many of the other files run at a time beside the clusters' two. The cluster files leave a
- * quarter of the CPU idle (they wait on kubelets, rollouts, quiet spells); one after the other,
- * the groups took 27 and 14 minutes.
- */
-const OTHERS_BESIDE_CLUSTERS = 2;
 /** The most lines of a failed group's account repeated at the end. */
 const ACCOUNT_LINES = 250;
 
@@ -92,9 +86,6 @@ function summarise(runs: GroupRun[]): void {
 }
 
 const args = process.argv.slice(2);
-const runs =
-  args.length > 0
-    ? [await ava(args)]
-    : await Promise.all([ava([], 'clusters'), ava(['--concurrency', String(OTHERS_BESIDE_CLUSTERS)], 'others')]);
+const runs = args.length > 0 ? [await ava(args)] : await Promise.all([ava([], 'clusters'), ava([], 'others')]);
 summarise(runs);
 process.exitCode = runs.some((run) => run.status !== 0) ? 1 : 0;
