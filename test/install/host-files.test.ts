@@ -225,6 +225,11 @@ test('--check: ready only once this version is recorded and the conflist exists 
       (err: { code: number }) => err.code,
     );
   t.is(await run('--check'), 0);
+  // The probe runs every few seconds on every node: from the plugin's bundle, with its code cache, not the agents'.
+  const { stderr } = await promisify(execFile)(built, ['--check'], {
+    env: { PATH: process.env.PATH, ...node.env, NETPLUG_REPORT_CODE_CACHE: '1' },
+  });
+  t.regex(stderr, /^code cache accepted$/m);
   rmSync(node.path('/etc/cni/net.d/10-netplug.conflist'));
   t.is(await check(), 1);
   t.is(await run('--check'), 1);

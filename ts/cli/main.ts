@@ -28,6 +28,12 @@ async function dispatch(): Promise<void> {
     process.exitCode = outcome.exitCode;
     return;
   }
+  if (program === 'netplug-install') {
+    // Only its readiness probe comes here (ts/cli/sea-main.ts): it runs every few seconds on every node.
+    const { runInstallCheck } = await import('../install/check-main.ts');
+    process.exitCode = await runInstallCheck(process.argv.slice(2), process.env, (line) => writeAll(2, line));
+    return;
+  }
   const { runMain } = await import('../plugin/main.ts');
   const outcome = await runMain(processIo(), program === 'netplug-ipam' ? 'netplug-ipam' : 'netplug');
   writeAll(1, outcome.stdout);

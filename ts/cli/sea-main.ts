@@ -21,9 +21,12 @@ const AGENT_NAMES = [
   'netplug-flow-viewer',
 ];
 // netplugctl's cluster commands (upgrade, migrate, datastore migrate, flows) use the agents' libraries too.
+// netplug-install's readiness probe (--check), run every few seconds on every node, does not: compiling
+// the agents' bundle took it 0.3 s of CPU each time.
 // As netplug-oneshot (the shim's fallback) it is the plugin, netplug.
 const program = programName();
-const agent = AGENT_NAMES.includes(program) || (program === 'netplugctl' && isClusterCommand(process.argv.slice(2)));
+const installCheck = program === 'netplug-install' && process.argv[2] === '--check';
+const agent = (AGENT_NAMES.includes(program) && !installCheck) || (program === 'netplugctl' && isClusterCommand(process.argv.slice(2)));
 
 // The asset is a bundle wrapped as a function of CommonJS's module variables (see build.ts).
 const script = agent

@@ -1,13 +1,10 @@
 // netplug-install: the node pod's install-cni container, on the runtime of the resident programs.
-// `netplug-install` installs and stays running; `netplug-install --check` is its readiness probe.
-// The probe loads neither @kubernetes/client-node nor the runtime's parts that do (errors.ts).
+// `netplug-install` installs and stays running; `netplug-install --check` is its readiness probe
+// (check-main.ts), which loads neither @kubernetes/client-node nor the runtime's parts that do.
 import { programLog } from '../runtime/log.ts';
 import { SettingsError } from '../runtime/settings.ts';
-import { whyNotInstalled } from './check-installed.ts';
+import { PROGRAM, runInstallCheck, USAGE } from './check-main.ts';
 import { type InstallSettings, readSettings } from './settings.ts';
-
-const PROGRAM = 'netplug-install';
-const USAGE = `usage: ${PROGRAM} [--check]`;
 
 /** Runs netplug-install until `signal` aborts; resolves to the exit code. */
 export function runInstallMain(argv: readonly string[], env: NodeJS.ProcessEnv, signal: AbortSignal): Promise<number> {
@@ -22,10 +19,10 @@ export async function runInstall(
   write: (line: string) => void,
   informers: { watchTimeoutMs?: number } = {},
 ): Promise<number> {
+  if (argv[0] === '--check') return runInstallCheck(argv, env, write);
   let log = programLog(PROGRAM, write);
-  const check = argv[0] === '--check';
-  if (argv.length > (check ? 1 : 0)) {
-    log.error(`unexpected argument "${argv[check ? 1 : 0]}"; ${USAGE}`);
+  if (argv.length > 0) {
+    log.error(`unexpected argument "${argv[0]}"; ${USAGE}`);
     return 2;
   }
   let settings: InstallSettings;
@@ -37,11 +34,6 @@ export async function runInstall(
     return 1;
   }
   log = programLog(PROGRAM, write, settings.logLevel);
-  if (check) {
-    const reason = await whyNotInstalled(settings);
-    if (reason) log.info(`not ready: ${reason}`);
-    return reason ? 1 : 0;
-  }
   // The installer proper loads @kubernetes/client-node; the readiness probe above does not.
   const { runInstaller } = await import('./run-installer.ts');
   return runInstaller(settings, log, signal, informers);
