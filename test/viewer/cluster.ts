@@ -38,26 +38,47 @@ export interface ViewerCluster {
   startViewer(env: Record<string, string>): Promise<Started>;
 }
 
-/** Starts the built `program` with `env`, serving at `url`; ready once `health`/readyz answers 200. */
-async function startProgram(
-  shared: Teardowns,
-  program: string,
-  env: Record<string, string>,
-  { url, health }: { url: string; health: string },
-): Promise<Started> {
-  const child: ChildProcess = spawn(program, [], { env, stdio: ['ignore', 'ignore', 'pipe'] });
-  let log = '';
-  child.stderr?.on('data', (chunk: Buffer) => (log += chunk.toString()));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  shared.teardown(async () => {
-    child.kill('SIGTERM');
-    await exited;
-  });
-  await eventually(`${program} serves`, async () => (await fetch(`${health}/readyz`)).status === 200, {
-    context: () => log,
-    timeoutMs: 60_000,
-  });
-  return { url, health, log: () => log };
+/** What a program is started with: its environment and where it serves, on ports picked for the attempt. */
+interface Launch {
+  env: Record<string, string>;
+  url: string;
+  health: string;
+}
+
+/** Attempts at a start whose port another process took between freePort() and the program's listen. */
+const PORT_ATTEMPTS = 3;
+
+/**
+ * Starts the built `program` as `launch` makes it; ready once its health server's /readyz answers
+ * 200. freePort() only finds a port free at that moment: a program that exits because another
+ * process took one (EADDRINUSE) is started again on new ports; one that exits otherwise fails at once.
+ */
+async function startProgram(shared: Teardowns, program: string, launch: () => Promise<Launch>): Promise<Started> {
+  for (let attempt = 1; ; attempt++) {
+    const { env, url, health } = await launch();
+    const child: ChildProcess = spawn(program, [], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    let log = '';
+    child.stderr?.on('data', (chunk: Buffer) => (log += chunk.toString()));
+    let gone = false;
+    // 'close': exited, and its stderr read to the end (the reason it exited is in the log).
+    const exited = new Promise<void>((resolve) =>
+      child.once('close', () => {
+        gone = true;
+        resolve();
+      }),
+    );
+    shared.teardown(async () => {
+      child.kill('SIGTERM');
+      await exited;
+    });
+    const outcome = await eventually(
+      `${program} serves`,
+      async () => (gone ? 'exited' : (await fetch(`${health}/readyz`)).status === 200 ? 'ready' : undefined),
+      { context: () => log, timeoutMs: 60_000 },
+    );
+    if (outcome === 'ready') return { url, health, log: () => log };
+    if (!/EADDRINUSE/.test(log) || attempt === PORT_ATTEMPTS) throw new Error(`${program} exited before serving:\n${log}`);
+  }
 }
 
 export async function startViewerCluster(shared: Teardowns): Promise<ViewerCluster> {
@@ -80,37 +101,37 @@ export async function startViewerCluster(shared: Teardowns): Promise<ViewerClust
   const tokenFile = join(dir, 'viewer-token');
   writeFileSync(tokenFile, tokens.viewer, { mode: 0o600 });
 
-  const [write, read, flowsHealth] = [await freePort(), await freePort(), await freePort()];
-  const flows = await startProgram(
-    shared,
-    NETPLUG_FLOWS,
-    {
-      KUBECONFIG: kubeconfig,
-      NETPLUG_FLOWS_LISTEN: `127.0.0.1:${write}`,
-      NETPLUG_FLOWS_READ_LISTEN: `127.0.0.1:${read}`,
-      NETPLUG_FLOWS_HEALTH_ADDR: `127.0.0.1:${flowsHealth}`,
-      NETPLUG_FLOWS_WRITERS: `${namespace}:node`,
-      NETPLUG_FLOWS_READERS: `${namespace}:viewer`,
-    },
-    { url: `http://127.0.0.1:${write}`, health: `http://127.0.0.1:${flowsHealth}` },
-  );
-
-  const startViewer = async (env: Record<string, string>) => {
-    const [port, health] = [await freePort(), await freePort()];
-    const started = await startProgram(
-      shared,
-      NETPLUG_FLOW_VIEWER,
-      {
-        NETPLUG_VIEWER_LISTEN: `127.0.0.1:${port}`,
-        NETPLUG_VIEWER_HEALTH_ADDR: `127.0.0.1:${health}`,
-        NETPLUG_VIEWER_FLOWS_URL: flows.url,
-        NETPLUG_VIEWER_TOKEN_FILE: tokenFile,
-        ...env,
+  const flows = await startProgram(shared, NETPLUG_FLOWS, async () => {
+    const [write, read, health] = [await freePort(), await freePort(), await freePort()];
+    return {
+      env: {
+        KUBECONFIG: kubeconfig,
+        NETPLUG_FLOWS_LISTEN: `127.0.0.1:${write}`,
+        NETPLUG_FLOWS_READ_LISTEN: `127.0.0.1:${read}`,
+        NETPLUG_FLOWS_HEALTH_ADDR: `127.0.0.1:${health}`,
+        NETPLUG_FLOWS_WRITERS: `${namespace}:node`,
+        NETPLUG_FLOWS_READERS: `${namespace}:viewer`,
       },
-      { url: `http://127.0.0.1:${port}`, health: `http://127.0.0.1:${health}` },
-    );
-    return started;
-  };
+      url: `http://127.0.0.1:${write}`,
+      health: `http://127.0.0.1:${health}`,
+    };
+  });
+
+  const startViewer = (env: Record<string, string>) =>
+    startProgram(shared, NETPLUG_FLOW_VIEWER, async () => {
+      const [port, health] = [await freePort(), await freePort()];
+      return {
+        env: {
+          NETPLUG_VIEWER_LISTEN: `127.0.0.1:${port}`,
+          NETPLUG_VIEWER_HEALTH_ADDR: `127.0.0.1:${health}`,
+          NETPLUG_VIEWER_FLOWS_URL: flows.url,
+          NETPLUG_VIEWER_TOKEN_FILE: tokenFile,
+          ...env,
+        },
+        url: `http://127.0.0.1:${port}`,
+        health: `http://127.0.0.1:${health}`,
+      };
+    });
   const viewer = await startViewer({});
 
   const post = async (records: FlowRecord[]) => {
