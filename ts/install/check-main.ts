@@ -1,7 +1,7 @@
 // `netplug-install --check`, the install-cni container's readiness probe, on its own: the kubelet
 // runs it every few seconds on every node, so it runs from the plugin's small bundle with its code
 // cache (ts/cli/sea-main.ts) and loads nothing of the installer proper (@kubernetes/client-node).
-import { programLog } from '../runtime/log.ts';
+import { type Log, programLog } from '../runtime/log.ts';
 import { SettingsError } from '../runtime/settings.ts';
 import { whyNotInstalled } from './check-installed.ts';
 import { type InstallSettings, readSettings } from './settings.ts';
@@ -9,23 +9,27 @@ import { type InstallSettings, readSettings } from './settings.ts';
 export const PROGRAM = 'netplug-install';
 export const USAGE = `usage: ${PROGRAM} [--check]`;
 
-/** `netplug-install --check ...`: 0 once this version's install is complete, 1 when not (a log line says why), 2 for a bad argument. */
-export async function runInstallCheck(argv: readonly string[], env: NodeJS.ProcessEnv, write: (line: string) => void): Promise<number> {
-  let log = programLog(PROGRAM, write);
-  if (argv.length > 1) {
-    log.error(`unexpected argument "${argv[1]}"; ${USAGE}`);
-    return 2;
-  }
-  let settings: InstallSettings;
+/** The settings and a log at their level; undefined (after a line naming the bad variable) when they cannot be used. */
+export function openSettings(env: NodeJS.ProcessEnv, write: (line: string) => void): { settings: InstallSettings; log: Log } | undefined {
   try {
-    settings = readSettings(env);
+    const settings = readSettings(env);
+    return { settings, log: programLog(PROGRAM, write, settings.logLevel) };
   } catch (err) {
     if (!(err instanceof SettingsError)) throw err;
-    log.error(err.message);
-    return 1;
+    programLog(PROGRAM, write).error(err.message);
+    return undefined;
   }
-  log = programLog(PROGRAM, write, settings.logLevel);
-  const reason = await whyNotInstalled(settings);
-  if (reason) log.info(`not ready: ${reason}`);
+}
+
+/** `netplug-install --check ...`: 0 once this version's install is complete, 1 when not (a log line says why), 2 for a bad argument. */
+export async function runInstallCheck(argv: readonly string[], env: NodeJS.ProcessEnv, write: (line: string) => void): Promise<number> {
+  if (argv.length > 1) {
+    programLog(PROGRAM, write).error(`unexpected argument "${argv[1]}"; ${USAGE}`);
+    return 2;
+  }
+  const opened = openSettings(env, write);
+  if (!opened) return 1;
+  const reason = await whyNotInstalled(opened.settings);
+  if (reason) opened.log.info(`not ready: ${reason}`);
   return reason ? 1 : 0;
 }
