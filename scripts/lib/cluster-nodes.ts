@@ -83,6 +83,8 @@ export interface NodeContext {
   agentSocket: string;
   netnsDir: string;
   systemPlugins: boolean;
+  /** The environment of the node's daemons (ClusterOptions.goMaxProcs). */
+  daemonEnv: NodeJS.ProcessEnv;
   daemons: Daemon[];
   logs: string;
 }
@@ -138,7 +140,7 @@ export async function startNode(context: NodeContext, index: number): Promise<Cl
   await waitFor(`${name}'s mount namespace`, daemons, async () => existsSync(ready));
   const enter = enterNode(netnsPath, `/proc/${holder.pid}/ns/mnt`);
   const start = (daemon: string, command: string, args: string[], env?: NodeJS.ProcessEnv) =>
-    daemons.push(startDaemon(enter, logs, `${name}-${daemon}`, command, args, env));
+    daemons.push(startDaemon(enter, logs, `${name}-${daemon}`, command, args, env ?? context.daemonEnv));
 
   // Paths as the node's daemons see them (the cluster's, shadowed), but the runc root and the
   // node's own files, which the first node's stop reads from outside.
@@ -155,7 +157,7 @@ export async function startNode(context: NodeContext, index: number): Promise<Cl
   mkdirSync(join(layout.shadow, 'cni/net.d'), { recursive: true });
   if (context.systemPlugins) linkSystemPlugins(join(layout.shadow, 'cni/bin'));
   start('containerd', 'containerd', ['--config', writeContainerdConfig(node)], {
-    ...process.env,
+    ...context.daemonEnv,
     NETPLUG_AGENT_SOCKET: context.agentSocket,
   });
   // The same socket, from outside the node's mount namespace.

@@ -84,6 +84,13 @@ export interface ClusterOptions {
    * knowing no pod address. False by default.
    */
   dualStack?: boolean;
+  /**
+   * GOMAXPROCS of the nodes' Go programs (etcd, kube-apiserver, containerd and its shims, the
+   * kubelet, the controllers, kube-proxy) and of kubectl; unset by default (Go's own: one per CPU).
+   * npm test sets 1: its machine runs several clusters at once on two cores, where a Go program's
+   * idle processors spinning for work cost about a tenth of a cluster test's CPU.
+   */
+  goMaxProcs?: number;
 }
 
 export interface Cluster {
@@ -149,8 +156,9 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     relay = undefined;
     await removeClusterLeftovers(dir);
   };
+  const daemonEnv: NodeJS.ProcessEnv = options.goMaxProcs ? { ...process.env, GOMAXPROCS: String(options.goMaxProcs) } : process.env;
   const inNode = async (command: string, args: string[]) =>
-    (await run('nsenter', [`--net=${netnsPath}`, '--', command, ...args], { maxBuffer: 64 << 20 })).stdout;
+    (await run('nsenter', [`--net=${netnsPath}`, '--', command, ...args], { maxBuffer: 64 << 20, env: daemonEnv })).stdout;
   try {
     recordHostPaths(dir);
     const count = options.nodes ?? 1;
@@ -185,7 +193,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     if (options.systemPlugins ?? true) linkSystemPlugins(node.cniBinDir);
 
     const start = (name: string, command: string, args: string[], env?: NodeJS.ProcessEnv) =>
-      daemons.push(startDaemon(enterNode(netnsPath), logs, name, command, args, env));
+      daemons.push(startDaemon(enterNode(netnsPath), logs, name, command, args, env ?? daemonEnv));
     const agentSocket = join(dir, 'run-netplug/cni.sock');
     // The CRI plugin's state directory (containerd's state/<plugin id>), where netns_mounts_under_state_dir puts them.
     const netnsDir = join(dir, 'containerd/state/io.containerd.grpc.v1.cri/netns');
@@ -205,7 +213,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       '--log-level=warn',
       '--logger=zap',
     ]);
-    start('containerd', 'containerd', ['--config', writeContainerdConfig(node)], { ...process.env, NETPLUG_AGENT_SOCKET: agentSocket });
+    start('containerd', 'containerd', ['--config', writeContainerdConfig(node)], { ...daemonEnv, NETPLUG_AGENT_SOCKET: agentSocket });
     const images = buildClusterImages(join(dir, 'images'), bin('pause'));
     const imported = waitFor('containerd', daemons, async () => existsSync(node.containerdSocket)).then(() =>
       Promise.all([images.pause, images.busybox].map((archive) => importInto(node.containerdSocket, archive))),
@@ -238,6 +246,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       agentSocket,
       netnsDir,
       systemPlugins: options.systemPlugins ?? true,
+      daemonEnv,
       daemons,
       logs,
     };

@@ -6,9 +6,14 @@ import { join } from 'node:path';
 
 import type { TestFn } from 'ava';
 
-import { startCluster, type Cluster, type ClusterOptions } from '../../scripts/lib/cluster.ts';
+import { type Cluster, type ClusterOptions, startCluster as startAnyCluster } from '../../scripts/lib/cluster.ts';
 
-export { BUSYBOX_IMAGE, API_SERVICE_IP, CLUSTER_CIDR, startCluster, type Cluster, type ClusterNode } from '../../scripts/lib/cluster.ts';
+export { BUSYBOX_IMAGE, API_SERVICE_IP, CLUSTER_CIDR, type Cluster, type ClusterNode } from '../../scripts/lib/cluster.ts';
+
+/** A cluster whose Go programs run with GOMAXPROCS=1, as npm test's (ClusterOptions.goMaxProcs says why). */
+export function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
+  return startAnyCluster({ goMaxProcs: 1, ...options });
+}
 
 /** Registers the hooks; the returned function gives the running cluster inside tests. */
 export function clusterPerFile(test: TestFn, options: ClusterOptions = {}): () => Cluster {
