@@ -34,7 +34,7 @@ export const PLUGIN_RULES = shippedRules('netplug-cni');
 export const DATASTORE_RULES = shippedRules('netplug-cni-kubernetes-datastore');
 
 export async function startKube(t: Pick<ExecutionContext, 'teardown'>): Promise<Kube> {
-  const server = await launchKubeApiserver(tempDir(t, 'kube'));
+  const server = await launchKubeApiserver(tempDir(t, 'kube'), { goGc: 400 });
   t.teardown(() => server.stop());
   const config = new k8s.KubeConfig();
   config.loadFromFile(server.admin.kubeconfig);
