@@ -9,7 +9,7 @@ import { request } from 'node:https';
 import { join } from 'node:path';
 
 import { freePort, launchEtcd, type EtcdServer } from './etcd-server.ts';
-import { kubeconfigText, makeTestCa } from './test-ca.ts';
+import { kubeconfigText, makeTestCa, type TestCa } from './test-ca.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 
@@ -51,14 +51,32 @@ export async function launchKubeApiserver(dir: string, options: KubeServerOption
     stdio: ['ignore', 'pipe', 'inherit'],
   }).trim();
   const etcd = await launchEtcd(join(dir, 'etcd'));
-  const port = await freePort();
-  const url = `https://127.0.0.1:${port}`;
   const testCa = makeTestCa(dir, 'netplug test cluster CA');
   testCa.signSync('serving', '/CN=kube-apiserver', 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n');
   const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
   ssl('genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', 'service-accounts.key');
   ssl('pkey', '-in', 'service-accounts.key', '-pubout', '-out', 'service-accounts.pub');
+  // A port found free can be taken by another process (an outgoing connection's ephemeral port)
+  // before the API server binds it; it then exits at once and is started again on a fresh port.
+  for (let attempt = 1; ; attempt++) {
+    const server = await startOnFreePort(binary, dir, testCa, etcd, options);
+    if ('url' in server) return server;
+    if (attempt === 3 || !server.portTaken) {
+      await etcd.stop();
+      throw new Error(`kube-apiserver did not become ready:\n${server.log}`);
+    }
+  }
+}
 
+async function startOnFreePort(
+  binary: string,
+  dir: string,
+  testCa: TestCa,
+  etcd: EtcdServer,
+  options: KubeServerOptions,
+): Promise<KubeServer | { portTaken: boolean; log: string }> {
+  const port = await freePort();
+  const url = `https://127.0.0.1:${port}`;
   const identity = (user: string, group?: string): Identity => {
     const name = `user-${user.replace(/[^a-z0-9]/gi, '-')}`;
     testCa.signSync(name, `/CN=${user}${group ? `/O=${group}` : ''}`, 'extendedKeyUsage=clientAuth\n');
@@ -95,6 +113,20 @@ export async function launchKubeApiserver(dir: string, options: KubeServerOption
   });
   let log = '';
   child.stderr?.on('data', (chunk: Buffer) => (log = (log + chunk.toString()).slice(-8000)));
+  const started = child;
+  // 'error' when it cannot be run at all; 'exit' otherwise.
+  const exited = new Promise<void>((resolve) => {
+    started.once('exit', () => resolve());
+    started.once('error', () => resolve());
+  });
+  const stopApiServer = async () => {
+    const running = child;
+    child = undefined;
+    if (running && running.exitCode === null && running.signalCode === null) {
+      running.kill('SIGKILL');
+      await exited;
+    }
+  };
   const server: KubeServer = {
     url,
     ca: join(dir, 'ca.pem'),
@@ -104,31 +136,24 @@ export async function launchKubeApiserver(dir: string, options: KubeServerOption
     identity: (user) => identity(user),
     etcd,
     async stop() {
-      const running = child;
-      child = undefined;
-      if (running && running.exitCode === null && running.signalCode === null) {
-        const exited = new Promise((resolve) => running.once('exit', resolve));
-        running.kill('SIGKILL');
-        await exited;
-      }
+      await stopApiServer();
       await etcd.stop();
     },
   };
-  try {
-    await waitReady(server, () => log);
-  } catch (err) {
-    await server.stop();
-    throw err;
-  }
-  return server;
+  if (await becameReady(server, exited)) return server;
+  await stopApiServer();
+  return { portTaken: /address already in use/.test(log), log };
 }
 
-async function waitReady(server: KubeServer, log: () => string): Promise<void> {
-  for (let attempt = 0; attempt < 600; attempt++) {
-    if ((await get(server, '/readyz')) === 200) return;
+/** Whether the API server answers /readyz within a minute; false at once if it exits. */
+async function becameReady(server: KubeServer, exited: Promise<void>): Promise<boolean> {
+  let gone = false;
+  void exited.then(() => (gone = true));
+  for (let attempt = 0; attempt < 600 && !gone; attempt++) {
+    if ((await get(server, '/readyz')) === 200) return true;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  throw new Error(`kube-apiserver did not become ready:\n${log()}`);
+  return false;
 }
 
 /** The status of a GET as the administrator. */
