@@ -22,6 +22,19 @@ export const AGENTS: Record<string, () => Promise<AgentMain>> = {
   },
 };
 
+/**
+ * How long a program that stopped cleanly waits for what is still open (a request in flight to a
+ * slow API server, a socket closing) before it exits anyway: its work is done and its state
+ * written, and a kubelet waiting out the grace period would kill it less cleanly.
+ */
+const LINGER_MS = 2_000;
+
+/** Sets the exit code; the process exits once nothing is left open, or after LINGER_MS. */
+export function exitAfterStop(code: number): void {
+  process.exitCode = code;
+  setTimeout(() => process.exit(code), LINGER_MS).unref();
+}
+
 /** Runs the agent named by how the executable was invoked; SIGTERM and SIGINT stop it cleanly. */
 export function main(): void {
   const program = programName();
@@ -40,12 +53,10 @@ export function main(): void {
   load()
     .then((run) => run(process.argv.slice(2), process.env, stop.signal))
     .then(
-      (code) => {
-        process.exitCode = code;
-      },
+      (code) => exitAfterStop(code),
       (err: unknown) => {
         writeAll(2, `${program}: ${err instanceof Error ? err.message : String(err)}\n`);
-        process.exitCode = 1;
+        exitAfterStop(1);
       },
     );
 }
