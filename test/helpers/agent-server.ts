@@ -123,7 +123,8 @@ export const ONE_SHOT = existsSync(join(DIST_CNI, 'netplug-oneshot')) ? join(DIS
 
 /** One sample of the agent's /metrics, by its name and labels as written (`name{label="value"}`); 0 when absent. */
 export async function agentMetric(agent: AgentProcess, sample: string): Promise<number> {
-  const text = await (await fetch(`${agent.health}/metrics`, { signal: AbortSignal.timeout(5_000) })).text();
+  // Generous: right after a burst, on a loaded machine, the agent may take seconds to answer.
+  const text = await (await fetch(`${agent.health}/metrics`, { signal: AbortSignal.timeout(30_000) })).text();
   const line = text.split('\n').find((l) => l.startsWith(`${sample} `));
   return line ? Number(line.slice(sample.length + 1)) : 0;
 }

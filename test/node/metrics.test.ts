@@ -45,7 +45,7 @@ function samples(text: string, name: string): Map<string, number> {
 }
 
 async function scrape(url: string): Promise<{ status: number; type: string; text: string }> {
-  const response = await fetch(url, { signal: AbortSignal.timeout(5_000) });
+  const response = await fetch(url, { signal: AbortSignal.timeout(30_000) });
   return { status: response.status, type: response.headers.get('content-type') ?? '', text: await response.text() };
 }
 

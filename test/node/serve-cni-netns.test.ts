@@ -92,7 +92,7 @@ test.serial(
   async (t) => {
     const agent = await spawnAgent(t, agentEnv, { hide: [NETNS_DIR] });
     const readiness = async () => {
-      const response = await fetch(`${agent.health}/readyz`, { signal: AbortSignal.timeout(5_000) });
+      const response = await fetch(`${agent.health}/readyz`, { signal: AbortSignal.timeout(30_000) });
       return `${response.status} ${await response.text()}`;
     };
     t.regex(await readiness(), /^200 /);
