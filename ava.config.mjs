@@ -2,16 +2,16 @@
 //
 // `npm test` runs the test files in two groups at once (scripts/test-ts.ts), each two files at a
 // time:
-// - clusters: the files that start real Kubernetes clusters (upgrades, installs), the longest
-//   first. A third cluster beside two starved the machine's two cores (load above 60): each file
-//   took several times as long.
+// - clusters: the files that start real Kubernetes clusters (upgrades, installs) and the
+//   executable fuzzing, the longest first. A third cluster beside two starved the machine's two
+//   cores (load above 60): each file took several times as long.
 // - others: the rest (namespaces, etcd, a kube-apiserver), by name. They fill the quarter of the
 //   CPU the clusters leave idle while they wait: one group after the other (the others three at a
 //   time) took 26.5 and 14.3 minutes, both at once 36.0.
 // Without NETPLUG_TEST_GROUP (`npx ava <file>`), every file, two at a time, clusters first.
 import { globSync } from 'node:fs';
 
-const CLUSTERS = ['test/upgrade/', 'test/e2e/'];
+const CLUSTERS = ['test/upgrade/', 'test/e2e/', 'test/fuzz/executable'];
 // Files under those folders that start no cluster (a kube-apiserver, an etcd at most): the others'.
 const NOT_CLUSTERS = [
   'upgrade/allow-all-upgrade-plan',
@@ -37,6 +37,7 @@ const LONGEST = [
   'e2e/dual-stack',
   'e2e/kubernetes-datastore',
   'e2e/operator',
+  'fuzz/executable',
   'upgrade/manifest-etcd',
   'upgrade/manifest-kdd',
   'e2e/etcd-datastore',
