@@ -33,6 +33,15 @@ async function burst(t: ExecutionContext, agent: AgentProcess, netconf: Record<s
   ]);
   t.log(`${BURST} ADDs through the agent (and one one-shot beside them): ${(Date.now() - started) / 1000} s`);
   const failed = (replies: AgentReply[]) => replies.filter((r) => !r.accepted || r.exitCode !== 0).map((r) => r.stdout ?? 'declined');
+  // Why the agent declined (its log names each reason once, then counts it): a failure says it.
+  if (failed(adds).length > 0)
+    t.log(
+      agent
+        .output()
+        .split('\n')
+        .filter((line) => /declined|WARNING|ERROR/.test(line))
+        .join('\n'),
+    );
   t.deepEqual(failed(adds), [], 'every ADD served and successful');
   t.is(oneShotAdd.status, 0, oneShotAdd.stdout);
   const assigned = [...adds.map((a) => addressesOf(a.json)[0]), addressesOf(oneShotAdd.json)[0]];
