@@ -56,14 +56,17 @@ export async function launchKubeApiserver(dir: string, options: KubeServerOption
   const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
   ssl('genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', 'service-accounts.key');
   ssl('pkey', '-in', 'service-accounts.key', '-pubout', '-out', 'service-accounts.pub');
-  // A port found free can be taken by another process (an outgoing connection's ephemeral port)
-  // before the API server binds it; it then exits at once and is started again on a fresh port.
+  // An API server that exits while starting is started again (on a fresh port), as a kubelet
+  // restarts a static pod's: a port found free can be taken by another process (an outgoing
+  // connection's ephemeral port) before it binds it, and on a loaded machine a post-start hook
+  // (the system priority classes) can run out of time and exit it. One still running and not
+  // ready after a minute is not tried again.
   for (let attempt = 1; ; attempt++) {
     const server = await startOnFreePort(binary, dir, testCa, etcd, options);
     if ('url' in server) return server;
-    if (attempt === 3 || !server.portTaken) {
+    if (attempt === 3 || !server.exited) {
       await etcd.stop();
-      throw new Error(`kube-apiserver did not become ready:\n${server.log}`);
+      throw new Error(`kube-apiserver did not become ready${server.exited ? ` (it exited, ${attempt} times)` : ''}:\n${server.log}`);
     }
   }
 }
@@ -74,7 +77,7 @@ async function startOnFreePort(
   testCa: TestCa,
   etcd: EtcdServer,
   options: KubeServerOptions,
-): Promise<KubeServer | { portTaken: boolean; log: string }> {
+): Promise<KubeServer | { exited: boolean; log: string }> {
   const port = await freePort();
   const url = `https://127.0.0.1:${port}`;
   const identity = (user: string, group?: string): Identity => {
@@ -141,8 +144,9 @@ async function startOnFreePort(
     },
   };
   if (await becameReady(server, exited)) return server;
+  const running = started.exitCode === null && started.signalCode === null;
   await stopApiServer();
-  return { portTaken: /address already in use/.test(log), log };
+  return { exited: !running, log };
 }
 
 /** Whether the API server answers /readyz within a minute; false at once if it exits. */
