@@ -10,6 +10,8 @@ import { request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 
+import { ExitedWhileStarting, onFreshPorts } from './fresh-ports.ts';
+
 export interface EtcdCerts {
   /** Trusted by clients: both CAs' roots in one file. */
   caBundle: string;
@@ -51,23 +53,19 @@ export interface EtcdOptions {
 /** Starts etcd with its data and certificates in `dir` (the caller removes it after stop()). */
 export async function launchEtcd(dir: string, options: EtcdOptions = {}): Promise<EtcdServer> {
   const certs = options.tls ? makeCerts(dir, options.dnsName) : undefined;
-  // A port found free can be taken by another process before etcd binds it; etcd then exits at
-  // once and is started again on fresh ports.
-  for (let attempt = 1; ; attempt++) {
+  // etcd exits at once when its ports were taken (or its data directory is unusable).
+  return onFreshPorts(async () => {
     const server = etcdServer(dir, certs, await freePort(), await freePort());
     try {
       await server.start();
       return server;
     } catch (err) {
       await server.stop();
-      if (attempt === 3 || !(err instanceof EtcdExitedError)) throw err;
       rmSync(join(dir, 'data'), { recursive: true, force: true });
+      throw err;
     }
-  }
+  });
 }
-
-/** etcd exited before it answered: its ports were taken, or its data directory is unusable. */
-class EtcdExitedError extends Error {}
 
 /** An etcd on these ports, not started yet; start() may be called again after stop() (a restart). */
 function etcdServer(dir: string, certs: EtcdCerts | undefined, port: number, peerPort: number): EtcdServer {
@@ -133,7 +131,7 @@ async function waitHealthy(port: number, certs: EtcdCerts | undefined, exited: (
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
     if (await healthy(port, certs)) return;
-    if (exited()) throw new EtcdExitedError(`etcd on port ${port} exited before it became healthy`);
+    if (exited()) throw new ExitedWhileStarting(`etcd on port ${port} exited before it became healthy`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   throw new Error(`etcd on port ${port} did not become healthy within 60 s`);

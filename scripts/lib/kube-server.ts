@@ -9,6 +9,7 @@ import { request } from 'node:https';
 import { join } from 'node:path';
 
 import { freePort, launchEtcd, type EtcdServer } from './etcd-server.ts';
+import { ExitedWhileStarting, onFreshPorts } from './fresh-ports.ts';
 import { kubeconfigText, makeTestCa, type TestCa } from './test-ca.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
@@ -57,17 +58,14 @@ export async function launchKubeApiserver(dir: string, options: KubeServerOption
   ssl('genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', 'service-accounts.key');
   ssl('pkey', '-in', 'service-accounts.key', '-pubout', '-out', 'service-accounts.pub');
   // An API server that exits while starting is started again (on a fresh port), as a kubelet
-  // restarts a static pod's: a port found free can be taken by another process (an outgoing
-  // connection's ephemeral port) before it binds it, and on a loaded machine a post-start hook
-  // (the system priority classes) can run out of time and exit it. One still running and not
-  // ready after a minute is not tried again.
-  for (let attempt = 1; ; attempt++) {
-    const server = await startOnFreePort(binary, dir, testCa, etcd, options);
-    if ('url' in server) return server;
-    if (attempt === 3 || !server.exited) {
-      await etcd.stop();
-      throw new Error(`kube-apiserver did not become ready${server.exited ? ` (it exited, ${attempt} times)` : ''}:\n${server.log}`);
-    }
+  // restarts a static pod's: its port taken, or, on a loaded machine, a post-start hook (the
+  // system priority classes) that ran out of time. One still running and not ready after a
+  // minute is not tried again.
+  try {
+    return await onFreshPorts(() => startOnFreePort(binary, dir, testCa, etcd, options));
+  } catch (err) {
+    await etcd.stop();
+    throw err;
   }
 }
 
@@ -77,7 +75,7 @@ async function startOnFreePort(
   testCa: TestCa,
   etcd: EtcdServer,
   options: KubeServerOptions,
-): Promise<KubeServer | { exited: boolean; log: string }> {
+): Promise<KubeServer> {
   const port = await freePort();
   const url = `https://127.0.0.1:${port}`;
   const identity = (user: string, group?: string): Identity => {
@@ -146,7 +144,8 @@ async function startOnFreePort(
   if (await becameReady(server, exited)) return server;
   const running = started.exitCode === null && started.signalCode === null;
   await stopApiServer();
-  return { exited: !running, log };
+  if (running) throw new Error(`kube-apiserver did not become ready:\n${log}`);
+  throw new ExitedWhileStarting(`kube-apiserver exited while starting:\n${log}`);
 }
 
 /** Whether the API server answers /readyz within a minute; false at once if it exits. */

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 
 import type * as k8s from '@kubernetes/client-node';
 
+import { ExitedWhileStarting, onFreshPorts } from '../../scripts/lib/fresh-ports.ts';
 import type { FlowRecord } from '../../ts/model/flow.ts';
 import { ROOT, requireBuilt, tempDir } from '../helpers/cni.ts';
 import { freePort } from '../helpers/etcd.ts';
@@ -45,16 +46,13 @@ interface Launch {
   health: string;
 }
 
-/** Attempts at a start whose port another process took between freePort() and the program's listen. */
-const PORT_ATTEMPTS = 3;
-
 /**
  * Starts the built `program` as `launch` makes it; ready once its health server's /readyz answers
  * 200. freePort() only finds a port free at that moment: a program that exits because another
  * process took one (EADDRINUSE) is started again on new ports; one that exits otherwise fails at once.
  */
-async function startProgram(shared: Teardowns, program: string, launch: () => Promise<Launch>): Promise<Started> {
-  for (let attempt = 1; ; attempt++) {
+function startProgram(shared: Teardowns, program: string, launch: () => Promise<Launch>): Promise<Started> {
+  return onFreshPorts(async () => {
     const { env, url, health } = await launch();
     const child: ChildProcess = spawn(program, [], { env, stdio: ['ignore', 'ignore', 'pipe'] });
     let log = '';
@@ -77,8 +75,9 @@ async function startProgram(shared: Teardowns, program: string, launch: () => Pr
       { context: () => log, timeoutMs: 60_000 },
     );
     if (outcome === 'ready') return { url, health, log: () => log };
-    if (!/EADDRINUSE/.test(log) || attempt === PORT_ATTEMPTS) throw new Error(`${program} exited before serving:\n${log}`);
-  }
+    const failure = `${program} exited before serving:\n${log}`;
+    throw /EADDRINUSE/.test(log) ? new ExitedWhileStarting(failure) : new Error(failure);
+  });
 }
 
 export async function startViewerCluster(shared: Teardowns): Promise<ViewerCluster> {
