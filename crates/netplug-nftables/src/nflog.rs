@@ -8,8 +8,8 @@
 //! second (flow logs log each one), one wake-up and one call per packet cost the agent more than the
 //! packets themselves.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
