@@ -201,3 +201,26 @@ test('an element update while a whole write waits joins that write; `now` writes
   );
   t.deepEqual(writer.written[1]?.sets?.[0]?.elements, ['10.0.0.1', '10.0.0.2']);
 });
+
+test('the writer keeps its last commit once writes have been quiet, and at close; not after a failed write', async (t) => {
+  const writer = new RecordingWriter();
+  const kept: number[] = [];
+  const keeping: ComposedTableWriter = { apply: (table) => writer.apply(table), keep: async () => kept.push(writer.written.length) };
+  const tables = new NftComposer({ family: 'inet', name: 'netplug', contributors: ['nat', 'policy'], writer: keeping, keepAfterMs: 50 });
+  await tables.setPart('nat', nat);
+  await tables.setPart('policy', policy(['10.0.0.1']));
+  await tables.setPart('policy', policy(['10.0.0.2']));
+  t.deepEqual(kept, [], 'not while writes come');
+  while (kept.length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  t.deepEqual(kept, [2], 'once, after the writes were quiet');
+  writer.failNext = new Error('refused');
+  await t.throwsAsync(tables.setPart('policy', policy(['10.0.0.3'])));
+  await tables.close();
+  t.deepEqual(kept, [2], 'after a failed write there is nothing to keep');
+
+  const again = new NftComposer({ family: 'inet', name: 'netplug', contributors: ['nat'], writer: keeping, keepAfterMs: 60_000 });
+  await again.setPart('nat', nat);
+  await again.close();
+  t.deepEqual(kept, [2, 3], 'at close, without waiting');
+});

@@ -1,7 +1,8 @@
 // Runs calls of ts/dataplane/nftables.ts in this process's network namespace, as netplug-node
 // runs them in the node's: nftables.test.ts starts it under `ip netns exec`. argv[2] is a JSON
-// list of [call, ...arguments] made one after another on one NftTable('inet', 'netplug'); stdout
-// is a JSON list of { value } or { error: { name, code, op, message } }.
+// list of [call, ...arguments] made one after another on one NftTable('inet', 'netplug') (keeping
+// its commits in the file argv[3] when given); stdout is a JSON list of { value } or
+// { error: { name, code, op, message } }.
 import { spawnSync } from 'node:child_process';
 
 import { NftTable, removeIptablesChain, subscribeNflog, type NflogPacket } from '../../ts/dataplane/nftables.ts';
@@ -9,7 +10,7 @@ import type { ElementChanges, Table } from '../../ts/nft/model.ts';
 
 type Call = [string, ...unknown[]];
 
-const table = new NftTable('inet', 'netplug');
+const table = new NftTable('inet', 'netplug', process.argv[3]);
 
 async function call([name, ...args]: Call): Promise<unknown> {
   switch (name) {
@@ -21,6 +22,8 @@ async function call([name, ...args]: Call): Promise<unknown> {
       return Object.fromEntries(await table.counters());
     case 'remove':
       return table.remove();
+    case 'keep':
+      return table.keep();
     case 'removeIptablesChain':
       return (await removeIptablesChain(args[0] as string, args[1] as string)) ?? null;
     case 'nflog': {

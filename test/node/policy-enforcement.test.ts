@@ -322,8 +322,10 @@ test.serial('a stopped agent leaves the table: a → b stays blocked and an esta
   t.true(await reaches(b, a));
   t.true(await roundTrip('three'));
 
+  const logged = policyNode.log().length;
   startAgent();
   await until('the agent is ready again', () => agentGet('/readyz').status === 200, 90_000);
+  t.regex(policyNode.log().slice(logged), /table inet netplug taken over as the previous run kept it/, 'the restart wrote no whole table');
   t.false(connects(a, b));
   t.true(await roundTrip('four'), 'the established connection lived through the restart');
   t.true(existsSync(fileOf(a)) && existsSync(fileOf(b)));

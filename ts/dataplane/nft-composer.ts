@@ -9,6 +9,10 @@
 // A write after one that committed goes as its difference (what changed: ts/nft/delta.ts), which
 // the writer checks and sends alone; the first, and any after a failure or after the writer found
 // the kernel's table changed by someone else (which a repair asks it to check), go whole.
+// A writer that keeps its last commit for the next run (NftTable with a file) is asked to once
+// the writes have been quiet a while, and when the composer closes: a restarted agent then writes
+// only what changed meanwhile (keeping costs a serialization of the whole table, so not after
+// every write).
 import { emptyDelta, tableDelta } from '../nft/delta.ts';
 import { unionOf } from '../nft/build.ts';
 import type { ElementChanges, Family, Table, TableDelta, TablePart } from '../nft/model.ts';
@@ -20,6 +24,8 @@ export interface ComposedTableWriter {
   updateElements?(changes: ElementChanges): Promise<unknown>;
   /** A change to the table last applied (without it, every write is whole); throws when it cannot. */
   applyDelta?(delta: TableDelta): Promise<unknown>;
+  /** Keeps the last commit for the next run. */
+  keep?(): Promise<unknown>;
 }
 
 export interface NftComposerOptions {
@@ -32,6 +38,10 @@ export interface NftComposerOptions {
   coalesceMs?: number;
   /** Called after each whole write committed (it allocated the whole table's description). */
   afterWholeWrite?: () => void;
+  /** How long after the last write the writer keeps it (default 30 s; and always at close). */
+  keepAfterMs?: number;
+  /** Told when keeping failed (the next run then writes the table whole). */
+  keepFailed?: (err: unknown) => void;
 }
 
 export interface GiveOptions {
@@ -75,6 +85,8 @@ export class NftComposer {
   #verifyDue = false;
   /** The table the writer holds, while `#inStep`. */
   #written: Table | undefined;
+  /** The pending keep's cancellation, while one is scheduled. */
+  #keepTimer: (() => void) | undefined;
 
   constructor(options: NftComposerOptions) {
     const seen = new Set<string>();
@@ -118,6 +130,7 @@ export class NftComposer {
       () => {
         // A whole write begun since records its own table.
         if (this.#inStep) this.#written = this.table();
+        this.#scheduleKeep();
         return 'applied' as const;
       },
       (err: unknown) => {
@@ -140,14 +153,40 @@ export class NftComposer {
     return unionOf(this.#options.family, this.#options.name, ordered);
   }
 
-  /** Stops writing: a pending write is dropped (its waiters rejected), a running one finishes. */
+  /**
+   * Stops writing: a pending write is dropped (its waiters rejected), a running one finishes, and
+   * the writer keeps what it committed last.
+   */
   async close(): Promise<void> {
     this.#closed = true;
     this.#timer?.();
     this.#timer = undefined;
+    this.#keepTimer?.();
+    this.#keepTimer = undefined;
     const dropped = this.#waiters.splice(0);
     for (const waiter of dropped) waiter.reject(new Error(`table ${this.#options.family} ${this.#options.name}: the composer closed`));
     await this.#running;
+    if (this.#inStep) await this.#keep();
+  }
+
+  /** After each write: the writer keeps it once writes have been quiet for `keepAfterMs`. */
+  #scheduleKeep(): void {
+    if (!this.#options.writer.keep || this.#closed) return;
+    this.#keepTimer?.();
+    const timeout = setTimeout(() => {
+      this.#keepTimer = undefined;
+      void this.#keep();
+    }, this.#options.keepAfterMs ?? 30_000);
+    timeout.unref();
+    this.#keepTimer = () => clearTimeout(timeout);
+  }
+
+  async #keep(): Promise<void> {
+    try {
+      await this.#options.writer.keep?.();
+    } catch (err) {
+      this.#options.keepFailed?.(err);
+    }
   }
 
   #schedule(now: boolean): void {
@@ -196,6 +235,7 @@ export class NftComposer {
         this.#inStep = true;
         this.#written = table;
         for (const waiter of waiters) waiter.resolve('applied');
+        this.#scheduleKeep();
       },
       (err: unknown) => {
         for (const waiter of waiters) waiter.reject(err);

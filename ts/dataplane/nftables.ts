@@ -31,10 +31,16 @@ export class NftTable {
   readonly #writer: InstanceType<ReturnType<typeof addon>['NftTableWriter']>;
   #queue: Promise<unknown> = Promise.resolve();
 
-  constructor(family: Family, name: string) {
+  /**
+   * `keptPath`: a file where the writer keeps its last commit between runs (`keep`); the first
+   * apply of the next run then writes only what changed, when the kernel's table is still the
+   * one the file describes (same namespace, same table, unchanged by others, same encoder), and
+   * the whole table otherwise.
+   */
+  constructor(family: Family, name: string, keptPath?: string) {
     this.family = family;
     this.name = name;
-    this.#writer = new (addon().NftTableWriter)(family, name);
+    this.#writer = new (addon().NftTableWriter)(family, name, keptPath);
   }
 
   /** Makes the kernel's table equal `table` (its family and name must be this writer's). */
@@ -53,6 +59,17 @@ export class NftTable {
   /** Adds and deletes set and map elements of the table last applied, in one transaction. */
   updateElements(changes: ElementChanges): Promise<NftApplyReport> {
     return this.#serial(async () => report(await this.#writer.updateElements(JSON.stringify(changes))));
+  }
+
+  /**
+   * Writes the last commit to the file given as `keptPath` (after the calls before this one);
+   * says whether it did (nothing is committed after a failed write, and without a file).
+   */
+  keep(): Promise<boolean> {
+    return this.#serial(async () => {
+      const outcome = await this.#writer.keep();
+      return settled(outcome, outcome.kept, 'keep');
+    });
   }
 
   /** The table's named counters, by name. */

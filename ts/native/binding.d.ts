@@ -51,8 +51,14 @@ export declare class NflogSubscription {
  * difference. Calls are serialized: each waits for the one before it.
  */
 export declare class NftTableWriter {
-  /** A writer of table `name` of `family` (`inet`, `ip` or `ip6`). */
-  constructor(family: string, name: string)
+  /**
+   * A writer of table `name` of `family` (`inet`, `ip` or `ip6`); with `kept_path`, it keeps
+   * its last commit in that file between runs, and its first apply takes over the table a
+   * previous run left there when the file still describes it.
+   */
+  constructor(family: string, name: string, keptPath?: string | undefined | null)
+  /** Writes the last commit to the writer's file (given to the constructor), for the next run. */
+  keep(): Promise<NftKeepOutcome>
   /** Makes the kernel's table equal `description` (a table description as JSON). */
   apply(description: string): Promise<NftApplyOutcome>
   /**
@@ -382,6 +388,12 @@ export interface NftCounter {
 
 export interface NftCountersOutcome {
   counters?: Array<NftCounter>
+  error?: KernelError
+}
+
+export interface NftKeepOutcome {
+  /** Whether a description was written (none is committed after a failure). */
+  kept?: boolean
   error?: KernelError
 }
 

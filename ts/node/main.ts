@@ -27,7 +27,7 @@ import { NAT_PART, natOutgoing } from './nat/nat.ts';
 import { networkPolicy, POLICY_PART } from './policy/policy.ts';
 import { poolUsage } from './pool-usage/pool-usage.ts';
 import { routesToOtherNodes } from './routes/routes.ts';
-import { netplugTable, removeEndpointStatusFiles, removeNetplugTable } from './shared/netplug-table.ts';
+import { keptTablePath, netplugTable, removeEndpointStatusFiles, removeNetplugTable } from './shared/netplug-table.ts';
 import { closeNodeParts, openNodeParts } from './shared/node-parts.ts';
 import { nodeSettings, type NodeSettings } from './shared/settings.ts';
 import type { NodeParts, Subsystem } from './shared/subsystem.ts';
@@ -75,7 +75,7 @@ export async function runNodeMain(
   const subsystems: Subsystem[] = [started, poolUsage(parts, started.done)];
   // netplug's table holds a part of each contributor named here: NAT's with routes, policy's with enforcement.
   const contributors = [...(settings.routes ? [NAT_PART] : []), ...(settings.policyEnforcement ? [POLICY_PART] : [])];
-  const table = contributors.length > 0 ? netplugTable(contributors) : undefined;
+  const table = contributors.length > 0 ? netplugTable(contributors, keptTablePath(settings.agentSocket), log) : undefined;
   // What a previous run with more parts left: the table the writer would not make equal its
   // description (there is none), and the status files policy wrote.
   await removeLeftovers(settings, table === undefined, log);

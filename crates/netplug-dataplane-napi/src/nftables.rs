@@ -54,6 +54,13 @@ pub struct NftRemoveOutcome {
 }
 
 #[napi(object)]
+pub struct NftKeepOutcome {
+    /// Whether a description was written (none is committed after a failure).
+    pub kept: Option<bool>,
+    pub error: Option<KernelError>,
+}
+
+#[napi(object)]
 pub struct NftLegacyOutcome {
     /// The chains whose rules jumped to the removed chain; absent when there was no chain.
     pub removed_jumps_from: Option<Vec<String>>,
@@ -69,9 +76,11 @@ pub struct NftTableWriter {
 
 #[napi]
 impl NftTableWriter {
-    /// A writer of table `name` of `family` (`inet`, `ip` or `ip6`).
+    /// A writer of table `name` of `family` (`inet`, `ip` or `ip6`); with `kept_path`, it keeps
+    /// its last commit in that file between runs, and its first apply takes over the table a
+    /// previous run left there when the file still describes it.
     #[napi(constructor)]
-    pub fn new(family: String, name: String) -> Result<Self> {
+    pub fn new(family: String, name: String, kept_path: Option<String>) -> Result<Self> {
         let family = match family.as_str() {
             "inet" => Family::Inet,
             "ip" => Family::Ip,
@@ -80,7 +89,21 @@ impl NftTableWriter {
                 return Err(Error::new(Status::InvalidArg, format!("family \"{other}\" is not inet, ip or ip6")));
             }
         };
-        Ok(Self { writer: Arc::new(Mutex::new(TableWriter::new(family, &name))) })
+        let mut writer = TableWriter::new(family, &name);
+        if let Some(path) = kept_path {
+            writer.keep_in(path);
+        }
+        Ok(Self { writer: Arc::new(Mutex::new(writer)) })
+    }
+
+    /// Writes the last commit to the writer's file (given to the constructor), for the next run.
+    #[napi(ts_return_type = "Promise<NftKeepOutcome>")]
+    pub fn keep<'env>(&self, env: &'env Env) -> Result<Object<'env>> {
+        let writer = self.writer.clone();
+        on_thread(env, move || match lock(&writer).keep() {
+            Ok(kept) => NftKeepOutcome { kept: Some(kept), error: None },
+            Err(err) => NftKeepOutcome { kept: None, error: Some(nft_error(err)) },
+        })
     }
 
     /// Makes the kernel's table equal `description` (a table description as JSON).

@@ -20,6 +20,7 @@ pub mod error;
 pub mod expr;
 pub mod flow_counts;
 pub mod flow_tracking;
+pub mod kept;
 pub mod legacy;
 pub mod model;
 pub mod nflog;

@@ -8,6 +8,10 @@
 //! elements added to and removed from sets and maps, again in one transaction. A table whose
 //! chains, sets or counters someone else changed since (its kernel use count differs) is
 //! replaced whole again.
+//!
+//! A writer given a file (`keep_in`) keeps its last commit there between runs (kept.rs): the
+//! first apply of a restarted program then goes by difference from it when the kernel's table
+//! is still the one it describes.
 
 use netlink_packet_core::DefaultNla;
 use netlink_packet_netfilter::nftables::{NfTablesMessage, TableAttribute, TableMessage};
@@ -19,6 +23,7 @@ use crate::check::check;
 use crate::delta::{self, TableDelta};
 use crate::error::{NftError, Result};
 use crate::expr::{self, string, u32_be};
+use crate::kept::{KeptFile, KernelTable};
 use crate::model::{ElementChanges, Family, Table};
 use crate::plan::{difference, replace};
 use crate::socket::NfSocket;
@@ -55,9 +60,14 @@ pub struct TableWriter {
     /// Kept open: closing a netfilter netlink socket waits for an RCU grace period (~15 ms
     /// here), which would otherwise be most of a small update's time.
     socket: Option<NfSocket>,
-    /// The kernel's count of the table's chains, sets and objects after our last write: a
-    /// different count before the next one means someone else changed the table.
-    kernel_use: Option<u32>,
+    /// The kernel's count of the table's chains, sets and objects, and its handle, after our
+    /// last write: a different count or handle before the next one means someone else changed
+    /// (or deleted and made again) the table.
+    kernel: Option<KernelTable>,
+    /// Where the last commit is kept between runs, if anywhere.
+    kept: Option<KeptFile>,
+    /// The kept file is yet to be looked at (by the first apply).
+    adoption_due: bool,
 }
 
 impl TableWriter {
@@ -69,8 +79,54 @@ impl TableWriter {
             indexes: SetIndexes::new(),
             next_anonymous: 0,
             socket: None,
-            kernel_use: None,
+            kernel: None,
+            kept: None,
+            adoption_due: false,
         }
+    }
+
+    /// Keeps the last commit in `path` between runs: the first apply takes over the table a
+    /// previous run left when the file describes it (kept.rs), and `keep` writes the file.
+    pub fn keep_in(&mut self, path: impl Into<std::path::PathBuf>) {
+        self.kept = Some(KeptFile::new(path));
+        self.adoption_due = true;
+    }
+
+    /// Writes what was last committed to the file given to `keep_in`; says whether it did
+    /// (nothing is committed after a failure).
+    pub fn keep(&mut self) -> Result<bool> {
+        let label = self.label();
+        let (Some(kept), Some(table), Some(kernel)) = (self.kept.as_mut(), self.committed.as_ref(), self.kernel) else {
+            return Ok(false);
+        };
+        kept.write(table, kernel, self.next_anonymous)
+            .map_err(|err| NftError::from_io(format!("keep {label} in {}", kept.path().display()), &err))?;
+        Ok(true)
+    }
+
+    /// Removes the kept file before a commit changes the table it may describe.
+    fn unkeep(&mut self, op: &str) -> Result<()> {
+        let Some(kept) = self.kept.as_mut() else { return Ok(()) };
+        kept.remove().map_err(|err| NftError::from_io(format!("{op}: remove {}", kept.path().display()), &err))
+    }
+
+    /// On the first apply: the description a previous run kept, if the kernel's table is the one
+    /// it describes.
+    fn adopt(&mut self, op: &str) -> Result<()> {
+        if !std::mem::take(&mut self.adoption_due) || self.committed.is_some() {
+            return Ok(());
+        }
+        if self.kept.is_none() {
+            return Ok(());
+        }
+        let kernel = self.kernel_table(op)?;
+        let of = (self.family.name(), self.name.as_str());
+        if let Some(adopted) = self.kept.as_ref().and_then(|kept| kept.adopt(of, kernel)) {
+            self.committed = Some(adopted.table);
+            self.kernel = Some(adopted.kernel);
+            self.next_anonymous = adopted.next_anonymous;
+        }
+        Ok(())
     }
 
     fn label(&self) -> String {
@@ -108,9 +164,10 @@ impl TableWriter {
         let checked = check(&table)?;
         // A whole description's sets are not the indexed ones.
         self.indexes.clear();
+        self.adopt(&op)?;
         // A table someone else deleted or changed the chains, sets or counters of is written
         // whole again: its difference from our copy would not repair it.
-        if self.committed.is_some() && self.table_use(&op)? != self.kernel_use {
+        if self.committed.is_some() && self.kernel_table(&op)? != self.kernel {
             self.committed = None;
         }
         let first = self.socket()?.reserve(0);
@@ -126,6 +183,7 @@ impl TableWriter {
             self.committed = Some(table);
             return Ok(ApplyReport { replaced: false, operations: 0, bytes: 0 });
         }
+        self.unkeep(&op)?;
         let sealed = batch.seal();
         let socket = self.socket()?;
         socket.reserve(sealed.labels.len() as u32);
@@ -133,13 +191,13 @@ impl TableWriter {
         let report = ApplyReport { replaced, operations: sealed.operations(), bytes: sealed.bytes.len() };
         self.committed = Some(table);
         self.next_anonymous = next_anonymous;
-        self.kernel_use = self.table_use(&op)?;
+        self.kernel = self.kernel_table(&op)?;
         Ok(report)
     }
 
-    /// The kernel's use count of the table (its chains, sets and objects); `None` when there is
-    /// no such table.
-    fn table_use(&mut self, op: &str) -> Result<Option<u32>> {
+    /// The kernel's use count of the table (its chains, sets and objects) and its handle; `None`
+    /// when there is no such table.
+    fn kernel_table(&mut self, op: &str) -> Result<Option<KernelTable>> {
         let request = NetfilterMessage::new(
             NetfilterHeader::new(NetfilterProtoFamily::from(self.family.nfproto()), 0, 0),
             NfTablesMessage::GetTable(TableMessage { attributes: vec![TableAttribute::Name(self.name.clone())] }),
@@ -151,10 +209,15 @@ impl TableWriter {
         };
         Ok(replies.into_iter().find_map(|reply| match reply.inner {
             NetfilterMessageInner::NfTables(NfTablesMessage::NewTable(table)) => {
-                table.attributes.into_iter().find_map(|a| match a {
-                    TableAttribute::Use(count) => Some(count),
-                    _ => None,
-                })
+                let (mut use_count, mut handle) = (None, None);
+                for attribute in table.attributes {
+                    match attribute {
+                        TableAttribute::Use(count) => use_count = Some(count),
+                        TableAttribute::Handle(value) => handle = Some(value),
+                        _ => {}
+                    }
+                }
+                Some(KernelTable { handle: handle?, use_count: use_count? })
             }
             _ => None,
         }))
@@ -166,7 +229,7 @@ impl TableWriter {
     /// any failure the next apply replaces the table whole.
     pub fn apply_delta(&mut self, delta: TableDelta) -> Result<ApplyReport> {
         let op = format!("apply changes to {}", self.label());
-        if self.committed.is_none() || self.table_use(&op)? != self.kernel_use {
+        if self.committed.is_none() || self.kernel_table(&op)? != self.kernel {
             self.committed = None;
             self.indexes.clear();
             return Err(NftError::new(op, Errno::ESTALE, "the table is not as last written: apply it whole"));
@@ -174,6 +237,7 @@ impl TableWriter {
         if delta.is_empty() {
             return Ok(ApplyReport { replaced: false, operations: 0, bytes: 0 });
         }
+        self.unkeep(&op)?;
         let table = self.committed.take().expect("checked above");
         for name in delta.delete_sets.iter() {
             self.indexes.remove(name);
@@ -199,7 +263,7 @@ impl TableWriter {
         self.committed = Some(planned.committed(&mut indexes));
         self.indexes = indexes;
         self.next_anonymous = next_anonymous;
-        self.kernel_use = self.table_use(&op)?;
+        self.kernel = self.kernel_table(&op)?;
         Ok(report)
     }
 
@@ -241,6 +305,8 @@ impl TableWriter {
         if batch.is_empty() {
             return Ok(ApplyReport { replaced: false, operations: 0, bytes: 0 });
         }
+        self.unkeep(op).map_err(|err| (err, false))?;
+        let socket = self.socket().map_err(|err| (err, false))?;
         let sealed = batch.seal();
         socket.reserve(sealed.labels.len() as u32);
         socket.commit(&sealed, op).map_err(|err| (err, true))?;
@@ -287,6 +353,8 @@ impl TableWriter {
             Err(err) if err.errno == Errno::ENOENT => return Ok(false),
             Err(err) => return Err(err),
         }
+        self.unkeep(&op)?;
+        let socket = self.socket()?;
         let mut batch = Batch::new(family, &name, socket.reserve(0), None);
         batch.add_table();
         batch.delete_table();

@@ -4,22 +4,62 @@
 // restarting agent never writes the table with a part missing. An agent with no contributor
 // writes no table, so it deletes the one a previous run left, whose rules no one keeps any more.
 import { readdirSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
-import { NftComposer } from '../../dataplane/nft-composer.ts';
-import { NftTable, type NftCounterValue } from '../../dataplane/nftables.ts';
+import { type ComposedTableWriter, NftComposer } from '../../dataplane/nft-composer.ts';
+import { type NftApplyReport, NftTable, type NftCounterValue } from '../../dataplane/nftables.ts';
 import { compactHeap } from '../../runtime/memory.ts';
 
 const FAMILY = 'inet';
 const NAME = 'netplug';
 const COMPACT_AFTER_MS = 1000;
 
-export function netplugTable(contributors: readonly string[]): NftComposer {
+/**
+ * The composer of netplug's table. `keptPath`: where the writer keeps its last commit between runs
+ * (in the agent's run directory, beside its CNI socket: gone with the table at a reboot), so that
+ * a restarted agent writes only what changed while it was stopped.
+ */
+export function netplugTable(contributors: readonly string[], keptPath: string, log: TableLog): NftComposer {
   // A whole write describes the whole table (tens of MiB at thousands of policies): the heap it
   // grew is given back a moment after it, once the pass that waited for it is done.
   const afterWholeWrite = () => setTimeout(compactHeap, COMPACT_AFTER_MS).unref();
-  return new NftComposer({ family: FAMILY, name: NAME, contributors, writer: new NftTable(FAMILY, NAME), afterWholeWrite });
+  const table = new NftTable(FAMILY, NAME, keptPath);
+  let first = true;
+  const writer: ComposedTableWriter = {
+    // The first write says whether the run took over what the previous one kept.
+    apply: async (description) => {
+      const report = await table.apply(description);
+      if (first) log.info(firstWrite(report));
+      first = false;
+      return report;
+    },
+    applyDelta: (delta) => table.applyDelta(delta),
+    updateElements: (changes) => table.updateElements(changes),
+    keep: () => table.keep(),
+  };
+  return new NftComposer({
+    family: FAMILY,
+    name: NAME,
+    contributors,
+    writer,
+    afterWholeWrite,
+    keepFailed: (err) =>
+      log.warning(`cannot keep ${FAMILY} ${NAME} for the next start (that one will write it whole): ${(err as Error).message}`),
+  });
 }
+
+export interface TableLog {
+  info(text: string): void;
+  warning(text: string): void;
+}
+
+function firstWrite(report: NftApplyReport): string {
+  if (report.replaced) return `nftables table ${FAMILY} ${NAME} written whole (${report.operations} messages)`;
+  return `nftables table ${FAMILY} ${NAME} taken over as the previous run kept it: ${report.operations} messages of changes`;
+}
+
+/** Where netplug-node keeps its table's last commit, beside its CNI socket `agentSocket`. */
+export const keptTablePath = (agentSocket: string): string => join(dirname(agentSocket), 'nftables', `${FAMILY}-${NAME}.json`);
 
 /**
  * Reads the named counters of netplug's table (policy's drop counters), through a handle of its
