@@ -12,9 +12,14 @@ use crate::model::{BaseChain, ChainType, Element, Hook, KeyType, Map, Rule, Set,
 /// A table ready to be written.
 pub struct Checked<'a> {
     pub table: &'a Table,
-    /// Per chain (in the table's order), its rules compiled.
+    /// Per chain (in the table's order), its rules compiled; by `check_against`, only those of
+    /// chains whose rules differ from the committed table's (the others' are empty).
     pub rules: Vec<Vec<CompiledRule>>,
-    /// Per set, its key layout and elements.
+    /// Whether the rules of chains the committed table holds as they are were left out: such a
+    /// description can only be written as a difference from that table.
+    pub against_committed: bool,
+    /// Per set, its key layout and elements (by `check_against`, none for a set the committed
+    /// table holds as described).
     pub sets: Vec<(KeyLayout, Vec<Encoded>)>,
     /// Per map, its key layout and elements with their verdicts.
     pub maps: Vec<(KeyLayout, Vec<(Encoded, Verdict)>)>,
@@ -29,6 +34,13 @@ pub fn rule_label(chain: &str, index: usize, rule: &Rule) -> String {
 }
 
 pub fn check(table: &Table) -> Result<Checked<'_>> {
+    check_against(table, None)
+}
+
+/// As `check`, but a chain whose rules equal those of the same chain of `committed` (a table
+/// the kernel holds, checked when it was written) is not compiled again: a restarted writer
+/// taking over thousands of unchanged chains would otherwise compile every rule of them.
+pub fn check_against<'a>(table: &'a Table, committed: Option<&Table>) -> Result<Checked<'a>> {
     let op = format!("check table {} {}", table.family.name(), table.name);
     let invalid = |detail: String| NftError::invalid(&op, detail);
     check_name("table", &table.name).map_err(invalid)?;
@@ -69,18 +81,36 @@ pub fn check(table: &Table) -> Result<Checked<'_>> {
     }
     let scope = Scope { family: table.family, chains, sets, maps, counters };
 
+    // A set the committed table holds as described keeps its elements (a difference sends none).
+    let committed_sets: HashMap<&str, &Set> =
+        committed.map(|old| old.sets.iter().map(|s| (s.name.as_str(), s)).collect()).unwrap_or_default();
     let sets = table
         .sets
         .iter()
-        .map(|set| set_elements(set).map_err(|err| invalid(format!("set \"{}\": {err}", set.name))))
+        .map(|set| {
+            let held = committed_sets.get(set.name.as_str()).is_some_and(|before| *before == set);
+            let checked = if held {
+                key_layout(&set.key, set.interval()).map(|layout| (layout, Vec::new()))
+            } else {
+                set_elements(set)
+            };
+            checked.map_err(|err| invalid(format!("set \"{}\": {err}", set.name)))
+        })
         .collect::<Result<Vec<_>>>()?;
     let maps = table
         .maps
         .iter()
         .map(|map| map_elements(&scope, map).map_err(|err| invalid(format!("map \"{}\": {err}", map.name))))
         .collect::<Result<Vec<_>>>()?;
+    let unchanged: HashMap<&str, &[Rule]> = committed
+        .map(|old| old.chains.iter().map(|c| (c.name.as_str(), c.rules.as_slice())).collect())
+        .unwrap_or_default();
     let mut rules = Vec::with_capacity(table.chains.len());
     for chain in &table.chains {
+        if unchanged.get(chain.name.as_str()).is_some_and(|before| *before == chain.rules.as_slice()) {
+            rules.push(Vec::new());
+            continue;
+        }
         let compiled = chain
             .rules
             .iter()
@@ -92,7 +122,7 @@ pub fn check(table: &Table) -> Result<Checked<'_>> {
             .collect::<Result<Vec<_>>>()?;
         rules.push(compiled);
     }
-    Ok(Checked { table, rules, sets, maps })
+    Ok(Checked { table, rules, sets, maps, against_committed: committed.is_some() })
 }
 
 /// Names nft can print and read back: letters, digits, `_`, `-` and `.`, starting with a letter,

@@ -13,6 +13,7 @@ use crate::model::{Chain, Map, Set, Table, Verdict};
 /// The whole table in one transaction: add it (so that deleting it cannot fail), delete it, add
 /// it with everything in it, in nft's order (chains, counters, sets and maps, rules).
 pub fn replace(checked: &Checked, first_sequence: u32) -> Batch {
+    assert!(!checked.against_committed, "a whole table is written from a description checked whole");
     let table = checked.table;
     let mut batch = Batch::new(table.family, &table.name, first_sequence, None);
     batch.number_anonymous_sets(0);
@@ -29,6 +30,7 @@ pub fn replace(checked: &Checked, first_sequence: u32) -> Batch {
 /// element among them): elements first made a table of thousands of anonymous sets take tens of
 /// seconds to write.
 pub fn write_whole(batch: &mut Batch, checked: &Checked, elements_last: bool) {
+    assert!(!checked.against_committed, "a whole table is written from a description checked whole");
     let table = checked.table;
     batch.add_table();
     for chain in &table.chains {
@@ -149,6 +151,8 @@ pub fn difference(old: &Table, new: &Checked, first_sequence: u32, next_anonymou
                     map: false,
                 });
             }
+            // The same elements as committed: nothing to change (nor to encode again).
+            Some(before) if before.elements == set.elements => {}
             Some(before) => {
                 let had = crate::check::set_elements(before).map(|(_, e)| e).unwrap_or_default();
                 let had: Vec<(Encoded, Option<Verdict>)> = had.into_iter().map(|e| (e, None)).collect();
@@ -184,6 +188,7 @@ pub fn difference(old: &Table, new: &Checked, first_sequence: u32, next_anonymou
                     map: true,
                 });
             }
+            Some(before) if before.elements == map.elements => {}
             Some(before) => {
                 let had = crate::check::map_elements(&scope, before).map(|(_, e)| e).unwrap_or_default();
                 let had: Vec<(Encoded, Option<Verdict>)> = had.into_iter().map(|(e, v)| (e, Some(v))).collect();

@@ -19,7 +19,7 @@ use netlink_packet_netfilter::{NetfilterHeader, NetfilterMessage, NetfilterMessa
 use nix::errno::Errno;
 
 use crate::batch::Batch;
-use crate::check::check;
+use crate::check::{check, check_against};
 use crate::delta::{self, TableDelta};
 use crate::error::{NftError, Result};
 use crate::expr::{self, string, u32_be};
@@ -161,7 +161,6 @@ impl TableWriter {
                 format!("the description is of table {} {}, not this writer's", table.family.name(), table.name),
             ));
         }
-        let checked = check(&table)?;
         // A whole description's sets are not the indexed ones.
         self.indexes.clear();
         self.adopt(&op)?;
@@ -170,11 +169,13 @@ impl TableWriter {
         if self.committed.is_some() && self.kernel_table(&op)? != self.kernel {
             self.committed = None;
         }
+        // Checked whole, but for the chains the kernel holds as described (compiled when written).
+        let checked = check_against(&table, self.committed.as_ref())?;
         let first = self.socket()?.reserve(0);
         let (batch, replaced) = match self.committed.take() {
             Some(old) => match difference(&old, &checked, first, self.next_anonymous)? {
                 Some(batch) => (batch, false),
-                None => (replace(&checked, first), true),
+                None => (replace(&check(&table)?, first), true),
             },
             None => (replace(&checked, first), true),
         };
