@@ -15,7 +15,8 @@
 //      connects;
 //   4. a full resync at 5,000 policies: the agent restarted onto an empty table; its first policy
 //      pass (every input fed, the whole part written: the agent's own
-//      netplug_policy_flush_duration_seconds), the wall time to ready, and its VmRSS.
+//      netplug_policy_flush_duration_seconds), the wall time to ready, and its VmRSS;
+//   5. the agent restarted again at that size with its table left in the kernel (a rollout).
 // Everything (API server, etcd, agents, namespaces, veths, the table with its namespace) goes at
 // the end, on failure and on Ctrl-C too. Writes bench/results/policy.{md,json,svg}; prints the
 // headline figures last.
@@ -25,7 +26,7 @@ import { measureAdds } from './policy/add.ts';
 import { populate, startCluster } from './policy/cluster.ts';
 import { plugTargetAndClient, policyCreations, setUpdates } from './policy/connections.ts';
 import { report } from './policy/report.ts';
-import { resync, startAtSize } from './policy/resync.ts';
+import { restartKept, resync, startAtSize } from './policy/resync.ts';
 import { cleanup, log, prepareRun } from './policy/session.ts';
 import { CREATIONS, POLICIES, RESYNC_POLICIES, SET_UPDATES } from './policy/settings.ts';
 
@@ -62,6 +63,10 @@ async function main(): Promise<void> {
   log(`part 4: ${RESYNC_POLICIES - POLICIES} more policies, then the agent restarted`);
   const resynced = await resync(cluster, client);
 
+  // 5. The agent restarted at that size with its table in the kernel, as a rollout restarts it.
+  log('part 5: the agent restarted, its table left in the kernel');
+  const restart = await restartKept(cluster, client);
+
   report({
     adds,
     podsSeconds,
@@ -71,6 +76,7 @@ async function main(): Promise<void> {
     passes: { before2, before3, after3 },
     rss1000,
     resync: resynced,
+    restart,
   });
 }
 

@@ -20,13 +20,15 @@ export interface PolicyResults {
   /** The agent's VmRSS at POLICIES policies, after part 3. */
   rss1000: number;
   resync: Resync;
+  /** Part 5: the agent restarted with its table in the kernel; how its first write went. */
+  restart: Resync & { firstWrite: string };
 }
 
 const meanPassMs = (from: Flushes, to: Flushes) => (1000 * (to.seconds - from.seconds)) / (to.count - from.count);
 
 /** Writes bench/results/policy.{md,json,svg} and prints the table and the headline figures. */
 export function report(results: PolicyResults): void {
-  const { adds, creations, setUpdates, passes, resync } = results;
+  const { adds, creations, setUpdates, passes, resync, restart } = results;
   const series: Series[] = [
     { group: 'ADD through the agent (51 policies in the namespace)', label: 'enforcement on', samplesMs: adds.samples.on },
     { group: 'ADD through the agent (51 policies in the namespace)', label: 'enforcement off', samplesMs: adds.samples.off },
@@ -78,6 +80,12 @@ export function report(results: PolicyResults): void {
     },
     { label: `agent start → ready at ${RESYNC_POLICIES} policies (s)`, value: resync.readySeconds },
     { label: `agent VmRSS at ${RESYNC_POLICIES} policies, ${PODS} pods (MiB; target ≤ 300)`, value: resync.rssMiB },
+    {
+      label: `agent restarted at ${RESYNC_POLICIES} policies, its table in the kernel: first policy pass (s; its first write: ${restart.firstWrite})`,
+      value: restart.firstPassSeconds,
+    },
+    ...Object.entries(restart.steps).map(([step, value]) => ({ label: `  of which ${step} (s)`, value })),
+    { label: `agent restarted at ${RESYNC_POLICIES} policies, its table in the kernel: start → ready (s)`, value: restart.readySeconds },
     { label: `creating ${PODS} Pod objects with their addresses, ${PARALLEL} at a time (s)`, value: results.podsSeconds },
   ];
   const table = writeReport({
@@ -93,6 +101,7 @@ export function report(results: PolicyResults): void {
       `Policy created: ${CREATIONS} times a NetworkPolicy allowing the client's address (ipBlock /32) to the target is created, then deleted.`,
       `Set update: ${SET_UPDATES} times a Pod object labelled role=db on another node is created without an address, and 200 ms later its status is written with the client's address; timed from that write. Then the pod is deleted.`,
       `Resync: the agent stopped, ${RESYNC_POLICIES - POLICIES} more policies created (${RESYNC_POLICIES} in all), netplug's table deleted from the node, the agent started; the figure is the agent's own first policy pass (what netplug_policy_flush_duration_seconds observes: every input fed to the compiler, the whole part written to the kernel, the status files), read from the line its log gives it ("network policy programmed in X s"), watched every 20 ms (reading its /metrics that often rendered thousands of series 50 times a second in the agent, during the pass it timed); start → ready includes the informers' lists of ${PODS} pods and ${RESYNC_POLICIES} policies. VmRSS from /proc/<pid>/status 3 s after ready. The figure at ${POLICIES} policies is the same, at the start before parts 2 and 3 (onto an empty table).`,
+      'Restart: then the agent stopped by SIGTERM and started again, nothing changed meanwhile and its table left in the kernel, as a rolling upgrade restarts it: at its stop it kept its last commit beside its CNI socket, and its first write goes by difference from it (the log line of that write is quoted); the figures as for the resync.',
       "Where an ADD's time goes: per ADD, from each agent's own timings (NETPLUG_CNI_TIMINGS_FILE) on the monotonic clock the spawner shares, as bench:agent splits it (bench/lib/agent-breakdown.ts); with enforcement, the agent's policy pass for the new pod and the wait for its status file are in the agent's own work.",
       "The agent's policy passes during parts 2 and 3: the mean of netplug_policy_flush_duration_seconds over the passes of each part (from /metrics before and after), to tell the agent's pass from the rest of a figure (the API server's watch, the controller's 50 ms settle, the prober).",
       'The agent CPU time at the resync is user + system from /proc/<pid>/stat, from its start until its first policy pass was seen done (polled every 20 ms): on a loaded machine it says more than wall time.',
@@ -104,6 +113,7 @@ export function report(results: PolicyResults): void {
   console.log(`policy add ratio: ${addRatio.toFixed(2)}`);
   console.log(`policy enforce p99 ms: ${enforceP99.toFixed(1)}`);
   console.log(`policy set update p99 ms: ${setP99.toFixed(1)}`);
+  console.log(`policy restart 5000 seconds (its table kept): ${restart.firstPassSeconds.toFixed(2)}`);
   console.log(`policy resync 5000 seconds: ${resync.firstPassSeconds.toFixed(2)}`);
   console.log(`agent rss MiB: ${resync.rssMiB.toFixed(0)}`);
 }

@@ -1,10 +1,13 @@
 // The enforcing agent's start at size and its cost: started at POLICIES policies (its first policy
 // pass, its time to ready), and part 4 of bench/policy.ts, a full resync at RESYNC_POLICIES: more
 // policies created while it is stopped, netplug's table deleted, the agent started again; its first
-// pass (its own measure, as its log line gives it), CPU time, time to ready and VmRSS.
+// pass (its own measure, as its log line gives it), CPU time, time to ready and VmRSS. Part 5: the
+// agent stopped and started again at that size with its table left in the kernel, as a rolling
+// upgrade restarts it: it takes over the table its previous run kept and writes what changed.
 import { spawnSync } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 
+import { nftBinary } from '../../test/helpers/kernel.ts';
 import type { Agent, Flushes, Probe } from './agent.ts';
 import { type Cluster, createPolicies } from './cluster.ts';
 import { ms, until } from './session.ts';
@@ -40,8 +43,24 @@ export async function resync(cluster: Cluster, client: Probe): Promise<Resync> {
   const agent = cluster.agents.on;
   await agent.stop();
   await createPolicies(cluster, POLICIES, RESYNC_POLICIES);
-  // Without the table the first pass writes the whole part, as on a node's first start.
-  spawnSync('ip', ['netns', 'exec', cluster.onNode.netns.name, 'nft', 'delete', 'table', 'inet', 'netplug']);
+  // Without the table the first pass writes the whole part, as on a node's first start. The
+  // system's nft by its path: npm's PATH finds the nft of the @vercel/nft package first.
+  const deleted = spawnSync('ip', ['netns', 'exec', cluster.onNode.netns.name, nftBinary(), 'delete', 'table', 'inet', 'netplug']);
+  if (deleted.status !== 0) throw new Error(`nft delete table inet netplug failed: ${deleted.stderr}`);
+  return restarted(agent, client);
+}
+
+/** Part 5: the agent stopped (SIGTERM, as a rollout does) and started again, its table left in the kernel. */
+export async function restartKept(cluster: Cluster, client: Probe): Promise<Resync & { firstWrite: string }> {
+  const agent = cluster.agents.on;
+  await agent.stop();
+  const figures = await restarted(agent, client);
+  const firstWrite = /nftables table inet netplug (written whole|taken over[^\n]*)/.exec(agent.logText)?.[1] ?? 'not logged';
+  return { ...figures, firstWrite };
+}
+
+/** The stopped agent started again: its first policy pass (its own figure and steps), CPU, time to ready, VmRSS. */
+async function restarted(agent: Agent, client: Probe): Promise<Resync> {
   const started = agent.start();
   let firstPass: (Flushes & { cpu: number }) | undefined;
   const steps: Record<string, number> = {};
@@ -49,7 +68,7 @@ export async function resync(cluster: Cluster, client: Probe): Promise<Resync> {
   // /metrics: rendering thousands of series 50 times a second would be the bench's own load on
   // the pass it times (Prometheus scrapes every 15 s or more).
   await until(
-    'the first policy pass at 5,000 policies',
+    `the first policy pass at ${RESYNC_POLICIES} policies`,
     async () => {
       if (agent.child?.exitCode !== null) throw new Error(`netplug-node exited: ${agent.logText.slice(-3000)}`);
       const line = FIRST_PASS.exec(agent.logText);
