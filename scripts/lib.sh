@@ -87,6 +87,7 @@ rust_build_key() {
     find crates Cargo.toml Cargo.lock -type f -not -path '*/target/*' -print0 | sort -z | xargs -0 sha256sum
     "${RUSTC:-rustc}" -vV
     printf '%s\n' "$@" "RUSTFLAGS=${RUSTFLAGS:-}"
+    env | grep '^CARGO_PROFILE_' | sort
   } | sha256sum | cut -c1-24
 }
 
