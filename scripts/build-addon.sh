@@ -17,10 +17,9 @@ for arg in "$@"; do
   previous="$arg"
 done
 
-# Debian's linker for another architecture's target, and its rustc when rustup lacks the target.
+# Debian's linker for another architecture's target, and its rustc when rustup lacks the target;
+# the shared target directory either way.
 use_cross_toolchain "$target"
-extra=""
-[ -z "$cross_target_dir" ] || extra="--target-dir $cross_target_dir"
 
 case "${target:-$(uname -m)}" in
   aarch64*) node_arch=arm64 ;;
@@ -34,8 +33,7 @@ key="addon-$(rust_build_key addon "$@" "$(grep -m1 '"version"' node_modules/@nap
 [ -f "$rust_cache_root/$key/complete" ] || cache_lock "$rust_cache_root/$key.lock"
 rust_cache_restore "$key" "$built" ts/native/binding.d.ts && exit 0
 
-# shellcheck disable=SC2086 # $extra is empty or two words
 node_modules/.bin/napi build --platform --release \
   --manifest-path crates/netplug-dataplane-napi/Cargo.toml \
-  --output-dir native --no-js --dts ../ts/native/binding.d.ts $extra "$@"
+  --output-dir native --no-js --dts ../ts/native/binding.d.ts --target-dir "$build_target_dir" "$@"
 rust_cache_store "$key" "$built" ts/native/binding.d.ts

@@ -16,10 +16,9 @@ built="native/shim/$triple/netplug"
 key="shim-$(rust_build_key shim "$triple")"
 [ -f "$rust_cache_root/$key/complete" ] || cache_lock "$rust_cache_root/$key.lock"
 if ! rust_cache_restore "$key" "$built"; then
-  target_dir="${cross_target_dir:-target}"
-  cargo build --quiet --release -p netplug-shim --target "$triple" --target-dir "$target_dir" >&2
+  cargo build --quiet --release -p netplug-shim --target "$triple" --target-dir "$build_target_dir" >&2
   mkdir -p "$(dirname "$built")"
-  cp "$target_dir/$triple/release/netplug" "$built"
+  cp "$build_target_dir/$triple/release/netplug" "$built"
   rust_cache_store "$key" "$built"
 fi
 echo "$PWD/$built"

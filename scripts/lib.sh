@@ -38,11 +38,11 @@ with_cargo_on_path() {
 # use_cross_toolchain TRIPLE : sets cargo up to build for TRIPLE, another architecture's Linux
 # (aarch64 from x86-64, x86_64 from arm64): Debian's linker for it and, unless rustup already has
 # the target, Debian's rustc with that architecture's standard library (rustup cannot download
-# targets here; Debian ships both through its package archive). Sets cross_target_dir to the
-# target directory such a build must use, "" for cargo's own. Nothing to do for "" or this
-# machine's triple; exits 2 for a pair that is not set up.
+# targets here; Debian ships both through its package archive). Sets build_target_dir to the
+# target directory the build uses (shared_target_dir). Nothing else to do for "" or this machine's
+# triple; exits 2 for a pair that is not set up.
 use_cross_toolchain() {
-  cross_target_dir=""
+  build_target_dir=$(shared_target_dir build-target)
   case "$(uname -m):$1" in
     *:"" | "$(uname -m):$(uname -m)-unknown-linux-gnu") return 0 ;;
     x86_64:aarch64-unknown-linux-gnu) set -- "$1" arm64 gcc-aarch64-linux-gnu libc6-dev-arm64-cross ;;
@@ -59,7 +59,8 @@ use_cross_toolchain() {
     enable_foreign_arch "$2"
     ensure_debian_packages rustc-web "libstd-rust-web-dev:$2"
     export RUSTC=/usr/bin/rustc
-    cross_target_dir=target/cross-debian
+    # Another compiler: its artifacts apart, or each build would replace the other's.
+    build_target_dir=$(shared_target_dir build-target-debian-rustc)
   fi
 }
 
@@ -117,4 +118,19 @@ rust_cache_store() {
   ls -1t "$rust_cache_root" | grep -v '\.' | tail -n +$((RUST_CACHE_KEEP + 1)) | while read -r old; do
     rm -rf "${rust_cache_root:?}/$old" "${rust_cache_root:?}/$old.lock"
   done
+}
+
+# shared_target_dir NAME : prints a cargo target directory kept beside the Rust cache, and makes
+# it. Builds from a fresh clone (CI) then compile only the crates that changed, not every
+# dependency again (a cold addon and cross-build took 5 min here); cargo's lock on the directory
+# keeps two clones from building in it at once. Each clone's path makes its own artifacts of the
+# workspace's crates, so a directory past 6 GB is emptied first.
+shared_target_dir() {
+  dir="$(dirname "$rust_cache_root")/$1"
+  if [ -d "$dir" ] && [ "$(du -sm "$dir" | cut -f1)" -gt 6144 ]; then
+    say "emptying $dir (over 6 GB)"
+    rm -rf "$dir"
+  fi
+  mkdir -p "$dir"
+  echo "$dir"
 }
