@@ -80,6 +80,11 @@ execFileSync(
   [...EXEC_ARGV, `${root}scripts/code-cache.ts`, out('build/netplug.wrapped.cjs'), out('build/netplug.cache')],
   { stdio: 'inherit' },
 );
+execFileSync(
+  process.execPath,
+  [...EXEC_ARGV, `${root}scripts/agents-code-cache.ts`, out('build/agents.wrapped.cjs'), out('build/agents.cache')],
+  { stdio: 'inherit' },
+);
 
 writeFileSync(
   out('build/sea-config.json'),
@@ -94,6 +99,7 @@ writeFileSync(
       'netplug.cjs': out('build/netplug.wrapped.cjs'),
       'netplug.cache': out('build/netplug.cache'),
       'agents.cjs': out('build/agents.wrapped.cjs'),
+      'agents.cache': out('build/agents.cache'),
     },
   }),
 );
@@ -126,6 +132,9 @@ chmodSync(out('cni/netplug'), 0o755);
 const report = spawnSync(executable, [], { env: { CNI_COMMAND: 'VERSION', NETPLUG_REPORT_CODE_CACHE: '1' }, encoding: 'utf8' });
 if (!report.stderr.includes('code cache accepted'))
   throw new Error(`the executable does not use its code cache: ${report.stderr}${report.stdout}`);
+const agentsReport = spawnSync(out('bin/netplugctl'), ['upgrade', '--help'], { env: { NETPLUG_REPORT_CODE_CACHE: '1' }, encoding: 'utf8' });
+if (!agentsReport.stderr.includes('code cache accepted'))
+  throw new Error(`the agents' bundle does not use its code cache: ${agentsReport.stderr}${agentsReport.stdout}`);
 
 const size = (readFileSync(executable).length / 1e6).toFixed(0);
 const shimSize = (readFileSync(out('cni/netplug')).length / 1e6).toFixed(1);

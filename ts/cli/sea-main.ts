@@ -10,8 +10,8 @@ const { Script } = process.getBuiltinModule('node:vm');
 const { createRequire } = process.getBuiltinModule('node:module');
 const { dirname } = process.getBuiltinModule('node:path');
 
-// The long-running programs live in a bundle of their own (see ts/cli/agents.ts); it has no code
-// cache, since their start-up is paid once per pod, not once per pod network operation.
+// The long-running programs live in a bundle of their own (see ts/cli/agents.ts), with a code cache
+// of its modules' initialisation (scripts/agents-code-cache.ts), not trained by running them.
 const AGENT_NAMES = [
   'netplug-node',
   'netplug-install',
@@ -30,10 +30,9 @@ const agent = (AGENT_NAMES.includes(program) && !installCheck) || (program === '
 
 // The asset is a bundle wrapped as a function of CommonJS's module variables (see build.ts).
 const script = agent
-  ? new Script(getAsset('agents.cjs', 'utf8'), { filename: 'agents.cjs' })
+  ? new Script(getAsset('agents.cjs', 'utf8'), { filename: 'agents.cjs', cachedData: new Uint8Array(getAsset('agents.cache')) })
   : new Script(getAsset('netplug.cjs', 'utf8'), { filename: 'netplug.cjs', cachedData: new Uint8Array(getAsset('netplug.cache')) });
-if (process.env['NETPLUG_REPORT_CODE_CACHE'] && !agent)
-  process.stderr.write(`code cache ${script.cachedDataRejected ? 'rejected' : 'accepted'}\n`);
+if (process.env['NETPLUG_REPORT_CODE_CACHE']) process.stderr.write(`code cache ${script.cachedDataRejected ? 'rejected' : 'accepted'}\n`);
 const bundle = { exports: {} as { main(): void } };
 script.runInThisContext()(bundle.exports, createRequire(process.execPath), bundle, process.execPath, dirname(process.execPath));
 bundle.exports.main();
