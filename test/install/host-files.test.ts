@@ -37,6 +37,10 @@ test('binaries are copied with their modes, the conflist and record written; a s
   });
   t.false(existsSync(node.path('/etc/cni/net.d/netplug-kubeconfig')), 'no kubeconfig outside a pod');
   t.true(node.log.some((line) => / INFO not running as a pod/.test(line)));
+  const identity = (name: string) => {
+    const stat = statSync(node.path(`/opt/cni/bin/${name}`));
+    return `${stat.ino}:${stat.size}:${stat.ctimeMs}`;
+  };
   t.deepEqual(record(node.root), {
     version: NETPLUG_VERSION,
     binDir: '/opt/cni/bin',
@@ -44,7 +48,11 @@ test('binaries are copied with their modes, the conflist and record written; a s
     files: await Promise.all(
       Object.keys(BINARIES)
         .sort()
-        .map(async (name) => ({ path: `/opt/cni/bin/${name}`, sha256: await sha256OfFile(join(node.source, name)) })),
+        .map(async (name) => ({
+          path: `/opt/cni/bin/${name}`,
+          sha256: await sha256OfFile(join(node.source, name)),
+          identity: identity(name),
+        })),
     ),
   });
 
@@ -64,6 +72,19 @@ test('binaries are copied with their modes, the conflist and record written; a s
     node.log.join('\n'),
   );
   t.deepEqual(readdirSync(node.path('/opt/cni/bin')).sort(), Object.keys(BINARIES).sort(), 'no temp file left behind');
+
+  // A host binary written over in place (same inode and size, other content) is no longer what the
+  // record says: its change time tells, and the next run puts the image's back.
+  const portmap = node.path('/opt/cni/bin/portmap');
+  writeFileSync(portmap, Buffer.alloc(statSync(portmap).size, 0x58));
+  t.is(statSync(portmap).ino, before['portmap'] as number);
+  node.log.length = 0;
+  t.is(await install(node), 0, node.log.join('\n'));
+  t.deepEqual(readFileSync(portmap), readFileSync(join(node.source, 'portmap')));
+  t.true(
+    node.log.some((line) => line.endsWith('INFO netplug CNI installed: 1 binaries copied, 3 already up to date')),
+    node.log.join('\n'),
+  );
 
   // A changed binary is replaced by a new file (rename), not rewritten in place.
   writeSourceFile(node.source, 'netplug', 0o755);

@@ -15,7 +15,15 @@ export interface InstalledFile {
   /** As the host sees it, e.g. /opt/cni/bin/netplug. */
   path: string;
   sha256: string;
+  /**
+   * The host file's inode, size and change time as installed (fileIdentity): while they are the
+   * same, its content is still `sha256` and a later install need not read it again.
+   */
+  identity?: string;
 }
+
+/** What a file's change would alter: its inode (replaced), size, or change time (written, which no tool can set back). */
+export const fileIdentity = (stat: { ino: number; size: number; ctimeMs: number }): string => `${stat.ino}:${stat.size}:${stat.ctimeMs}`;
 
 export interface InstallRecord {
   version: string;
@@ -35,9 +43,9 @@ export async function readRecord(path: string): Promise<InstallRecord | undefine
   try {
     const record = JSON.parse(text) as InstallRecord;
     if (typeof record.version !== 'string' || !Array.isArray(record.files)) return undefined;
-    record.files = record.files.filter(
-      (file) => typeof file?.path === 'string' && isBinDirFile(file.path) && typeof file.sha256 === 'string',
-    );
+    record.files = record.files
+      .filter((file) => typeof file?.path === 'string' && isBinDirFile(file.path) && typeof file.sha256 === 'string')
+      .map(({ path, sha256, identity }) => (typeof identity === 'string' ? { path, sha256, identity } : { path, sha256 }));
     return record;
   } catch {
     return undefined;
