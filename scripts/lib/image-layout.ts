@@ -123,7 +123,9 @@ async function writeLayer(rootfs: string, blobs: string): Promise<{ layer: Descr
   await pipeline(
     tar.stdout,
     tap(tarHash),
-    createGzip({ level: 9 }),
+    // zlib's default level: the netplug layer took 16.7 s of CPU at level 9 and 6.5 s here, for
+    // 0.5 % more bytes (44.4 MB against 44.1).
+    createGzip({ level: 6 }),
     tap(gzipHash, (n) => (size += n)),
     createWriteStream(partial),
   );
