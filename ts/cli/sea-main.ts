@@ -32,7 +32,8 @@ const agent = (AGENT_NAMES.includes(program) && !installCheck) || (program === '
 const script = agent
   ? new Script(getAsset('agents.cjs', 'utf8'), { filename: 'agents.cjs', cachedData: new Uint8Array(getAsset('agents.cache')) })
   : new Script(getAsset('netplug.cjs', 'utf8'), { filename: 'netplug.cjs', cachedData: new Uint8Array(getAsset('netplug.cache')) });
-if (process.env['NETPLUG_REPORT_CODE_CACHE']) process.stderr.write(`code cache ${script.cachedDataRejected ? 'rejected' : 'accepted'}\n`);
+if (process.env['NETPLUG_REPORT_CODE_CACHE'])
+  process.stderr.write(`code cache ${script.cachedDataRejected === false ? 'accepted' : 'rejected'}\n`);
 const bundle = { exports: {} as { main(): void } };
 script.runInThisContext()(bundle.exports, createRequire(process.execPath), bundle, process.execPath, dirname(process.execPath));
 bundle.exports.main();
