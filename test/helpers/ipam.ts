@@ -109,6 +109,11 @@ export async function etcdDelete(t: ExecutionContext, etcd: EtcdServer, key: str
   await observer(t, etcd).delete().key(key);
 }
 
+/** Writes `value` as JSON at `key` behind netplug's back (what a process killed mid-write leaves). */
+export async function etcdPut(t: ExecutionContext, etcd: EtcdServer, key: string, value: unknown): Promise<void> {
+  await observer(t, etcd).put(key).value(JSON.stringify(value));
+}
+
 /** The address (without prefix length) of each IP in a CNI result. */
 export const addressesOf = (result: any): string[] => (result?.ips ?? []).map((ip: { address: string }) => ip.address.split('/')[0]);
 

@@ -10,6 +10,7 @@ import {
   ctl,
   ctlOk,
   etcdKeys,
+  etcdPut,
   invokeAsync,
   ipamNetconf,
   NETPLUG_IPAM,
@@ -90,6 +91,35 @@ test('100 concurrent ADDs across 10 nodes through netplug-ipam: no duplicate, no
   );
   t.is(totalAllocated(t, etcd), 0);
   t.deepEqual(await etcdKeys(t, etcd, '/netplug/ipam/v2/handle/'), []);
+});
+
+test('an ADD killed while its request waited on the node: DEL withdraws the request, so no later ADD allocates for it', async (t) => {
+  const etcd = await startEtcd(t);
+  ctlOk(t, etcd, 'pool', 'create', 'default', '--cidr', '10.85.0.0/16');
+  const call = (id: string) => ({
+    executable: NETPLUG_IPAM,
+    containerId: id,
+    netns: '/run/netns/netplug-ipam-test',
+    netconf: ipamNetconf(etcd, { name: 'waited', node: 'node-a' }),
+  });
+  const other = call(containerId());
+  t.is((await invokeAsync({ ...other, command: 'ADD' })).status, 0, 'node-a has a block');
+  // What an ADD leaves when it is killed after its commit lost a race and before it was served.
+  const killed = call(containerId());
+  const handle = `waited.${killed.containerId}`;
+  const pendingKey = `/netplug/ipam/v2/pending/node-a/${handle}`;
+  await etcdPut(t, etcd, pendingKey, {
+    handle,
+    attributes: { node: 'node-a', ifname: 'eth0' },
+    requests: [{ family: 4, pools: ['default'] }],
+    created: new Date().toISOString(),
+  });
+  const del = await invokeAsync({ ...killed, command: 'DEL' });
+  t.is(del.status, 0, del.stdout);
+  t.deepEqual(await etcdKeys(t, etcd, '/netplug/ipam/v2/pending/'), [], 'the request is withdrawn');
+  t.is((await invokeAsync({ ...call(containerId()), command: 'ADD' })).status, 0);
+  t.is(totalAllocated(t, etcd), 2, 'the two live containers, none for the killed one');
+  t.false((await etcdKeys(t, etcd, '/netplug/ipam/v2/handle/')).includes(`/netplug/ipam/v2/handle/${handle}`));
 });
 
 test('plugin processes SIGKILLed at random points mid-ADD leave nothing DEL cannot clean', async (t) => {

@@ -14,7 +14,7 @@ import { isBlockKey, keys } from '../model/keys.ts';
 import type { PendingRequest } from '../model/ipam-documents.ts';
 import { checkedBlock, checkedHandle, checkedOrAbsent, isPendingRequest } from '../model/checked-documents.ts';
 import { familyName, type Pool } from './pools.ts';
-import { releaseWhere } from './release.ts';
+import { releaseWhere, withdrawPendingRequest } from './release.ts';
 
 import type { AddressRequest, Allocation, Assignment, Companion } from './assignment.ts';
 import { Plan, SERVE_AT_MOST, sameInterface } from './plan.ts';
@@ -261,10 +261,7 @@ async function allocateInOneCommit(
     });
   } finally {
     // Given up (an error): a pending request left behind would have someone allocate for nobody.
-    if (waiting) {
-      const left = await store.get(pendingKey).catch(() => undefined);
-      if (left) await store.commit([{ key: pendingKey, remove: true, revision: left.revision }]).catch(() => undefined);
-    }
+    if (waiting) await withdrawPendingRequest(store, node, handle).catch(() => undefined);
   }
 }
 

@@ -17,7 +17,7 @@ import {
   type Companion,
 } from './allocator.ts';
 import { whileUnlocked } from './cluster-info.ts';
-import { releaseWhere } from './release.ts';
+import { releaseWhere, withdrawPendingRequest } from './release.ts';
 import type { Family } from '../net/cidr.ts';
 import { IpamError } from './errors.ts';
 import { collectGarbage, validAttachments } from './gc.ts';
@@ -266,17 +266,24 @@ export class NetplugIpam implements Ipam {
     const { known, node } = this.context;
     const committed = known?.committer(node);
     // After another's turn, what was read is stale, but what the agent knows now is not (likely).
-    const released = await this.inTurn(store, (waited) =>
-      releaseWhere(
+    const released = await this.inTurn(store, async (waited) => {
+      const along = store.transactional ? alongside : undefined;
+      const addresses = await releaseWhere(
         store,
         this.handle,
         mine,
         interfaceGone,
         waited ? known && knownRelease(known, node, this.handle) : first,
         committed,
-        store.transactional ? alongside : undefined,
-      ),
-    );
+        along,
+      );
+      // Nothing released: the ADD may have been killed while it waited for another to allocate for
+      // it (a committed handle means its request went with the commit). Its request is withdrawn,
+      // then the handle read again: a commit serving it may have landed after the first read.
+      if (addresses.length > 0 || !store.transactional) return addresses;
+      await withdrawPendingRequest(store, node, this.handle);
+      return releaseWhere(store, this.handle, mine, interfaceGone, undefined, committed, along);
+    });
     if (released.length > 0) this.context.log.info('addresses released', { handle: this.handle, interface: ifname, addresses: released });
   }
 

@@ -97,6 +97,22 @@ export async function releaseWhere(
   });
 }
 
+/**
+ * Withdraws the request an ADD of `handle` left waiting on `node` (pending requests: datastores
+ * with transactions only). An ADD killed while it waited leaves its request behind, and another
+ * ADD's commit would then allocate addresses for a container that is gone. A commit that serves
+ * the request removes it at the revision it read, so once this has run either no such commit
+ * will land, or the one that landed created the handle, which a release read afterwards finds.
+ * Returns whether a request was there.
+ */
+export async function withdrawPendingRequest(store: Store, node: string, handle: string): Promise<boolean> {
+  const key = keys.pendingRequest(node, handle);
+  const entry = await store.get(key);
+  if (!entry) return false;
+  await store.commit([{ key, remove: true, revision: entry.revision }]);
+  return true;
+}
+
 function sameCounts(a: Record<string, number>, b: Record<string, number>): boolean {
   const entries = Object.entries(a);
   return entries.length === Object.keys(b).length && entries.every(([cidr, count]) => b[cidr] === count);
