@@ -9,21 +9,13 @@
 // Only what a local endpoint needs is programmed: policies selecting one (with the sets their
 // rules use) and the profiles local endpoints name.
 import type { Chain, ElementChanges, TablePart } from '../nft/model.ts';
-import type { Labels } from '../selectors/syntax.ts';
 import type { NetworkPolicyResource, NetworkSetResource, ProfileResource, TierResource } from '../model/policy.ts';
 import { DEFAULT_TIER } from '../model/policy.ts';
-import { netInterval, type Family } from './addresses.ts';
+import type { Family } from './addresses.ts';
+import { AddressedEntities, type AddressedEntity } from './addressed-entities.ts';
 import { fixedChains } from './chains.ts';
 import { FlowDecisions, type MarkedRule } from './flow-decisions.ts';
-import {
-  endpointLabels,
-  hostEndpointLabels,
-  networkSetKey,
-  networkSetLabels,
-  profilesOf,
-  type EndpointInput,
-  type HostEndpointInput,
-} from './endpoints.ts';
+import type { EndpointInput, HostEndpointInput } from './endpoints.ts';
 import { DEFAULT_FAILSAFE, parseFailsafePorts, type FailsafePort } from './host-chains.ts';
 import { LocalEndpoints } from './local-endpoints.ts';
 import { DEFAULT_DENY_COUNTERS, MAPS } from './names.ts';
@@ -31,18 +23,10 @@ import { byTier, DEFAULT_TIER_INFO, missingTier, tierInfo, type TierInfo } from 
 import { policyKey, policyProgram, profileProgram, type Direction, type PolicyProgram, type ProgramIssue } from './program.ts';
 import { Programs, textOf, type PolicyIssue } from './programs.ts';
 import { SelectorIndex } from './selector-index.ts';
-import { SetRegistry, type Contribution } from './set-registry.ts';
+import { SetRegistry } from './set-registry.ts';
 
 export type { PolicyIssue } from './programs.ts';
-
-/** What an address belongs to: a pod, a host endpoint or a network set (its addresses as the engine holds them). */
-export interface AddressedEntity {
-  kind: 'pod' | 'hep' | 'net';
-  namespace?: string;
-  name: string;
-  labels: Labels;
-  addresses: readonly { family: Family; interval: { start: bigint; end: bigint } }[];
-}
+export type { AddressedEntity } from './addressed-entities.ts';
 
 export interface PolicyEngineOptions {
   /** The node whose endpoints (with an interface) are programmed. */
@@ -69,31 +53,14 @@ export interface PolicyUpdate {
   elements: ElementChanges;
 }
 
-interface EndpointRecord {
-  input: EndpointInput;
-  entity: string;
-  labels: Labels;
-  contribution: Contribution;
-  local: boolean;
-}
-
-const endpointEntity = (key: string) => `WorkloadEndpoint/${key}`;
-const ENDPOINT_ENTITY = 'WorkloadEndpoint/';
-/** A host endpoint's entity in the selector index, and its key among local endpoints (no namespace has capitals). */
-const HOST_ENTITY = 'HostEndpoint/';
-
 export class PolicyEngine {
   readonly #options: Required<Omit<PolicyEngineOptions, 'flowLogGroup'>> & Pick<PolicyEngineOptions, 'flowLogGroup'>;
   /** Every endpoint and network set, for the sets of rule selectors. */
   readonly #index: SelectorIndex;
   readonly #sets: SetRegistry;
   readonly #local: LocalEndpoints;
-  readonly #endpoints = new Map<string, EndpointRecord>();
-  readonly #networkSets = new Map<string, { resource: NetworkSetResource; contribution: Contribution }>();
-  readonly #hostEndpoints = new Map<string, { input: HostEndpointInput; contribution: Contribution; local: boolean }>();
+  readonly #entities: AddressedEntities;
   readonly #programs: Programs;
-  /** Profile name → the entities (endpoints, namespaced network sets) whose labels it gives. */
-  readonly #profileUsers = new Map<string, Set<string>>();
   readonly #tiers = new Map<string, TierInfo>();
   #structural = true;
   /** Counts changes: what is derived from the inputs (flow-lookup.ts) is made again when it moved. */
@@ -101,8 +68,6 @@ export class PolicyEngine {
   /** The chains every part has, built once: the same objects each time, which the table writer skips. */
   #fixedChains: Chain[] | undefined;
   #part: TablePart | undefined;
-  /** The entity whose set contributions are being replaced: membership events are not theirs to apply. */
-  #muted: string | undefined;
   /** With flow logs on: the numbers of the rules that allow, in connections' marks. */
   #flowDecisions: FlowDecisions | undefined;
 
@@ -116,11 +81,11 @@ export class PolicyEngine {
       ...options,
     };
     this.#index = new SelectorIndex((selector, entity, added) => {
-      if (entity !== this.#muted) this.#sets.membershipChanged(selector, entity, added);
+      if (this.#entities.applies(entity)) this.#sets.membershipChanged(selector, entity, added);
     });
     this.#sets = new SetRegistry(
       this.#index,
-      (entity) => this.#contributionOf(entity),
+      (entity) => this.#entities.contributionOf(entity),
       () => this.#changedStructure(),
     );
     const { families, logGroup, logPerSecond, flowLogGroup } = this.#options;
@@ -138,40 +103,25 @@ export class PolicyEngine {
       failsafe: this.#options.failsafe,
       ...(flowLogGroup !== undefined ? { flowLogGroup } : {}),
     });
+    this.#entities = new AddressedEntities({
+      nodeName: this.#options.nodeName,
+      index: this.#index,
+      sets: this.#sets,
+      local: this.#local,
+      profileLabels: (profile) => this.#programs.profiles.get(profile)?.labels,
+      changed: () => this.#changed(),
+    });
   }
 
   // ---- Inputs ----
 
   /** Adds or changes an endpoint (of any node; those of this node with an interface are programmed). */
   upsertEndpoint(input: EndpointInput): void {
-    const key = input.key;
-    const before = this.#endpoints.get(key);
-    const entity = endpointEntity(key);
-    const labels = endpointLabels(input, (profile) => this.#programs.profiles.get(profile)?.labels);
-    const contribution: Contribution = {
-      addresses: input.addresses.flatMap((text) => {
-        const found = netInterval(text);
-        return found && found.interval.start === found.interval.end ? [found] : [];
-      }),
-      ports: input.ports ?? [],
-    };
-    const local = input.node === this.#options.nodeName && input.interfaceName !== undefined;
-    const record: EndpointRecord = { input, entity, labels, contribution, local };
-    if (before) this.#unuseProfiles(entity, profilesOf(before.input));
-    this.#useProfiles(entity, profilesOf(input));
-    this.#setEntity(entity, labels, before?.contribution, contribution, () => this.#endpoints.set(key, record));
-    if (local) this.#local.set(input, labels, contribution.addresses);
-    else if (before?.local) this.#local.remove(key);
+    this.#entities.upsertEndpoint(input);
   }
 
   removeEndpoint(key: string): void {
-    const record = this.#endpoints.get(key);
-    if (!record) return;
-    this.#index.removeEntity(record.entity);
-    this.#unuseProfiles(record.entity, profilesOf(record.input));
-    if (record.local) this.#local.remove(key);
-    this.#endpoints.delete(key);
-    this.#changed();
+    this.#entities.removeEndpoint(key);
   }
 
   /**
@@ -179,40 +129,11 @@ export class PolicyEngine {
    * programmed; every one's expected addresses are in the sets of selectors matching it).
    */
   upsertHostEndpoint(input: HostEndpointInput): void {
-    const entity = `${HOST_ENTITY}${input.name}`;
-    const before = this.#hostEndpoints.get(input.name);
-    const contribution: Contribution = {
-      addresses: input.expectedIPs.flatMap((text) => {
-        const found = netInterval(text);
-        return found && found.interval.start === found.interval.end ? [found] : [];
-      }),
-      ports: input.ports ?? [],
-    };
-    const local = input.node === this.#options.nodeName && input.interfaceName !== undefined;
-    if (before) this.#unuseProfiles(entity, before.input.profiles);
-    this.#useProfiles(entity, input.profiles);
-    const labels = hostEndpointLabels(input, (profile) => this.#programs.profiles.get(profile)?.labels);
-    this.#setEntity(entity, labels, before?.contribution, contribution, () =>
-      this.#hostEndpoints.set(input.name, { input, contribution, local }),
-    );
-    if (local)
-      this.#local.set(
-        { key: entity, namespace: '', profiles: input.profiles, interfaceName: input.interfaceName, host: true },
-        labels,
-        contribution.addresses,
-      );
-    else if (before?.local) this.#local.remove(entity);
+    this.#entities.upsertHostEndpoint(input);
   }
 
   removeHostEndpoint(name: string): void {
-    const record = this.#hostEndpoints.get(name);
-    if (!record) return;
-    const entity = `${HOST_ENTITY}${name}`;
-    this.#index.removeEntity(entity);
-    this.#unuseProfiles(entity, record.input.profiles);
-    if (record.local) this.#local.remove(entity);
-    this.#hostEndpoints.delete(name);
-    this.#changed();
+    this.#entities.removeHostEndpoint(name);
   }
 
   /** Adds or changes a profile: its labels (given to the endpoints naming it) and its rules. */
@@ -223,7 +144,7 @@ export class PolicyEngine {
     const labels = profile.spec.labelsToApply ?? {};
     const record = { program, issues, labels };
     const { before, changed } = this.#programs.set(this.#programs.profiles, name, record);
-    if (!before || textOf(before.labels) !== textOf(labels)) this.#relabel(name);
+    if (!before || textOf(before.labels) !== textOf(labels)) this.#entities.relabel(name);
     if (changed) {
       this.#programs.need(record, this.#local.profileUsed(name));
       this.#local.profileChanged(name);
@@ -234,29 +155,17 @@ export class PolicyEngine {
 
   removeProfile(name: string): void {
     if (!this.#programs.remove(this.#programs.profiles, name)) return;
-    this.#relabel(name);
+    this.#entities.relabel(name);
     this.#local.profileChanged(name);
     this.#changed();
   }
 
   upsertNetworkSet(resource: NetworkSetResource): void {
-    const key = networkSetKey(resource);
-    const before = this.#networkSets.get(key);
-    const contribution: Contribution = { addresses: (resource.spec.nets ?? []).flatMap((text) => netInterval(text) ?? []), ports: [] };
-    if (before) this.#unuseProfiles(key, networkSetProfiles(before.resource));
-    this.#useProfiles(key, networkSetProfiles(resource));
-    const labels = this.#networkSetLabels(resource);
-    this.#setEntity(key, labels, before?.contribution, contribution, () => this.#networkSets.set(key, { resource, contribution }));
+    this.#entities.upsertNetworkSet(resource);
   }
 
   removeNetworkSet(kind: NetworkSetResource['kind'], name: string, namespace?: string): void {
-    const key = networkSetKey({ kind, apiVersion: '', metadata: { name, ...(namespace ? { namespace } : {}) }, spec: {} });
-    const record = this.#networkSets.get(key);
-    if (!record) return;
-    this.#index.removeEntity(key);
-    this.#unuseProfiles(key, networkSetProfiles(record.resource));
-    this.#networkSets.delete(key);
-    this.#changed();
+    this.#entities.removeNetworkSet(kind, name, namespace);
   }
 
   /** Adds or changes a policy (checked, with defaults); returns what of it cannot be programmed. */
@@ -375,19 +284,8 @@ export class PolicyEngine {
   }
 
   /** Every endpoint, host endpoint and network set with its addresses: what flow logs name an address by. */
-  *addressedEntities(): Generator<AddressedEntity> {
-    for (const { input, contribution } of this.#endpoints.values())
-      yield { kind: 'pod', namespace: input.namespace, name: input.name, labels: input.labels, addresses: contribution.addresses };
-    for (const { input, contribution } of this.#hostEndpoints.values())
-      yield { kind: 'hep', name: input.name, labels: input.labels, addresses: contribution.addresses };
-    for (const { resource, contribution } of this.#networkSets.values())
-      yield {
-        kind: 'net',
-        ...(resource.metadata.namespace ? { namespace: resource.metadata.namespace } : {}),
-        name: resource.metadata.name,
-        labels: resource.metadata.labels ?? {},
-        addresses: contribution.addresses,
-      };
+  addressedEntities(): Generator<AddressedEntity> {
+    return this.#entities.addressed();
   }
 
   /** Every policy and profile the engine holds (their keys and tiers). */
@@ -404,10 +302,9 @@ export class PolicyEngine {
   /** Sizes, for metrics and the cost measurements. */
   stats() {
     const programmed = this.#programs.programmed();
-    let localHosts = 0;
-    for (const record of this.#hostEndpoints.values()) if (record.local) localHosts++;
+    const localHosts = this.#entities.localHostEndpointCount;
     return {
-      endpoints: this.#endpoints.size,
+      endpoints: this.#entities.endpointCount,
       localEndpoints: this.#local.size - localHosts,
       localHostEndpoints: localHosts,
       policies: this.#programs.policies.size,
@@ -434,65 +331,4 @@ export class PolicyEngine {
   #tierOf(name: string): TierInfo {
     return this.#tiers.get(name) ?? (name === DEFAULT_TIER ? DEFAULT_TIER_INFO : missingTier(name));
   }
-
-  #contributionOf(entity: string): Contribution | undefined {
-    if (entity.startsWith(ENDPOINT_ENTITY)) return this.#endpoints.get(entity.slice(ENDPOINT_ENTITY.length))?.contribution;
-    if (entity.startsWith(HOST_ENTITY)) return this.#hostEndpoints.get(entity.slice(HOST_ENTITY.length))?.contribution;
-    return this.#networkSets.get(entity)?.contribution;
-  }
-
-  /** Sets an entity's labels and contribution; `store` records the new state before membership events use it. */
-  #setEntity(entity: string, labels: Labels, before: Contribution | undefined, after: Contribution, store: () => void): void {
-    const same = before !== undefined && textOf(before) === textOf(after);
-    if (before && !same) this.#sets.contribute(entity, before, false);
-    store();
-    if (before && !same) {
-      this.#muted = entity;
-      this.#index.setEntity(entity, labels);
-      this.#muted = undefined;
-      this.#sets.contribute(entity, after, true);
-    } else this.#index.setEntity(entity, labels);
-    this.#changed();
-  }
-
-  #networkSetLabels(resource: NetworkSetResource): Labels {
-    return networkSetLabels(resource, (profile) => this.#programs.profiles.get(profile)?.labels);
-  }
-
-  #useProfiles(entity: string, profiles: readonly string[]): void {
-    for (const name of profiles) {
-      const users = this.#profileUsers.get(name) ?? new Set<string>();
-      this.#profileUsers.set(name, users);
-      users.add(entity);
-    }
-  }
-
-  #unuseProfiles(entity: string, profiles: readonly string[]): void {
-    for (const name of profiles) {
-      const users = this.#profileUsers.get(name);
-      users?.delete(entity);
-      if (users?.size === 0) this.#profileUsers.delete(name);
-    }
-  }
-
-  /** A profile's labels changed: every entity naming it gets its labels again. */
-  #relabel(profile: string): void {
-    // A copy: upsertEndpoint files the entity under its profiles again.
-    for (const entity of [...(this.#profileUsers.get(profile) ?? [])]) {
-      if (entity.startsWith(ENDPOINT_ENTITY)) {
-        const record = this.#endpoints.get(entity.slice(ENDPOINT_ENTITY.length));
-        if (record) this.upsertEndpoint(record.input);
-      } else if (entity.startsWith(HOST_ENTITY)) {
-        const record = this.#hostEndpoints.get(entity.slice(HOST_ENTITY.length));
-        if (record) this.upsertHostEndpoint(record.input);
-      } else {
-        const record = this.#networkSets.get(entity);
-        if (record) this.#index.setEntity(entity, this.#networkSetLabels(record.resource));
-      }
-    }
-  }
-}
-
-function networkSetProfiles(resource: NetworkSetResource): string[] {
-  return resource.kind === 'NetworkSet' ? [`kns.${resource.metadata.namespace ?? 'default'}`] : [];
 }
