@@ -13,7 +13,7 @@ import { statusFileName } from '../../ts/plugin/policy-wait.ts';
 import { eventually } from '../helpers/eventually.ts';
 import type { Netns } from '../helpers/nodes.ts';
 import { sharedTeardowns } from '../helpers/shared.ts';
-import { createRunningPod, inNs, plugNetns, startPolicyNode, type PolicyNode } from './policy-node.ts';
+import { connectsTo, createRunningPod, plugNetns, startPolicyNode, type PolicyNode } from './policy-node.ts';
 
 const NAMESPACE = `policy-off-${process.pid}`;
 const PORT = 8080;
@@ -39,17 +39,7 @@ async function plugPod(name: string, address: string, labels: Record<string, str
   return { name, netns, address };
 }
 
-const CONNECT = `
-const [host, port] = process.argv.slice(1);
-const socket = require('node:net').connect(Number(port), host);
-const fail = () => process.exit(1);
-setTimeout(fail, 1500);
-socket.on('error', fail);
-socket.on('connect', () => socket.write('ping'));
-socket.on('data', (d) => { if (String(d) === 'ping') process.exit(0); });
-`;
-
-const connects = (from: TestPod, to: TestPod) => inNs(from.netns, [process.execPath, '-e', CONNECT, to.address, String(PORT)]).status === 0;
+const connects = (from: TestPod, to: TestPod) => connectsTo(from.netns, to.address, PORT);
 
 const fileOf = (pod: TestPod) => join(policyNode.statusDir, statusFileName('k8s', NAMESPACE, pod.name, 'eth0'));
 
