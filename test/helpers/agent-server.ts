@@ -1,4 +1,4 @@
-// netplug-node serving CNI, as a process of its own (test/helpers/agent-main.ts) so that a test can
+// netplug-node serving CNI, the built program (dist/bin/netplug-node), so that a test can
 // kill -9 it and start it again on the same socket and journal. Its temporary directory holds the
 // socket (run/cni.sock, the journal in run/inflight/) and NETPLUG_VAR_DIR; stopped at teardown.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -8,11 +8,11 @@ import { join } from 'node:path';
 import type { ExecutionContext } from 'ava';
 
 import { waitServing } from './agent-client.ts';
-import { DIST_CNI, tempDir } from './cni.ts';
+import { DIST_CNI, requireBuilt, ROOT, tempDir } from './cni.ts';
 import { freePort } from './etcd.ts';
 import { eventually } from './eventually.ts';
 
-const MAIN = new URL('./agent-main.ts', import.meta.url).pathname;
+const NETPLUG_NODE = join(ROOT, 'dist/bin/netplug-node');
 
 export interface AgentProcess {
   pid: number;
@@ -45,6 +45,7 @@ export async function spawnAgent(
   env: Record<string, string>,
   options: AgentOptions = {},
 ): Promise<AgentProcess> {
+  requireBuilt();
   const dir = options.dir ?? tempDir(t, 'agent');
   const socket = join(dir, 'run', 'cni.sock');
   mkdirSync(join(dir, 'var'), { recursive: true });
@@ -52,7 +53,7 @@ export async function spawnAgent(
   const hidden = options.hide ?? [];
   const [command, args] =
     hidden.length === 0
-      ? [process.execPath, [MAIN]]
+      ? [NETPLUG_NODE, []]
       : [
           'unshare',
           [
@@ -63,8 +64,7 @@ export async function spawnAgent(
             `${hidden.map((_, i) => `mount -t tmpfs netplug-hidden "\${${i + 1}}"`).join(' && ')} && shift ${hidden.length} && exec "$@"`,
             'sh',
             ...hidden,
-            process.execPath,
-            MAIN,
+            NETPLUG_NODE,
           ],
         ];
   const child: ChildProcess = spawn(command, args, {

@@ -2,22 +2,21 @@
 // (policy-enforcement.test.ts, test/policy/truth-table*.test.ts): a real kube-apiserver with
 // netplug's CRDs, a Node object, an identity with the shipped node and plugin roles of the
 // datastore (on Kubernetes plus the policy watches), on etcd a real etcd besides, and a network
-// namespace (helpers/nodes.ts, reaching the API and etcd through relays) where netplug-node runs
-// from source (helpers/agent-main.ts, under `ip netns exec`) with NETPLUG_POLICY_ENFORCEMENT=true.
+// namespace (helpers/nodes.ts, reaching the API and etcd through relays) where
+// the built netplug-node runs (dist/bin/netplug-node, under `ip netns exec`) with NETPLUG_POLICY_ENFORCEMENT=true.
 // Pods are network namespaces plugged into it as the plugin plugs them (a veth whose host side has
 // the agent's prefix, the pod's address routed to it, proxy ARP), with Pod objects holding their
 // labels, nodeName and podIPs.
 // Everything goes with the file's shared teardowns.
 import { execFileSync, spawn, spawnSync, type ChildProcess, type SpawnSyncReturns } from 'node:child_process';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 
 import * as k8s from '@kubernetes/client-node';
 
 import { POLICY_WATCH_RULES } from '../../ts/node/policy/follow-resources.ts';
 import { CNI_PLUGIN, NODE } from '../../ts/render/objects.ts';
 import { renderRbac } from '../../ts/render/rbac.ts';
-import { CNI_PATH, requireBuilt } from '../helpers/cni.ts';
+import { CNI_PATH, requireBuilt, ROOT } from '../helpers/cni.ts';
 import { startEtcd, type EtcdServer } from '../helpers/etcd.ts';
 import { nftBinary, requireRoot } from '../helpers/kernel.ts';
 import { installCrds, removeIpamLockFileAfter, startKube, type Kube } from '../helpers/kube.ts';
@@ -25,7 +24,7 @@ import { makeTopology, NETPLUG_CNI, type Netns, type TestNode } from '../helpers
 import { eventually } from '../helpers/eventually.ts';
 import type { Teardowns } from '../helpers/shared.ts';
 
-const AGENT_MAIN = fileURLToPath(new URL('../helpers/agent-main.ts', import.meta.url));
+const NETPLUG_NODE = join(ROOT, 'dist/bin/netplug-node');
 /** Where the agent's health server listens, inside the node. */
 export const HEALTH_ADDR = '127.0.0.1:9099';
 
@@ -138,7 +137,7 @@ export async function startPolicyNode(
     agentEnv,
     statusDir: join(node.varDir, 'run', 'endpoint-status'),
     startAgent() {
-      agent = spawn('ip', ['netns', 'exec', node.netns.name, process.execPath, AGENT_MAIN], {
+      agent = spawn('ip', ['netns', 'exec', node.netns.name, NETPLUG_NODE], {
         env: agentEnv,
         stdio: ['ignore', 'ignore', 'pipe'],
       });
