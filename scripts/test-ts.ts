@@ -88,7 +88,7 @@ async function ava(args: string[], group?: 'others', prefix?: string): Promise<G
   return { group: group ?? 'ava', status, minutes: (Date.now() - started) / 60_000, account: lines.slice(-ACCOUNT_LINES), failures };
 }
 
-const TEST_LINE = /^(\s*)([✔✘])((?: \[\w+\]:)?) /;
+const TEST_LINE = /^(\s*)([✔✘◌])((?: \[\w+\]:)?) /;
 
 /** A test's line of a one-file run with the file's name, as ava gives it in a run of several. */
 function withPrefix(raw: string, prefix: string): string {
