@@ -121,7 +121,8 @@ export async function startPolicyNode(
     agent = undefined;
     if (!running || running.exitCode !== null) return running?.exitCode ?? null;
     return new Promise((resolve) => {
-      running.once('exit', (code) => resolve(code));
+      // 'close', not 'exit': its stderr read to the end, so log() holds its last lines.
+      running.once('close', (code) => resolve(code));
       running.kill('SIGTERM');
       setTimeout(() => running.kill('SIGKILL'), 15_000).unref();
     });
