@@ -4,6 +4,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout } from 'node:timers/promises';
 
 import type { ExecutionContext } from 'ava';
 
@@ -81,6 +82,10 @@ export async function spawnAgent(
   child.stderr?.setEncoding('utf8');
   child.stderr?.on('data', (text: string) => (output += text));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // Its stderr read to the end: output() after a stop holds the last lines. Bounded, in case a
+  // process it started still holds the pipe.
+  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  const drained = () => Promise.race([closed, setTimeout(5_000, undefined, { ref: false })]);
   const alive = () => child.exitCode === null && child.signalCode === null;
   t.teardown(async () => {
     if (alive()) child.kill('SIGKILL');
@@ -95,10 +100,13 @@ export async function spawnAgent(
     kill: async () => {
       child.kill('SIGKILL');
       await exited;
+      await drained();
     },
     stop: async () => {
       if (alive()) child.kill('SIGTERM');
-      return exited;
+      const code = await exited;
+      await drained();
+      return code;
     },
   };
   if (options.waitServing ?? true) {
