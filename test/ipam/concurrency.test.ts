@@ -93,7 +93,7 @@ test('100 concurrent ADDs across 10 nodes through netplug-ipam: no duplicate, no
   t.deepEqual(await etcdKeys(t, etcd, '/netplug/ipam/v2/handle/'), []);
 });
 
-test('an ADD killed while its request waited on the node: DEL withdraws the request, so no later ADD allocates for it', async (t) => {
+test('an ADD killed while its request waited on the node: DEL withdraws the request; the next ADD there allocates only its own address', async (t) => {
   const etcd = await startEtcd(t);
   ctlOk(t, etcd, 'pool', 'create', 'default', '--cidr', '10.85.0.0/16');
   const call = (id: string) => ({
