@@ -116,7 +116,10 @@ export async function runMain(io: MainIo, program: Program = 'netplug', services
         await (await import('./del.ts')).cmdDel(ctx, {
           teardown: early.teardown,
           routesGone: early.routesGone,
-          lingering: services?.lingering?.bind(services),
+          // Only a pod's DEL is answered before the kernel ends the veth's deletion: the kubelet
+          // removes the sandbox, its namespace with it, right after. Any other caller (cnitool,
+          // podman, a script) may look at the namespace next, and finds the interface gone.
+          lingering: env.args.podName && env.args.podNamespace ? services?.lingering?.bind(services) : undefined,
         });
         break;
       case 'CHECK':

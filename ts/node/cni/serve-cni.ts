@@ -23,6 +23,7 @@ import { ACCEPT, DECLINE, frame, FrameReader, GO } from './cni-frames.ts';
 import { declineReason, parseRequest, type CniRequest, type Decline, type DeclineKind } from './decline.ts';
 import { DeclineLog } from './decline-log.ts';
 import { InflightJournal } from './inflight-journal.ts';
+import { NamespaceTails } from './namespace-tails.ts';
 import { rollBack, runCommand } from './roll-back.ts';
 
 /** How long a connection may take to send its request, and then its go. */
@@ -91,6 +92,7 @@ export async function serveCni(options: CniServerOptions): Promise<CniServer> {
     return { kind: state === 'stopping' ? 'stopping' : state === 'waiting' ? 'starting' : 'rolling-back', reason };
   };
   const running = new Set<Promise<void>>();
+  const tails = new NamespaceTails();
   const declines = new DeclineLog(log, options.declined);
 
   const serve = async (received: ReceivedRequest): Promise<void> => {
@@ -143,19 +145,20 @@ export async function serveCni(options: CniServerOptions): Promise<CniServer> {
     }
     socket.setTimeout(0);
     const command = request.env['CNI_COMMAND'] ?? '';
+    const netnsPath = request.env['CNI_NETNS'];
+    await tails.pending(netnsPath);
     const started = performance.now();
     let stderr = '';
-    // The namespace stays lent until the kernel work the call hands over (a DEL's veth deletion) ends.
+    // The kernel work the call hands over (a pod's DEL: the veth's deletion): the namespace stays
+    // lent until it ends, and the next call on the namespace waits for it.
     const kernelWork: Promise<unknown>[] = [];
-    const callServices: PluginServices = loan
-      ? {
-          ...services,
-          lingering: (work, what) => {
-            kernelWork.push(work);
-            services.lingering?.(work, what);
-          },
-        }
-      : services;
+    const callServices: PluginServices = {
+      ...services,
+      lingering: (work, what) => {
+        kernelWork.push(work);
+        services.lingering?.(work, what);
+      },
+    };
     const served = () =>
       runCommand(
         { env: request.env, readStdin: () => stdin, stderr: (text) => (stderr += text), pid: request.pid },
@@ -163,6 +166,7 @@ export async function serveCni(options: CniServerOptions): Promise<CniServer> {
         trace ? { ...callServices, store: (conf) => callServices.store?.(conf)?.then((store) => trace.timedStore(store)) } : callServices,
       );
     const outcome = await (trace ? trace.run(served) : served());
+    tails.add(netnsPath, kernelWork);
     if (loan) {
       const lent = loan;
       void Promise.allSettled(kernelWork).then(() => lent.release());
