@@ -11,13 +11,17 @@ import type { Run } from './run-plugin.ts';
 export type AgentCycle = { container: string; add: Run; del: Run };
 
 /**
- * Until the pod's eth0 is gone: a DEL through the agent answers while the kernel is still deleting
- * the veth (its routes and addresses gone), and the next command in the same namespace would meet
- * it (a runtime never reuses a namespace). Not timed.
+ * Until the pod's eth0 is gone: a pod's DEL through the agent answers while the kernel is still
+ * deleting the veth (its routes and addresses gone, the kubelet removing the namespace next). The
+ * agent would make the next command in that namespace wait for it; waited for here, untimed, so
+ * that no ADD's figure includes another pod's deletion. Throws after 10 s.
  */
 export async function interfaceGone(netns: string): Promise<void> {
-  while (spawnSync('ip', ['-n', netns, 'link', 'show', 'eth0'], { stdio: 'ignore' }).status === 0)
+  const deadline = Date.now() + 10_000;
+  while (spawnSync('ip', ['-n', netns, 'link', 'show', 'eth0'], { stdio: 'ignore' }).status === 0) {
+    if (Date.now() > deadline) throw new Error(`eth0 is still in ${netns} 10 s after its DEL`);
     await new Promise((resolve) => setTimeout(resolve, 1));
+  }
 }
 
 /** The parts of a command through the agent, each a series of per-command milliseconds. */
