@@ -28,16 +28,23 @@ const isBlockWrite = (w: Write) => isBlockKey(w.key);
 
 /**
  * The agent's services over `store`: counting the commits that write a block, and refusing, as an
- * unreachable datastore would, any commit that writes a key `refuse` accepts.
+ * unreachable datastore would, any commit that writes a key `refuse` accepts. The first commit
+ * that writes a block waits for `beforeFirstBlockCommit`, if given.
  */
-function agentServices(store: Store, refuse: (key: string) => boolean = () => false) {
+function agentServices(
+  store: Store,
+  refuse: (key: string) => boolean = () => false,
+  beforeFirstBlockCommit?: (waiting: WaitingAdds) => Promise<void>,
+) {
   const counts = { blockCommits: 0, servedTogether: 0, refusedWithBlock: 0, refusedAlone: 0 };
+  let held: Promise<void> | undefined;
   const shared = new Proxy(store, {
     get(target, property) {
       const value = Reflect.get(target, property, target);
       if (property === 'close') return () => undefined;
       if (property !== 'commit' && property !== 'commitElseRead') return typeof value === 'function' ? value.bind(target) : value;
-      return (writes: readonly Write[], ...rest: unknown[]) => {
+      return async (writes: readonly Write[], ...rest: unknown[]) => {
+        if (beforeFirstBlockCommit && writes.some(isBlockWrite)) await (held ??= beforeFirstBlockCommit(waiting));
         if (writes.some((w) => refuse(w.key))) {
           counts[writes.some(isBlockWrite) ? 'refusedWithBlock' : 'refusedAlone']++;
           return Promise.reject(new Error('refused for the test'));
@@ -72,6 +79,12 @@ async function run(
   const env = { CNI_COMMAND: command, CNI_CONTAINERID: id, CNI_NETNS: netns, CNI_IFNAME: 'eth0', CNI_PATH: '/usr/lib/cni' };
   const io = { env, readStdin: () => Buffer.from(JSON.stringify(netconf)), stderr: () => undefined, pid: process.pid };
   return runMain(io, program, services);
+}
+
+/** Until `count` ADDs of `node` wait for its turn (at most 30 s: the test's assertions then say what happened). */
+async function queued(waiting: WaitingAdds, node: string, count: number): Promise<void> {
+  for (let tries = 0; tries < 3000 && waiting.waiting(node, count).length < count; tries++)
+    await new Promise((resolve) => setTimeout(resolve, 10));
 }
 
 const allocated = async (store: Store) =>
@@ -150,12 +163,25 @@ test('etcd: an ADD whose endpoint cannot be written fails and holds no address, 
   const netconf = ipamNetconf(etcd, { node: 'node-group-fail', name: 'groupfail' });
   const pods = Array.from({ length: 8 }, () => ({ id: containerId(), netns: createNetns(t, 'gfail') }));
   const failing = pods.slice(2, 5).map((p) => p.id);
+  // A failing ADD takes the node's turn first, and its commit of the block waits until every other
+  // ADD is queued: it is refused in its own turn, and the next turn's commit serves the other
+  // failing ADDs, whose own commits are refused (however the machine schedules them).
+  let commitReached = () => {};
+  const reached = new Promise<void>((resolve) => (commitReached = resolve));
   const { services, counts } = agentServices(
     store,
     (key) => key.startsWith(keys.workloadEndpoints) && failing.some((id) => key.includes(id)),
+    (waiting) => {
+      commitReached();
+      return queued(waiting, 'node-group-fail', pods.length - 1);
+    },
   );
-  const adds = await Promise.all(pods.map((p) => run(services, 'netplug', netconf, 'ADD', p.id, p.netns.path)));
+  const add = (p: (typeof pods)[number]) => run(services, 'netplug', netconf, 'ADD', p.id, p.netns.path);
+  const first = add(pods[2] as (typeof pods)[number]);
+  await Promise.race([reached, first]);
+  const adds = await Promise.all(pods.map((p, i) => (i === 2 ? first : add(p))));
   t.log(`refused: ${counts.refusedAlone} served ADDs' own commits, ${counts.refusedWithBlock} commits in the turn`);
+  t.true(counts.refusedWithBlock > 0, "a commit in a failing ADD's own turn was refused");
   t.true(counts.refusedAlone > 0, "a served ADD's own commit was among those refused");
   for (const [i, p] of pods.entries()) {
     const handle = await store.get(keys.handle(`${netconf.name}.${p.id}`));
