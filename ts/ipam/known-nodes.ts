@@ -11,6 +11,7 @@ import type { Family } from '../net/cidr.ts';
 import type { Entry, Write } from '../store/store.ts';
 import { cidrOfKey, familyOf, isBlockKey, keys } from '../model/keys.ts';
 import type { Block, Handle } from '../model/ipam-documents.ts';
+import { plainCopy } from '../model/plain-copy.ts';
 import type { NodeResource } from '../model/node.ts';
 import type { PoolResource } from '../model/ip-pool.ts';
 import type { WatchedIpam } from './watched-ipam.ts';
@@ -65,9 +66,16 @@ export class KnownNodes {
     return watchedFacts(node, known.facts, this.watched);
   }
 
-  /** The node's blocks as last known (a hint to read with, whatever its age), by CIDR; copies. */
-  blocks(node: string): Record<string, Entry<Block> | null> {
-    return copies(this.facts.get(node)?.facts.blocks ?? {});
+  /** The CIDRs of the node's blocks as last known (a hint to read with, whatever its age). */
+  blockCidrs(node: string): string[] {
+    return Object.keys(this.facts.get(node)?.facts.blocks ?? {});
+  }
+
+  /** The node's blocks as last known, by CIDR (only `cidrs`, if given); copies. */
+  blocks(node: string, cidrs?: readonly string[]): Record<string, Entry<Block> | null> {
+    const known = this.facts.get(node)?.facts.blocks ?? {};
+    if (!cidrs) return copies(known);
+    return Object.fromEntries(cidrs.filter((cidr) => cidr in known).map((cidr) => [cidr, plainCopy(known[cidr] ?? null)]));
   }
 
   /**
@@ -113,10 +121,9 @@ export class KnownNodes {
       if (!isBlockKey(write.key)) continue;
       const cidr = cidrOfKey(write.key);
       const revision = revisions[write.key];
-      if ('update' in write && revision)
-        known.facts.blocks[cidr] = { key: write.key, value: structuredClone(write.update as Block), revision };
+      if ('update' in write && revision) known.facts.blocks[cidr] = { key: write.key, value: plainCopy(write.update as Block), revision };
       else if ('create' in write && revision)
-        known.facts.blocks[cidr] = { key: write.key, value: structuredClone(write.create as Block), revision };
+        known.facts.blocks[cidr] = { key: write.key, value: plainCopy(write.create as Block), revision };
       else if ('remove' in write) this.facts.delete(node);
     }
   }
@@ -161,7 +168,7 @@ export class KnownNodes {
   /** A handle or workload endpoint as this agent last wrote it, if it did (a copy). */
   document<T>(key: string): Entry<T> | undefined {
     const entry = this.documents.get(key);
-    return entry && (structuredClone(entry) as Entry<T>);
+    return entry && (plainCopy(entry) as Entry<T>);
   }
 
   /** The document was removed (or is to be read again). */
@@ -173,7 +180,7 @@ export class KnownNodes {
     this.documents.delete(write.key);
     const value = 'create' in write ? write.create : 'update' in write ? write.update : undefined;
     if (value === undefined || !revision) return;
-    this.documents.set(write.key, { key: write.key, value: structuredClone(value), revision });
+    this.documents.set(write.key, { key: write.key, value: plainCopy(value), revision });
     if (this.documents.size > DOCUMENTS_KEPT) this.documents.delete(this.documents.keys().next().value as string);
   }
 }
@@ -187,7 +194,7 @@ function watchedFacts(node: string, facts: NodeFacts, watched: WatchedIpam): Nod
   const blocks = copies(facts.blocks);
   for (const [cidr, entry] of watched.nodeBlocks(node)) {
     const mine = blocks[cidr];
-    if (!mine || newer(entry.revision, mine.revision)) blocks[cidr] = structuredClone(entry);
+    if (!mine || newer(entry.revision, mine.revision)) blocks[cidr] = plainCopy(entry);
   }
   const affinityKeys: NodeFacts['affinityKeys'] = {};
   for (const family of [4, 6] as const) {
@@ -204,4 +211,4 @@ function watchedFacts(node: string, facts: NodeFacts, watched: WatchedIpam): Nod
 const newer = (a: string, b: string): boolean => a.length > b.length || (a.length === b.length && a > b);
 
 const copies = (blocks: Record<string, Entry<Block> | null>): Record<string, Entry<Block> | null> =>
-  Object.fromEntries(Object.entries(blocks).map(([cidr, entry]) => [cidr, entry && structuredClone(entry)]));
+  Object.fromEntries(Object.entries(blocks).map(([cidr, entry]) => [cidr, entry && plainCopy(entry)]));

@@ -50,7 +50,7 @@ export async function readAhead(
   families: readonly Family[],
   known?: { node: string; nodes: KnownNodes },
 ): Promise<ReadAhead> {
-  const hinted = known ? Object.keys(known.nodes.blocks(known.node)) : [];
+  const hinted = known ? known.nodes.blockCidrs(known.node) : [];
   const commits = known?.nodes.commits(known.node);
   const all = await store.read([...reads, ...blockReads(hinted)]);
   const results = all.slice(0, reads.length);
@@ -119,7 +119,7 @@ export function prefetchRelease(store: Promise<Store>, handle: string, node: str
       results: Promise.resolve({ results: [known.handle, ...cidrs.map((cidr) => known.blocks[cidr])], blocks: {}, assumed: true }),
     };
   }
-  const reads = [{ get: keys.handle(handle) }, ...blockReads(Object.keys(nodes.blocks(node)))];
+  const reads = [{ get: keys.handle(handle) }, ...blockReads(nodes.blockCidrs(node))];
   return { reads, results: store.then(async (s) => ({ results: await s.read(reads), blocks: {} })) };
 }
 
@@ -127,8 +127,8 @@ export function prefetchRelease(store: Promise<Store>, handle: string, node: str
 export function knownRelease(nodes: KnownNodes, node: string, handle: string): ReadForRelease | undefined {
   const written = nodes.handle(keys.handle(handle));
   if (!written) return undefined;
-  const blocks = nodes.blocks(node);
   const cidrs = Object.keys(written.value.block);
+  const blocks = nodes.blocks(node, cidrs);
   if (!cidrs.every((cidr) => blocks[cidr])) return undefined;
   return { handle: written, blocks: Object.fromEntries(cidrs.map((cidr) => [cidr, blocks[cidr] ?? undefined])) };
 }
