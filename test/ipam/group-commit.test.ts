@@ -44,7 +44,10 @@ function agentServices(
       if (property === 'close') return () => undefined;
       if (property !== 'commit' && property !== 'commitElseRead') return typeof value === 'function' ? value.bind(target) : value;
       return async (writes: readonly Write[], ...rest: unknown[]) => {
-        if (beforeFirstBlockCommit && writes.some(isBlockWrite)) await (held ??= beforeFirstBlockCommit(waiting));
+        if (beforeFirstBlockCommit && writes.some(isBlockWrite)) {
+          held ??= beforeFirstBlockCommit(waiting);
+          await held;
+        }
         if (writes.some((w) => refuse(w.key))) {
           counts[writes.some(isBlockWrite) ? 'refusedWithBlock' : 'refusedAlone']++;
           return Promise.reject(new Error('refused for the test'));
