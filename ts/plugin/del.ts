@@ -21,7 +21,7 @@ export interface DelOptions {
   teardown?: Promise<AttachmentTeardown> | undefined;
   /** The attachment's host routes removed, before the removal started (early work). */
   routesGone?: Promise<number> | undefined;
-  /** A resident host's taker of the removal's end (PluginServices.lingering); else DEL waits for it. */
+  /** A resident host's taker of the removal's end (PluginServices.lingering), for a pod's DEL; else DEL waits for it. */
   lingering?: ((work: Promise<unknown>, what: string) => void) | undefined;
 }
 
@@ -89,7 +89,10 @@ export async function cmdDel(ctx: PluginContext, { teardown, routesGone, lingeri
   const endpointGone = ctx.usesDatastore && !alongside ? removeEndpoint() : undefined;
   await attempt(1, () => ctx.ipam.del(interfaceGone, alongside));
   await (endpointGone ?? (alongside && !endpointRemoved ? removeEndpoint() : undefined));
-  if (!settled && lingering && failures.flat().length === 0) {
+  // Only a pod's DEL is answered before the kernel ends the veth's deletion: the kubelet removes
+  // the sandbox, its namespace with it, right after. Any other caller (cnitool, podman, a script)
+  // may look at the namespace next, and finds the interface gone.
+  if (!settled && lingering && ctx.workload.orchestrator === 'k8s' && failures.flat().length === 0) {
     // A resident host answers now: the routes are gone and the addresses released; the kernel
     // finishes the deletion behind the answer, and the host logs it if it fails (the runtime then
     // destroys the namespace, and the veth with it).

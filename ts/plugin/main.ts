@@ -116,10 +116,7 @@ export async function runMain(io: MainIo, program: Program = 'netplug', services
         await (await import('./del.ts')).cmdDel(ctx, {
           teardown: early.teardown,
           routesGone: early.routesGone,
-          // Only a pod's DEL is answered before the kernel ends the veth's deletion: the kubelet
-          // removes the sandbox, its namespace with it, right after. Any other caller (cnitool,
-          // podman, a script) may look at the namespace next, and finds the interface gone.
-          lingering: env.args.podName && env.args.podNamespace ? services?.lingering?.bind(services) : undefined,
+          lingering: services?.lingering?.bind(services),
         });
         break;
       case 'CHECK':
