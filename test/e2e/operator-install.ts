@@ -43,18 +43,30 @@ export function customResourcesFor(cluster: Cluster): string {
 }
 
 /** A NetplugStatus condition's state (`True`, `False`, or undefined when absent). */
-export async function statusCondition(cluster: Cluster, name: string, type: string): Promise<{ status?: string; message?: string }> {
+export async function statusCondition(
+  cluster: Cluster,
+  name: string,
+  type: string,
+): Promise<{ status?: string; message?: string; observedGeneration?: number }> {
   const status = await getJson(cluster, 'netplugstatus', name).catch(() => undefined);
   return status?.status?.conditions?.find((condition: any) => condition.type === type) ?? {};
 }
 
+/**
+ * Both NetplugStatuses Available, computed from the Installation's current generation: a
+ * condition from before the last change of the Installation says nothing about its rollout.
+ * (The previous release's operator records no generation on its conditions: taken as they are.)
+ */
 export const waitAvailable = (cluster: Cluster, seconds = 240) =>
   eventually(
-    'NetplugStatus netplug and ippools Available',
+    'NetplugStatus netplug and ippools Available for the current Installation',
     async () => {
+      const generation = (await getJson(cluster, 'installation', 'default')).metadata.generation;
       for (const name of ['netplug', 'ippools']) {
         const available = await statusCondition(cluster, name, 'Available');
-        if (available.status !== 'True') throw new Error(`${name}: ${JSON.stringify(available)}`);
+        const stale = available.observedGeneration !== undefined && available.observedGeneration !== generation;
+        if (available.status !== 'True' || stale)
+          throw new Error(`${name}: ${JSON.stringify(available)} (Installation generation ${generation})`);
       }
       return true;
     },

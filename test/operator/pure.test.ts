@@ -9,6 +9,7 @@ import {
   daemonSetState,
   deploymentState,
   failingPods,
+  newest,
   poolsState,
   sameConditions,
 } from '../../ts/operator/compute-conditions.ts';
@@ -351,6 +352,14 @@ test('conditions (§A.3): Progressing until the controller has seen the generati
     numberMisscheduled: 0,
   };
   t.like(daemonSetState('netplug-node', { metadata: { generation: 1 }, status: ready }), { available: true, progressing: false });
+  // An apply that changed the template answers with generation 2 while the cache still holds the
+  // rolled-out generation 1: the state is the apply's (RolloutPending), not the cache's Available.
+  const cached = { metadata: { generation: 1 }, status: ready };
+  const applied = { metadata: { generation: 2 }, status: ready };
+  t.like(daemonSetState('netplug-node', newest(cached, applied)), { available: false, reason: 'RolloutPending' });
+  t.is(newest(cached, { metadata: { generation: 1 } }), cached, 'the same generation: the cache, whose status is the newer');
+  t.is(newest(cached, undefined), cached);
+  t.is(newest(undefined, applied), applied);
   t.like(
     deploymentState('c', {
       metadata: { generation: 1 },

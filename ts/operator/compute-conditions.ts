@@ -46,6 +46,17 @@ export interface ComponentState {
 const ready: ComponentState = { available: true, progressing: false, reason: 'AllObjectsAvailable', message: '' };
 const notYet = (reason: StateReason, message: string): ComponentState => ({ available: false, progressing: true, reason, message });
 
+/**
+ * The newer of a workload as the cache holds it and as an apply just answered. An apply that
+ * changes a template answers with the next generation before the cache's watch delivers it; a
+ * state computed from the cache alone would call the last rollout Available for that moment.
+ */
+export function newest<T extends k8s.KubernetesObject>(cached: T | undefined, applied: k8s.KubernetesObject | undefined): T | undefined {
+  if (!applied) return cached;
+  if (!cached || (applied.metadata?.generation ?? 0) > (cached.metadata?.generation ?? 0)) return applied as T;
+  return cached;
+}
+
 export function daemonSetState(name: string, ds: k8s.V1DaemonSet | undefined): ComponentState {
   if (!ds) return notYet('NotYetCreated', `DaemonSet ${name} does not exist yet`);
   const s = ds.status;

@@ -44,6 +44,16 @@ export function apply(kube: OperatorKube, object: KubeObject): Promise<k8s.Kuber
   return kube.objects.patch(object as k8s.KubernetesObject, undefined, undefined, FIELD_MANAGER, true, k8s.PatchStrategy.ServerSideApply);
 }
 
+/** What the server answered to each apply, by `Kind/name`. */
+export type Applied = Map<string, k8s.KubernetesObject>;
+
+/** Applies `objects` in order; resolves to the server's answers (see `newest`). */
+export async function applyAll(kube: OperatorKube, objects: readonly KubeObject[]): Promise<Applied> {
+  const applied: Applied = new Map();
+  for (const object of objects) applied.set(`${object.kind}/${object.metadata.name}`, await apply(kube, object));
+  return applied;
+}
+
 /** Deletes an object; false if it was not there. */
 export async function remove(kube: OperatorKube, object: KubeObject): Promise<boolean> {
   try {

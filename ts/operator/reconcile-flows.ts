@@ -21,7 +21,7 @@ import { FLOWS } from '../render/flows.ts';
 import { type KubeObject, NODE } from '../render/objects.ts';
 import { apiStatus, describeError } from '../runtime/errors.ts';
 import type { OperatorCaches } from './caches.ts';
-import { combine, type ComponentState, conditionsOf, deploymentState, failingPods, type Problem } from './compute-conditions.ts';
+import { combine, type ComponentState, conditionsOf, deploymentState, failingPods, newest, type Problem } from './compute-conditions.ts';
 import {
   AGGREGATOR_PLURAL,
   aggregatorProblems,
@@ -31,7 +31,7 @@ import {
   writeFlowsStatus,
 } from './flow-resources.ts';
 import { GROUP, INSTALLATION, MANAGED_BY, SYSTEM_NAMESPACE, VERSION } from './installation.ts';
-import { apply, type OperatorKube, readOrNothing, remove } from './open-kube.ts';
+import { type Applied, applyAll, type OperatorKube, readOrNothing, remove } from './open-kube.ts';
 import type { Operator } from './reconcile-installation.ts';
 import { renderFlowsSystem } from './render-system.ts';
 import { INSTALLATION_PLURAL } from './write-status.ts';
@@ -135,15 +135,19 @@ export async function reconcileAggregator(op: Operator, memory: FlowsMemory): Pr
     return undefined;
   }
   let problem: Problem | undefined;
+  let applied: Applied = new Map();
   try {
-    for (const object of renderFlowsSystem(spec, op.image)) await apply(kube, object);
+    applied = await applyAll(kube, renderFlowsSystem(spec, op.image));
     memory.removed = false;
   } catch (err) {
     problem = { reason: 'ResourceUpdateError', message: `applying ${FLOWS}' objects: ${describeError(err)}` };
   }
 
-  // 4. Conditions from the Deployment and netplug-node's template, as the caches hold them.
-  const state = combine([deploymentState(FLOWS, caches.deployments.get(FLOWS, SYSTEM_NAMESPACE)), nodesSending(caches, intervalSeconds)]);
+  // 4. Conditions from the Deployment (as the cache or this pass's apply holds it, the newer) and netplug-node's template.
+  const state = combine([
+    deploymentState(FLOWS, newest(caches.deployments.get(FLOWS, SYSTEM_NAMESPACE), applied.get(`Deployment/${FLOWS}`))),
+    nodesSending(caches, intervalSeconds),
+  ]);
   problem ??= failingPods(caches.pods.list().filter(isFlowsPod));
   try {
     await report(state, problem);

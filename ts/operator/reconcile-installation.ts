@@ -20,6 +20,7 @@ import {
   daemonSetState,
   deploymentState,
   failingPods,
+  newest,
   poolsState,
   type Problem,
 } from './compute-conditions.ts';
@@ -36,7 +37,7 @@ import {
   SYSTEM_NAMESPACE,
 } from './installation.ts';
 import { normaliseAliases } from './normalise-aliases.ts';
-import { apply, mergePatch, type OperatorKube } from './open-kube.ts';
+import { type Applied, applyAll, mergePatch, type OperatorKube } from './open-kube.ts';
 import { readPlatformCidrs } from './read-platform-cidrs.ts';
 import { poolObjects, reconcilePools } from './reconcile-pools.ts';
 import { applyOrder, renderSystem } from './render-system.ts';
@@ -178,20 +179,21 @@ export async function reconcileInstallation(op: Operator, installation: Installa
   await writeComponentStatus(kube, 'ippools', caches.statuses.get('ippools'), { state: pools, problem: poolProblem, generation });
 
   let netplugProblem: Problem | undefined;
+  let applied: Applied = new Map();
   try {
     const flowLogs = nodeFlowLogs(caches.flowLogAggregators.get(FLOWS_RESOURCE), Boolean(caches.deployments.get(FLOWS, SYSTEM_NAMESPACE)));
     const system = renderSystem(filled, op.image, op.node, { flowLogs });
-    for (const object of applyOrder(system)) await apply(kube, object);
+    applied = await applyAll(kube, applyOrder(system));
   } catch (err) {
     netplugProblem = { reason: 'ResourceUpdateError', message: `applying netplug-system's objects: ${describeError(err)}` };
     writeFailed = true;
   }
   warnOnce(op, 'objects', netplugProblem);
 
-  // 5. Conditions from the workloads, as the caches hold them.
+  // 5. Conditions from the workloads, as the caches or this pass's applies hold them (the newer).
   const workloads = combine([
-    daemonSetState(NODE, caches.daemonSets.get(NODE, SYSTEM_NAMESPACE)),
-    deploymentState(CONTROLLERS, caches.deployments.get(CONTROLLERS, SYSTEM_NAMESPACE)),
+    daemonSetState(NODE, newest(caches.daemonSets.get(NODE, SYSTEM_NAMESPACE), applied.get(`DaemonSet/${NODE}`))),
+    deploymentState(CONTROLLERS, newest(caches.deployments.get(CONTROLLERS, SYSTEM_NAMESPACE), applied.get(`Deployment/${CONTROLLERS}`))),
   ]);
   netplugProblem ??= failingPods(caches.pods.list().filter((pod) => pod.metadata?.labels?.['k8s-app'] !== FLOWS));
   await writeComponentStatus(kube, 'netplug', caches.statuses.get('netplug'), { state: workloads, problem: netplugProblem, generation });

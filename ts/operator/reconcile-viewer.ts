@@ -14,10 +14,10 @@
 import { FLOW_VIEWER } from '../render/flow-viewer.ts';
 import { FLOWS } from '../render/flows.ts';
 import { apiStatus, describeError } from '../runtime/errors.ts';
-import { combine, type ComponentState, conditionsOf, deploymentState, failingPods, type Problem } from './compute-conditions.ts';
+import { combine, type ComponentState, conditionsOf, deploymentState, failingPods, newest, type Problem } from './compute-conditions.ts';
 import { AGGREGATOR_PLURAL, FLOWS_RESOURCE, type FlowViewer, VIEWER_PLURAL, writeFlowsStatus } from './flow-resources.ts';
 import { INSTALLATION, SYSTEM_NAMESPACE } from './installation.ts';
-import { apply, readOrNothing } from './open-kube.ts';
+import { type Applied, applyAll, readOrNothing } from './open-kube.ts';
 import { cluster, type FlowsMemory, NOTHING, removeOurs } from './reconcile-flows.ts';
 import type { Operator } from './reconcile-installation.ts';
 import { renderViewerSystem } from './render-system.ts';
@@ -80,15 +80,18 @@ export async function reconcileViewer(op: Operator, memory: FlowsMemory): Promis
     return undefined;
   }
   let problem: Problem | undefined;
+  let applied: Applied = new Map();
   try {
-    for (const object of renderViewerSystem(op.image)) await apply(kube, object);
+    applied = await applyAll(kube, renderViewerSystem(op.image));
     memory.removed = false;
   } catch (err) {
     problem = { reason: 'ResourceUpdateError', message: `applying ${FLOW_VIEWER}'s objects: ${describeError(err)}` };
   }
 
-  // 3. Conditions from its Deployment and pods, as the caches hold them.
-  const state = combine([deploymentState(FLOW_VIEWER, caches.deployments.get(FLOW_VIEWER, SYSTEM_NAMESPACE))]);
+  // 3. Conditions from its Deployment (as the cache or this pass's apply holds it, the newer) and pods.
+  const state = combine([
+    deploymentState(FLOW_VIEWER, newest(caches.deployments.get(FLOW_VIEWER, SYSTEM_NAMESPACE), applied.get(`Deployment/${FLOW_VIEWER}`))),
+  ]);
   problem ??= failingPods(caches.pods.list().filter(isViewerPod));
   try {
     await report(state, problem);
