@@ -50,6 +50,10 @@ test('the node pod: agent first, install-cni second, on the standard host paths'
     ['/opt/cni/bin', '/etc/cni/net.d', '/var/lib/netplug', '/var/run/netplug', '/var/log/netplug/cni'],
   );
   t.true(pod.hostNetwork);
+  // install-cni is checked until its install is complete, not for the pod's life (an exec every few seconds on every node).
+  const installer = pod.containers[1];
+  t.like(installer.startupProbe, { exec: { command: ['/usr/bin/netplug-install', '--check'] }, periodSeconds: 1 });
+  t.is(installer.readinessProbe, undefined);
 });
 
 test('the fast path is on by default (netplug-config fast_path), the agent sees the host paths as the plugin does, and Prometheus finds /metrics', (t) => {

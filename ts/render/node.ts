@@ -194,7 +194,15 @@ export function renderNode(options: RenderOptions): KubeObject {
       { name: 'var-lib-netplug', mountPath: '/host/var/lib/netplug' },
       ...(etcd ? [etcdSecretMount] : []),
     ],
-    readinessProbe: { exec: { command: ['/usr/bin/netplug-install', '--check'] }, periodSeconds: 5, timeoutSeconds: 10 },
+    // Ready once this version's install is complete, then no more probing: a readiness probe ran
+    // the check (an exec through the runtime) every 5 s on every node for the pod's life. A check
+    // still failing after 10 min restarts the container, whose install starts again.
+    startupProbe: {
+      exec: { command: ['/usr/bin/netplug-install', '--check'] },
+      periodSeconds: 1,
+      failureThreshold: 600,
+      timeoutSeconds: 10,
+    },
     resources: { requests: { cpu: '10m', memory: '32Mi' } },
   };
   return {
