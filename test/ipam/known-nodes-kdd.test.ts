@@ -68,3 +68,61 @@ test('on the Kubernetes datastore too, what the agent knows is checked by its co
   t.true(await store.commit([{ key: keys.pool('kdd-old'), update: disabled, revision: old?.revision ?? '' }]));
   t.regex(await add(agent), /^10\.77\./, 'the disabled pool was not used');
 });
+
+test('a burst of ADDs on a node whose facts went stale reads them once, not once per ADD, and no address is given twice', async (t) => {
+  const kube = await startKube(t);
+  await installCrds(kube);
+  const node = `${NODE}-burst`;
+  await kube.core.createNode({ body: { metadata: { name: node } } });
+  const kubeconfig = kube.server.admin.kubeconfig;
+  const store = await openStore({ datastore_type: 'kubernetes', kubernetes: { kubeconfig } });
+  t.teardown(() => store.close());
+  await store.commit([{ key: keys.pool('kdd-burst'), create: poolResource('kdd-burst', { cidr: '10.78.0.0/16' }, new Date()) }]);
+  // The facts' reads: each lists the pools first (read-ahead.ts addReads).
+  let factsReads = 0;
+  const shared = new Proxy(store, {
+    get(target, property) {
+      const value = Reflect.get(target, property, target);
+      if (property === 'close') return () => undefined;
+      if (property !== 'read') return typeof value === 'function' ? value.bind(target) : value;
+      return (reads: { list?: string }[]) => {
+        if (reads.some((read) => read.list === keys.pools)) factsReads++;
+        return value.call(target, reads);
+      };
+    },
+  }) as Store;
+  let clock = 0;
+  const known = new KnownNodes(() => clock);
+  const agent: PluginServices = {
+    via: 'netplug-node',
+    store: () => Promise.resolve(shared),
+    ipamTurns: nodeTurns(),
+    knownNodes: () => known,
+  };
+  const netns = createNetns(t, 'known-burst').path;
+  const netconf = {
+    cniVersion: '1.1.0',
+    name: 'known-burst',
+    type: 'netplug',
+    nodename: node,
+    datastore_type: 'kubernetes',
+    kubernetes: { kubeconfig },
+    ipam: { type: 'netplug-ipam' },
+  };
+  const add = async () => {
+    const env = { CNI_COMMAND: 'ADD', CNI_CONTAINERID: containerId(), CNI_NETNS: netns, CNI_IFNAME: 'eth0', CNI_PATH: '/usr/lib/cni' };
+    const io = { env, readStdin: () => Buffer.from(JSON.stringify(netconf)), stderr: () => undefined, pid: process.pid };
+    const outcome = await runMain(io, 'netplug-ipam', agent);
+    t.is(outcome.exitCode, 0, outcome.stdout);
+    return String(JSON.parse(outcome.stdout).ips[0].address).split('/')[0] ?? '';
+  };
+
+  const first = await add();
+  t.truthy(known.fresh(node), 'the first ADD read the facts and claimed a block');
+  clock += 60_000;
+  t.is(known.fresh(node), undefined, 'a minute later they are stale (no watch on this datastore)');
+  factsReads = 0;
+  const burst = await Promise.all(Array.from({ length: 12 }, () => add()));
+  t.is(factsReads, 1, 'one read of the facts for the 12 ADDs');
+  t.is(new Set([first, ...burst]).size, 13, `no address twice: ${[first, ...burst].join(', ')}`);
+});

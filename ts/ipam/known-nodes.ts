@@ -41,6 +41,8 @@ export class KnownNodes {
    * stale), and the count at which each block was last written and an affinity last changed.
    */
   private readonly commitsOn = new Map<string, { count: number; blocks: Map<string, number>; affinities: number }>();
+  /** Per node: a read of its facts in flight, which ADDs arriving meanwhile wait for instead of reading too. */
+  private readonly reading = new Map<string, Promise<unknown>>();
   private readonly now: () => number;
   private readonly watched: WatchedIpam | undefined;
 
@@ -97,6 +99,27 @@ export class KnownNodes {
         if (since(count) && known.blocks[cidr] !== undefined) blocks[cidr] = known.blocks[cidr] ?? null;
     const affinityKeys = affinitiesChanged && known ? known.affinityKeys : facts.affinityKeys;
     this.facts.set(node, { at: this.now(), facts: { ...facts, affinityKeys, blocks: copies(blocks) } });
+  }
+
+  /**
+   * A read of the node's facts in flight (settled either way once it is over), if one is: an ADD
+   * that finds no fresh facts waits for it and decides on what it remembered, where a burst of
+   * pods on a node with stale facts had each ADD read the same documents.
+   */
+  factsRead(node: string): Promise<unknown> | undefined {
+    return this.reading.get(node);
+  }
+
+  /** `read` reads the node's facts (readAhead, which remembers them): factsRead() gives it until it settles. */
+  readingFacts(node: string, read: Promise<unknown>): void {
+    const settled = read.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.reading.set(node, settled);
+    settled.then(() => {
+      if (this.reading.get(node) === settled) this.reading.delete(node);
+    });
   }
 
   /** Drops what is known of the node (a commit decided on it failed). */

@@ -54,12 +54,17 @@ export function startDatastoreWork(
   const companions = program === 'netplug' ? [endpointKey(workloadOf(env, node))] : [];
   const reads = addReads(handleId(conf.name, env.containerId), node, families, companions);
   // What the agent knows already is not read again: the commit checks it.
-  const assumed = known && assumedAhead(known.fresh(node), families, companions.length, known.commits(node));
+  const assumeKnown = () => known && assumedAhead(known.fresh(node), families, companions.length, known.commits(node));
+  const assumed = assumeKnown();
   if (assumed) return { store, prefetched: { reads, results: Promise.resolve(assumed) } };
-  return {
-    store,
-    prefetched: { reads, results: handled(store.then((s) => readAhead(s, reads, families, known && { node, nodes: known }))) },
-  };
+  const read = () => store.then((s) => readAhead(s, reads, families, known && { node, nodes: known }));
+  // Another ADD on the node is reading its facts: decide on what that read remembers (the read
+  // began at most a round trip before this call; the commit checks the facts all the same).
+  const inFlight = known?.factsRead(node);
+  if (inFlight) return { store, prefetched: { reads, results: handled(inFlight.then(() => assumeKnown() ?? read())) } };
+  const results = handled(read());
+  known?.readingFacts(node, results);
+  return { store, prefetched: { reads, results } };
 }
 
 function handledPrefetch(prefetched: Prefetched): Prefetched {
