@@ -2,7 +2,7 @@
 // the core run in-process as netplug-node runs it, with a second writer (the core without the
 // agent's knowledge, as a one-shot runs) changing the node's block and the pools behind its back.
 // Each change is caught: no address twice, no disabled pool used.
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 
 import { KnownNodes } from '../../ts/ipam/known-nodes.ts';
 import { keys } from '../../ts/model/keys.ts';
@@ -17,6 +17,27 @@ import { containerId, createNetns } from '../helpers/kernel.ts';
 import { installCrds, startKube } from '../helpers/kube.ts';
 
 const NODE = 'node-known-kdd';
+
+/** netplug-ipam's ADD through the core, as `services` serve it, of a new container on `node`; resolves to its address. */
+function adder(t: ExecutionContext, kubeconfig: string, node: string, network: string) {
+  const netns = createNetns(t, network).path;
+  const netconf = {
+    cniVersion: '1.1.0',
+    name: network,
+    type: 'netplug',
+    nodename: node,
+    datastore_type: 'kubernetes',
+    kubernetes: { kubeconfig },
+    ipam: { type: 'netplug-ipam' },
+  };
+  return async (services: PluginServices) => {
+    const env = { CNI_COMMAND: 'ADD', CNI_CONTAINERID: containerId(), CNI_NETNS: netns, CNI_IFNAME: 'eth0', CNI_PATH: '/usr/lib/cni' };
+    const io = { env, readStdin: () => Buffer.from(JSON.stringify(netconf)), stderr: () => undefined, pid: process.pid };
+    const outcome = await runMain(io, 'netplug-ipam', services);
+    t.is(outcome.exitCode, 0, outcome.stdout);
+    return String(JSON.parse(outcome.stdout).ips[0].address).split('/')[0] ?? '';
+  };
+}
 
 test('on the Kubernetes datastore too, what the agent knows is checked by its commit: another writer and a disabled pool are caught', async (t) => {
   const kube = await startKube(t);
@@ -35,23 +56,7 @@ test('on the Kubernetes datastore too, what the agent knows is checked by its co
     knownNodes: () => known,
   };
   const other: PluginServices = { via: 'one-shot', store: () => Promise.resolve(shared), ipamTurns: nodeTurns() };
-  const netns = createNetns(t, 'known-kdd').path;
-  const netconf = {
-    cniVersion: '1.1.0',
-    name: 'known-kdd',
-    type: 'netplug',
-    nodename: NODE,
-    datastore_type: 'kubernetes',
-    kubernetes: { kubeconfig },
-    ipam: { type: 'netplug-ipam' },
-  };
-  const add = async (services: PluginServices) => {
-    const env = { CNI_COMMAND: 'ADD', CNI_CONTAINERID: containerId(), CNI_NETNS: netns, CNI_IFNAME: 'eth0', CNI_PATH: '/usr/lib/cni' };
-    const io = { env, readStdin: () => Buffer.from(JSON.stringify(netconf)), stderr: () => undefined, pid: process.pid };
-    const outcome = await runMain(io, 'netplug-ipam', services);
-    t.is(outcome.exitCode, 0, outcome.stdout);
-    return String(JSON.parse(outcome.stdout).ips[0].address).split('/')[0] ?? '';
-  };
+  const add = adder(t, kubeconfig, NODE, 'known-kdd');
   const allocated = async () =>
     (await store.list(keys.blocks(4))).map(checkedBlock).reduce((n, b) => n + b.value.allocations.filter((a) => a !== null).length, 0);
 
@@ -99,23 +104,8 @@ test('a burst of ADDs on a node whose facts went stale reads them once, not once
     ipamTurns: nodeTurns(),
     knownNodes: () => known,
   };
-  const netns = createNetns(t, 'known-burst').path;
-  const netconf = {
-    cniVersion: '1.1.0',
-    name: 'known-burst',
-    type: 'netplug',
-    nodename: node,
-    datastore_type: 'kubernetes',
-    kubernetes: { kubeconfig },
-    ipam: { type: 'netplug-ipam' },
-  };
-  const add = async () => {
-    const env = { CNI_COMMAND: 'ADD', CNI_CONTAINERID: containerId(), CNI_NETNS: netns, CNI_IFNAME: 'eth0', CNI_PATH: '/usr/lib/cni' };
-    const io = { env, readStdin: () => Buffer.from(JSON.stringify(netconf)), stderr: () => undefined, pid: process.pid };
-    const outcome = await runMain(io, 'netplug-ipam', agent);
-    t.is(outcome.exitCode, 0, outcome.stdout);
-    return String(JSON.parse(outcome.stdout).ips[0].address).split('/')[0] ?? '';
-  };
+  const addThrough = adder(t, kubeconfig, node, 'known-burst');
+  const add = () => addThrough(agent);
 
   const first = await add();
   t.truthy(known.fresh(node), 'the first ADD read the facts and claimed a block');
