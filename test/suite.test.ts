@@ -24,3 +24,14 @@ test('no test is skipped, parked or expected to fail', (t) => {
 test('the suite runs as root', (t) => {
   t.is(process.getuid?.(), 0, 'run npm test as root: the namespace tests need it');
 });
+
+// bash whose stdin is a socket (Node's pipes are socket pairs) reads ~/.bashrc as if run by rshd:
+// a machine's rc file then runs in every probe (pyenv's rehash, for one, waits up to a minute on a
+// lock a killed run left). `bash --norc` reads none.
+test('every bash the tests and scripts start reads no rc file (--norc)', (t) => {
+  const started = /'bash',(?!\s*'--norc')/;
+  const offenders = [...files('test', /\.ts$/), ...files('scripts', /\.ts$/), ...files('bench', /\.ts$/)]
+    .filter((file) => file !== 'test/suite.test.ts')
+    .filter((file) => started.test(readFileSync(join(ROOT, file), 'utf8')));
+  t.deepEqual(offenders, []);
+});

@@ -126,6 +126,7 @@ export async function startNode(context: NodeContext, index: number): Promise<Cl
     'private',
     '--',
     'bash',
+    '--norc',
     '-c',
     HOLDER_SCRIPT,
     join(layout.root, 'mount-holder'),

@@ -225,12 +225,12 @@ export async function makeTopology(t: Pick<ExecutionContext, 'teardown'>, option
       },
     };
   });
-  // Every relay listens before an agent starts.
+  // Every relay listens before an agent starts. (`bash --norc`: see test/suite.test.ts.)
   for (const node of nodes)
     for (const port of options.ports)
       await eventually(
         `the relay of port ${port} in ${node.name}`,
-        () => exec(node.netns, ['bash', '-c', `exec 3<>/dev/tcp/127.0.0.1/${port}`]).status === 0,
+        () => exec(node.netns, ['bash', '--norc', '-c', `exec 3<>/dev/tcp/127.0.0.1/${port}`]).status === 0,
       );
 
   const pods = new Set<Pod>();

@@ -70,6 +70,7 @@ test("an upgrading node masquerades a pod's new flows without a gap while the ol
     'exec',
     pod.name,
     'bash',
+    '--norc',
     '-c',
     'while [ ! -e "$0" ]; do if ping -c 1 -W 1 192.168.77.2 >/dev/null; then echo answered; else echo lost; fi; done',
     `/tmp/netplug-nat-stop-${process.pid}`,

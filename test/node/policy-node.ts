@@ -253,7 +253,7 @@ export const connectsTo = (netns: Netns, address: string, port: number, source?:
     netns,
     source
       ? [process.execPath, '-e', CONNECT_FROM, address, String(port), source]
-      : ['timeout', '-s', 'KILL', '1.5', 'bash', '-c', CONNECT_SHELL, address, String(port)],
+      : ['timeout', '-s', 'KILL', '1.5', 'bash', '--norc', '-c', CONNECT_SHELL, address, String(port)],
   ).status === 0;
 
 /**

@@ -259,7 +259,7 @@ test.serial("natOutgoing: a pod reaching an address outside the pools is seen th
         if (text.includes('listening')) {
           await eventually(
             `${pod.node.name}'s pod connects to ${topology.outside}`,
-            () => topology.exec(pod.netns, ['bash', '-c', `exec 3<>/dev/tcp/${topology.outside}/8089`], 5_000).status === 0,
+            () => topology.exec(pod.netns, ['bash', '--norc', '-c', `exec 3<>/dev/tcp/${topology.outside}/8089`], 5_000).status === 0,
           ).catch(reject);
         }
       });
