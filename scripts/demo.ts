@@ -44,6 +44,7 @@ const pods = ['a', 'b'].map((label) => ({
   id: `demo-${label}-${process.pid}`,
   result: undefined as unknown,
   hostEnd: '',
+  portMappings: [] as unknown[],
 }));
 const servers: ChildProcess[] = [];
 let etcd: EtcdServer | undefined;
@@ -106,13 +107,15 @@ const [netplugConf, portmapConf] = [0, 1].map((i) => () => {
 function add(pod: (typeof pods)[number], portMappings?: unknown[]): unknown {
   const result = runPlugin(NETPLUG, netplugConf(), 'ADD', pod);
   pod.hostEnd = (result as { interfaces: { name: string }[] }).interfaces[0]?.name ?? '';
-  pod.result = runPlugin(PORTMAP, portmapConf(), 'ADD', pod, result, { portMappings: portMappings ?? [] });
+  pod.portMappings = portMappings ?? [];
+  pod.result = runPlugin(PORTMAP, portmapConf(), 'ADD', pod, result, { portMappings: pod.portMappings });
   return pod.result;
 }
 
 function del(pod: (typeof pods)[number]): void {
   if (!pod.result) return;
-  runPlugin(PORTMAP, portmapConf(), 'DEL', pod, pod.result, { portMappings: [] });
+  // With the ADD's port mappings, as the runtime passes them: portmap removes nothing for a DEL without any.
+  runPlugin(PORTMAP, portmapConf(), 'DEL', pod, pod.result, { portMappings: pod.portMappings });
   runPlugin(NETPLUG, netplugConf(), 'DEL', pod, pod.result);
   pod.result = undefined;
 }
@@ -220,10 +223,12 @@ try {
     .filter((line) => pods.some((pod) => line.startsWith(pod.ns)));
   const links = pods.filter((pod) => pod.hostEnd && spawnSync('ip', ['link', 'show', pod.hostEnd]).status === 0).map((pod) => pod.hostEnd);
   const table = !tableBefore && hasNetplugTable() ? ['table inet netplug'] : [];
-  const left = [...namespaces, ...links, ...table];
+  const nat = spawnSync('iptables-save', ['-t', 'nat'], { encoding: 'utf8' }).stdout ?? '';
+  const portmap = pods.filter((pod) => nat.includes(`id: \\"${pod.id}\\"`)).map((pod) => `portmap's rules for ${pod.id}`);
+  const left = [...namespaces, ...links, ...table, ...portmap];
   console.log(
     left.length === 0
-      ? '\nremoved the pods, their namespaces, netplug-node and its table, etcd and its data: nothing left behind'
+      ? '\nremoved the pods, their namespaces and port mappings, netplug-node and its table, etcd and its data: nothing left behind'
       : `\nleft behind (unexpected): ${left.join(', ')}`,
   );
 }

@@ -1,5 +1,5 @@
 // The README's main job, run as a user runs it: it succeeds, and leaves nothing behind (no
-// namespace, no host interface, no etcd, no netplug-node nor its table, no scratch directory),
+// namespace, no host interface, no etcd, no netplug-node nor its table, no port mapping, no scratch directory),
 // also when interrupted.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
@@ -12,7 +12,7 @@ import { requireRoot } from '../helpers/kernel.ts';
 
 const DEMO = new URL('../../scripts/demo.ts', import.meta.url).pathname;
 
-/** What a demo run by `pid` could have left: namespaces, its etcd, netplug-node and its table, its scratch directory. */
+/** What a demo run by `pid` could have left: namespaces, its etcd, netplug-node and its table, portmap's rules, its scratch directory. */
 function leftovers(pid: number, output: string): string[] {
   const hostEnds = [...output.matchAll(/host end (\S+)/g)].map((m) => m[1] as string);
   const namespaces = spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' })
@@ -27,7 +27,10 @@ function leftovers(pid: number, output: string): string[] {
   const agents = agent && existsSync(`/proc/${agent}`) ? [`netplug-node (pid ${agent})`] : [];
   const table =
     spawnSync('/usr/sbin/nft', ['list', 'table', 'inet', 'netplug'], { stdio: 'ignore' }).status === 0 ? ['table inet netplug'] : [];
-  return [...namespaces, ...links, ...etcd, ...dirs, ...agents, ...table];
+  // portmap's rules for the demo's pods (its comments name each container), in the host's nat table.
+  const nat = spawnSync('iptables-save', ['-t', 'nat'], { encoding: 'utf8' });
+  const portmap = nat.stdout.split('\n').filter((line) => line.includes(`id: \\"demo-`) && line.includes(`-${pid}\\"`));
+  return [...namespaces, ...links, ...etcd, ...dirs, ...agents, ...table, ...portmap];
 }
 
 // One demo at a time: each checks that no demo left anything.
