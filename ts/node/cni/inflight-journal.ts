@@ -4,7 +4,7 @@
 // may have left an interface or an address behind and its shim reported failure, so at the next
 // start the agent rolls each one back with a DEL of the same attachment, before it serves.
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export interface InflightEntry {
@@ -30,16 +30,24 @@ export class InflightJournal {
 
   /** Records the ADD; returns the entry's path, to remove when it ends. */
   record(entry: InflightEntry): string {
-    mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     const name = createHash('sha256')
       .update(`${entry.env['CNI_CONTAINERID'] ?? ''}/${entry.env['CNI_IFNAME'] ?? ''}`)
       .digest('hex');
     const path = join(this.dir, `${name}.json`);
     const stored: Stored = { env: entry.env, stdin: entry.stdin.toString('base64'), program: entry.program, pid: entry.pid };
-    // Written whole then renamed: a crash never leaves half an entry.
-    const partial = `${path}.${process.pid}.partial`;
-    writeFileSync(partial, JSON.stringify(stored), { mode: 0o600 });
-    renameSync(partial, path);
+    // Written in place, not to a temporary name then renamed (a system call and a directory
+    // update less on every ADD): the entry is written before the ADD does anything, so an agent
+    // that dies mid-write leaves half an entry for an ADD that did nothing, which leftBehind()
+    // discards as unreadable.
+    const text = JSON.stringify(stored);
+    try {
+      writeFileSync(path, text, { mode: 0o600 });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      // No directory yet (the first ADD), or it was removed while the agent ran: made.
+      mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+      writeFileSync(path, text, { mode: 0o600 });
+    }
     return path;
   }
 
