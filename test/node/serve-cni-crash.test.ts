@@ -3,11 +3,11 @@
 // networked with its address; every other one left nothing (no interface, no host veth, no address
 // held), since the agent rolls back each ADD its journal says did not finish before it serves
 // again; no address is held twice.
-import { existsSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 import test, { type ExecutionContext } from 'ava';
 
+import { InflightJournal } from '../../ts/node/cni/inflight-journal.ts';
 import { openStore } from '../../ts/store/open.ts';
 import type { Store } from '../../ts/store/store.ts';
 import { callAgent, type AgentReply } from '../helpers/agent-client.ts';
@@ -59,14 +59,16 @@ async function crashAndRestart(
     await eventually('an ADD has its interface set up while its commit is held', wiredAhead, { timeoutMs: 30_000 });
   } else {
     // Every ADD in flight, and then either one has its interface up or they all wait on a read.
-    await eventually('the ADDs in the journal', () => readdirSync(journal).length === cutOff.length, { timeoutMs: 30_000 });
+    await eventually('the ADDs in the journal', () => new InflightJournal(journal).entries().length === cutOff.length, {
+      timeoutMs: 30_000,
+    });
     const ahead = await eventually('an ADD has its interface set up while its commit is held', wiredAhead, { timeoutMs: 3_000 }).then(
       () => true,
       () => false,
     );
     t.log(ahead ? 'an ADD had its interface set up ahead of its commit' : 'the ADDs waited on their reads (the facts had aged)');
   }
-  t.not(readdirSync(journal).length, 0, 'the journal holds the ADDs in flight');
+  t.not(new InflightJournal(journal).entries().length, 0, 'the journal holds the ADDs in flight');
   await first.kill();
   wire.cut();
   const replies: AgentReply[] = [...before, ...(await during)];
@@ -80,7 +82,7 @@ async function crashAndRestart(
 
   const second = await spawnAgent(t, env, { dir: first.dir });
   const inflight = join(dirname(second.socket), 'inflight');
-  t.deepEqual(existsSync(inflight) ? readdirSync(inflight) : [], [], 'every unfinished ADD rolled back');
+  t.deepEqual(new InflightJournal(inflight).entries(), [], 'every unfinished ADD rolled back');
   t.log(
     second
       .output()

@@ -4,7 +4,7 @@
 // declined as before, and the one-shot serves it. Declines that mean a setting is wrong show on
 // /readyz and are counted by reason on /metrics. An unfinished ADD whose namespace a restarted
 // agent cannot see is left to the runtime's DEL. Asked, the agent says where each call's time went.
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 import test from 'ava';
@@ -137,9 +137,11 @@ test.serial(
     await agent.kill();
     const { env: addEnv, input } = runtimeInput({ ...call, command: 'ADD' });
     const inflight = join(dirname(agent.socket), 'inflight');
-    new InflightJournal(inflight).record({ env: addEnv, stdin: Buffer.from(input), program: 'netplug', pid: 1 });
+    const left = new InflightJournal(inflight);
+    left.record({ env: addEnv, stdin: Buffer.from(input), program: 'netplug', pid: 1 });
+    left.close();
     const restarted = await spawnAgent(t, agentEnv, { hide: [NETNS_DIR], dir: agent.dir });
-    t.deepEqual(readdirSync(inflight), [], 'the entry is dropped');
+    t.deepEqual(new InflightJournal(inflight).entries(), [], 'the entry is dropped');
     t.regex(restarted.output(), /an unfinished ADD is left to the runtime's DEL: its network namespace is not visible here/);
     t.true(addresses('eth0', netns).length > 0, 'the interface is left');
     t.not((await etcdKeys(t, etcd, `/netplug/ipam/v2/handle/netns.${call.containerId}`)).length, 0, 'its addresses are kept');

@@ -3,11 +3,12 @@
 // a client that gives up before go leaves nothing running; ADD, CHECK and DEL as the one-shot
 // does them, with the same results and log lines apart from `via`, time and pid; FAST_PATH=false;
 // the socket's modes, a stale socket replaced, and the socket removed at stop.
-import { existsSync, readdirSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 import test from 'ava';
 
+import { InflightJournal } from '../../ts/node/cni/inflight-journal.ts';
 import { callAgent } from '../helpers/agent-client.ts';
 import { ONE_SHOT, spawnAgent } from '../helpers/agent-server.ts';
 import { DIST_CNI, invoke, runtimeInput } from '../helpers/cni.ts';
@@ -40,8 +41,9 @@ test.before(async () => {
   };
 });
 
-/** The agent's journal of unfinished ADDs. */
-const journal = (socket: string) => (existsSync(join(dirname(socket), 'inflight')) ? readdirSync(join(dirname(socket), 'inflight')) : []);
+/** The entries in the agent's journal of unfinished ADDs, by container. */
+const journal = (socket: string) =>
+  new InflightJournal(join(dirname(socket), 'inflight')).entries().map((found) => found.entry.env['CNI_CONTAINERID']);
 
 const netconf = (extra: Record<string, unknown> = {}) => ipamNetconf(etcd, { node: NODE, name: 'serve', extra });
 /** A log line without what differs between two runs of the same command: time, pid and `via`. */

@@ -221,6 +221,7 @@ export async function serveCni(options: CniServerOptions): Promise<CniServer> {
         await Promise.allSettled([...running]);
         rmSync(socketPath, { force: true });
       }
+      journal.close();
       lock?.release();
       const served = Object.values(counts.served).reduce((a, b) => a + b, 0);
       log.info(`stopped serving CNI: ${served} commands served, ${counts.declined} requests declined${declines.summary()}`);
