@@ -213,3 +213,35 @@ test('a key given twice in one object is refused, naming it: netplug and Go plug
     ),
   );
 });
+
+test('a netconf given again (an agent serves the same one to every pod) parses as the first time, into a copy of its own, its MTU file read again', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'netplug-netconf-again-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const mtuFile = join(dir, 'mtu');
+  writeFileSync(mtuFile, '1450\n');
+  const given = {
+    ...minimal,
+    mtu: 0,
+    mtu_file: mtuFile,
+    log_file_path: '',
+    kubernetes: { kubeconfig: '/etc/cni/net.d/netplug-kubeconfig' },
+    policy: { type: 'k8s' },
+    ipam: { type: 'netplug-ipam', ipv4_pools: ['10.0.0.0/16'] },
+  };
+  const first = parse(given);
+  const again = parse(given);
+  t.deepEqual(again, first);
+  t.is(again.conf.mtu, 1450);
+  t.not(again.conf, first.conf);
+  (first.conf.kubernetes as { kubeconfig?: string }).kubeconfig = '/changed';
+  (first.json['ipam'] as Record<string, unknown>)['type'] = 'host-local';
+  const third = parse(given);
+  t.is(third.conf.kubernetes?.kubeconfig, '/etc/cni/net.d/netplug-kubeconfig', "one call's changes are not the next call's");
+  t.is((third.json['ipam'] as Record<string, unknown>)['type'], 'netplug-ipam');
+  writeFileSync(mtuFile, '1400\n');
+  t.is(parse(given).conf.mtu, 1400, 'the MTU follows the file');
+  // What fails validation fails every time.
+  const bad = { ...given, log_level: 'loud' };
+  t.throws(() => parse(bad), { message: /log_level/ });
+  t.throws(() => parse(bad), { message: /log_level/ });
+});
