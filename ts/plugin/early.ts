@@ -36,6 +36,8 @@ export async function startEarlyWork(
   env: CniEnvironment,
   netconf: ParsedNetconf,
   services?: PluginServices,
+  /** ADD: startPresence(), begun before the netconf was validated. */
+  presence?: Promise<Presence>,
 ): Promise<EarlyWork> {
   const work: EarlyWork = {};
   if (program === 'netplug' && command === 'DEL') {
@@ -50,7 +52,8 @@ export async function startEarlyWork(
     work.routesGone = routesGone;
     work.teardown = handled(routesGone.then(removeInterface, removeInterface));
   }
-  if (program === 'netplug' && command === 'ADD') work.presence = handled(interfacePresence(env.netns, env.ifname, hostInterfaceName(env)));
+  if (program === 'netplug' && command === 'ADD')
+    work.presence = presence ?? handled(interfacePresence(env.netns, env.ifname, hostInterfaceName(env)));
   Object.assign(work, (await import('./early-datastore.ts')).startDatastoreWork(command, program, env, netconf, services));
   // Only a pod's ADD reads from the Kubernetes API: other commands do not load its code.
   if (program === 'netplug' && command === 'ADD' && env.args.podName) {
@@ -58,6 +61,20 @@ export async function startEarlyWork(
     if (podReads) work.podReads = podReads;
   }
   return work;
+}
+
+/**
+ * What is at an ADD's interface name, looked up now; undefined if the host interface's name cannot
+ * be made (the ADD reports that where it always has, after the netconf's own errors).
+ */
+export function startPresence(env: CniEnvironment): Promise<Presence> | undefined {
+  let hostIfname: string;
+  try {
+    hostIfname = hostInterfaceName(env);
+  } catch {
+    return undefined;
+  }
+  return handled(interfacePresence(env.netns, env.ifname, hostIfname));
 }
 
 /** Waits for whatever early work is still running (a thread in the kernel must finish first). */

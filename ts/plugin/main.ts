@@ -62,6 +62,10 @@ export async function runMain(io: MainIo, program: Program = 'netplug', services
   try {
     const { parseEnvironment } = await import('../cni/environment.ts');
     const env = parseEnvironment(command, io.env);
+    // An ADD's first kernel read, what is at the interface's name, needs the environment alone: it
+    // starts now, and runs while the netconf is validated (it changes nothing).
+    const { startPresence } = await import('./early.ts');
+    early.presence = program === 'netplug' && command === 'ADD' ? startPresence(env) : undefined;
     const stdin = io.readStdin();
     // The one reader of the netconf: nothing below, early work included, acts on unvalidated input.
     const { parseNetconf, declaredVersion } = await import('../config/netconf.ts');
@@ -95,7 +99,7 @@ export async function runMain(io: MainIo, program: Program = 'netplug', services
       throw new CniError(ErrorCode.InvalidConfig, `netconf field "ipam.type" is "${conf.ipam.type}"; netplug-ipam serves "netplug-ipam"`);
     }
     // Started before the rest of the command loads, which it overlaps.
-    early = await (await import('./early.ts')).startEarlyWork(command, program, env, netconf, services);
+    early = await (await import('./early.ts')).startEarlyWork(command, program, env, netconf, services, early.presence);
     log.debug(`${command} called`, { container: env.containerId, netns: env.netns, interface: env.ifname, args: env.raw['CNI_ARGS'] });
     const { createContext } = await import('./context.ts');
     const ctx = createContext(env, netconf, log.child(command.toLowerCase()), {
