@@ -335,11 +335,12 @@ where
 {
     let (deferred, promise) = env.create_deferred::<T, Resolver<T>>()?;
     let pending = Pending(Some(deferred));
-    netns::spawn(move |thread| pending.resolve(work(thread))).map_err(|err| Error::from_reason(err.to_string()))?;
+    netns::submit(move |thread| pending.resolve(work(thread))).map_err(|err| Error::from_reason(err.to_string()))?;
     Ok(promise)
 }
 
-/// Runs `work` on a new OS thread (no namespace involved) and settles the promise with its value.
+/// Runs `work` on a thread of the addon's pool (no namespace involved) and settles the promise
+/// with its value.
 pub(crate) fn on_thread<T, F>(env: &Env, work: F) -> Result<Object<'_>>
 where
     T: ToNapiValue + Send + 'static,
@@ -347,10 +348,7 @@ where
 {
     let (deferred, promise) = env.create_deferred::<T, Resolver<T>>()?;
     let pending = Pending(Some(deferred));
-    std::thread::Builder::new()
-        .name("netplug-call".into())
-        .spawn(move || pending.resolve(work()))
-        .map_err(|err| Error::from_reason(format!("start a thread: {err}")))?;
+    netns::submit(move |_| pending.resolve(work())).map_err(|err| Error::from_reason(err.to_string()))?;
     Ok(promise)
 }
 

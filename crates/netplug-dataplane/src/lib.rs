@@ -6,7 +6,7 @@
 //! own IPv6 link-local address), a host route per address, and the sysctls that make it work.
 //!
 //! Every operation that enters a namespace takes a [`netns::NamespaceThread`]: run it through
-//! [`netns::spawn`] or [`netns::run`], never on a thread shared with other code.
+//! [`netns::spawn`], [`netns::run`] or [`netns::submit`], never on a thread shared with other code.
 
 pub mod address;
 pub mod check;
