@@ -11,7 +11,7 @@ use std::os::fd::{AsFd, AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixListener;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
 use napi::bindgen_prelude::{Buffer, Function};
@@ -45,9 +45,9 @@ type OnRequest = Arc<ThreadsafeFunction<CniRequest, (), CniRequest, Status, fals
 /// Connections whose request is being read, by descriptor: close() cuts them short.
 type Reading = Arc<Mutex<HashSet<RawFd>>>;
 
-/// The CNI socket, listening: a thread accepts each connection and hands it to a thread of its
-/// own that reads the request, which is then given to `onRequest` on the JS thread (no round trip
-/// to JS to accept or to read, and no thread of libuv's held by a slow shim).
+/// The CNI socket, listening: a thread accepts each connection and hands it to a thread of the
+/// addon's pool that reads the request, which is then given to `onRequest` on the JS thread (no
+/// round trip to JS to accept or to read, and no thread of libuv's held by a slow shim).
 #[napi]
 pub struct CniListener {
     listener: Arc<UnixListener>,
@@ -96,6 +96,37 @@ impl CniListener {
     }
 }
 
+/// Requests being read on the addon's threads, counted so that the last call comes after them.
+#[derive(Default)]
+struct Readers {
+    running: Mutex<usize>,
+    done: Condvar,
+}
+
+/// One read under way; it counts as finished when dropped (its work ended, panicked or was not run).
+struct Reader(Arc<Readers>);
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        *self.0.running.lock().unwrap_or_else(PoisonError::into_inner) -= 1;
+        self.0.done.notify_all();
+    }
+}
+
+impl Readers {
+    fn start(self: &Arc<Self>) -> Reader {
+        *self.running.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+        Reader(Arc::clone(self))
+    }
+
+    fn wait_all(&self) {
+        let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+        while *running > 0 {
+            running = self.done.wait(running).unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+}
+
 fn accept_all(
     listener: &UnixListener,
     closed: &AtomicBool,
@@ -103,7 +134,7 @@ fn accept_all(
     patience: Duration,
     on_request: OnRequest,
 ) {
-    let mut readers = Vec::new();
+    let readers = Arc::new(Readers::default());
     while !closed.load(Ordering::Acquire) {
         match listener.accept() {
             // Closed meanwhile: the connection is dropped, and its shim runs the one-shot.
@@ -111,15 +142,20 @@ fn accept_all(
             Ok((stream, _)) => {
                 let accepted = monotonic_ms();
                 let fd = OwnedFd::from(stream);
-                reading.lock().unwrap_or_else(PoisonError::into_inner).insert(fd.as_raw_fd());
-                let (reading, on_request) = (Arc::clone(reading), Arc::clone(&on_request));
-                let spawned = std::thread::Builder::new()
-                    .name("netplug-cni-read".into())
-                    .spawn(move || read_one(fd, accepted, &reading, patience, &on_request));
-                if let Ok(reader) = spawned {
-                    readers.push(reader);
+                let raw = fd.as_raw_fd();
+                reading.lock().unwrap_or_else(PoisonError::into_inner).insert(raw);
+                let (reader, on_request) = (readers.start(), Arc::clone(&on_request));
+                let in_reading = Arc::clone(reading);
+                // Read on a pooled thread (no thread started per request), which a slow shim holds
+                // for at most `patience`; the accepting goes on meanwhile.
+                let submitted = netns::submit(move |_| {
+                    let _reader = reader;
+                    read_one(fd, accepted, &in_reading, patience, &on_request);
+                });
+                if submitted.is_err() {
+                    // Not read: the connection was closed with the work, and its shim runs the one-shot.
+                    reading.lock().unwrap_or_else(PoisonError::into_inner).remove(&raw);
                 }
-                readers.retain(|reader| !reader.is_finished());
             }
             Err(_) if closed.load(Ordering::Acquire) => break,
             // A peer gone before it was accepted, a signal: accept the next.
@@ -128,9 +164,7 @@ fn accept_all(
             Err(_) => std::thread::sleep(Duration::from_millis(100)),
         }
     }
-    for reader in readers {
-        let _ = reader.join();
-    }
+    readers.wait_all();
     let last = CniRequest { fd: None, header: None, stdin: None, netns: None, accepted_at: None };
     on_request.call(last, ThreadsafeFunctionCallMode::Blocking);
 }
