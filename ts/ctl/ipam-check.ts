@@ -1,6 +1,7 @@
 // netplugctl ipam check: leaks and inconsistencies between blocks, handles, affinities and workload
 // endpoints. Reads only, so it never stops pods from starting (the reference's repair flow locks
-// the datastore first). Each problem says how to repair it.
+// the datastore first); on the Kubernetes datastore what it finds is read again before it is
+// reported, so that an ADD under way is not taken for a problem. Each problem says how to repair it.
 import { ordinalsOf } from '../ipam/block.ts';
 import { parsePrefix, size, type Prefix } from '../net/cidr.ts';
 import { hostAffinity } from '../model/keys.ts';
@@ -19,7 +20,20 @@ export interface CheckOptions {
   /** Addresses younger than this whose workload endpoint is missing may belong to an ADD still running. */
   gracePeriodSeconds: number;
   now: Date;
+  /**
+   * On a datastore without transactions, what the check does before it reads again to confirm
+   * what it found (default: waits CONFIRM_AFTER_MS).
+   */
+  confirm?: () => Promise<void>;
 }
+
+/**
+ * How long a check on the Kubernetes datastore waits before it reads again. There an ADD's commit
+ * is several writes (the handle and the workload endpoint, then the block) and the check's reads
+ * are not at one revision, so an ADD under way can look like a handle whose address the block does
+ * not hold. An ADD's writes take milliseconds.
+ */
+export const CONFIRM_AFTER_MS = 2_000;
 
 function findProblems(state: IpamState, { gracePeriodSeconds, now }: CheckOptions): Problem[] {
   const problems: Problem[] = [];
@@ -105,8 +119,18 @@ function findProblems(state: IpamState, { gracePeriodSeconds, now }: CheckOption
 }
 
 export async function checkIpam(store: Store, json: boolean, options: CheckOptions): Promise<{ text: string; clean: boolean }> {
-  const state = await readIpamState(store);
-  const problems = findProblems(state, options);
+  let state = await readIpamState(store);
+  let problems = findProblems(state, options);
+  // On etcd the reads are one snapshot, and every commit one transaction: what is found is so.
+  // Elsewhere only what a second read finds again is reported (see CONFIRM_AFTER_MS).
+  if (problems.length > 0 && !store.transactional) {
+    const started = Date.now();
+    await (options.confirm ?? (() => new Promise<void>((resolve) => setTimeout(resolve, CONFIRM_AFTER_MS))))();
+    const found = new Set(problems.map((p) => `${p.kind} ${p.subject}`));
+    state = await readIpamState(store);
+    const now = new Date(options.now.getTime() + (Date.now() - started));
+    problems = findProblems(state, { ...options, now }).filter((p) => found.has(`${p.kind} ${p.subject}`));
+  }
   let allocated = 0;
   for (const _ of heldAddresses(state)) allocated++;
   const counts = {
