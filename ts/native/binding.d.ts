@@ -2,9 +2,9 @@
 /* eslint-disable */
 
 /**
- * The CNI socket, listening: a thread accepts each connection and hands it to a thread of its
- * own that reads the request, which is then given to `onRequest` on the JS thread (no round trip
- * to JS to accept or to read, and no thread of libuv's held by a slow shim).
+ * The CNI socket, listening: a thread accepts each connection and hands it to a thread of the
+ * addon's pool that reads the request, which is then given to `onRequest` on the JS thread (no
+ * round trip to JS to accept or to read, and no thread of libuv's held by a slow shim).
  */
 export declare class CniListener {
   /**
