@@ -33,7 +33,7 @@ export interface CheckOptions {
  * are not at one revision, so an ADD under way can look like a handle whose address the block does
  * not hold. An ADD's writes take milliseconds.
  */
-export const CONFIRM_AFTER_MS = 2_000;
+const CONFIRM_AFTER_MS = 2_000;
 
 function findProblems(state: IpamState, { gracePeriodSeconds, now }: CheckOptions): Problem[] {
   const problems: Problem[] = [];
