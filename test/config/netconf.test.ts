@@ -240,6 +240,12 @@ test('a netconf given again (an agent serves the same one to every pod) parses a
   t.is((third.json['ipam'] as Record<string, unknown>)['type'], 'netplug-ipam');
   writeFileSync(mtuFile, '1400\n');
   t.is(parse(given).conf.mtu, 1400, 'the MTU follows the file');
+  // A DEL's netconf carries its pod's prevResult: each is parsed as given.
+  for (const ip of ['10.0.0.5/32', '10.0.0.6/32']) {
+    const withPrevious = { ...given, prevResult: { cniVersion: '1.1.0', ips: [{ address: ip }] } };
+    t.deepEqual(parse(withPrevious).json['prevResult'], withPrevious.prevResult);
+    t.is(parse(withPrevious).conf.kubernetes?.kubeconfig, '/etc/cni/net.d/netplug-kubeconfig');
+  }
   // What fails validation fails every time.
   const bad = { ...given, log_level: 'loud' };
   t.throws(() => parse(bad), { message: /log_level/ });

@@ -168,7 +168,13 @@ export function parseNetconf(raw: Buffer): ParsedNetconf {
   const text = raw.toString('utf8');
   const known = validated.get(text);
   const { conf, json } = known === undefined ? validate(raw, text) : { conf: structuredClone(known), json: decodeJson(raw) };
-  if (known === undefined) {
+  if (known !== undefined) {
+    // The most recently used last: the first is the one to go.
+    validated.delete(text);
+    validated.set(text, known);
+  } else if (!('prevResult' in json)) {
+    // A netconf with a prevResult (a DEL's or a CHECK's) is that call's own: kept, it would push
+    // out the one every ADD of the node is given.
     validated.set(text, structuredClone(conf));
     if (validated.size > VALIDATED_KEPT) validated.delete(validated.keys().next().value as string);
   }
