@@ -167,7 +167,7 @@ const VALIDATED_KEPT = 8;
 export function parseNetconf(raw: Buffer): ParsedNetconf {
   const text = raw.toString('utf8');
   const known = validated.get(text);
-  const { conf, json } = known === undefined ? validate(raw, text) : { conf: structuredClone(known), json: decodeJson(raw) };
+  const { conf, json } = known === undefined ? validate(text) : { conf: structuredClone(known), json: decodeJson(text) };
   if (known !== undefined) {
     // The most recently used last: the first is the one to go.
     validated.delete(text);
@@ -185,8 +185,8 @@ export function parseNetconf(raw: Buffer): ParsedNetconf {
   return { conf, raw, json };
 }
 
-function validate(raw: Buffer, text: string): { conf: Netconf; json: Record<string, unknown> } {
-  const json = decodeJson(raw);
+function validate(text: string): { conf: Netconf; json: Record<string, unknown> } {
+  const json = decodeJson(text);
   const repeated = firstDuplicateKey(text);
   if (repeated) {
     throw new CniError(
@@ -243,10 +243,10 @@ export function declaredVersion(raw: Buffer): string | undefined {
 }
 
 /** The JSON object on stdin; error 6 if it is not one. */
-function decodeJson(raw: Buffer): Record<string, unknown> {
+function decodeJson(text: string): Record<string, unknown> {
   let json: unknown;
   try {
-    json = JSON.parse(raw.toString('utf8'));
+    json = JSON.parse(text);
   } catch (err) {
     throw new CniError(ErrorCode.DecodingFailure, `the network configuration on stdin is not valid JSON: ${(err as Error).message}`);
   }

@@ -52,8 +52,7 @@ export async function startEarlyWork(
     work.routesGone = routesGone;
     work.teardown = handled(routesGone.then(removeInterface, removeInterface));
   }
-  if (program === 'netplug' && command === 'ADD')
-    work.presence = presence ?? handled(interfacePresence(env.netns, env.ifname, hostInterfaceName(env)));
+  if (program === 'netplug' && command === 'ADD') work.presence = presence ?? startPresence(env);
   Object.assign(work, (await import('./early-datastore.ts')).startDatastoreWork(command, program, env, netconf, services));
   // Only a pod's ADD reads from the Kubernetes API: other commands do not load its code.
   if (program === 'netplug' && command === 'ADD' && env.args.podName) {
@@ -63,18 +62,9 @@ export async function startEarlyWork(
   return work;
 }
 
-/**
- * What is at an ADD's interface name, looked up now; undefined if the host interface's name cannot
- * be made (the ADD reports that where it always has, after the netconf's own errors).
- */
-export function startPresence(env: CniEnvironment): Promise<Presence> | undefined {
-  let hostIfname: string;
-  try {
-    hostIfname = hostInterfaceName(env);
-  } catch {
-    return undefined;
-  }
-  return handled(interfacePresence(env.netns, env.ifname, hostIfname));
+/** What is at an ADD's interface name, looked up now; throws if the host interface's name cannot be made. */
+export function startPresence(env: CniEnvironment): Promise<Presence> {
+  return handled(interfacePresence(env.netns, env.ifname, hostInterfaceName(env)));
 }
 
 /** Waits for whatever early work is still running (a thread in the kernel must finish first). */

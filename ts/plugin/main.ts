@@ -64,8 +64,13 @@ export async function runMain(io: MainIo, program: Program = 'netplug', services
     const env = parseEnvironment(command, io.env);
     // An ADD's first kernel read, what is at the interface's name, needs the environment alone: it
     // starts now, and runs while the netconf is validated (it changes nothing).
-    const { startPresence } = await import('./early.ts');
-    early.presence = program === 'netplug' && command === 'ADD' ? startPresence(env) : undefined;
+    if (program === 'netplug' && command === 'ADD') {
+      try {
+        early.presence = (await import('./early.ts')).startPresence(env);
+      } catch {
+        // A host interface name that cannot be made: startEarlyWork reports it, after the netconf's own errors.
+      }
+    }
     const stdin = io.readStdin();
     // The one reader of the netconf: nothing below, early work included, acts on unvalidated input.
     const { parseNetconf, declaredVersion } = await import('../config/netconf.ts');

@@ -283,7 +283,7 @@ fn next_job(pool: &Pool) -> Option<Job> {
 }
 
 /// Runs `f` on a dedicated thread and waits for it. For Rust callers; the N-API binding uses
-/// [`spawn`] and settles a promise from the thread instead of blocking.
+/// [`submit`] and settles a promise from the pooled thread instead of blocking.
 pub fn run<T, F>(f: F) -> Result<T>
 where
     T: Send + 'static,

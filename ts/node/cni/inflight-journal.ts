@@ -51,7 +51,12 @@ export class InflightJournal {
     bytes.writeUInt32BE(json.length, 0);
     json.copy(bytes, 4);
     const path = this.#slot();
-    writeSync(this.#open.get(path) as number, bytes, 0, bytes.length, 0);
+    try {
+      writeSync(this.#open.get(path) as number, bytes, 0, bytes.length, 0);
+    } catch (err) {
+      this.#drop(path);
+      throw err;
+    }
     return path;
   }
 
