@@ -2,12 +2,13 @@
 // nothing is written before every contributor gave a part, the union of the parts is written,
 // parts given close together make one write, a failed write rejects its callers and the next
 // part is written again, two contributors claiming one name are refused naming both; a part
-// changed by elements alone goes as those elements, recorded for the next whole write.
+// changed by elements alone goes as those elements, recorded for the next whole write; a part
+// given while such an update is under way is written next, not taken as already written.
 
 import test from 'ava';
 
 import { NftComposer, type ComposedTableWriter } from '../../ts/dataplane/nft-composer.ts';
-import type { ElementChanges, Table, TablePart } from '../../ts/nft/model.ts';
+import type { ElementChanges, Table, TableDelta, TablePart } from '../../ts/nft/model.ts';
 
 class RecordingWriter implements ComposedTableWriter {
   written: Table[] = [];
@@ -200,6 +201,41 @@ test('an element update while a whole write waits joins that write; `now` writes
     ['forward'],
   );
   t.deepEqual(writer.written[1]?.sets?.[0]?.elements, ['10.0.0.1', '10.0.0.2']);
+});
+
+/** Writes differences too; an element update waits for `updateGate` while it is set. */
+class DeltaWriter extends ElementWriter {
+  deltas: TableDelta[] = [];
+  updateGate: Promise<void> | undefined;
+  override async updateElements(changes: ElementChanges): Promise<void> {
+    await this.updateGate;
+    await super.updateElements(changes);
+  }
+  async applyDelta(delta: TableDelta): Promise<void> {
+    this.deltas.push(delta);
+  }
+}
+
+test('a part given while an element update is under way is in the next write, not taken as written', async (t) => {
+  const writer = new DeltaWriter();
+  const tables = composer(writer);
+  t.teardown(() => tables.close());
+  await tables.setPart('nat', nat);
+  await tables.setPart('policy', policy(['10.0.0.1']), { now: true });
+  let answer = () => {};
+  writer.updateGate = new Promise((resolve) => (answer = resolve));
+  const updated = tables.updatePart('policy', policy(['10.0.0.1', '10.0.0.2']), { sets: [{ name: 'peers', add: ['10.0.0.2'] }] });
+  // NAT's part changes while the kernel has not answered the update; its write waits its coalescing.
+  const natChain = { name: 'nat-second', rules: [] };
+  const given = tables.setPart('nat', { chains: [...(nat.chains ?? []), natChain] });
+  answer();
+  t.deepEqual(await Promise.all([updated, given]), ['applied', 'applied']);
+  t.deepEqual(writer.updates, [{ sets: [{ name: 'peers', add: ['10.0.0.2'] }] }]);
+  t.deepEqual(
+    writer.deltas.map((delta) => delta.chains?.map((chain) => chain.name)),
+    [['nat-second']],
+    "NAT's new chain is written",
+  );
 });
 
 test('the writer keeps its last commit once writes have been quiet, and at close; not after a failed write', async (t) => {

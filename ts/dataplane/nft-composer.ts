@@ -83,8 +83,11 @@ export class NftComposer {
   #now = false;
   /** A waiting part asked for the kernel's table to be checked. */
   #verifyDue = false;
-  /** The table the writer holds, while `#inStep`. */
-  #written: Table | undefined;
+  /**
+   * What the writer holds, while `#inStep`: the parts it is the union of, made a table only when a
+   * whole write needs it (an element update would otherwise build the union of every part).
+   */
+  #written: { parts: ReadonlyMap<string, TablePart>; table?: Table } | undefined;
   /** The pending keep's cancellation, while one is scheduled. */
   #keepTimer: (() => void) | undefined;
 
@@ -126,10 +129,12 @@ export class NftComposer {
     if (!writer.updateElements || !this.#inStep || pending || this.#closed || !this.#parts.has(contributor) || this.missing().length > 0)
       return this.setPart(contributor, part, options);
     this.#parts.set(contributor, part);
+    // The parts as this update leaves the writer's table: one given meanwhile is not in it yet.
+    const given = this.#orderedParts();
     return writer.updateElements(elements).then(
       () => {
         // A whole write begun since records its own table.
-        if (this.#inStep) this.#written = this.table();
+        if (this.#inStep) this.#written = { parts: given };
         this.#scheduleKeep();
         return 'applied' as const;
       },
@@ -149,8 +154,12 @@ export class NftComposer {
   /** The table the parts make now (in the contributors' order), once every part is there. */
   table(): Table | undefined {
     if (this.missing().length > 0) return undefined;
-    const ordered = new Map(this.#options.contributors.map((name) => [name, this.#parts.get(name) as TablePart]));
-    return unionOf(this.#options.family, this.#options.name, ordered);
+    return unionOf(this.#options.family, this.#options.name, this.#orderedParts());
+  }
+
+  /** The parts given, in the contributors' order. */
+  #orderedParts(): Map<string, TablePart> {
+    return new Map(this.#options.contributors.map((name) => [name, this.#parts.get(name) as TablePart]));
   }
 
   /**
@@ -206,6 +215,14 @@ export class NftComposer {
     }
   }
 
+  /** The table the writer holds (while `#inStep`). */
+  #writtenTable(): Table | undefined {
+    const written = this.#written;
+    if (!written) return undefined;
+    written.table ??= unionOf(this.#options.family, this.#options.name, written.parts);
+    return written.table;
+  }
+
   #write(): void {
     this.#timer = undefined;
     this.#now = false;
@@ -219,7 +236,8 @@ export class NftComposer {
       return;
     }
     const { writer } = this.#options;
-    const delta = this.#inStep && this.#written && writer.applyDelta ? tableDelta(this.#written, table) : undefined;
+    const written = this.#inStep ? this.#writtenTable() : undefined;
+    const delta = written && writer.applyDelta ? tableDelta(written, table) : undefined;
     const verify = this.#verifyDue;
     this.#verifyDue = false;
     this.#inStep = false;
@@ -233,7 +251,7 @@ export class NftComposer {
     this.#running = write.then(
       () => {
         this.#inStep = true;
-        this.#written = table;
+        this.#written = { parts: new Map(), table };
         for (const waiter of waiters) waiter.resolve('applied');
         this.#scheduleKeep();
       },
