@@ -1,5 +1,5 @@
-// Typed facade over the native data plane. Each call runs on a dedicated OS thread inside the
-// addon; kernel failures arrive as outcomes and are thrown here as DataplaneError.
+// Typed facade over the native data plane. Each call runs on a thread of the addon's pool;
+// kernel failures arrive as outcomes and are thrown here as DataplaneError.
 import { addon } from '../native/addon.ts';
 import type { Difference, WorkloadInterfaces, WorkloadSpec } from '../native/binding.d.ts';
 import { DataplaneError } from './errors.ts';

@@ -4,11 +4,11 @@
 //! `netplug-http` (HTTP for etcd, the Kubernetes API and readiness gates), and in
 //! [`cni_socket`], `netplug-cni-socket` (netplug-node's CNI socket).
 //!
-//! Each call starts a dedicated OS thread (namespaces are per thread), returns a promise at
-//! once, and settles it from that thread: neither the JS thread nor libuv's pool ever blocks on
-//! or enters a namespace. Kernel failures resolve as `{ error }` outcomes carrying the errno name
-//! and the operation, which the TypeScript facade turns into typed errors; the promise rejects
-//! only if the binding itself breaks.
+//! Each call runs on a thread of the binding's own pool (`netns::submit`; namespaces are per
+//! thread), returns a promise at once, and settles it from that thread: neither the JS thread nor
+//! libuv's pool ever blocks on or enters a namespace. Kernel failures resolve as `{ error }`
+//! outcomes carrying the errno name and the operation, which the TypeScript facade turns into
+//! typed errors; the promise rejects only if the binding itself breaks.
 
 pub mod cni_socket;
 pub mod conntrack;
