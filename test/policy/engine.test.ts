@@ -162,6 +162,37 @@ test('only policies selecting a local endpoint are programmed, with the sets the
   t.deepEqual(e.part().sets, [], 'the set went with its last user');
 });
 
+test('by default rules are made for IPv4 until an IPv6 address enters; then every programmed policy for both', (t) => {
+  const e = engine();
+  e.upsertEndpoint(pod('db1', 'here', { app: 'db' }, '10.0.0.6'));
+  e.upsertEndpoint(pod('web1', 'there', { app: 'web' }, '10.0.0.5'));
+  e.upsertPolicy(policy('db', { selector: 'app == "db"', ingress: [{ action: 'Allow', source: { selector: 'app == "web"' } }] }));
+  e.flush();
+  const ingress = policyChainName('NetworkPolicy/shop/db', 'ingress');
+  const v4 = e.part();
+  t.is(v4.sets?.length, 1, 'no IPv6 address anywhere: no IPv6 set');
+  t.deepEqual(rules(v4, ingress), [
+    `ip saddr @${v4.sets?.[0]?.name} meta mark set meta mark | 0x10000 return comment "shop/db ingress rule 0"`,
+  ]);
+
+  // A dual-stack pod elsewhere: the policy is built again, for both families, its IPv6 set holding the pod's address.
+  e.upsertEndpoint(pod('web2', 'there', { app: 'web' }, '10.0.0.7', { addresses: ['10.0.0.7', 'fd00::7'] }));
+  t.true(e.flush().structural);
+  const both = e.part();
+  const v6 = both.sets?.find((set) => set.type === 'ipv6_addr');
+  t.deepEqual(v6?.elements, ['fd00::7']);
+  t.deepEqual(
+    rules(both, ingress).map((rule) => rule.split(' @')[0]),
+    ['ip saddr', 'ip6 saddr'],
+  );
+
+  // Families are not taken back: the last IPv6 address gone leaves the IPv6 rules, their set empty.
+  e.removeEndpoint('shop/web2');
+  e.flush();
+  t.is(rules(e.part(), ingress).length, 2);
+  t.deepEqual(e.part().sets?.find((set) => set.type === 'ipv6_addr')?.elements, []);
+});
+
 test('at most 64 programs no local endpoint needs stay programmed, the oldest dropped first', (t) => {
   const e = engine({ families: [4] });
   for (let i = 0; i < 70; i++) e.upsertPolicy(policy(`p${i}`, { selector: `app == "a${i}"`, ingress: [{ action: 'Allow' }] }));

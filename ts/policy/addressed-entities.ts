@@ -38,6 +38,8 @@ export interface EntityContext {
   profileLabels: (profile: string) => Labels | undefined;
   /** Something changed: the part is made again. */
   changed: () => void;
+  /** An entity has an address of `family` (after its sets took it). */
+  sawFamily?: (family: Family) => void;
 }
 
 interface EndpointRecord {
@@ -221,6 +223,7 @@ export class AddressedEntities {
       this.#muted = undefined;
       sets.contribute(entity, after, true);
     } else index.setEntity(entity, labels);
+    for (const { family } of after.addresses) this.#context.sawFamily?.(family);
     this.#context.changed();
   }
 

@@ -31,7 +31,11 @@ export type { AddressedEntity } from './addressed-entities.ts';
 export interface PolicyEngineOptions {
   /** The node whose endpoints (with an interface) are programmed. */
   nodeName: string;
-  /** The address families the cluster's pods have (default both): sets and rules are made for these. */
+  /**
+   * The address families rules are made for. By default IPv4, and IPv6 too from the first IPv6
+   * address of any endpoint, host endpoint or network set on: in a cluster without IPv6 addresses
+   * a rule naming peers by selector would only repeat itself for sets that stay empty.
+   */
   families?: readonly Family[];
   /** The host-side interface prefix of workloads (default `cali`): any such interface not dispatched is dropped. */
   interfacePrefix?: string;
@@ -62,6 +66,8 @@ export class PolicyEngine {
   readonly #entities: AddressedEntities;
   readonly #programs: Programs;
   readonly #tiers = new Map<string, TierInfo>();
+  /** Families are added as addresses of them are seen (no `families` option). */
+  readonly #autoFamilies: boolean;
   #structural = true;
   /** Counts changes: what is derived from the inputs (flow-lookup.ts) is made again when it moved. */
   #generation = 0;
@@ -72,8 +78,9 @@ export class PolicyEngine {
   #flowDecisions: FlowDecisions | undefined;
 
   constructor(options: PolicyEngineOptions) {
+    this.#autoFamilies = options.families === undefined;
     this.#options = {
-      families: [4, 6],
+      families: [4],
       interfacePrefix: 'cali',
       logGroup: 20,
       logPerSecond: 10,
@@ -110,7 +117,15 @@ export class PolicyEngine {
       local: this.#local,
       profileLabels: (profile) => this.#programs.profiles.get(profile)?.labels,
       changed: () => this.#changed(),
+      sawFamily: (family) => this.#sawFamily(family),
     });
+  }
+
+  /** An address of `family` entered: with automatic families, rules are made for it from now on (never removed). */
+  #sawFamily(family: Family): void {
+    if (!this.#autoFamilies || this.#options.families.includes(family)) return;
+    this.#options.families = [...this.#options.families, family].sort();
+    this.#programs.setFamilies(this.#options.families);
   }
 
   // ---- Inputs ----

@@ -3,6 +3,7 @@
 // their rules use. A changed program rebuilds its chains before the old ones' sets are released,
 // so sets both use are kept, not recreated.
 import type { Chain } from '../nft/model.ts';
+import type { Family } from './addresses.ts';
 import type { Labels } from '../selectors/syntax.ts';
 import { denyCounterName, policyChainName } from './names.ts';
 import { fitted } from './fitted.ts';
@@ -36,7 +37,7 @@ export class Programs {
   /** By profile name (their program's key is `Profile/<name>`). */
   readonly profiles = new Map<string, ProgramRecord>();
   readonly #sets: SetRegistry;
-  readonly #ruleOptions: RuleOptions;
+  #ruleOptions: RuleOptions;
   readonly #structureChanged: () => void;
   /** chains()'s answer, kept until a program is built or released (a part at thousands of policies otherwise walks them all). */
   #programmed: { chains: Chain[]; counters: string[]; names: ReadonlySet<string> } | undefined;
@@ -64,6 +65,18 @@ export class Programs {
       this.#release(old);
     }
     return { before, changed };
+  }
+
+  /** Rules are made for `families` from now on: every programmed record is built again. */
+  setFamilies(families: readonly Family[]): void {
+    this.#ruleOptions = { ...this.#ruleOptions, families };
+    for (const record of [...this.policies.values(), ...this.profiles.values()]) {
+      if (!record.active || !record.program) continue;
+      // Built before the old chains' sets are released, so that sets both use are kept.
+      const old = record.active;
+      record.active = this.#build(record.program);
+      this.#release(old);
+    }
   }
 
   remove(records: Map<string, ProgramRecord>, key: string): ProgramRecord | undefined {
