@@ -133,13 +133,8 @@ test('only policies selecting a local endpoint are programmed, with the sets the
   t.is(part.sets?.length, 1, 'one family asked for: one set');
   t.deepEqual(set?.elements, ['10.0.0.5']);
   t.deepEqual(rules(part, policyChainName(key, 'ingress')), [
-    `ip saddr @${set?.name} goto policy-allowed comment "shop/db ingress rule 0"`,
+    `ip saddr @${set?.name} meta mark set meta mark | 0x10000 return comment "shop/db ingress rule 0"`,
   ]);
-  t.deepEqual(
-    rules(part, 'policy-allowed'),
-    ['meta mark set meta mark | 0x10000'],
-    'an Allow rule goes where the accept bit is set, then returns',
-  );
   t.false(part.counters?.includes(denyCounterName(key)), 'no Deny rule: no deny counter');
   t.deepEqual(e.endpointPolicies('shop/db1'), { ingress: [key], egress: [] });
 
@@ -176,7 +171,9 @@ test('by default rules are made for IPv4 until an IPv6 address enters; then ever
   const ingress = policyChainName('NetworkPolicy/shop/db', 'ingress');
   const v4 = e.part();
   t.is(v4.sets?.length, 1, 'no IPv6 address anywhere: no IPv6 set');
-  t.deepEqual(rules(v4, ingress), [`ip saddr @${v4.sets?.[0]?.name} goto policy-allowed comment "shop/db ingress rule 0"`]);
+  t.deepEqual(rules(v4, ingress), [
+    `ip saddr @${v4.sets?.[0]?.name} meta mark set meta mark | 0x10000 return comment "shop/db ingress rule 0"`,
+  ]);
 
   // A dual-stack pod elsewhere: the policy is built again, for both families, its IPv6 set holding the pod's address.
   e.upsertEndpoint(pod('web2', 'there', { app: 'web' }, '10.0.0.7', { addresses: ['10.0.0.7', 'fd00::7'] }));
@@ -346,7 +343,7 @@ test('a policy that cannot be programmed is reported; the others keep working', 
   );
   e.flush();
   t.deepEqual(rules(e.part(), policyChainName('NetworkPolicy/shop/half', 'ingress')), [
-    'meta l4proto 6 goto policy-allowed comment "shop/half ingress rule 1"',
+    'meta l4proto 6 meta mark set meta mark | 0x10000 return comment "shop/half ingress rule 1"',
   ]);
   t.deepEqual(
     e.issues().map((i) => `${i.policy} ${i.field}`),

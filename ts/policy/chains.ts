@@ -72,8 +72,6 @@ export function fixedChains(interfacePrefix: string): Chain[] {
       CHAINS.neighbourDiscovery,
       ND_TYPES.map((type) => rule([match('icmpv6 type', type)], 'accept')),
     ),
-    regularChain(CHAINS.allowed, [rule([], undefined, undefined, [{ mark: { or: MARK.accept } }])]),
-    regularChain(CHAINS.passed, [rule([], undefined, undefined, [{ mark: { or: MARK.pass } }])]),
   ];
 }
 

@@ -17,13 +17,6 @@ export const CHAINS = {
   toDispatch: 'to-wl-dispatch',
   /** ICMPv6 neighbour discovery, accepted for every endpoint before conntrack (it has no conntrack state). */
   neighbourDiscovery: 'wl-icmpv6-nd',
-  /**
-   * Where an Allow (a Pass) rule goes: its chain sets the mark's accept (pass) bit and ends, which
-   * returns from the policy's chain. One goto per rule, where the mark set and return inline took
-   * four expressions of every rule (the kernel's write of a table costs per expression).
-   */
-  allowed: 'policy-allowed',
-  passed: 'policy-passed',
 } as const;
 
 export const MAPS = { from: 'from-wl', to: 'to-wl' } as const;

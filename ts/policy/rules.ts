@@ -6,7 +6,7 @@
 import { match, notMatch, rule } from '../nft/build.ts';
 import type { Atom, Match, Rule, Selector as NftSelector, Statement } from '../nft/model.ts';
 import { intervalText, portText, type Family, type PortRange } from './addresses.ts';
-import { CHAINS, denyCounterName, hashOf, MARK } from './names.ts';
+import { denyCounterName, hashOf, MARK } from './names.ts';
 import { fitted } from './fitted.ts';
 import { flowMark, type FlowDecisions } from './flow-decisions.ts';
 import { ruleFlowPrefix } from './flow-prefix.ts';
@@ -126,11 +126,6 @@ function nftRules(program: PolicyProgram, direction: Direction, r: RuleProgram, 
   return out;
 }
 
-/** The verdicts of Allow and Pass rules (shared objects: tens of thousands of rules hold them). */
-const ALLOWED: Rule['verdict'] = { goto: CHAINS.allowed };
-const PASSED: Rule['verdict'] = { goto: CHAINS.passed };
-const NO_STATEMENTS: Statement[] = [];
-
 const FAMILY_SELECTORS = new Set<NftSelector>(['ip saddr', 'ip daddr', 'ip6 saddr', 'ip6 daddr', 'icmp type', 'icmpv6 type']);
 const firstKey = (m: Match): NftSelector => (Array.isArray(m.key) ? (m.key[0] as NftSelector) : m.key);
 
@@ -167,15 +162,12 @@ function actionOf(
   };
   switch (r.action) {
     case 'Allow':
-      // With flow logs the rule writes its own number into the connection's mark: inline.
-      if (flowDecisions)
-        return {
-          verdict: 'return',
-          statements: allowMarked(sharedStatements<Statement[]>('allow', () => [{ mark: { or: MARK.accept } }])),
-        };
-      return { verdict: ALLOWED, statements: NO_STATEMENTS };
+      return {
+        verdict: 'return',
+        statements: allowMarked(sharedStatements<Statement[]>('allow', () => [{ mark: { or: MARK.accept } }])),
+      };
     case 'Pass':
-      return { verdict: PASSED, statements: NO_STATEMENTS };
+      return { verdict: 'return', statements: sharedStatements<Statement[]>('pass', () => [{ mark: { or: MARK.pass } }]) };
     case 'Deny': {
       const counter = denyCounterName(program.key);
       return {
