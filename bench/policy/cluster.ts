@@ -23,6 +23,8 @@ type BulkClient = (method: string, path: string, body: unknown) => Promise<Recor
 
 export interface Cluster {
   kube: KubeServer;
+  /** The API server's admin credentials, for the bench's own watch (the peer of the agent's). */
+  config: k8s.KubeConfig;
   core: k8s.CoreV1Api;
   networking: k8s.NetworkingV1Api;
   api: BulkClient;
@@ -101,9 +103,11 @@ export async function startCluster(): Promise<Cluster> {
     NETPLUG_AGENT_SOCKET: join(node.varDir, 'run', 'cni.sock'),
     NETPLUG_ENDPOINT_STATUS_PATH_PREFIX: join(node.varDir, 'run'),
     NETPLUG_HEALTH_ADDR: '127.0.0.1:9099',
+    // As netplug's DaemonSet runs it (ts/render/node.ts).
+    MALLOC_ARENA_MAX: '2',
   });
   const agents = { on: new Agent(onNode, agentEnv(onNode, true)), off: new Agent(offNode, agentEnv(offNode, false)) };
-  return { kube, core, networking, api, onNode, agents };
+  return { kube, config, core, networking, api, onNode, agents };
 }
 
 /** Creates the NetworkPolicies numbered `from` up to (not including) `to`, PARALLEL at a time. */

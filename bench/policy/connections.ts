@@ -6,6 +6,8 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 
+import * as k8s from '@kubernetes/client-node';
+
 import { hostInterfaceName } from '../../ts/dataplane/index.ts';
 import { Probe } from './agent.ts';
 import type { Cluster } from './cluster.ts';
@@ -78,6 +80,11 @@ export async function plugTargetAndClient({ core, networking, onNode }: Cluster)
 
 /** Times `write` until a connection from the client to the target connects (it must not before). */
 async function untilOpen(client: Probe, write: () => Promise<unknown>): Promise<number> {
+  return (await timedUntilOpen(client, write)).ms;
+}
+
+/** As untilOpen, with the instants (hrtime) of the write's request and of the attempt that connected. */
+async function timedUntilOpen(client: Probe, write: () => Promise<unknown>): Promise<{ ms: number; started: bigint; opened: bigint }> {
   const open = client.request({ op: 'open', host: TARGET.address, port: PORT, timeoutMs: 30_000 });
   // The prober's first attempts go out (and fail) before the write.
   await sleep(30);
@@ -85,7 +92,8 @@ async function untilOpen(client: Probe, write: () => Promise<unknown>): Promise<
   await write();
   const reply = await open;
   if (reply.timeout || reply.startNs === undefined) throw new Error('the connection did not open within 30 s of the write');
-  return Math.max(0, ms(started, BigInt(reply.startNs)));
+  const opened = BigInt(reply.startNs);
+  return { ms: Math.max(0, ms(started, opened)), started, opened };
 }
 
 /** Part 2: CREATIONS times a policy allowing the client created, until it connects; then deleted. */
@@ -110,25 +118,77 @@ export async function policyCreations({ networking }: Cluster, client: Probe): P
   return creations;
 }
 
+/** The node part 3's pods are on: another node, so only set elements change on the agent's. */
+const REMOTE_NODE = 'bench-node-7';
+
+/** Part 3's samples: each whole, and split at the moment the bench's own watch saw the write. */
+export interface SetUpdates {
+  /** From the status write until the connection opened. */
+  samples: number[];
+  /** From the status write until the bench's own watch of the pod got it (the API server's part, its peer). */
+  apiServer: number[];
+  /** From the bench's watch getting it until the connection opened (the agent's part, with its own watch's delivery). */
+  agentSide: number[];
+  /** The agent's policy passes (netplug_policy_flush_duration_seconds) between the write and the connection, summed. */
+  passes: number[];
+}
+
+/**
+ * A watch of the Pod objects on `node` from now on, as the agent's informer watches every pod
+ * (the API server's watch cache fans one change out to both): when each was first seen with `address`.
+ */
+async function watchAddressed(config: k8s.KubeConfig, core: k8s.CoreV1Api, node: string, address: string) {
+  const seen = new Map<string, bigint>();
+  const from = (await core.listPodForAllNamespaces({ limit: 1 })).metadata?.resourceVersion;
+  const watching = await new k8s.Watch(config).watch(
+    '/api/v1/pods',
+    { fieldSelector: `spec.nodeName=${node}`, resourceVersion: from, allowWatchBookmarks: false },
+    (_phase: string, pod: k8s.V1Pod) => {
+      const at = process.hrtime.bigint();
+      const key = `${pod.metadata?.namespace}/${pod.metadata?.name}`;
+      if (pod.status?.podIP === address && !seen.has(key)) seen.set(key, at);
+    },
+    () => undefined,
+  );
+  return { seen, stop: () => watching.abort() };
+}
+
 /** Part 3: SET_UPDATES times a role=db pod given the client's address, until it connects; then deleted. */
-export async function setUpdates({ core }: Cluster, client: Probe): Promise<number[]> {
-  const samples: number[] = [];
-  for (let i = 0; i < SET_UPDATES; i++) {
-    const namespace = namespaceName(i % NAMESPACES);
-    const name = `db-client-${i}`;
-    const pod = await core.createNamespacedPod({
-      namespace,
-      body: {
-        metadata: { name, labels: { role: 'db', app: 'client' } },
-        spec: { nodeName: 'bench-node-7', containers: [{ name: 'main', image: 'busybox' }] },
-      },
-    });
-    // The pod without an address is seen and passed over first (no element to add yet).
-    await sleep(200);
-    pod.status = { ...pod.status, phase: 'Running', podIP: CLIENT_ADDRESS, podIPs: [{ ip: CLIENT_ADDRESS }] };
-    samples.push(await untilOpen(client, () => core.replaceNamespacedPodStatus({ namespace, name, body: pod })));
-    await core.deleteNamespacedPod({ namespace, name, gracePeriodSeconds: 0 });
-    await client.closed(TARGET.address);
+export async function setUpdates({ config, core, agents }: Cluster, client: Probe): Promise<SetUpdates> {
+  const result: SetUpdates = { samples: [], apiServer: [], agentSide: [], passes: [] };
+  const watch = await watchAddressed(config, core, REMOTE_NODE, CLIENT_ADDRESS);
+  try {
+    for (let i = 0; i < SET_UPDATES; i++) {
+      const namespace = namespaceName(i % NAMESPACES);
+      const name = `db-client-${i}`;
+      const pod = await core.createNamespacedPod({
+        namespace,
+        body: {
+          metadata: { name, labels: { role: 'db', app: 'client' } },
+          spec: { nodeName: REMOTE_NODE, containers: [{ name: 'main', image: 'busybox' }] },
+        },
+      });
+      // The pod without an address is seen and passed over first (no element to add yet).
+      await sleep(200);
+      pod.status = { ...pod.status, phase: 'Running', podIP: CLIENT_ADDRESS, podIPs: [{ ip: CLIENT_ADDRESS }] };
+      const before = await agents.on.flushes();
+      const {
+        ms: sample,
+        started,
+        opened,
+      } = await timedUntilOpen(client, () => core.replaceNamespacedPodStatus({ namespace, name, body: pod }));
+      const after = await agents.on.flushes();
+      const seenAt = watch.seen.get(`${namespace}/${name}`);
+      if (seenAt === undefined) throw new Error(`the bench's watch did not see ${namespace}/${name} given its address`);
+      result.samples.push(sample);
+      result.apiServer.push(ms(started, seenAt));
+      result.agentSide.push(Math.max(0, ms(seenAt, opened)));
+      result.passes.push(1000 * (after.seconds - before.seconds));
+      await core.deleteNamespacedPod({ namespace, name, gracePeriodSeconds: 0 });
+      await client.closed(TARGET.address);
+    }
+  } finally {
+    watch.stop();
   }
-  return samples;
+  return result;
 }
