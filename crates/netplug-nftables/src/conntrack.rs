@@ -3,17 +3,17 @@
 //! for IPv6): each connection's tuples both ways, the packets and bytes that passed each way,
 //! its mark, id, status bits and timestamps. The flow logs read packets and bytes from here.
 //!
-//! Requests and replies are built and parsed with netlink-packet-netfilter's conntrack types;
-//! the attributes it leaves unparsed (`Other`: the counters, the id, the timestamps) are read
-//! here with netlink-packet-core's NLA iterator. The kernel counts packets and bytes only when
+//! Requests are built with netlink-packet-netfilter's conntrack types; replies and events are
+//! read attribute by attribute with netlink-packet-core's NLA iterator, without allocating (a
+//! node's table holds tens of thousands of entries, and flow logs dump it at every interval). The kernel counts packets and bytes only when
 //! `net.netfilter.nf_conntrack_acct` was 1 as the connection was created (0 otherwise), and
 //! stamps it only with `net.netfilter.nf_conntrack_timestamp`.
 
 use std::net::IpAddr;
 
-use netlink_packet_core::{DefaultNla, NLA_TYPE_MASK, Nla, NlaBuffer, NlasIterator, parse_u32_be, parse_u64_be};
-use netlink_packet_netfilter::conntrack::{ConntrackAttribute, ConntrackMessage, IPTuple, ProtoTuple, Tuple};
-use netlink_packet_netfilter::{NetfilterHeader, NetfilterMessage, NetfilterMessageInner, NetfilterProtoFamily};
+use netlink_packet_core::{NLA_TYPE_MASK, NlaBuffer, NlasIterator, parse_u32_be, parse_u64_be};
+use netlink_packet_netfilter::conntrack::ConntrackMessage;
+use netlink_packet_netfilter::{NetfilterHeader, NetfilterMessage, NetfilterProtoFamily};
 
 use crate::error::Result;
 use crate::socket::NfSocket;
@@ -85,73 +85,9 @@ pub fn dump() -> Result<Vec<ConntrackEntry>> {
     for (family, name) in [(NetfilterProtoFamily::IPv4, "IPv4"), (NetfilterProtoFamily::IPv6, "IPv6")] {
         let request = NetfilterMessage::new(NetfilterHeader::new(family, 0, 0), ConntrackMessage::Get(vec![]));
         let op = format!("dump the {name} connection tracking table");
-        entries.extend(socket.request(request, true, &op)?.iter().filter_map(entry_of));
+        entries.extend(socket.request_raw(request, true, &op, |raw| Ok(entry_of_message(raw)))?);
     }
     Ok(entries)
-}
-
-/// The entry a dump's reply describes; `None` for any other message or one without both tuples.
-pub fn entry_of(message: &NetfilterMessage) -> Option<ConntrackEntry> {
-    let attributes = match &message.inner {
-        // A dump's replies are New; a destroyed entry's event is Delete.
-        NetfilterMessageInner::Conntrack(
-            ConntrackMessage::New(attributes)
-            | ConntrackMessage::Get(attributes)
-            | ConntrackMessage::Delete(attributes),
-        ) => attributes,
-        _ => return None,
-    };
-    let family = match message.header.family {
-        NetfilterProtoFamily::IPv4 => 4,
-        NetfilterProtoFamily::IPv6 => 6,
-        _ => return None,
-    };
-    let (mut original, mut reply, mut protocol) = (None, None, None);
-    let (mut original_counts, mut reply_counts) = ((0, 0), (0, 0));
-    let (mut mark, mut id, mut status, mut start, mut stop) = (0, 0, 0, None, None);
-    for attribute in attributes {
-        match attribute {
-            ConntrackAttribute::CtaTupleOrig(tuples) => original = tuple_of(tuples, &mut protocol),
-            ConntrackAttribute::CtaTupleReply(tuples) => reply = tuple_of(tuples, &mut None),
-            ConntrackAttribute::CtaStatus(bits) => status = bits.bits(),
-            ConntrackAttribute::CtaMark(value) => mark = *value,
-            ConntrackAttribute::Other(nla) => match nla.kind() & NLA_TYPE_MASK {
-                CTA_COUNTERS_ORIG => original_counts = counters_of(&value_of(nla)),
-                CTA_COUNTERS_REPLY => reply_counts = counters_of(&value_of(nla)),
-                CTA_ID => id = parse_u32_be(&value_of(nla)).unwrap_or(0),
-                CTA_TIMESTAMP => {
-                    for nla in NlasIterator::new(&value_of(nla)).flatten() {
-                        match nla.kind() {
-                            CTA_TIMESTAMP_START => start = u64_of(&nla),
-                            CTA_TIMESTAMP_STOP => stop = u64_of(&nla),
-                            _ => {}
-                        }
-                    }
-                }
-                _ => {}
-            },
-            _ => {}
-        }
-    }
-    let direction = |(source, destination, source_port, destination_port), (packets, bytes)| Direction {
-        source,
-        destination,
-        source_port,
-        destination_port,
-        packets,
-        bytes,
-    };
-    Some(ConntrackEntry {
-        family,
-        protocol: protocol?,
-        original: direction(original?, original_counts),
-        reply: direction(reply?, reply_counts),
-        mark,
-        id,
-        status,
-        start,
-        stop,
-    })
 }
 
 type Addresses = (IpAddr, IpAddr, Option<u16>, Option<u16>);
@@ -176,8 +112,9 @@ const CT_DELETE: u16 = (1 << 8) | 2;
 
 /// The entry one raw message (netlink header included) describes, read attribute by attribute
 /// with netlink-packet-core's iterator, without allocating: the flow tracker reads one such event
-/// for every connection that ends, tens of thousands a second, where [`entry_of`]'s typed parse
-/// allocates for each attribute. `None` for any other message.
+/// for every connection that ends, tens of thousands a second, and each interval's dump as
+/// many, where netlink-packet-netfilter's typed parse allocates for each attribute. `None` for
+/// any other message.
 pub fn entry_of_message(message: &[u8]) -> Option<ConntrackEntry> {
     let message_type = u16::from_ne_bytes(message.get(4..6)?.try_into().ok()?);
     if message_type != CT_NEW && message_type != CT_DELETE {
@@ -273,42 +210,6 @@ fn raw_tuple(nested: &[u8], protocol: &mut Option<u8>) -> Option<Addresses> {
 }
 
 /// The addresses and ports of a CTA_TUPLE_ORIG or CTA_TUPLE_REPLY, and its protocol.
-fn tuple_of(tuples: &[Tuple], protocol: &mut Option<u8>) -> Option<Addresses> {
-    let (mut source, mut destination, mut source_port, mut destination_port) = (None, None, None, None);
-    for tuple in tuples {
-        match tuple {
-            Tuple::Ip(parts) => {
-                for part in parts {
-                    match part {
-                        IPTuple::SourceAddress(address) => source = Some(*address),
-                        IPTuple::DestinationAddress(address) => destination = Some(*address),
-                        _ => {}
-                    }
-                }
-            }
-            Tuple::Proto(parts) => {
-                for part in parts {
-                    match part {
-                        ProtoTuple::Protocol(number) => *protocol = Some(u8::from(*number)),
-                        ProtoTuple::SourcePort(port) => source_port = Some(*port),
-                        ProtoTuple::DestinationPort(port) => destination_port = Some(*port),
-                        _ => {}
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    Some((source?, destination?, source_port, destination_port))
-}
-
-/// The value of an attribute the conntrack types leave unparsed.
-fn value_of(nla: &DefaultNla) -> Vec<u8> {
-    let mut value = vec![0; nla.value_len()];
-    nla.emit_value(&mut value);
-    value
-}
-
 /// Packets and bytes of a CTA_COUNTERS_ORIG or CTA_COUNTERS_REPLY (its padding skipped).
 fn counters_of(nested: &[u8]) -> (u64, u64) {
     let (mut packets, mut bytes) = (0, 0);
@@ -328,8 +229,9 @@ fn u64_of(nla: &NlaBuffer<&[u8]>) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
-    use netlink_packet_core::{Emitable, NLA_F_NESTED, NetlinkHeader, NetlinkMessage, NetlinkPayload};
-    use netlink_packet_netfilter::conntrack::{Protocol, Status};
+    use netlink_packet_core::{DefaultNla, Emitable, NLA_F_NESTED, NetlinkHeader, NetlinkMessage, NetlinkPayload, Nla};
+    use netlink_packet_netfilter::NetfilterMessageInner;
+    use netlink_packet_netfilter::conntrack::{ConntrackAttribute, IPTuple, ProtoTuple, Protocol, Status, Tuple};
 
     use super::*;
 
@@ -338,9 +240,114 @@ mod tests {
     }
 
     fn parse(bytes: &[u8]) -> ConntrackEntry {
+        entry_of_message(bytes).unwrap()
+    }
+
+    fn typed_parse(bytes: &[u8]) -> ConntrackEntry {
         let message = NetlinkMessage::<NetfilterMessage>::deserialize(bytes).unwrap();
         let NetlinkPayload::InnerMessage(inner) = message.payload else { panic!("{message:?}") };
         entry_of(&inner).unwrap()
+    }
+
+    /// The entry a reply describes, read with netlink-packet-netfilter's conntrack types: the
+    /// reference the raw parse is checked against.
+    fn entry_of(message: &NetfilterMessage) -> Option<ConntrackEntry> {
+        let attributes = match &message.inner {
+            // A dump's replies are New; a destroyed entry's event is Delete.
+            NetfilterMessageInner::Conntrack(
+                ConntrackMessage::New(attributes)
+                | ConntrackMessage::Get(attributes)
+                | ConntrackMessage::Delete(attributes),
+            ) => attributes,
+            _ => return None,
+        };
+        let family = match message.header.family {
+            NetfilterProtoFamily::IPv4 => 4,
+            NetfilterProtoFamily::IPv6 => 6,
+            _ => return None,
+        };
+        let (mut original, mut reply, mut protocol) = (None, None, None);
+        let (mut original_counts, mut reply_counts) = ((0, 0), (0, 0));
+        let (mut mark, mut id, mut status, mut start, mut stop) = (0, 0, 0, None, None);
+        for attribute in attributes {
+            match attribute {
+                ConntrackAttribute::CtaTupleOrig(tuples) => original = tuple_of(tuples, &mut protocol),
+                ConntrackAttribute::CtaTupleReply(tuples) => reply = tuple_of(tuples, &mut None),
+                ConntrackAttribute::CtaStatus(bits) => status = bits.bits(),
+                ConntrackAttribute::CtaMark(value) => mark = *value,
+                ConntrackAttribute::Other(nla) => match nla.kind() & NLA_TYPE_MASK {
+                    CTA_COUNTERS_ORIG => original_counts = counters_of(&value_of(nla)),
+                    CTA_COUNTERS_REPLY => reply_counts = counters_of(&value_of(nla)),
+                    CTA_ID => id = parse_u32_be(&value_of(nla)).unwrap_or(0),
+                    CTA_TIMESTAMP => {
+                        for nla in NlasIterator::new(&value_of(nla)).flatten() {
+                            match nla.kind() {
+                                CTA_TIMESTAMP_START => start = u64_of(&nla),
+                                CTA_TIMESTAMP_STOP => stop = u64_of(&nla),
+                                _ => {}
+                            }
+                        }
+                    }
+                    _ => {}
+                },
+                _ => {}
+            }
+        }
+        let direction = |(source, destination, source_port, destination_port), (packets, bytes)| Direction {
+            source,
+            destination,
+            source_port,
+            destination_port,
+            packets,
+            bytes,
+        };
+        Some(ConntrackEntry {
+            family,
+            protocol: protocol?,
+            original: direction(original?, original_counts),
+            reply: direction(reply?, reply_counts),
+            mark,
+            id,
+            status,
+            start,
+            stop,
+        })
+    }
+
+    fn tuple_of(tuples: &[Tuple], protocol: &mut Option<u8>) -> Option<Addresses> {
+        let (mut source, mut destination, mut source_port, mut destination_port) = (None, None, None, None);
+        for tuple in tuples {
+            match tuple {
+                Tuple::Ip(parts) => {
+                    for part in parts {
+                        match part {
+                            IPTuple::SourceAddress(address) => source = Some(*address),
+                            IPTuple::DestinationAddress(address) => destination = Some(*address),
+                            _ => {}
+                        }
+                    }
+                }
+                Tuple::Proto(parts) => {
+                    for part in parts {
+                        match part {
+                            ProtoTuple::Protocol(number) => *protocol = Some(u8::from(*number)),
+                            ProtoTuple::SourcePort(port) => source_port = Some(*port),
+                            ProtoTuple::DestinationPort(port) => destination_port = Some(*port),
+                            _ => {}
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        Some((source?, destination?, source_port, destination_port))
+    }
+
+    /// The value of an attribute the conntrack types leave unparsed.
+    fn value_of(nla: &DefaultNla) -> Vec<u8> {
+        let mut value = vec![0; nla.value_len()];
+        nla.emit_value(&mut value);
+        value
     }
 
     /// A dump's reply from Linux 6.18 (`conntrack -L -o id,extended` showed the same entry): a TCP
@@ -355,11 +362,11 @@ mod tests {
     fn the_raw_parse_reads_what_the_typed_one_does() {
         for text in [IPV4_TCP, IPV6_TCP] {
             let bytes = hex(text);
-            assert_eq!(entry_of_message(&bytes), Some(parse(&bytes)));
+            assert_eq!(entry_of_message(&bytes), Some(typed_parse(&bytes)));
             // The same as an event of an ended entry (IPCTNL_MSG_CT_DELETE).
             let mut deleted = bytes.clone();
             deleted[4..6].copy_from_slice(&CT_DELETE.to_ne_bytes());
-            assert_eq!(entry_of_message(&deleted), Some(parse(&bytes)));
+            assert_eq!(entry_of_message(&deleted), Some(typed_parse(&bytes)));
             // Not a conntrack message.
             deleted[4..6].copy_from_slice(&0x0300u16.to_ne_bytes());
             assert_eq!(entry_of_message(&deleted), None);
@@ -419,6 +426,15 @@ mod tests {
         ConntrackAttribute::Other(DefaultNla::new(kind | NLA_F_NESTED, value))
     }
 
+    /// A message as the kernel would send it: with its netlink header.
+    fn emitted(inner: NetfilterMessage) -> Vec<u8> {
+        let mut message = NetlinkMessage::new(NetlinkHeader::default(), NetlinkPayload::InnerMessage(inner));
+        message.finalize();
+        let mut bytes = vec![0; message.buffer_len()];
+        message.serialize(&mut bytes);
+        bytes
+    }
+
     fn be64(kind: u16, value: u64) -> DefaultNla {
         DefaultNla::new(kind, value.to_be_bytes().to_vec())
     }
@@ -458,16 +474,10 @@ mod tests {
                 &[DefaultNla::new(3, vec![]), be64(CTA_TIMESTAMP_START, 10), be64(CTA_TIMESTAMP_STOP, 20)],
             ),
         ];
-        let mut message = NetlinkMessage::new(
-            NetlinkHeader::default(),
-            NetlinkPayload::InnerMessage(NetfilterMessage::new(
-                NetfilterHeader::new(NetfilterProtoFamily::IPv4, 0, 0),
-                ConntrackMessage::New(attributes),
-            )),
-        );
-        message.finalize();
-        let mut bytes = vec![0; message.buffer_len()];
-        message.serialize(&mut bytes);
+        let bytes = emitted(NetfilterMessage::new(
+            NetfilterHeader::new(NetfilterProtoFamily::IPv4, 0, 0),
+            ConntrackMessage::New(attributes),
+        ));
 
         let entry = parse(&bytes);
         assert_eq!((entry.family, entry.protocol, entry.mark, entry.id), (4, 1, 0x4000, 1234));
@@ -496,7 +506,7 @@ mod tests {
                 ConntrackAttribute::CtaTupleReply(vec![ip_tuple("fd00::2", "fd00::1"), tcp]),
             ]),
         );
-        let entry = entry_of(&message).unwrap();
+        let entry = parse(&emitted(message));
         assert_eq!((entry.family, entry.protocol, entry.original.destination_port), (6, 6, Some(443)));
         assert_eq!((entry.original.packets, entry.original.bytes, entry.reply.packets), (0, 0, 0));
         assert_eq!((entry.start, entry.stop), (None, None));
@@ -508,6 +518,6 @@ mod tests {
                 Tuple::Proto(vec![ProtoTuple::Protocol(Protocol::Tcp)]),
             ])]),
         );
-        assert_eq!(entry_of(&without_reply), None);
+        assert_eq!(entry_of_message(&emitted(without_reply)), None);
     }
 }

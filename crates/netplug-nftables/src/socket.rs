@@ -131,6 +131,27 @@ impl NfSocket {
 
     /// Sends a GET (a dump when `dump`) and returns the replies, parsed.
     pub fn request(&mut self, message: NetfilterMessage, dump: bool, op: &str) -> Result<Vec<NetfilterMessage>> {
+        self.request_raw(message, dump, op, |raw| {
+            let parsed = NetlinkMessage::<NetfilterMessage>::deserialize(raw)
+                .map_err(|err| NftError::new(op, Errno::EPROTO, format!("unreadable reply: {err}")))?;
+            Ok(match parsed.payload {
+                NetlinkPayload::InnerMessage(inner) => Some(inner),
+                _ => None,
+            })
+        })
+    }
+
+    /// Sends a GET (a dump when `dump`) and returns what `read` makes of each reply's raw
+    /// message (netlink header included), where it makes something: a dump of tens of thousands
+    /// of entries read without the typed parse's allocation per attribute. A dump interrupted by
+    /// a concurrent change is read again from the start.
+    pub fn request_raw<T>(
+        &mut self,
+        message: NetfilterMessage,
+        dump: bool,
+        op: &str,
+        mut read: impl FnMut(&[u8]) -> Result<Option<T>>,
+    ) -> Result<Vec<T>> {
         for _ in 0..DUMP_ATTEMPTS {
             let sequence = self.reserve(1);
             let mut header = NetlinkHeader::default();
@@ -141,7 +162,11 @@ impl NfSocket {
             let mut bytes = vec![0; packet.buffer_len()];
             packet.serialize(&mut bytes);
             self.socket.send(&bytes, 0).map_err(|e| NftError::from_io(op, &e))?;
-            let (replies, interrupted) = self.collect(sequence, dump, op)?;
+            let mut replies = Vec::new();
+            let interrupted = self.collect(sequence, dump, op, &mut |raw| {
+                replies.extend(read(raw)?);
+                Ok(())
+            })?;
             if !interrupted {
                 return Ok(replies);
             }
@@ -149,8 +174,15 @@ impl NfSocket {
         Err(NftError::new(op, Errno::EINTR, "the dump kept being interrupted by concurrent changes"))
     }
 
-    fn collect(&mut self, sequence: u32, dump: bool, op: &str) -> Result<(Vec<NetfilterMessage>, bool)> {
-        let mut replies = Vec::new();
+    /// Gives each reply to `sequence` to `each` until the last; returns whether the dump was
+    /// interrupted by a concurrent change.
+    fn collect(
+        &mut self,
+        sequence: u32,
+        dump: bool,
+        op: &str,
+        each: &mut dyn FnMut(&[u8]) -> Result<()>,
+    ) -> Result<bool> {
         let mut interrupted = false;
         loop {
             self.rx.clear();
@@ -164,21 +196,15 @@ impl NfSocket {
                 }
                 interrupted |= header.flags & NLM_F_DUMP_INTR != 0;
                 match header.message_type {
-                    NLMSG_DONE => return Ok((replies, interrupted)),
+                    NLMSG_DONE => return Ok(interrupted),
                     NLMSG_ERROR => {
                         return match parse_error(message, header.flags, sequence) {
-                            None if !dump => Ok((replies, interrupted)),
+                            None if !dump => Ok(interrupted),
                             None => continue,
                             Some(refusal) => Err(NftError::from_errno(op, refusal.errno, refusal.text.as_deref())),
                         };
                     }
-                    _ => {
-                        let parsed = NetlinkMessage::<NetfilterMessage>::deserialize(message)
-                            .map_err(|err| NftError::new(op, Errno::EPROTO, format!("unreadable reply: {err}")))?;
-                        if let NetlinkPayload::InnerMessage(inner) = parsed.payload {
-                            replies.push(inner);
-                        }
-                    }
+                    _ => each(message)?,
                 }
             }
         }
