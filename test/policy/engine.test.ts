@@ -162,6 +162,34 @@ test('only policies selecting a local endpoint are programmed, with the sets the
   t.deepEqual(e.part().sets, [], 'the set went with its last user');
 });
 
+test('a named port of a protocol is looked up with its protocol: the rule compares the protocol on its own only where it reads a port alone', (t) => {
+  const e = engine({ families: [4] });
+  e.upsertEndpoint(pod('db1', 'here', { app: 'db' }, '10.0.0.6', { ports: [{ name: 'pg', protocol: 'TCP', port: 5432 }] }));
+  e.upsertPolicy(
+    policy('db', {
+      selector: 'app == "db"',
+      ingress: [
+        { action: 'Allow', protocol: 'TCP', destination: { ports: ['pg'] } },
+        { action: 'Allow', protocol: 'TCP', destination: { ports: [80, 'pg'] } },
+        { action: 'Allow', protocol: 'TCP', destination: { ports: ['pg'], notPorts: [81] } },
+      ],
+    }),
+  );
+  e.flush();
+  const part = e.part();
+  const named = part.sets?.find((s) => Array.isArray(s.type));
+  t.deepEqual(named?.elements, [['10.0.0.6', 6, 5432]], 'the named port of TCP only');
+  const np = `@${named?.name}`;
+  const mark = 'meta mark set meta mark | 0x10000 return';
+  t.deepEqual(rules(part, policyChainName('NetworkPolicy/shop/db', 'ingress')), [
+    `ip daddr . meta l4proto . th dport ${np} ${mark} comment "shop/db ingress rule 0"`,
+    `meta nfproto ipv4 meta l4proto 6 th dport 80 ${mark} comment "shop/db ingress rule 1"`,
+    `ip daddr . meta l4proto . th dport ${np} ${mark} comment "shop/db ingress rule 1"`,
+    // A port read alone (here th dport != 81) needs the protocol compared first.
+    `meta l4proto 6 th dport != 81 ip daddr . meta l4proto . th dport ${np} ${mark} comment "shop/db ingress rule 2"`,
+  ]);
+});
+
 test('by default rules are made for IPv4 until an IPv6 address enters; then every programmed policy for both', (t) => {
   const e = engine();
   e.upsertEndpoint(pod('db1', 'here', { app: 'db' }, '10.0.0.6'));

@@ -110,7 +110,11 @@ export function interpret(part: TablePart, packet: NftPacket): Trace {
 
   function matchHolds(m: Match, rule: Rule): boolean {
     const keys = Array.isArray(m.key) ? m.key : [m.key];
-    const values = keys.map((key) => field(key, rule));
+    // A concatenation that carries the protocol reads the port's bytes whatever the packet (no
+    // dependency guards it): with a protocol without ports, no element (each of a protocol with
+    // ports) can match.
+    const portless = keys.includes('meta l4proto') && !PORTED.has(packet.l4proto);
+    const values = keys.map((key) => (portless && (key === 'th sport' || key === 'th dport') ? Number.NaN : field(key, rule)));
     if (values.some((v) => v === undefined)) return false; // the protocol dependency fails
     const negate = m.op === '!=';
     if (keys[0] === 'meta mark' && m.mask !== undefined) {

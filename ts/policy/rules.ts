@@ -106,6 +106,8 @@ function nftRules(program: PolicyProgram, direction: Direction, r: RuleProgram, 
     const common: Match[] = [];
     if (r.protocol !== undefined) common.push(sharedMatch('meta l4proto', r.protocol));
     if (r.notProtocol !== undefined) common.push(sharedMatch('meta l4proto', r.notProtocol, true));
+    // A named-port lookup's elements carry the rule's protocol: its own comparison would repeat it.
+    const withoutProtocol = common.filter((m) => m.op === '!=');
     const sources = sideMatches(r.source, 'source', family, r.protocol, useSet);
     const destinations = sideMatches(r.destination, 'destination', family, r.protocol, useSet);
     for (const icmp of icmpMatches(r, family)) {
@@ -113,7 +115,11 @@ function nftRules(program: PolicyProgram, direction: Direction, r: RuleProgram, 
         for (const destination of destinations) {
           // concat, not a spread and unshift: its array is as long as it holds, where the others
           // leave room to grow, which tens of thousands of rules kept (megabytes).
-          const given = common.concat(source, destination, icmp);
+          const given = (r.protocol !== undefined && carriesProtocol(source, destination) ? withoutProtocol : common).concat(
+            source,
+            destination,
+            icmp,
+          );
           const matches =
             family !== undefined && !given.some((m) => FAMILY_SELECTORS.has(firstKey(m)))
               ? [sharedMatch('meta nfproto', family === 4 ? 'ipv4' : 'ipv6')].concat(given)
@@ -124,6 +130,17 @@ function nftRules(program: PolicyProgram, direction: Direction, r: RuleProgram, 
     }
   }
   return out;
+}
+
+/**
+ * Whether the ends' matches look `address . protocol . port` up in a named-ports set (whose
+ * elements are of the rule's protocol) and read no port outside such a lookup, which only a packet
+ * of that protocol can match.
+ */
+function carriesProtocol(source: Match[], destination: Match[]): boolean {
+  const matches = source.concat(destination);
+  const looksUp = matches.some((m) => m.op !== '!=' && Array.isArray(m.key) && m.key.includes('meta l4proto'));
+  return looksUp && !matches.some((m) => m.key === 'th sport' || m.key === 'th dport');
 }
 
 const FAMILY_SELECTORS = new Set<NftSelector>(['ip saddr', 'ip daddr', 'ip6 saddr', 'ip6 daddr', 'icmp type', 'icmpv6 type']);
