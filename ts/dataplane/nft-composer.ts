@@ -87,7 +87,7 @@ export class NftComposer {
    * What the writer holds, while `#inStep`: the parts it is the union of, made a table only when a
    * whole write needs it (an element update would otherwise build the union of every part).
    */
-  #written: { parts: ReadonlyMap<string, TablePart>; table?: Table } | undefined;
+  #written: { table: Table } | { parts: ReadonlyMap<string, TablePart> } | undefined;
   /** The pending keep's cancellation, while one is scheduled. */
   #keepTimer: (() => void) | undefined;
 
@@ -218,9 +218,10 @@ export class NftComposer {
   /** The table the writer holds (while `#inStep`). */
   #writtenTable(): Table | undefined {
     const written = this.#written;
-    if (!written) return undefined;
-    written.table ??= unionOf(this.#options.family, this.#options.name, written.parts);
-    return written.table;
+    if (!written || 'table' in written) return written?.table;
+    const table = unionOf(this.#options.family, this.#options.name, written.parts);
+    this.#written = { table };
+    return table;
   }
 
   #write(): void {
@@ -251,7 +252,7 @@ export class NftComposer {
     this.#running = write.then(
       () => {
         this.#inStep = true;
-        this.#written = { parts: new Map(), table };
+        this.#written = { table };
         for (const waiter of waiters) waiter.resolve('applied');
         this.#scheduleKeep();
       },
