@@ -126,24 +126,47 @@ pub fn entry_of_message(message: &[u8]) -> Option<ConntrackEntry> {
         libc::AF_INET6 => 6,
         _ => return None,
     };
-    let (mut original, mut reply, mut protocol) = (None, None, None);
-    let (mut original_counts, mut reply_counts) = ((0, 0), (0, 0));
-    let (mut mark, mut id, mut status, mut start, mut stop) = (0, 0, 0, None, None);
+    let mut fields = Fields::default();
     for nla in NlasIterator::new(message.get(20..)?).flatten() {
         let value = nla.value();
         match nla.kind() & NLA_TYPE_MASK {
-            CTA_TUPLE_ORIG => original = raw_tuple(value, &mut protocol),
-            CTA_TUPLE_REPLY => reply = raw_tuple(value, &mut None),
-            CTA_STATUS => status = parse_u32_be(value).unwrap_or(0),
-            CTA_MARK => mark = parse_u32_be(value).unwrap_or(0),
-            CTA_COUNTERS_ORIG => original_counts = counters_of(value),
-            CTA_COUNTERS_REPLY => reply_counts = counters_of(value),
-            CTA_ID => id = parse_u32_be(value).unwrap_or(0),
+            CTA_TUPLE_ORIG => fields.original = raw_tuple(value, &mut fields.protocol),
+            CTA_TUPLE_REPLY => fields.reply = raw_tuple(value, &mut None),
+            CTA_STATUS => fields.status = parse_u32_be(value).unwrap_or(0),
+            CTA_MARK => fields.mark = parse_u32_be(value).unwrap_or(0),
+            kind => fields.other(kind, value),
+        }
+    }
+    fields.entry(family)
+}
+
+/// What an entry's attributes gave, until both tuples are known to be there.
+#[derive(Default)]
+struct Fields {
+    original: Option<Addresses>,
+    reply: Option<Addresses>,
+    protocol: Option<u8>,
+    original_counts: (u64, u64),
+    reply_counts: (u64, u64),
+    mark: u32,
+    id: u32,
+    status: u32,
+    start: Option<u64>,
+    stop: Option<u64>,
+}
+
+impl Fields {
+    /// An attribute the conntrack types leave unparsed: the counters, the id, the timestamps.
+    fn other(&mut self, kind: u16, value: &[u8]) {
+        match kind {
+            CTA_COUNTERS_ORIG => self.original_counts = counters_of(value),
+            CTA_COUNTERS_REPLY => self.reply_counts = counters_of(value),
+            CTA_ID => self.id = parse_u32_be(value).unwrap_or(0),
             CTA_TIMESTAMP => {
                 for nla in NlasIterator::new(value).flatten() {
                     match nla.kind() {
-                        CTA_TIMESTAMP_START => start = u64_of(&nla),
-                        CTA_TIMESTAMP_STOP => stop = u64_of(&nla),
+                        CTA_TIMESTAMP_START => self.start = u64_of(&nla),
+                        CTA_TIMESTAMP_STOP => self.stop = u64_of(&nla),
                         _ => {}
                     }
                 }
@@ -151,25 +174,28 @@ pub fn entry_of_message(message: &[u8]) -> Option<ConntrackEntry> {
             _ => {}
         }
     }
-    let direction = |(source, destination, source_port, destination_port), (packets, bytes)| Direction {
-        source,
-        destination,
-        source_port,
-        destination_port,
-        packets,
-        bytes,
-    };
-    Some(ConntrackEntry {
-        family,
-        protocol: protocol?,
-        original: direction(original?, original_counts),
-        reply: direction(reply?, reply_counts),
-        mark,
-        id,
-        status,
-        start,
-        stop,
-    })
+
+    fn entry(self, family: u8) -> Option<ConntrackEntry> {
+        let direction = |(source, destination, source_port, destination_port), (packets, bytes)| Direction {
+            source,
+            destination,
+            source_port,
+            destination_port,
+            packets,
+            bytes,
+        };
+        Some(ConntrackEntry {
+            family,
+            protocol: self.protocol?,
+            original: direction(self.original?, self.original_counts),
+            reply: direction(self.reply?, self.reply_counts),
+            mark: self.mark,
+            id: self.id,
+            status: self.status,
+            start: self.start,
+            stop: self.stop,
+        })
+    }
 }
 
 /// The addresses and ports of a raw CTA_TUPLE_ORIG or CTA_TUPLE_REPLY, and its protocol.
@@ -266,52 +292,18 @@ mod tests {
             NetfilterProtoFamily::IPv6 => 6,
             _ => return None,
         };
-        let (mut original, mut reply, mut protocol) = (None, None, None);
-        let (mut original_counts, mut reply_counts) = ((0, 0), (0, 0));
-        let (mut mark, mut id, mut status, mut start, mut stop) = (0, 0, 0, None, None);
+        let mut fields = Fields::default();
         for attribute in attributes {
             match attribute {
-                ConntrackAttribute::CtaTupleOrig(tuples) => original = tuple_of(tuples, &mut protocol),
-                ConntrackAttribute::CtaTupleReply(tuples) => reply = tuple_of(tuples, &mut None),
-                ConntrackAttribute::CtaStatus(bits) => status = bits.bits(),
-                ConntrackAttribute::CtaMark(value) => mark = *value,
-                ConntrackAttribute::Other(nla) => match nla.kind() & NLA_TYPE_MASK {
-                    CTA_COUNTERS_ORIG => original_counts = counters_of(&value_of(nla)),
-                    CTA_COUNTERS_REPLY => reply_counts = counters_of(&value_of(nla)),
-                    CTA_ID => id = parse_u32_be(&value_of(nla)).unwrap_or(0),
-                    CTA_TIMESTAMP => {
-                        for nla in NlasIterator::new(&value_of(nla)).flatten() {
-                            match nla.kind() {
-                                CTA_TIMESTAMP_START => start = u64_of(&nla),
-                                CTA_TIMESTAMP_STOP => stop = u64_of(&nla),
-                                _ => {}
-                            }
-                        }
-                    }
-                    _ => {}
-                },
+                ConntrackAttribute::CtaTupleOrig(tuples) => fields.original = tuple_of(tuples, &mut fields.protocol),
+                ConntrackAttribute::CtaTupleReply(tuples) => fields.reply = tuple_of(tuples, &mut None),
+                ConntrackAttribute::CtaStatus(bits) => fields.status = bits.bits(),
+                ConntrackAttribute::CtaMark(value) => fields.mark = *value,
+                ConntrackAttribute::Other(nla) => fields.other(nla.kind() & NLA_TYPE_MASK, &value_of(nla)),
                 _ => {}
             }
         }
-        let direction = |(source, destination, source_port, destination_port), (packets, bytes)| Direction {
-            source,
-            destination,
-            source_port,
-            destination_port,
-            packets,
-            bytes,
-        };
-        Some(ConntrackEntry {
-            family,
-            protocol: protocol?,
-            original: direction(original?, original_counts),
-            reply: direction(reply?, reply_counts),
-            mark,
-            id,
-            status,
-            start,
-            stop,
-        })
+        fields.entry(family)
     }
 
     fn tuple_of(tuples: &[Tuple], protocol: &mut Option<u8>) -> Option<Addresses> {
