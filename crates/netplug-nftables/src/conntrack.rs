@@ -5,9 +5,10 @@
 //!
 //! Requests are built with netlink-packet-netfilter's conntrack types; replies and events are
 //! read attribute by attribute with netlink-packet-core's NLA iterator, without allocating (a
-//! node's table holds tens of thousands of entries, and flow logs dump it at every interval). The kernel counts packets and bytes only when
-//! `net.netfilter.nf_conntrack_acct` was 1 as the connection was created (0 otherwise), and
-//! stamps it only with `net.netfilter.nf_conntrack_timestamp`.
+//! node's table holds tens of thousands of entries, and flow logs dump it at every interval).
+//! The kernel counts packets and bytes only when `net.netfilter.nf_conntrack_acct` was 1 as the
+//! connection was created (0 otherwise), and stamps it only with
+//! `net.netfilter.nf_conntrack_timestamp`.
 
 use std::net::IpAddr;
 
