@@ -67,7 +67,7 @@ const VIRTUAL = [
   /^wg/,
 ];
 
-type Interfaces = NodeJS.Dict<NetworkInterfaceInfo[]>;
+export type Interfaces = NodeJS.Dict<NetworkInterfaceInfo[]>;
 
 /**
  * The address `IP` names, or autodetected: the Kubernetes Node's InternalIP (with the prefix of

@@ -7,12 +7,15 @@ import * as k8s from '@kubernetes/client-node';
 
 import type { Log } from '../../runtime/log.ts';
 import type { Informer, Informers } from '../../runtime/informers.ts';
+import { networkInterfaces } from 'node:os';
+
 import {
   formatNodeAddress,
   nodeAddress,
   nodeAddress6,
   type Address6Setting,
   type AddressSetting,
+  type Interfaces,
   type NodeAddress,
 } from './node-address.ts';
 
@@ -31,6 +34,12 @@ export function thisNodeInformer(informers: Informers, kube: k8s.KubeConfig, nam
  * The node's underlay addresses as the `IP` and `IP6` settings give them, or autodetected from the
  * Kubernetes Node's InternalIPs and the interfaces (node-address.ts). One per agent, read by the
  * subsystems that route and publish them: a change is logged once.
+ *
+ * The interfaces are listed once per turn of the event loop, whoever asks: a settled burst of
+ * datastore changes has each subsystem's trigger make every key's view in one turn (the addresses
+ * subsystem alone reads both families for four keys), and a listing walks every link of the node,
+ * a veth per pod, through netlink dumps that share the kernel's routing lock with the pods being
+ * made. The next turn lists them again, so no answer is older than the work that asked.
  */
 export class LocalAddress {
   readonly #setting: AddressSetting;
@@ -42,6 +51,9 @@ export class LocalAddress {
   #read = false;
   #last: string | undefined;
   #last6: string | undefined;
+  readonly #listInterfaces: () => Interfaces;
+  /** This turn's listing, dropped at the next. */
+  #listed: Interfaces | undefined;
 
   constructor(options: {
     setting: AddressSetting;
@@ -51,7 +63,10 @@ export class LocalAddress {
     log: Log;
     informers: Informers;
     kube: k8s.KubeConfig;
+    /** What lists the interfaces (node:os's networkInterfaces; a stand-in in tests). */
+    interfaces?: () => Interfaces;
   }) {
+    this.#listInterfaces = options.interfaces ?? networkInterfaces;
     this.#setting = options.setting;
     this.#setting6 = options.setting6 ?? { none: true };
     this.#name = options.name;
@@ -69,7 +84,7 @@ export class LocalAddress {
 
   /** The IPv4 address now; throws a one-line message when there is none (or the Node has not been read yet). */
   current(): NodeAddress {
-    const found = nodeAddress(this.#setting, this.#internalIps('IP'));
+    const found = nodeAddress(this.#setting, this.#internalIps('IP'), this.#interfaces());
     const text = `${formatNodeAddress(found)} on ${found.interface}`;
     if (text !== this.#last) this.#log.info(`node address ${text} (from ${found.source})`);
     this.#last = text;
@@ -79,11 +94,19 @@ export class LocalAddress {
   /** The IPv6 address now, undefined when IP6 is none; throws as current() does. */
   current6(): NodeAddress | undefined {
     if ('none' in this.#setting6) return undefined;
-    const found = nodeAddress6(this.#setting6, this.#internalIps('IP6'));
+    const found = nodeAddress6(this.#setting6, this.#internalIps('IP6'), this.#interfaces());
     const text = found && `${formatNodeAddress(found)} on ${found.interface}`;
     if (found && text !== this.#last6) this.#log.info(`node IPv6 address ${text} (from ${found.source})`);
     this.#last6 = text;
     return found;
+  }
+
+  #interfaces(): Interfaces {
+    if (this.#listed) return this.#listed;
+    const listed = this.#listInterfaces();
+    this.#listed = listed;
+    setImmediate(() => (this.#listed = undefined));
+    return listed;
   }
 
   #internalIps(setting: 'IP' | 'IP6'): string[] {
