@@ -107,6 +107,30 @@ test('max age is applied when a process opens the log, not only when it rotates'
   t.deepEqual(logFiles(dir).sort(), ['cni-2026-11-20T00-00-00.000Z.log', 'cni.log']);
 });
 
+test('a log kept open (netplug-node serving commands) prunes old rotations again hourly, not at every record', (t) => {
+  const dir = tempDir(t, 'log');
+  const path = join(dir, 'cni.log');
+  const file = new RotatingFile(path, { maxBytes: 1024 * 1024, maxAgeDays: 30, maxCount: 10 });
+  t.teardown(() => file.close());
+  file.write('first\n');
+  // A rotation another process made 40 days ago (its file's time says so), seen after the first prune.
+  const old = join(dir, 'cni-2026-01-01T00-00-00.000Z.log');
+  writeFileSync(old, 'old\n');
+  const fortyDaysAgo = (Date.now() - 40 * 86_400_000) / 1000;
+  utimesSync(old, fortyDaysAgo, fortyDaysAgo);
+  file.write('second\n');
+  t.true(logFiles(dir).includes('cni-2026-01-01T00-00-00.000Z.log'), 'not pruned by every record');
+  const now = Date.now;
+  Date.now = () => now() + 3_600_000;
+  try {
+    file.write('an hour later\n');
+  } finally {
+    Date.now = now;
+  }
+  t.deepEqual(logFiles(dir).sort(), ['cni.log']);
+  t.is(readFileSync(path, 'utf8'), 'first\nsecond\nan hour later\n');
+});
+
 test('a FIFO, a directory or a device as the log path is refused without blocking', (t) => {
   const dir = tempDir(t, 'log');
   const fifo = join(dir, 'cni.log');

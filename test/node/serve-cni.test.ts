@@ -3,7 +3,7 @@
 // a client that gives up before go leaves nothing running; ADD, CHECK and DEL as the one-shot
 // does them, with the same results and log lines apart from `via`, time and pid; FAST_PATH=false;
 // the socket's modes, a stale socket replaced, and the socket removed at stop.
-import { existsSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 import test from 'ava';
@@ -11,7 +11,7 @@ import test from 'ava';
 import { InflightJournal } from '../../ts/node/cni/inflight-journal.ts';
 import { callAgent } from '../helpers/agent-client.ts';
 import { ONE_SHOT, spawnAgent } from '../helpers/agent-server.ts';
-import { DIST_CNI, invoke, runtimeInput } from '../helpers/cni.ts';
+import { DIST_CNI, invoke, runtimeInput, tempDir } from '../helpers/cni.ts';
 import { startEtcd, type EtcdServer } from '../helpers/etcd.ts';
 import { addressesOf, etcdKeys, ipamNetconf } from '../helpers/ipam.ts';
 import { addresses, containerId, createNetns, ip, link } from '../helpers/kernel.ts';
@@ -167,8 +167,37 @@ test.serial('ADD, CHECK and DEL through the agent: networked, checked, removed; 
   t.log(`a failing ADD through the agent:\n${failingAgent.stderr}through the one-shot:\n${failingOneShot.stderr}`);
 });
 
+/** Where a descriptor of /proc/<pid>/fd points; undefined for one closed meanwhile. */
+function readlinkIfAny(path: string): string | undefined {
+  try {
+    return readlinkSync(path);
+  } catch {
+    return undefined;
+  }
+}
+
 /** Addresses' allocation times differ between runs. */
 const withoutTimestamps = (line: string) => line.replace(/"timestamp":"[^"]*"/g, '"timestamp":…');
+
+test.serial("the netconf's log file: kept open between served commands, followed when another process rotates it away", async (t) => {
+  const agent = await spawnAgent(t, agentEnv);
+  const dir = tempDir(t, 'agent-log');
+  const path = join(dir, 'cni.log');
+  const netns = createNetns(t, 'logged');
+  const call = { containerId: containerId(), netns: netns.path, netconf: netconf({ log_file_path: path }) };
+  const openOnLog = () => readdirSync(`/proc/${agent.pid}/fd`).filter((fd) => readlinkIfAny(`/proc/${agent.pid}/fd/${fd}`) === path);
+  const add = await callAgent(agent.socket, { ...call, command: 'ADD' });
+  t.is(add.exitCode, 0, add.stdout);
+  const check = await callAgent(agent.socket, { ...call, command: 'CHECK', netconf: { ...call.netconf, prevResult: add.json } });
+  t.is(check.exitCode, 0, check.stdout);
+  t.is(openOnLog().length, 1, 'one descriptor on the log, kept after the commands');
+  // A one-shot's rotation: the file renamed aside. The next command writes a fresh file at the path.
+  renameSync(path, join(dir, 'cni-2026-01-01T00-00-00.000Z.log'));
+  t.is((await callAgent(agent.socket, { ...call, command: 'DEL' })).exitCode, 0);
+  t.regex(readFileSync(join(dir, 'cni-2026-01-01T00-00-00.000Z.log'), 'utf8'), /netplug\/add: workload networked .*via="netplug-node"/);
+  t.regex(readFileSync(path, 'utf8'), /netplug\/del: workload interface removed .*via="netplug-node"/);
+  t.is(openOnLog().length, 1, 'the renamed file closed, the new one open');
+});
 
 test.serial('FAST_PATH=false: the agent runs but does not serve; a stale socket is replaced at start', async (t) => {
   const off = await spawnAgent(t, { ...agentEnv, FAST_PATH: 'false' }, { waitServing: false });

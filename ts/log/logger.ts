@@ -15,9 +15,14 @@ export interface LogFileOptions extends RotationLimits {
   path: string;
 }
 
+/** A log file that outlives a command (a resident host's, shared by the commands it serves), for these options. */
+export type SharedLogFile = (file: LogFileOptions) => RotatingFile;
+
 interface Sinks {
   stderr: (text: string) => void;
   file: RotatingFile | undefined;
+  /** The file is this logger's own, which close() closes (not a shared one). */
+  ownsFile?: boolean;
   threshold: number;
   /** Fields every record carries (the plugin's `via`: which program served the command). */
   fields?: Fields;
@@ -46,11 +51,15 @@ export class Logger {
     return new Logger(`${this.component}/${component}`, this.sinks.stderr, this.pid, this.sinks);
   }
 
-  /** Applies the netconf's level and log file, for this logger and all its children. */
-  configure(level: Level, file: LogFileOptions | undefined): void {
+  /**
+   * Applies the netconf's level and log file, for this logger and all its children. With `shared`,
+   * the file is the host's, kept open between commands (opened, and its old rotations pruned, once).
+   */
+  configure(level: Level, file: LogFileOptions | undefined, shared?: SharedLogFile): void {
     this.sinks.threshold = LEVELS.indexOf(level);
-    this.sinks.file?.close();
-    this.sinks.file = file ? new RotatingFile(file.path, file) : undefined;
+    if (this.sinks.ownsFile) this.sinks.file?.close();
+    this.sinks.file = file ? (shared?.(file) ?? new RotatingFile(file.path, file)) : undefined;
+    this.sinks.ownsFile = file !== undefined && shared === undefined;
   }
 
   /** Adds `fields` to every record of this logger and all its children. */
@@ -80,7 +89,7 @@ export class Logger {
   }
 
   close(): void {
-    this.sinks.file?.close();
+    if (this.sinks.ownsFile) this.sinks.file?.close();
   }
 
   private log(level: Level, message: string, fields?: Fields): void {

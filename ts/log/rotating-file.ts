@@ -12,7 +12,8 @@
 // It never blocks the plugin: the file is opened O_NONBLOCK (opening a FIFO without a reader would
 // otherwise wait forever) and must be a regular file (a FIFO, a device or a socket is refused and
 // the logger carries on with stderr). Rotated files past their age are pruned when a process first
-// opens the log, too: a node whose log never fills up still sheds old files.
+// opens the log, and hourly while one keeps it open (netplug-node serving commands), too: a node
+// whose log never fills up still sheds old files.
 import {
   closeSync,
   constants,
@@ -43,13 +44,16 @@ const STALE_LOCK_MS = 30_000;
 /** How long a writer waits for another process's rotation before writing anyway. */
 const ROTATION_WAIT_MS = 200;
 const DAY_MS = 86_400_000;
+/** How often a process that keeps the log open prunes old rotations again. */
+const PRUNE_INTERVAL_MS = 3_600_000;
 
 export class RotatingFile {
   readonly path: string;
   private readonly limits: RotationLimits;
   private fd: number | undefined;
   private inode = 0;
-  private pruned = false;
+  /** When old rotations were last pruned (0: not yet). */
+  private prunedAt = 0;
 
   constructor(path: string, limits: RotationLimits) {
     this.path = path;
@@ -60,6 +64,7 @@ export class RotatingFile {
    * file has reached its size limit. */
   write(record: string): void {
     if (fstatSync(this.open()).size >= this.limits.maxBytes) this.rotate();
+    else if (Date.now() - this.prunedAt >= PRUNE_INTERVAL_MS) this.pruneQuietly();
     writeSync(this.open(), Buffer.from(record));
   }
 
@@ -75,14 +80,7 @@ export class RotatingFile {
       ensureDirectory(dirname(this.path));
       this.fd = openLog(this.path);
       this.inode = fstatSync(this.fd).ino;
-      if (!this.pruned) {
-        this.pruned = true;
-        try {
-          this.prune();
-        } catch {
-          // an unreadable directory keeps its old files; the record still goes in
-        }
-      }
+      if (this.prunedAt === 0) this.pruneQuietly();
     }
     return this.fd;
   }
@@ -131,6 +129,15 @@ export class RotatingFile {
       } catch {
         return candidate;
       }
+    }
+  }
+
+  private pruneQuietly(): void {
+    this.prunedAt = Date.now();
+    try {
+      this.prune();
+    } catch {
+      // an unreadable directory keeps its old files; the record still goes in
     }
   }
 

@@ -93,6 +93,7 @@ export async function runMain(io: MainIo, program: Program = 'netplug', services
             maxCount: conf.log_file_max_count,
           }
         : undefined,
+      services?.logFile,
     );
     if (command !== 'ADD' && command !== 'DEL' && !versionAllows(conf.cniVersion, command)) {
       throw new CniError(

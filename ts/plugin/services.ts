@@ -9,6 +9,7 @@ import type { WaitingAdds } from '../ipam/waiting-adds.ts';
 import type { KubeClient } from '../k8s/client.ts';
 import type { KubernetesSettings } from '../k8s/kubeconfig.ts';
 import type { NamespaceInfo, PodInfo } from '../k8s/objects.ts';
+import type { SharedLogFile } from '../log/logger.ts';
 import type { Store } from '../store/store.ts';
 
 /** Which program served a command, as every plugin log line says (`via=...`). */
@@ -43,6 +44,8 @@ export interface PluginServices {
    * uid names one pod of one cluster, so a pod found is the one the runtime is adding.
    */
   watchedPod?(namespace: string, name: string, uid: string): [PodInfo, NamespaceInfo] | undefined;
+  /** The netconf's log file kept open between commands, instead of opened (and its rotations pruned) by each. */
+  logFile?: SharedLogFile;
   /** Turns per node for the address manager's allocations and releases, instead of the host-wide lock file. */
   ipamTurns?: IpamTurns;
   /**

@@ -11,6 +11,8 @@ import { WaitingAdds } from '../../ipam/waiting-adds.ts';
 import type { WatchedIpam } from '../../ipam/watched-ipam.ts';
 import { openKubeClient, type KubeClient } from '../../k8s/client.ts';
 import type { KubernetesSettings } from '../../k8s/kubeconfig.ts';
+import type { LogFileOptions } from '../../log/logger.ts';
+import { RotatingFile } from '../../log/rotating-file.ts';
 import { urgently } from '../../net/http-client.ts';
 import type { PluginServices } from '../../plugin/services.ts';
 import type { Store } from '../../store/store.ts';
@@ -51,12 +53,14 @@ export async function openAgentServices(
   // On etcd every fact an ADD is decided on is a condition of its commit, and revisions are ordered.
   const known = new KnownNodes(Date.now, settings.datastoreType === 'etcdv3' ? watched : undefined);
   const waiting = new WaitingAdds(servedTogether);
+  const logFiles = new SharedLogFiles();
   return {
     services: {
       via: 'netplug-node',
       store: (conf) => (isAgentDatastore(conf, settings) ? Promise.resolve(pool.lend()) : undefined),
       kube: (kubeSettings) => kubes.client(kubeSettings),
       ...(watchedPod ? { watchedPod } : {}),
+      logFile: (file) => logFiles.file(file),
       ipamTurns: nodeTurns(),
       knownNodes: (conf) => (isAgentDatastore(conf, settings) ? known : undefined),
       waitingAdds: (conf) => (isAgentDatastore(conf, settings) ? waiting : undefined),
@@ -65,6 +69,7 @@ export async function openAgentServices(
     close: () => {
       pool.close();
       kubes.close();
+      logFiles.close();
     },
   };
 }
@@ -113,6 +118,30 @@ export function nodeTurns(): IpamTurns {
     });
     return turn;
   };
+}
+
+/**
+ * The netconfs' log files, one open file per path and limits for every command served: a command
+ * of its own would open the file, and list its directory for old rotations to prune, each time.
+ * A file another process rotated away is still followed (RotatingFile reopens at its path).
+ */
+class SharedLogFiles {
+  private readonly files = new Map<string, RotatingFile>();
+
+  file(options: LogFileOptions): RotatingFile {
+    const key = JSON.stringify([options.path, options.maxBytes, options.maxAgeDays, options.maxCount]);
+    let file = this.files.get(key);
+    if (!file) {
+      file = new RotatingFile(options.path, options);
+      this.files.set(key, file);
+    }
+    return file;
+  }
+
+  close(): void {
+    for (const file of this.files.values()) file.close();
+    this.files.clear();
+  }
 }
 
 /**
