@@ -41,6 +41,7 @@ test('the interfaces are listed once per turn, for both families and every reade
   t.is(address.current6()?.address, 'fd00::5');
   t.is(address.current().address, '10.0.0.5');
   t.is(listings, 1, 'one listing for the turn');
+  t.is(address.current(), address.current(), 'and one search of it per family');
 
   // The addresses move to another interface: this turn still reads its listing, the next lists again.
   now = { eth1: now['eth0'] };

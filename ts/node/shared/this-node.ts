@@ -35,11 +35,11 @@ export function thisNodeInformer(informers: Informers, kube: k8s.KubeConfig, nam
  * Kubernetes Node's InternalIPs and the interfaces (node-address.ts). One per agent, read by the
  * subsystems that route and publish them: a change is logged once.
  *
- * The interfaces are listed once per turn of the event loop, whoever asks: a settled burst of
- * datastore changes has each subsystem's trigger make every key's view in one turn (the addresses
- * subsystem alone reads both families for four keys), and a listing walks every link of the node,
- * a veth per pod, through netlink dumps that share the kernel's routing lock with the pods being
- * made. The next turn lists them again, so no answer is older than the work that asked.
+ * The interfaces are listed, and each family's address found in them, once per turn of the event
+ * loop, whoever asks: a settled burst of datastore changes has each subsystem's trigger make every
+ * key's view in one turn (the addresses subsystem alone reads both families for four keys), and a
+ * listing walks every link of the node, a veth per pod, through netlink dumps. The next turn lists
+ * them again, so no answer is older than the work that asked.
  */
 export class LocalAddress {
   readonly #setting: AddressSetting;
@@ -52,8 +52,8 @@ export class LocalAddress {
   #last: string | undefined;
   #last6: string | undefined;
   readonly #listInterfaces: () => Interfaces;
-  /** This turn's listing, dropped at the next. */
-  #listed: Interfaces | undefined;
+  /** This turn's listing and what was found in it (by family and InternalIPs), dropped at the next turn. */
+  #turn: { interfaces: Interfaces; found: Map<string, NodeAddress | undefined | Error> } | undefined;
 
   constructor(options: {
     setting: AddressSetting;
@@ -84,7 +84,8 @@ export class LocalAddress {
 
   /** The IPv4 address now; throws a one-line message when there is none (or the Node has not been read yet). */
   current(): NodeAddress {
-    const found = nodeAddress(this.#setting, this.#internalIps('IP'), this.#interfaces());
+    const internal = this.#internalIps('IP');
+    const found = this.#find(`4 ${internal.join()}`, (interfaces) => nodeAddress(this.#setting, internal, interfaces)) as NodeAddress;
     const text = `${formatNodeAddress(found)} on ${found.interface}`;
     if (text !== this.#last) this.#log.info(`node address ${text} (from ${found.source})`);
     this.#last = text;
@@ -94,19 +95,32 @@ export class LocalAddress {
   /** The IPv6 address now, undefined when IP6 is none; throws as current() does. */
   current6(): NodeAddress | undefined {
     if ('none' in this.#setting6) return undefined;
-    const found = nodeAddress6(this.#setting6, this.#internalIps('IP6'), this.#interfaces());
+    const setting6 = this.#setting6;
+    const internal = this.#internalIps('IP6');
+    const found = this.#find(`6 ${internal.join()}`, (interfaces) => nodeAddress6(setting6, internal, interfaces));
     const text = found && `${formatNodeAddress(found)} on ${found.interface}`;
     if (found && text !== this.#last6) this.#log.info(`node IPv6 address ${text} (from ${found.source})`);
     this.#last6 = text;
     return found;
   }
 
-  #interfaces(): Interfaces {
-    if (this.#listed) return this.#listed;
-    const listed = this.#listInterfaces();
-    this.#listed = listed;
-    setImmediate(() => (this.#listed = undefined));
-    return listed;
+  /** What `find` makes of this turn's listing, made once per turn (a failure too, thrown to each reader). */
+  #find(key: string, find: (interfaces: Interfaces) => NodeAddress | undefined): NodeAddress | undefined {
+    if (!this.#turn) {
+      this.#turn = { interfaces: this.#listInterfaces(), found: new Map() };
+      setImmediate(() => (this.#turn = undefined));
+    }
+    const { interfaces, found } = this.#turn;
+    if (!found.has(key)) {
+      try {
+        found.set(key, find(interfaces));
+      } catch (err) {
+        found.set(key, err as Error);
+      }
+    }
+    const result = found.get(key);
+    if (result instanceof Error) throw result;
+    return result;
   }
 
   #internalIps(setting: 'IP' | 'IP6'): string[] {
