@@ -81,6 +81,8 @@ function netconf(variant: Variant, endpoints: string): string {
     type: 'netplug',
     etcd_endpoints: endpoints,
     nodename: variant === 'agent' ? NODE : ONE_SHOT_NODE,
+    // As netplug's manifests and install-cni write the netconf: every command logs to this file.
+    log_file_path: join(scratch, 'log/cni.log'),
     ipam: { type: 'netplug-ipam' },
   });
 }
@@ -297,9 +299,9 @@ async function main(): Promise<void> {
     series,
     ratios,
     notes: [
-      "A real etcd and a real kube-apiserver on loopback; netplug-node (dist/bin/netplug-node) runs on the host with its own etcd connection and serves the CNI socket; netplug-ipam on that etcd, pool 10.246.0.0/16. The one-shot variants allocate as another node, so that the agent is its node's only allocator, as on a real node.",
+      "A real etcd and a real kube-apiserver on loopback; netplug-node (dist/bin/netplug-node) runs on the host with its own etcd connection and serves the CNI socket; netplug-ipam on that etcd, pool 10.246.0.0/16. The one-shot variants allocate as another node, so that the agent is its node's only allocator, as on a real node. netplug's netconf has a log_file_path, as netplug's manifests and install-cni write it: every command logs to that file (netplug-node keeps it open between the commands it serves).",
       `Per pod: ${CYCLES} ADD + DEL cycles per variant into one namespace (after ${WARMUP} warm-up cycles), IPv4, each command a fresh process timed from spawn to exit, the variants rotated pod by pod.`,
-      "Every command is spawned as a container runtime spawns it (Go's os/exec in containerd; here Rust's posix_spawn, crates/netplug-shim/examples/exec-server.rs) and timed natively. Until stop 21 the commands were spawned by Node, whose spawn costs ~3 ms more per process on this VM and added that to every variant.",
+      "Every command is spawned as a container runtime spawns it (Go's os/exec in containerd; here Rust's posix_spawn, crates/netplug-shim/examples/exec-server.rs) and timed natively. Not by Node's spawn, which costs ~3 ms more per process on this VM and would add that to every variant.",
       `Burst: ${BURST} ADDs spawned at once into ${BURST} namespaces, timed until the last exits, then every pod checked for the address its ADD returned (distinct); then ${BURST} DELs at once, checked gone. ${BURST_ROUNDS} rounds per variant.`,
       `Shim: ${SHIM_RUNS} runs of VERSION against a stand-in agent that answers at once (crates/netplug-shim/examples/launch-timer.rs, which also spawns the shim as a runtime does), timed from spawn until its request frames have arrived, and to exit; /bin/true spawned the same way is the floor of any process.`,
       'The one-shot no slower than before: the shim with no agent (it runs netplug-oneshot in its place) against netplug-oneshot run directly.',
