@@ -282,7 +282,7 @@ async function main(): Promise<void> {
       { label: 'etcd requests per allocation, 100 simulated nodes (first round, blocks being claimed)', value: sim.requestsPerAllocation },
     ],
     notes: [
-      "Each ADD and DEL is a fresh process with the CNI environment a runtime gives, spawned as a container runtime spawns it (Go's os/exec in containerd; here Rust's posix_spawn, crates/netplug-shim/examples/exec-server.rs) and timed natively from spawn to exit, stdin included. Until stop 23 they were spawned by Node, whose spawn costs ~3 ms more per process on this VM and added that to both variants.",
+      "Each ADD and DEL is a fresh process with the CNI environment a runtime gives, spawned as a container runtime spawns it (Go's os/exec in containerd; here Rust's posix_spawn, crates/netplug-shim/examples/exec-server.rs) and timed natively from spawn to exit, stdin included. Not by Node's spawn, which costs ~3 ms more per process on this VM and would add that to both variants.",
       `Sequential: ${CYCLES} pods per variant into one namespace, IPv4, interleaved pod by pod (which goes first alternates). ptp runs host-local as a second process for ADD and DEL; netplug runs netplug-ipam in-process against etcd (Debian's etcd-server on loopback, one member).`,
       'netplug writes a workload endpoint per pod besides the allocation; ptp does no datastore work at all.',
       `Burst: ${BURST} namespaces; ${BURST} ADD processes spawned at once, timed until the last exits; ${BURST_ROUNDS} rounds per variant; every address checked distinct; the pods are deleted between rounds (not timed).`,

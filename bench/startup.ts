@@ -111,7 +111,7 @@ async function main(): Promise<void> {
         { label: 'netplug / ptp + host-local, ADD median', value: median('ADD', 'netplug') / median('ADD', 'ptp + host-local') },
       ],
       notes: [
-        "Every sample is a fresh process spawned as a container runtime spawns it (Go's os/exec in containerd; here Rust's posix_spawn, crates/netplug-shim/examples/exec-server.rs) and timed natively from spawn to exit, stdin included. Until stop 23 they were spawned by Node's spawnSync, ~3 ms dearer per process on this VM, which every variant carried.",
+        "Every sample is a fresh process spawned as a container runtime spawns it (Go's os/exec in containerd; here Rust's posix_spawn, crates/netplug-shim/examples/exec-server.rs) and timed natively from spawn to exit, stdin included. Not by Node's spawnSync, ~3 ms dearer per process on this VM, which every variant would carry.",
         `Start-up: ${STARTUP_SAMPLES} samples per variant, interleaved. ADD + DEL: ${CYCLES} pods per variant, interleaved, into one namespace, IPv4, host-local IPAM for both.`,
         'netplug is a Node 24 single executable with V8 code cache; ADD and DEL also run the host-local IPAM plugin as a second process, as ptp does.',
         'DEL time is mostly the kernel deleting the veth (RCU grace periods in 4 ms ticks, see dataplane.md).',
