@@ -3,12 +3,12 @@
 // its pod CIDRs (host-local), its InternalIP (the node address's autodetection). A list narrowed
 // by name, not a get: a Node that does not exist yet is no error, and one permission (list, watch)
 // covers every reader.
+import { networkInterfaces } from 'node:os';
+
 import * as k8s from '@kubernetes/client-node';
 
 import type { Log } from '../../runtime/log.ts';
 import type { Informer, Informers } from '../../runtime/informers.ts';
-import { networkInterfaces } from 'node:os';
-
 import {
   formatNodeAddress,
   nodeAddress,
