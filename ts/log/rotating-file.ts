@@ -63,9 +63,13 @@ export class RotatingFile {
   /** Appends one record (a line, with its newline) in a single write, rotating first if the
    * file has reached its size limit. */
   write(record: string): void {
-    if (fstatSync(this.open()).size >= this.limits.maxBytes) this.rotate();
-    else if (Date.now() - this.prunedAt >= PRUNE_INTERVAL_MS) this.pruneQuietly();
-    writeSync(this.open(), Buffer.from(record));
+    // One look at the path per record (open() checks it was not renamed away), unless it rotates.
+    let fd = this.open();
+    if (fstatSync(fd).size >= this.limits.maxBytes) {
+      this.rotate();
+      fd = this.open();
+    } else if (Date.now() - this.prunedAt >= PRUNE_INTERVAL_MS) this.pruneQuietly();
+    writeSync(fd, Buffer.from(record));
   }
 
   close(): void {
