@@ -132,9 +132,7 @@ test('only policies selecting a local endpoint are programmed, with the sets the
   const set = part.sets?.[0];
   t.is(part.sets?.length, 1, 'one family asked for: one set');
   t.deepEqual(set?.elements, ['10.0.0.5']);
-  t.deepEqual(rules(part, policyChainName(key, 'ingress')), [
-    `ip saddr @${set?.name} meta mark set meta mark | 0x10000 return comment "shop/db ingress rule 0"`,
-  ]);
+  t.deepEqual(rules(part, policyChainName(key, 'ingress')), [`ip saddr @${set?.name} accept comment "shop/db ingress rule 0"`]);
   t.false(part.counters?.includes(denyCounterName(key)), 'no Deny rule: no deny counter');
   t.deepEqual(e.endpointPolicies('shop/db1'), { ingress: [key], egress: [] });
 
@@ -180,7 +178,7 @@ test('a named port of a protocol is looked up with its protocol: the rule compar
   const named = part.sets?.find((s) => Array.isArray(s.type));
   t.deepEqual(named?.elements, [['10.0.0.6', 6, 5432]], 'the named port of TCP only');
   const np = `@${named?.name}`;
-  const mark = 'meta mark set meta mark | 0x10000 return';
+  const mark = 'accept';
   t.deepEqual(rules(part, policyChainName('NetworkPolicy/shop/db', 'ingress')), [
     `ip daddr . meta l4proto . th dport ${np} ${mark} comment "shop/db ingress rule 0"`,
     `meta nfproto ipv4 meta l4proto 6 th dport 80 ${mark} comment "shop/db ingress rule 1"`,
@@ -199,9 +197,7 @@ test('by default rules are made for IPv4 until an IPv6 address enters; then ever
   const ingress = policyChainName('NetworkPolicy/shop/db', 'ingress');
   const v4 = e.part();
   t.is(v4.sets?.length, 1, 'no IPv6 address anywhere: no IPv6 set');
-  t.deepEqual(rules(v4, ingress), [
-    `ip saddr @${v4.sets?.[0]?.name} meta mark set meta mark | 0x10000 return comment "shop/db ingress rule 0"`,
-  ]);
+  t.deepEqual(rules(v4, ingress), [`ip saddr @${v4.sets?.[0]?.name} accept comment "shop/db ingress rule 0"`]);
 
   // A dual-stack pod elsewhere: the policy is built again, for both families, its IPv6 set holding the pod's address.
   e.upsertEndpoint(pod('web2', 'there', { app: 'web' }, '10.0.0.7', { addresses: ['10.0.0.7', 'fd00::7'] }));
@@ -332,6 +328,23 @@ test('policies in order: tiers by order, then the policy order (absent last), th
     'a tier passing by default has no drop at its end',
   );
   t.true(tw.some((r) => r === 'meta mark & 0x20000 == 0x0 counter name "default-deny" drop comment "end of tier default"'));
+  const pi = (name: string) => policyChainName(`NetworkPolicy/shop/${name}`, 'ingress');
+  t.deepEqual(
+    tw.slice(3),
+    [
+      'meta mark set meta mark & 0xfffdffff',
+      `jump ${pi('sec')} comment "tier security: shop/sec"`,
+      'meta mark set meta mark & 0xfffdffff',
+      `jump ${pi('z-first')} comment "tier default: shop/z-first"`,
+      `jump ${pi('b-second')} comment "tier default: shop/b-second"`,
+      `meta mark & 0x20000 == 0x0 jump ${pi('a-last')} comment "tier default: shop/a-last"`,
+      'meta mark & 0x20000 == 0x0 counter name "default-deny" drop comment "end of tier default"',
+      `jump ${policyChainName('Profile/kns.shop', 'ingress')} comment "profile kns.shop"`,
+      `jump ${policyChainName('Profile/ksa.shop.default', 'ingress')} comment "profile ksa.shop.default"`,
+      'counter name "default-deny" drop comment "no policy or profile allowed"',
+    ],
+    'ingress: an Allow accepts there and then; only the jumps after a policy that can pass are guarded',
+  );
   const first = rules(part, policyChainName('NetworkPolicy/shop/z-first', 'ingress'));
   t.deepEqual(first, [
     'limit rate 3/second burst 3 packets log prefix "netplug shop/z-first ingress rule 0" group 7 comment "shop/z-first ingress rule 0"',
@@ -371,7 +384,7 @@ test('a policy that cannot be programmed is reported; the others keep working', 
   );
   e.flush();
   t.deepEqual(rules(e.part(), policyChainName('NetworkPolicy/shop/half', 'ingress')), [
-    'meta l4proto 6 meta mark set meta mark | 0x10000 return comment "shop/half ingress rule 1"',
+    'meta l4proto 6 accept comment "shop/half ingress rule 1"',
   ]);
   t.deepEqual(
     e.issues().map((i) => `${i.policy} ${i.field}`),

@@ -8,6 +8,7 @@ import type { Chain, TablePart } from '../../ts/nft/model.ts';
 import type { NetworkPolicyResource } from '../../ts/model/policy.ts';
 import { PolicyEngine } from '../../ts/policy/engine.ts';
 import { parseFailsafePorts } from '../../ts/policy/host-chains.ts';
+import { MARK, policyChainName } from '../../ts/policy/names.ts';
 
 const gnp = (name: string, spec: NetworkPolicyResource['spec']): NetworkPolicyResource => ({
   kind: 'GlobalNetworkPolicy',
@@ -92,7 +93,11 @@ test('each policy is evaluated where its flags say; workloads never get preDNAT 
   // preDNAT and doNotTrack lists neither drop at the end of a tier nor at their end.
   const preDnatList = (chain(part, 'fhpd-eth0')?.rules?.at(-1)?.verdict as { goto?: string } | undefined)?.goto ?? '';
   t.notRegex(text(chain(part, preDnatList)), /"drop"/);
-  t.regex(text(chain(part, 'host-raw-prerouting')), /notrack/);
+  t.deepEqual(
+    chain(part, policyChainName('GlobalNetworkPolicy/untracked', 'ingress'))?.rules?.[0]?.statements,
+    [{ mark: { or: MARK.untracked } }, { notrack: {} }],
+    'a doNotTrack Allow exempts the packet from tracking and marks it for the filter hooks',
+  );
 });
 
 test('failsafe ports: `none`, and an entry that is not <tcp|udp>:<port> is named', (t) => {

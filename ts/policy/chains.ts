@@ -11,12 +11,13 @@
 // An endpoint chain: (egress) drop sources that are not the workload's own addresses; ICMPv6
 // neighbour discovery accepted (it has no conntrack state); established and related accepted,
 // invalid dropped; then, by goto, its policy list, shared by the endpoints with the same policies:
-// the mark bits cleared; per tier with policies for the endpoint, each policy's chain while no
-// policy of the tier passed, returning as soon as one allowed, and a drop at the end of the tier
-// unless the tier passes by default; then its profiles; then drop. These drops and
-// the fail-closed ones count into named counters (DEFAULT_DENY_COUNTERS), which /metrics reads.
+// per tier with policies for the endpoint, each policy's chain while no policy of the tier passed,
+// and a drop at the end of the tier unless the tier passes by default; then its profiles; then
+// drop. An ingress Allow accepts there and then; an egress Allow returns with the accept mark and
+// the list returns at once, so that the destination's ingress runs next. These drops and the
+// fail-closed ones count into named counters (DEFAULT_DENY_COUNTERS), which /metrics reads.
 import { baseChain, jump, match, notMatch, PRIORITY, regularChain, rule } from '../nft/build.ts';
-import type { Chain, MapElement, Match, Rule } from '../nft/model.ts';
+import type { Chain, MapElement, Match, Rule, Statement } from '../nft/model.ts';
 import { CHAINS, DEFAULT_DENY_COUNTERS, endpointChainName, MAPS, MARK, policyListChainName } from './names.ts';
 import { listEndFlowPrefix, tierEndFlowPrefix } from './flow-prefix.ts';
 import type { Direction } from './program.ts';
@@ -25,7 +26,8 @@ export interface TierPlan {
   name: string;
   /** The tier passes to the next when none of its policies decided (else it drops). */
   passes: boolean;
-  policies: { display: string; chain: string }[];
+  /** In order; `canPass`: the policy has a Pass rule in this direction. */
+  policies: { display: string; chain: string; canPass: boolean }[];
 }
 
 export interface EndpointPlan {
@@ -101,32 +103,66 @@ export function policyListChain(
   // With flow logs on, the drops no rule decided are logged too, saying where they happened.
   const logged = (prefix: string) =>
     flowLogGroup === undefined ? noPolicyAllowed : [{ log: { prefix, group: flowLogGroup } }, ...noPolicyAllowed];
-  // One rule per policy: each is jumped to while no policy before it allowed or passed, and the
-  // tier's end returns if one allowed. (A return after each policy doubled the rules of a list,
-  // most of a node's rules at thousands of policies, and each costs the kernel at every write.)
+  const rules = direction === 'ingress' ? ingressListRules(plan, ending, logged) : egressListRules(plan, ending, logged);
+  return regularChain(policyListChainName(direction, JSON.stringify(rules)), rules);
+}
+
+type Logged = (prefix: string) => Statement[];
+
+/**
+ * An egress list: an Allow returns with the accept mark (the destination's ingress runs after it).
+ * One rule per policy: each is jumped to while no policy before it allowed or passed, and the
+ * tier's end returns if one allowed. (A return after each policy doubled the rules of a list, most
+ * of a node's rules at thousands of policies, and each costs the kernel at every write.)
+ */
+function egressListRules(plan: Pick<EndpointPlan, 'tiers' | 'profiles'>, ending: ListEnding, logged: Logged): Rule[] {
   const rules: Rule[] = [markClear(MARK.accept | MARK.pass)];
-  plan.tiers[direction].forEach((tier, t) => {
+  plan.tiers.egress.forEach((tier, t) => {
     if (t > 0) rules.push(markClear(MARK.pass));
     tier.policies.forEach((policy, i) => {
       const undecided = t === 0 && i === 0 ? [] : [bitClear(MARK.accept | MARK.pass)];
-      rules.push(rule(undecided, jump(policy.chain), `tier ${tier.name}: ${policy.display}`.slice(0, 127)));
+      rules.push(rule(undecided, jump(policy.chain), tierComment(tier, policy)));
     });
     if (tier.policies.length > 0) rules.push(rule([bitSet(MARK.accept)], 'return'));
     if (!tier.passes && ending !== 'return')
-      rules.push(
-        rule([bitClear(MARK.pass)], 'drop', `end of tier ${tier.name}`.slice(0, 127), logged(tierEndFlowPrefix(direction, tier.name))),
-      );
+      rules.push(rule([bitClear(MARK.pass)], 'drop', tierEndComment(tier), logged(tierEndFlowPrefix('egress', tier.name))));
   });
-  const profiles = plan.profiles.filter((profile) => profile[direction] !== undefined);
+  const profiles = plan.profiles.filter((profile) => profile.egress !== undefined);
   profiles.forEach((profile, i) => {
-    rules.push(
-      rule(i === 0 ? [] : [bitClear(MARK.accept)], jump(profile[direction] as string), `profile ${profile.display}`.slice(0, 127)),
-    );
+    rules.push(rule(i === 0 ? [] : [bitClear(MARK.accept)], jump(profile.egress as string), profileComment(profile)));
   });
   if (profiles.length > 0) rules.push(rule([bitSet(MARK.accept)], 'return'));
-  if (ending === 'drop') rules.push(rule([], 'drop', 'no policy or profile allowed', logged(listEndFlowPrefix(direction))));
-  return regularChain(policyListChainName(direction, JSON.stringify(rules)), rules);
+  if (ending === 'drop') rules.push(rule([], 'drop', 'no policy or profile allowed', logged(listEndFlowPrefix('egress'))));
+  return rules;
 }
+
+/**
+ * An ingress list: an Allow accepts at once (rules.ts), so only a Pass needs the mark. A tier
+ * clears its pass bit first and guards the jumps after a policy that can pass; a tier of
+ * policies without Pass rules (every Kubernetes NetworkPolicy's) is one unguarded jump each.
+ */
+function ingressListRules(plan: Pick<EndpointPlan, 'tiers' | 'profiles'>, ending: ListEnding, logged: Logged): Rule[] {
+  const rules: Rule[] = [];
+  for (const tier of plan.tiers.ingress) {
+    const passing = tier.policies.some((policy) => policy.canPass);
+    if (passing) rules.push(markClear(MARK.pass));
+    let guarded = false;
+    for (const policy of tier.policies) {
+      rules.push(rule(guarded ? [bitClear(MARK.pass)] : [], jump(policy.chain), tierComment(tier, policy)));
+      guarded ||= policy.canPass;
+    }
+    if (!tier.passes && ending !== 'return')
+      rules.push(rule(passing ? [bitClear(MARK.pass)] : [], 'drop', tierEndComment(tier), logged(tierEndFlowPrefix('ingress', tier.name))));
+  }
+  for (const profile of plan.profiles)
+    if (profile.ingress !== undefined) rules.push(rule([], jump(profile.ingress), profileComment(profile)));
+  if (ending === 'drop') rules.push(rule([], 'drop', 'no policy or profile allowed', logged(listEndFlowPrefix('ingress'))));
+  return rules;
+}
+
+const tierComment = (tier: TierPlan, policy: TierPlan['policies'][number]) => `tier ${tier.name}: ${policy.display}`.slice(0, 127);
+const tierEndComment = (tier: TierPlan) => `end of tier ${tier.name}`.slice(0, 127);
+const profileComment = (profile: EndpointPlan['profiles'][number]) => `profile ${profile.display}`.slice(0, 127);
 
 /**
  * The endpoint's chain for `direction` (`tw-<iface>` ingress, `fw-<iface>` egress): what is the

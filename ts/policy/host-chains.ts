@@ -17,7 +17,7 @@
 // is its own egress, the host's to a workload is not policed, and loopback carries the node's own
 // services. A host endpoint naming an interface takes precedence over one of all interfaces (`*`).
 import { baseChain, jump, match, PRIORITY, regularChain, rule } from '../nft/build.ts';
-import type { Chain, Rule, Statement } from '../nft/model.ts';
+import type { Chain, Rule } from '../nft/model.ts';
 import { bitSet, markClear, POLICY_PRIORITY, policyListChain, type ListEnding, type TierPlan } from './chains.ts';
 import { CHAINS, HOST_CHAINS, hostChainName, MARK, type HostChainKind } from './names.ts';
 import type { Direction } from './program.ts';
@@ -125,7 +125,6 @@ function failsafeChain(name: string, ports: readonly FailsafePort[]): Chain {
 }
 
 const untrackedAccept: Rule = rule([bitSet(MARK.untracked)], 'accept', 'allowed before connection tracking');
-const notrack: Statement[] = [{ mark: { or: MARK.untracked } }, { notrack: {} }];
 
 /**
  * The base and dispatch chains of the node's host endpoints (one of each hook that some endpoint
@@ -149,10 +148,11 @@ export function hostBaseChains(
   if (has('forward', 'ingress') || has('forward', 'egress')) {
     chains.push(
       // Workloads' own chains (filter-forward, before this one) police untracked packets too.
+      // Egress first: an ingress Allow accepts, ending the chain.
       baseChain(HOST_CHAINS.forward, filter('forward'), [
         untrackedAccept,
-        rule([], jump(HOST_CHAINS.fromForward), 'forwarded in through a host endpoint'),
         rule([], jump(HOST_CHAINS.toForward), 'forwarded out through a host endpoint'),
+        rule([], jump(HOST_CHAINS.fromForward), 'forwarded in through a host endpoint'),
       ]),
       regularChain(HOST_CHAINS.fromForward, dispatchRules(endpoints, 'forward', 'ingress', workloads)),
       regularChain(HOST_CHAINS.toForward, dispatchRules(endpoints, 'forward', 'egress', workloads)),
@@ -172,10 +172,10 @@ export function hostBaseChains(
   ] as const) {
     if (!has('untracked', direction)) continue;
     chains.push(
+      // A doNotTrack Allow marks the packet untracked, exempts it from tracking and accepts (rules.ts).
       baseChain(base, { type: 'filter', hook, priority: PRIORITY.raw }, [
         markClear(MARK.accept | MARK.pass | MARK.untracked),
         rule([], jump(dispatch)),
-        rule([bitSet(MARK.accept)], 'accept', 'allowed by a doNotTrack policy: not tracked', notrack),
       ]),
       regularChain(dispatch, dispatchRules(endpoints, 'untracked', direction, workloads)),
     );

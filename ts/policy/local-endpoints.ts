@@ -13,7 +13,7 @@ import { hostBaseChains, hostEndpointChains, type BuiltHostEndpoint, type Failsa
 import { MAPS, policyChainName } from './names.ts';
 import { PolicyLists } from './policy-lists.ts';
 import { byTier, type TierInfo } from './order.ts';
-import { appliesAt, type Direction, type PolicyHook, type PolicyProgram } from './program.ts';
+import { appliesAt, canPass, type Direction, type PolicyHook, type PolicyProgram } from './program.ts';
 import { SelectorIndex } from './selector-index.ts';
 import { ElementJournal } from './sets.ts';
 
@@ -133,7 +133,8 @@ export class LocalEndpoints {
       !before.egress !== !after.egress ||
       before.applyOnForward !== after.applyOnForward ||
       before.preDNAT !== after.preDNAT ||
-      before.doNotTrack !== after.doNotTrack;
+      before.doNotTrack !== after.doNotTrack ||
+      canPass(before, 'ingress') !== canPass(after, 'ingress');
     const was = this.#selected.get(policy) ?? new Set<string>();
     const now = new Set<string>();
     if (after) {
@@ -266,7 +267,7 @@ export class LocalEndpoints {
       ).map(({ tier, programs: list }) => ({
         name: tier.name,
         passes: tier.passes,
-        policies: list.map((p) => ({ display: p.display, chain: policyChainName(p.key, direction) })),
+        policies: list.map((p) => ({ display: p.display, chain: policyChainName(p.key, direction), canPass: canPass(p, direction) })),
       }));
     const profiles = this.#profilePlans(local.input);
     if (local.input.host) {

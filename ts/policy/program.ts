@@ -83,6 +83,11 @@ export interface PolicyProgram {
  */
 export type PolicyHook = 'endpoint' | 'forward' | 'preDNAT' | 'untracked';
 
+/** Whether the policy has a Pass rule in `direction` (its list then guards the policies after it). */
+export function canPass(program: PolicyProgram, direction: Direction): boolean {
+  return (program[direction] ?? []).some((r) => r.action === 'Pass');
+}
+
 /** Whether the policy's rules are evaluated at `hook`: preDNAT and doNotTrack policies are at their hook only. */
 export function appliesAt(program: PolicyProgram, hook: PolicyHook): boolean {
   if (program.preDNAT) return hook === 'preDNAT';

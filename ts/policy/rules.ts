@@ -179,6 +179,16 @@ function actionOf(
   };
   switch (r.action) {
     case 'Allow':
+      // Ingress is the last word on a packet wherever it is policed (after the source's egress in
+      // forward), so its Allow accepts at once; an egress Allow returns with the accept mark, so the
+      // destination's ingress still runs. A doNotTrack Allow (raw hooks, nothing after it) also
+      // exempts the packet from connection tracking and marks it for the filter hooks to accept.
+      if (program.doNotTrack)
+        return {
+          verdict: 'accept',
+          statements: allowMarked(sharedStatements<Statement[]>('untracked', () => [{ mark: { or: MARK.untracked } }, { notrack: {} }])),
+        };
+      if (direction === 'ingress') return { verdict: 'accept', statements: allowMarked([]) };
       return {
         verdict: 'return',
         statements: allowMarked(sharedStatements<Statement[]>('allow', () => [{ mark: { or: MARK.accept } }])),
