@@ -32,7 +32,9 @@ async function main(): Promise<void> {
   const throughput = await throughputRounds(setup);
   const conns = await connRounds(setup);
   const seen = await recorded(setup);
-  log(`records: ${seen.atServer} flows at the server's end, ${seen.atClient} at the client's, of ${seen.opened} connections opened`);
+  log(
+    `records: ${seen.atServer} flows at the server's end, ${seen.atClient} at the client's, of ${seen.opened} connections opened; ${seen.overruns} events lost`,
+  );
   report({ throughput, conns, recorded: seen, loadBefore });
 }
 

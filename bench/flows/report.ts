@@ -93,6 +93,11 @@ export function report(results: FlowsResults): void {
       value: recorded.atClient / recorded.opened,
     },
     { label: `flow records dropped by the agent (of ${recorded.sent + recorded.dropped})`, value: recorded.dropped },
+    {
+      label:
+        "connection tracking's events lost to the agent's full socket (each such connection is counted by a dump if still open, else not)",
+      value: recorded.overruns,
+    },
   ];
   const notes = [
     `A real kube-apiserver with its etcd on loopback (the Kubernetes datastore); two nodes, each a network namespace reaching it through a relay (test/helpers/nodes.ts), each running the built dist/bin/netplug-node with NETPLUG_POLICY_ENFORCEMENT=true and NETPLUG_NETWORKING_BACKEND=none, one of them with NETPLUG_FLOW_LOGS=true (interval ${INTERVAL_SECONDS} s${INTERVAL_SECONDS === 15 ? ', the default' : ''}) posting to the built netplug-flows on the host's loopback with a ServiceAccount token for audience netplug-flows (checked by TokenReview).`,

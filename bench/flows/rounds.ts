@@ -135,6 +135,8 @@ export interface Recorded {
   /** Records the agent sent, and dropped (netplug_flow_records_dropped_total). */
   sent: number;
   dropped: number;
+  /** Connection tracking's events the agent's socket could not take (netplug_flow_events_overruns_total). */
+  overruns: number;
 }
 
 /** What reached the aggregator, once the agent has sent its last interval, against what the client opened. */
@@ -152,5 +154,6 @@ export async function recorded({ sides, aggregator }: Setup): Promise<Recorded> 
     policies: [...new Set(atServer.map((r) => r.policy.policy))],
     sent: await metricsSum(sides.on, ['netplug_flow_records_sent_total']),
     dropped: await metricsSum(sides.on, ['netplug_flow_records_dropped_total']),
+    overruns: await metricsSum(sides.on, ['netplug_flow_events_overruns_total']),
   };
 }
