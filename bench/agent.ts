@@ -31,7 +31,7 @@ import { buildNativeHelpers, LAUNCH_TIMER } from './lib/native-exec.ts';
 import { medianOf, writeReport, type Series } from './lib/report.ts';
 import { addDelSamples, runChecked, runtimeEnv, runToExit, stopNativeRuns, type Run } from './lib/run-plugin.ts';
 import { elapsedMs, summarize } from './lib/stats.ts';
-import { breakdown, interfaceGone, PARTS, type AgentCycle } from './lib/agent-breakdown.ts';
+import { BEFORE_DATASTORE, breakdown, interfaceGone, PARTS, type AgentCycle } from './lib/agent-breakdown.ts';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 const SHIM = join(ROOT, 'dist/cni/netplug');
@@ -269,7 +269,11 @@ async function main(): Promise<void> {
     { group: `${BURST} DELs at once on one node`, label: LABELS.agent, samplesMs: bursts.agent.del },
     { group: `${BURST} DELs at once on one node`, label: LABELS.ptp, samplesMs: bursts.ptp.del },
     ...(['ADD', 'DEL'] as const).flatMap((command) =>
-      PARTS.map((part) => ({ group: `${command} through the agent, where the time goes`, label: part, samplesMs: parts[command][part] })),
+      [...PARTS, BEFORE_DATASTORE].map((part) => ({
+        group: `${command} through the agent, where the time goes`,
+        label: part,
+        samplesMs: parts[command][part],
+      })),
     ),
     { group: 'shim', label: 'spawn → request at an instant agent', samplesMs: shim.forwarded },
     { group: 'shim', label: 'spawn → exit, VERSION via an instant agent', samplesMs: shim.total },
@@ -305,7 +309,7 @@ async function main(): Promise<void> {
       `Burst: ${BURST} ADDs spawned at once into ${BURST} namespaces, timed until the last exits, then every pod checked for the address its ADD returned (distinct); then ${BURST} DELs at once, checked gone. ${BURST_ROUNDS} rounds per variant.`,
       `Shim: ${SHIM_RUNS} runs of VERSION against a stand-in agent that answers at once (crates/netplug-shim/examples/launch-timer.rs, which also spawns the shim as a runtime does), timed from spawn until its request frames have arrived, and to exit; /bin/true spawned the same way is the floor of any process.`,
       'The one-shot no slower than before: the shim with no agent (it runs netplug-oneshot in its place) against netplug-oneshot run directly.',
-      "Where the time goes: per ADD and DEL of the per-pod run through the agent, from the agent's own timings (NETPLUG_CNI_TIMINGS_FILE: the connection accepted, go received, the answer written, and the time a datastore request or a kernel call of the command was under way) on the monotonic clock the spawner shares. The shim's part is its process before the agent accepted its connection and after the answer was written; the handshake is from the accept to go; the kernel's is its time outside the datastore's (the veth is set up while the commit is in flight); the rest is the agent's own work. Each part's median is over the commands; the medians of the parts need not add up to the command's.",
+      "Where the time goes: per ADD and DEL of the per-pod run through the agent, from the agent's own timings (NETPLUG_CNI_TIMINGS_FILE: the connection accepted, go received, the answer written, and the time a datastore request or a kernel call of the command was under way) on the monotonic clock the spawner shares. The shim's part is its process before the agent accepted its connection and after the answer was written; the handshake is from the accept to go; the kernel's is its time outside the datastore's (the veth is set up while the commit is in flight); the rest is the agent's own work. Each part's median is over the commands; the medians of the parts need not add up to the command's. The last row is a span across the parts, not one of them: from go until the command's first datastore request was made (the commit of a steady ADD), the agent's work that the commit waits for, with kernel calls (the interface's presence) beside it.",
       "Between cycles the bench waits, untimed, until the pod's eth0 is gone: a DEL through the agent answers while the kernel is still deleting the veth, and a runtime never reuses a namespace as the bench does.",
     ],
   });
@@ -320,7 +324,7 @@ async function main(): Promise<void> {
   console.log(`agent/ptp ADD+DEL median ratio: ${ratio('ADD + DEL of one pod', 'agent', 'ptp').toFixed(2)}`);
   for (const command of ['ADD', 'DEL'] as const)
     console.log(
-      `${command} through the agent, median ms: ${PARTS.map((part) => `${part} ${summarize(parts[command][part]).medianMs.toFixed(2)}`).join('; ')}`,
+      `${command} through the agent, median ms: ${[...PARTS, BEFORE_DATASTORE].map((part) => `${part} ${summarize(parts[command][part]).medianMs.toFixed(2)}`).join('; ')}`,
     );
   console.log(`burst100 ADD seconds: ${burstAdd.toFixed(2)}`);
   console.log(`burst100 DEL seconds: ${burstDel.toFixed(2)}`);

@@ -34,12 +34,19 @@ export const PARTS = [
   'shim: answer → exit',
 ] as const;
 
+/**
+ * A span within the parts, not one of them: from go until the command's first datastore request
+ * (the commit of a steady ADD) was made. The agent's work before it (the netconf, the pod's
+ * facts, the allocation planned) delays the commit; kernel calls run beside it.
+ */
+export const BEFORE_DATASTORE = "of the agent's time: go → its first datastore request" as const;
+
 /** Per command of `cycles`, where its time went, from the agent's timings of it. */
 export function breakdown(
   timingsFile: string,
   cycles: readonly AgentCycle[],
   command: 'ADD' | 'DEL',
-): Record<(typeof PARTS)[number], number[]> {
+): Record<(typeof PARTS)[number] | typeof BEFORE_DATASTORE, number[]> {
   const timings = new Map(
     readFileSync(timingsFile, 'utf8')
       .split('\n')
@@ -47,7 +54,10 @@ export function breakdown(
       .map((line) => JSON.parse(line) as CallTimings)
       .map((t) => [`${t.command}/${t.container}`, t]),
   );
-  const parts = Object.fromEntries(PARTS.map((part) => [part, [] as number[]])) as Record<(typeof PARTS)[number], number[]>;
+  const parts = Object.fromEntries([...PARTS, BEFORE_DATASTORE].map((part) => [part, [] as number[]])) as Record<
+    (typeof PARTS)[number] | typeof BEFORE_DATASTORE,
+    number[]
+  >;
   for (const cycle of cycles) {
     const run = command === 'ADD' ? cycle.add : cycle.del;
     const t = timings.get(`${command}/${cycle.container}`);
@@ -60,6 +70,7 @@ export function breakdown(
     parts[PARTS[3]].push(t.kernelAloneMs);
     parts[PARTS[4]].push(rest);
     parts[PARTS[5]].push(run.startMs + run.ms - t.answered);
+    if (t.firstDatastoreAt !== undefined) parts[BEFORE_DATASTORE].push(t.firstDatastoreAt - t.go);
   }
   return parts;
 }

@@ -27,6 +27,8 @@ export interface CallTimings {
   kernelMs: number;
   /** The part of kernelMs with no datastore request under way. */
   kernelAloneMs: number;
+  /** The first datastore request made after go (what the call did before it is the agent's work, and kernel calls). */
+  firstDatastoreAt?: number;
   /** Between go and the answer: each named span other parts of the agent marked (ts/runtime/call-spans.ts). */
   spansMs?: Record<string, number>;
 }
@@ -93,6 +95,7 @@ export class CallTrace {
     const within = (spans: Span[]) => merged(spans.map(([a, b]): Span => [Math.max(a, this.go), Math.min(b, answered)]));
     const datastore = within(this.datastore);
     const kernel = within(this.kernel);
+    const firstDatastoreAt = datastore[0]?.[0];
     return {
       command,
       container,
@@ -103,6 +106,7 @@ export class CallTrace {
       datastoreMs: total(datastore),
       kernelMs: total(kernel),
       kernelAloneMs: total(kernel) - total(intersection(kernel, datastore)),
+      ...(firstDatastoreAt !== undefined ? { firstDatastoreAt } : {}),
       ...(this.named.size > 0 ? { spansMs: Object.fromEntries([...this.named].map(([name, spans]) => [name, total(within(spans))])) } : {}),
     };
   }
