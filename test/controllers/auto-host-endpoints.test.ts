@@ -152,7 +152,7 @@ async function automaticHostEndpoints(
     'status.runningConfig says what runs',
   );
   t.deepEqual(await automaticNames(store), [`${a}-auto-hep`], "b's name is taken by a user's host endpoint: b gets none");
-  t.true(controllers.lines.some((line) => line.includes(`host endpoint ${b}-auto-hep exists without label projectnet.org/created-by`)));
+  await controllers.logged("that b's name is taken", `host endpoint ${b}-auto-hep exists without label projectnet.org/created-by`);
   if (kubectlGetAutomatic) t.is(kubectlGetAutomatic(), `hostendpoint.crd.projectnet.org/${a}-auto-hep\n`);
 
   await setNodeLabels(a, { zone: 'z9', rack: 'r1' });
@@ -171,7 +171,7 @@ async function automaticHostEndpoints(
   await eventually('a new node gets one', async () => isAutoEndpointOf((await byName(store)).get(`${c}-auto-hep`), c, {}, ['10.0.0.3']));
   await kube.core.deleteNode({ name: c });
   await eventually("a deleted node's is deleted", async () => !(await byName(store)).has(`${c}-auto-hep`));
-  t.true(controllers.lines.some((line) => line.includes(`deleted host endpoint ${c}-auto-hep: node ${c} was deleted`)));
+  await controllers.logged("the deleted node's deletion", `deleted host endpoint ${c}-auto-hep: node ${c} was deleted`);
 
   // The user's squatter removed: b gets its own.
   const squatter = (await byName(store)).get(`${b}-auto-hep`) as Entry<HostEndpoint>;

@@ -24,6 +24,7 @@ import { addressOf } from '../../ts/ipam/block.ts';
 import { workloadEndpoint, workloadEndpointName } from '../../ts/model/workload-endpoint.ts';
 import type { Entry, Store } from '../../ts/store/store.ts';
 import { freePort } from '../helpers/etcd.ts';
+import { eventually } from '../helpers/eventually.ts';
 
 /** What the controllers need in the Kubernetes API with the etcd datastore. */
 export const CONTROLLER_RULES: k8s.V1PolicyRule[] = [
@@ -82,6 +83,11 @@ export const leaseNamespaceOf = (identity: Identity): string => leaseNamespaces.
 
 export interface Controllers {
   lines: string[];
+  /**
+   * Resolves once a logged line matches `pattern`. A line about a write comes after the write,
+   * which the test's own reads may see first: waited for, not looked up.
+   */
+  logged(what: string, pattern: string | ((line: string) => boolean)): Promise<void>;
   health: string;
   /** Aborts the signal; resolves to the exit code. */
   stop(): Promise<number>;
@@ -122,7 +128,11 @@ export async function startControllers(
     // A file's shared teardowns have no result to log with.
     if (t.log && !t.passed) t.log(lines.join(''));
   });
-  return { lines, health: `http://127.0.0.1:${port}`, stop };
+  const logged = async (what: string, pattern: string | ((line: string) => boolean)) => {
+    const matches = typeof pattern === 'string' ? (line: string) => line.includes(pattern) : pattern;
+    await eventually(`the controllers log ${what}`, () => lines.some(matches));
+  };
+  return { lines, logged, health: `http://127.0.0.1:${port}`, stop };
 }
 
 export async function status(url: string): Promise<{ code: number; text: string }> {

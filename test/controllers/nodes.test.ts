@@ -82,8 +82,9 @@ async function deletedNode(t: ExecutionContext, store: Store, env: Record<string
   );
   t.true(await isHeld(store, onGone.running), 'the address of a pod that still exists is kept');
   t.is((await blocksOf(store, gone)).length, 1, 'and the block holding it');
-  t.true(
-    controllers.lines.some((line) => line.includes(`released ${onGone.tunnel.address} `) && line.includes(`node ${gone} was deleted`)),
+  await controllers.logged(
+    "the deleted node's tunnel address released",
+    (line) => line.includes(`released ${onGone.tunnel.address} `) && line.includes(`node ${gone} was deleted`),
   );
 
   await kube.core.deleteNamespacedPod({ namespace, name: running.name, gracePeriodSeconds: 0 });
@@ -101,7 +102,7 @@ async function deletedNode(t: ExecutionContext, store: Store, env: Record<string
       "the cluster version is the remaining node's",
       async () => (await readClusterInfo(store))?.netplugVersion === NETPLUG_VERSION,
     );
-    t.true(controllers.lines.some((line) => line.includes(`netplugVersion v3.30.9 → ${NETPLUG_VERSION}`)));
+    await controllers.logged('the cluster version change', `netplugVersion v3.30.9 → ${NETPLUG_VERSION}`);
   }
   for (const allocation of onKept) t.true(await isHeld(store, allocation), `${allocation.address} of the node that exists stays`);
   t.is((await blocksOf(store, kept)).length, 1);
@@ -159,7 +160,7 @@ test("etcd datastore: Node resources' labels follow the Kubernetes Nodes'; none 
   node.metadata = { ...node.metadata, labels: { zone: 'b', rack: 'r1' } };
   await kube.core.replaceNode({ name: registered, body: node });
   await eventually('the labels follow a change', async () => same(await labelsOf(registered), { zone: 'b', rack: 'r1' }));
-  t.true(controllers.lines.some((line) => line.includes(`labels of Node resource ${registered}`)));
+  await controllers.logged('the labels written', `labels of Node resource ${registered}`);
 
   t.is(await store.get(keys.node(unregistered)), undefined, 'the node agent registers nodes, not the controllers');
   t.is(await controllers.stop(), 0);

@@ -180,7 +180,7 @@ test("etcd datastore: NetworkPolicies, Namespaces, ServiceAccounts and pods' lab
     ]),
   );
   await eventually('projectnet-default-allow is put back after it is changed', async () => (await defaultAllowText()) === builtIn);
-  t.true(controllers.lines.some((line) => line.includes('wrote profile projectnet-default-allow')));
+  await controllers.logged('the profile put back', 'wrote profile projectnet-default-allow');
 
   // Updates.
   await networking.patchNamespacedNetworkPolicy(
@@ -224,6 +224,6 @@ test("etcd datastore: NetworkPolicies, Namespaces, ServiceAccounts and pods' lab
   await eventually('the profile goes with its service account', async () => (await profile(store, `ksa.${namespace}.robot`)) === undefined);
   t.truthy(await profile(store, `kns.${namespace}`), "the namespace's profile stays while it exists");
   t.truthy(await store.get(ownPolicy));
-  t.true(controllers.lines.some((line) => line.includes(`removed NetworkPolicy ${namespace}/knp.default.gone`)));
+  await controllers.logged('the policy removed', `removed NetworkPolicy ${namespace}/knp.default.gone`);
   t.is(await controllers.stop(), 0);
 });
