@@ -31,7 +31,7 @@ import { buildNativeHelpers, LAUNCH_TIMER } from './lib/native-exec.ts';
 import { medianOf, writeReport, type Series } from './lib/report.ts';
 import { addDelSamples, runChecked, runtimeEnv, runToExit, stopNativeRuns, type Run } from './lib/run-plugin.ts';
 import { elapsedMs, summarize } from './lib/stats.ts';
-import { BEFORE_DATASTORE, breakdown, interfaceGone, PARTS, type AgentCycle } from './lib/agent-breakdown.ts';
+import { breakdown, interfaceGone, ROWS, type AgentCycle } from './lib/agent-breakdown.ts';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 const SHIM = join(ROOT, 'dist/cni/netplug');
@@ -269,7 +269,7 @@ async function main(): Promise<void> {
     { group: `${BURST} DELs at once on one node`, label: LABELS.agent, samplesMs: bursts.agent.del },
     { group: `${BURST} DELs at once on one node`, label: LABELS.ptp, samplesMs: bursts.ptp.del },
     ...(['ADD', 'DEL'] as const).flatMap((command) =>
-      [...PARTS, BEFORE_DATASTORE].map((part) => ({
+      ROWS.map((part) => ({
         group: `${command} through the agent, where the time goes`,
         label: part,
         samplesMs: parts[command][part],
@@ -324,7 +324,7 @@ async function main(): Promise<void> {
   console.log(`agent/ptp ADD+DEL median ratio: ${ratio('ADD + DEL of one pod', 'agent', 'ptp').toFixed(2)}`);
   for (const command of ['ADD', 'DEL'] as const)
     console.log(
-      `${command} through the agent, median ms: ${[...PARTS, BEFORE_DATASTORE].map((part) => `${part} ${summarize(parts[command][part]).medianMs.toFixed(2)}`).join('; ')}`,
+      `${command} through the agent, median ms: ${ROWS.map((part) => `${part} ${summarize(parts[command][part]).medianMs.toFixed(2)}`).join('; ')}`,
     );
   console.log(`burst100 ADD seconds: ${burstAdd.toFixed(2)}`);
   console.log(`burst100 DEL seconds: ${burstDel.toFixed(2)}`);

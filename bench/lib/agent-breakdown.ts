@@ -39,14 +39,14 @@ export const PARTS = [
  * (the commit of a steady ADD) was made. The agent's work before it (the netconf, the pod's
  * facts, the allocation planned) delays the commit; kernel calls run beside it.
  */
-export const BEFORE_DATASTORE = "of the agent's time: go → its first datastore request" as const;
+const BEFORE_DATASTORE = "of the agent's time: go → its first datastore request" as const;
+
+/** The rows of a command's breakdown: the parts, then the span across them. */
+export const ROWS = [...PARTS, BEFORE_DATASTORE] as const;
+type Row = (typeof ROWS)[number];
 
 /** Per command of `cycles`, where its time went, from the agent's timings of it. */
-export function breakdown(
-  timingsFile: string,
-  cycles: readonly AgentCycle[],
-  command: 'ADD' | 'DEL',
-): Record<(typeof PARTS)[number] | typeof BEFORE_DATASTORE, number[]> {
+export function breakdown(timingsFile: string, cycles: readonly AgentCycle[], command: 'ADD' | 'DEL'): Record<Row, number[]> {
   const timings = new Map(
     readFileSync(timingsFile, 'utf8')
       .split('\n')
@@ -54,10 +54,7 @@ export function breakdown(
       .map((line) => JSON.parse(line) as CallTimings)
       .map((t) => [`${t.command}/${t.container}`, t]),
   );
-  const parts = Object.fromEntries([...PARTS, BEFORE_DATASTORE].map((part) => [part, [] as number[]])) as Record<
-    (typeof PARTS)[number] | typeof BEFORE_DATASTORE,
-    number[]
-  >;
+  const parts = Object.fromEntries(ROWS.map((row) => [row, [] as number[]])) as Record<Row, number[]>;
   for (const cycle of cycles) {
     const run = command === 'ADD' ? cycle.add : cycle.del;
     const t = timings.get(`${command}/${cycle.container}`);
