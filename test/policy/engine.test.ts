@@ -168,23 +168,70 @@ test('a named port of a protocol is looked up with its protocol: the rule compar
       selector: 'app == "db"',
       ingress: [
         { action: 'Allow', protocol: 'TCP', destination: { ports: ['pg'] } },
-        { action: 'Allow', protocol: 'TCP', destination: { ports: [80, 'pg'] } },
         { action: 'Allow', protocol: 'TCP', destination: { ports: ['pg'], notPorts: [81] } },
+        { action: 'Allow', protocol: 'UDP', destination: { ports: ['pg'] } },
       ],
     }),
   );
   e.flush();
   const part = e.part();
-  const named = part.sets?.find((s) => Array.isArray(s.type));
-  t.deepEqual(named?.elements, [['10.0.0.6', 6, 5432]], 'the named port of TCP only');
-  const np = `@${named?.name}`;
+  const named = part.sets?.filter((s) => Array.isArray(s.type)) ?? [];
+  const [tcp, udp] = [1, 0].map((size) => named.find((s) => s.elements?.length === size));
+  t.is(named.length, 2);
+  t.deepEqual(tcp?.elements, [['10.0.0.6', 6, 5432]], 'the named port of TCP only');
+  t.deepEqual(udp?.elements, [], 'none of UDP');
   const mark = 'accept';
   t.deepEqual(rules(part, policyChainName('NetworkPolicy/shop/db', 'ingress')), [
-    `ip daddr . meta l4proto . th dport ${np} ${mark} comment "shop/db ingress rule 0"`,
-    `meta nfproto ipv4 meta l4proto 6 th dport 80 ${mark} comment "shop/db ingress rule 1"`,
-    `ip daddr . meta l4proto . th dport ${np} ${mark} comment "shop/db ingress rule 1"`,
+    `ip daddr . meta l4proto . th dport @${tcp?.name} ${mark} comment "shop/db ingress rule 0"`,
     // A port read alone (here th dport != 81) needs the protocol compared first.
-    `meta l4proto 6 th dport != 81 ip daddr . meta l4proto . th dport ${np} ${mark} comment "shop/db ingress rule 2"`,
+    `meta l4proto 6 th dport != 81 ip daddr . meta l4proto . th dport @${tcp?.name} ${mark} comment "shop/db ingress rule 1"`,
+    `ip daddr . meta l4proto . th dport @${udp?.name} ${mark} comment "shop/db ingress rule 2"`,
+  ]);
+});
+
+test("a namespaced policy's ingress naming numeric and named ports looks both up at once, at its own pods on this node", (t) => {
+  const e = engine({ families: [4] });
+  const ports = [{ name: 'pg', protocol: 'TCP', port: 5432 }] as const;
+  e.upsertEndpoint(pod('db1', 'here', { app: 'db' }, '10.0.0.6', { ports: [...ports] }));
+  e.upsertEndpoint(pod('db2', 'there', { app: 'db' }, '10.0.0.7', { ports: [...ports] }));
+  e.upsertEndpoint(pod('web1', 'here', { app: 'web' }, '10.0.0.8', { ports: [...ports] }));
+  e.upsertPolicy(
+    policy('db', {
+      selector: 'app == "db"',
+      ingress: [
+        { action: 'Allow', protocol: 'TCP', destination: { ports: [80, 'pg'] } },
+        // A range stays a port comparison of its own.
+        { action: 'Allow', protocol: 'TCP', destination: { ports: ['8000:8080', 'pg'] } },
+      ],
+    }),
+  );
+  e.flush();
+  const part = e.part();
+  const sets = new Map((part.sets ?? []).map((s) => [s.name, s]));
+  const chainRules = rules(part, policyChainName('NetworkPolicy/shop/db', 'ingress'));
+  const looked = chainRules.map((r) => /@(\S+)/.exec(r)?.[1]);
+  t.is(chainRules.length, 3);
+  t.regex(chainRules[0] as string, /^ip daddr \. meta l4proto \. th dport @np4-\S+ accept comment "shop\/db ingress rule 0"$/);
+  t.deepEqual(
+    sets.get(looked[0] as string)?.elements,
+    [
+      ['10.0.0.6', 6, 5432],
+      ['10.0.0.6', 6, 80],
+    ],
+    "db1's named and numeric ports: not db2's (elsewhere) nor web1's (not selected)",
+  );
+  t.is(chainRules[1], 'meta nfproto ipv4 meta l4proto 6 th dport 8000-8080 accept comment "shop/db ingress rule 1"');
+  t.deepEqual(sets.get(looked[2] as string)?.elements, [['10.0.0.6', 6, 5432]]);
+  // db2 comes here: its elements join the set; the rules stay.
+  e.upsertEndpoint(pod('db2', 'here', { app: 'db' }, '10.0.0.7', { ports: [...ports] }));
+  e.flush();
+  const after = e.part();
+  t.deepEqual(rules(after, policyChainName('NetworkPolicy/shop/db', 'ingress')), chainRules);
+  t.deepEqual(after.sets?.find((s) => s.name === looked[0])?.elements, [
+    ['10.0.0.6', 6, 5432],
+    ['10.0.0.6', 6, 80],
+    ['10.0.0.7', 6, 5432],
+    ['10.0.0.7', 6, 80],
   ]);
 });
 

@@ -99,8 +99,12 @@ export class AddressedEntities {
     const before = this.#endpoints.get(key);
     const entity = `${ENDPOINT_ENTITY}${key}`;
     const labels = endpointLabels(input, profileLabels);
-    const contribution: Contribution = { addresses: singleAddresses(input.addresses), ports: input.ports ?? [] };
     const local = input.node === nodeName && input.interfaceName !== undefined;
+    const contribution: Contribution = {
+      addresses: singleAddresses(input.addresses),
+      ports: input.ports ?? [],
+      ...(local ? { local: true as const } : {}),
+    };
     const record: EndpointRecord = { input, entity, labels, contribution, local };
     if (before) this.#unuseProfiles(entity, profilesOf(before.input));
     this.#useProfiles(entity, profilesOf(input));

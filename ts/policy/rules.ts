@@ -21,8 +21,11 @@ export type SetDescriptor =
   | { kind: 'nets'; family: Family; elements: string[] }
   /** A fixed list of port ranges. */
   | { kind: 'ports'; elements: (number | string)[] }
-  /** `address . protocol . port` of the named ports of the endpoints a selector matches. */
-  | { kind: 'named-ports'; family: Family; selector: string; names: string[]; protocol?: number };
+  /**
+   * `address . protocol . port` of the named ports of the endpoints a selector matches, and of
+   * `ports` at each of their addresses; `local`: of the endpoints on this node only.
+   */
+  | { kind: 'named-ports'; family: Family; selector: string; names: string[]; protocol?: number; ports?: number[]; local?: true };
 
 export function setName(set: SetDescriptor): string {
   switch (set.kind) {
@@ -33,7 +36,7 @@ export function setName(set: SetDescriptor): string {
     case 'ports':
       return `port-${hashOf(set.elements.join(','))}`;
     case 'named-ports':
-      return `np${set.family}-${hashOf(`${set.protocol ?? '*'}|${set.names.join(',')}|${set.selector}`)}`;
+      return `np${set.family}-${hashOf(`${set.protocol ?? '*'}|${set.names.join(',')}|${set.selector}${set.ports ? `|${set.ports.join(',')}` : ''}${set.local ? '|local' : ''}`)}`;
   }
 }
 
@@ -109,7 +112,7 @@ function nftRules(program: PolicyProgram, direction: Direction, r: RuleProgram, 
     // A named-port lookup's elements carry the rule's protocol: its own comparison would repeat it.
     const withoutProtocol = common.filter((m) => m.op === '!=');
     const sources = sideMatches(r.source, 'source', family, r.protocol, useSet);
-    const destinations = sideMatches(r.destination, 'destination', family, r.protocol, useSet);
+    const destinations = sideMatches(r.destination, 'destination', family, r.protocol, useSet, policedBy(program, direction));
     for (const icmp of icmpMatches(r, family)) {
       for (const source of sources) {
         for (const destination of destinations) {
@@ -220,13 +223,26 @@ function fields(end: 'source' | 'destination', family: Family | undefined): Fiel
   return { address, port: s ? 'th sport' : 'th dport' };
 }
 
-/** The alternatives one end of a rule stands for (any of them matches), each a list of matches (all must hold). */
+/**
+ * The selector of the endpoints whose address a packet's destination always is where `program`'s
+ * `direction` chain sees it: a namespaced policy selects pods only, and its ingress chain is reached
+ * for the local pods it selects, on their way in.
+ */
+function policedBy(program: PolicyProgram, direction: Direction): string | undefined {
+  return program.kind === 'NetworkPolicy' && direction === 'ingress' ? program.selectsText : undefined;
+}
+
+/**
+ * The alternatives one end of a rule stands for (any of them matches), each a list of matches (all
+ * must hold). `policed`: the selector of the local endpoints this end's address is always one of.
+ */
 function sideMatches(
   side: SideProgram,
   end: 'source' | 'destination',
   family: Family | undefined,
   protocol: number | undefined,
   useSet: UseSet,
+  policed?: string,
 ): Match[][] {
   const { address, port } = fields(end, family);
   const all: Match[] = [];
@@ -255,10 +271,21 @@ function sideMatches(
     else all.push(setMatch(port, useSet({ kind: 'ports', elements }), true));
   }
   if (!side.ports && !side.namedPorts) return [all];
+  const named = (set: SetDescriptor) => [...all, setMatch([address, 'meta l4proto', port], useSet(set))];
+  if (side.namedPorts && family !== undefined && policed !== undefined && side.selector === undefined) {
+    // The address is one of the policed pods': their named ports, and the numeric ports at their
+    // addresses, in one lookup where a rule for each would be (half the rules of a Kubernetes
+    // policy naming both kinds); only this node's pods, the only ones such a packet goes to.
+    const own = { kind: 'named-ports', family, selector: policed, names: side.namedPorts, local: true } as const;
+    const singles = side.ports?.every((range) => range.from === range.to) ? side.ports.map((range) => range.from) : undefined;
+    if (protocol !== undefined && (!side.ports || singles)) return [named({ ...own, protocol, ...(singles ? { ports: singles } : {}) })];
+    const alternatives = [named({ ...own, ...(protocol !== undefined ? { protocol } : {}) })];
+    if (side.ports) alternatives.unshift([...all, portMatch(port, side.ports, useSet)]);
+    return alternatives;
+  }
   const alternatives: Match[][] = [];
   if (side.ports) alternatives.push([...all, portMatch(port, side.ports, useSet)]);
-  if (side.namedPorts && family !== undefined)
-    alternatives.push([...all, setMatch([address, 'meta l4proto', port], useSet(namedPorts(side, side.namedPorts, family, protocol)))]);
+  if (side.namedPorts && family !== undefined) alternatives.push(named(namedPorts(side, side.namedPorts, family, protocol)));
   return alternatives;
 }
 

@@ -15,6 +15,8 @@ import { AddressElements, CountedElements, ElementJournal } from './sets.ts';
 export interface Contribution {
   addresses: readonly { family: Family; interval: Interval }[];
   ports: readonly NamedPort[];
+  /** A workload endpoint on this node (the only members of a `local` named-port set). */
+  local?: true;
 }
 
 interface SetRecord {
@@ -124,19 +126,23 @@ export class SetRegistry {
       }
       return;
     }
-    if (set.kind !== 'named-ports') return;
+    if (set.kind !== 'named-ports' || (set.local && !contribution.local)) return;
     const elements = record.named as CountedElements;
+    const each = (protocol: number, port: number) => {
+      for (const { family, interval } of contribution.addresses) {
+        if (family !== set.family || interval.start !== interval.end) continue;
+        const element: Atom[] = [intervalText(family, interval), protocol, port];
+        if (added) elements.add(element);
+        else elements.remove(element);
+      }
+    };
     for (const port of contribution.ports) {
       if (!set.names.includes(port.name)) continue;
       const protocol = protocolNumberOf(port.protocol);
       if (protocol === undefined || (set.protocol !== undefined && protocol !== set.protocol)) continue;
-      for (const { family, interval } of contribution.addresses) {
-        if (family !== set.family || interval.start !== interval.end) continue;
-        const element: Atom[] = [intervalText(family, interval), protocol, port.port];
-        if (added) elements.add(element);
-        else elements.remove(element);
-      }
+      each(protocol, port.port);
     }
+    if (set.ports && set.protocol !== undefined) for (const port of set.ports) each(set.protocol, port);
   }
 
   /** The sets as the part describes them, elements included. */
