@@ -25,6 +25,7 @@ import { observedPolicy } from './policy-observed.ts';
 import {
   ECHO_PORT,
   connects,
+  connectsTo,
   createRunningPod,
   dispatchedIn,
   echoListener,
@@ -216,6 +217,40 @@ test.serial(
     await until('the problem is gone', () => metric('netplug_policy_issues') === 0);
   },
 );
+
+test.serial('a rule naming a port by number and by name lets both through to a pod that comes after it, and no other port', async (t) => {
+  const a = pods.get('a') as TestPod;
+  await networking.createNamespacedNetworkPolicy({
+    namespace: NAMESPACE,
+    body: {
+      metadata: { name: 'a-to-w-ports' },
+      spec: {
+        podSelector: { matchLabels: { app: 'w' } },
+        ingress: [{ _from: [{ podSelector: { matchLabels: { app: 'a' } } }], ports: [{ port: 9090 }, { port: 'echo' }] }],
+      },
+    },
+  });
+  // The pod comes after the policy: its ports join the policy's set as it is programmed.
+  const w = await plugPod('w', '10.77.0.13', { app: 'w' }, false);
+  for (const port of [9090, 9191]) echoListener(shared, w.netns, port);
+  await createRunningPod(kube, {
+    namespace: NAMESPACE,
+    name: 'w',
+    labels: { app: 'w' },
+    nodeName: node.name,
+    addresses: [w.address],
+    ports: [{ name: 'echo', containerPort: PORT }],
+  });
+  await until('w is programmed', () => existsSync(fileOf(w)));
+  t.true(await settles(a, w, true), 'the named port');
+  await until('a → w:9090 connects (the numeric port)', () => connectsTo(a.netns, w.address, 9090));
+  t.false(connectsTo(a.netns, w.address, 9191), 'a port the rule does not name');
+  t.false(connectsTo(pods.get('b')?.netns as Netns, w.address, 9090), 'a peer the rule does not name');
+  await networking.deleteNamespacedNetworkPolicy({ namespace: NAMESPACE, name: 'a-to-w-ports' });
+  await kube.core.deleteNamespacedPod({ namespace: NAMESPACE, name: 'w', gracePeriodSeconds: 0 });
+  await until('w is forgotten', () => !existsSync(fileOf(w)) && !dispatched().includes(w.hostInterface));
+  pods.delete('w');
+});
 
 test.serial('a pod deleted loses its status file and its dispatch entry', async (t) => {
   const c = await plugPod('c', '10.77.0.12', { app: 'c' });
