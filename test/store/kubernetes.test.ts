@@ -1,7 +1,8 @@
 // The Store on a real kube-apiserver's custom resources: compare-and-swap through
-// resourceVersion, a commit that fails part-way undone (all or nothing, as on etcd), prefix reads
-// narrowed by labels yet exact, and names for keys no object name could hold.
-import test from 'ava';
+// resourceVersion, a commit that fails part-way undone (all or nothing, as on etcd), over HTTP/1.1
+// connections and over one HTTP/2 connection (a resident program's), prefix reads narrowed by
+// labels yet exact, and names for keys no object name could hold.
+import test, { type ExecutionContext } from 'ava';
 
 import { keys } from '../../ts/model/keys.ts';
 import { openKubeClient } from '../../ts/k8s/client.ts';
@@ -24,9 +25,10 @@ test.before(async () => {
   shared.teardown(() => store.close());
 });
 
-test.serial('create, update and delete only when the resourceVersion still holds; a commit is all or nothing', async (t) => {
-  const a = keys.handle('net.a');
-  const b = keys.handle('net.b');
+/** Compare-and-swap and all-or-nothing commits through `store`, on handles named `<prefix>a` and `<prefix>b`. */
+async function casAndAllOrNothing(t: ExecutionContext, store: KubeStore, prefix: string): Promise<void> {
+  const a = keys.handle(`${prefix}a`);
+  const b = keys.handle(`${prefix}b`);
   t.true(await store.commit([{ key: a, create: handle(1) }]));
   t.false(await store.commit([{ key: a, create: handle(2) }]), 'create fails on an existing key');
   const first = await store.get<ReturnType<typeof handle>>(a);
@@ -70,6 +72,37 @@ test.serial('create, update and delete only when the resourceVersion still holds
   );
   t.deepEqual(await store.listKeys(keys.handles), [b]);
   t.true(await store.commit([{ key: b, remove: true, revision: (await store.get(b))?.revision ?? '' }]));
+}
+
+test.serial('create, update and delete only when the resourceVersion still holds; a commit is all or nothing', (t) =>
+  casAndAllOrNothing(t, store, 'net.'),
+);
+
+test.serial('over one HTTP/2 connection: the same, and a commit sends the writes before the last at once over it', async (t) => {
+  const client = await openKubeClient({ kubeconfig }, { multiplexed: true });
+  t.teardown(() => client.close());
+  t.true(client.multiplexed);
+  const multiplexed = new KubeStore(client);
+  await casAndAllOrNothing(t, multiplexed, 'net.h2');
+
+  const [a, b, c] = ['net.h2fa', 'net.h2fb', 'net.h2fc'].map((h) => keys.handle(h)) as [string, string, string];
+  t.true(await store.commit([{ key: a, create: handle(1) }]));
+  const stale = (await store.get(a))?.revision ?? '';
+  t.true(await store.commit([{ key: a, update: handle(2), revision: stale }]));
+  const before = client.requests;
+  t.false(
+    await multiplexed.commit([
+      { key: b, create: handle(10) },
+      { key: c, create: handle(11) },
+      { key: a, update: handle(3), revision: stale },
+    ]),
+    'the last write fails',
+  );
+  // Two creates, the failed update, two deletes undoing the creates (their options in a body).
+  t.is(client.requests - before, 5);
+  t.is(await store.get(b), undefined, 'what went at once is undone');
+  t.is(await store.get(c), undefined);
+  t.true(await store.commit([{ key: a, remove: true, revision: (await store.get(a))?.revision ?? '' }]));
 });
 
 test.serial(

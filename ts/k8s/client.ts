@@ -12,6 +12,7 @@ import {
   type HttpResponse,
   type TlsFiles,
 } from '../net/http-client.ts';
+import { Http2Client } from '../net/http2-client.ts';
 import { proxyFor } from '../net/proxy.ts';
 import type { Credential } from './credentials.ts';
 import { KubeError, KubeSettingsError, KubeUnavailableError } from './errors.ts';
@@ -29,10 +30,15 @@ const TLS_PARTS = { ca: 'certificate authority', cert: 'client certificate', key
 export class KubeClient {
   readonly access: ApiAccess;
   /** The connection, for the client certificate it presents. */
-  private http: HttpClient | undefined;
+  private http: HttpClient | Http2Client | undefined;
   private httpCert: Buffer | undefined;
   /** Connections left when an exec plugin's certificate changed, closed with the client. */
-  private readonly retired: HttpClient[] = [];
+  private readonly retired: (HttpClient | Http2Client)[] = [];
+  /**
+   * Requests go at once over one HTTP/2 connection (a resident program's), rather than one at a
+   * time over an HTTP/1.1 one; not through a proxy, nor to a plain-HTTP server.
+   */
+  readonly multiplexed: boolean;
   /** The server's path prefix ("" for none), put before every request path. */
   private readonly prefix: string;
   /** The server without its prefix: the HTTP layer is given whole paths. */
@@ -40,8 +46,9 @@ export class KubeClient {
   /** Requests sent, for the benchmarks' count of API round trips. */
   requests = 0;
 
-  constructor(access: ApiAccess) {
+  constructor(access: ApiAccess, { multiplexed = false }: { multiplexed?: boolean } = {}) {
     this.access = access;
+    this.multiplexed = multiplexed && access.server.protocol === 'https:' && proxyOf(new URL(access.server.origin)) === undefined;
     this.prefix = access.server.pathname === '/' ? '' : access.server.pathname;
     this.endpoint = new URL(access.server.origin);
     // A fixed identity connects now, so that unusable TLS material is reported before any request.
@@ -123,7 +130,7 @@ export class KubeClient {
   }
 
   /** The connection presenting `credential`'s client certificate, else the kubeconfig's fixed one. */
-  private connection(credential: Credential): HttpClient {
+  private connection(credential: Credential): HttpClient | Http2Client {
     const cert = credential.cert ?? this.access.tls.cert;
     if (this.http && (this.httpCert === cert || (cert && this.httpCert?.equals(cert)))) return this.http;
     const tls: TlsFiles = credential.cert ? { ...this.access.tls, cert: credential.cert, key: credential.key as Buffer } : this.access.tls;
@@ -134,9 +141,11 @@ export class KubeClient {
       // A proxy variable of the node's environment that is not a usable URL: a setting to fix.
       throw new KubeSettingsError((err as Error).message.split(' ')[0] as string, (err as Error).message);
     }
-    let http: HttpClient;
+    let http: HttpClient | Http2Client;
     try {
-      http = new HttpClient({ endpoints: [this.endpoint], tls, requestTimeoutMs: 10_000, proxy });
+      http = this.multiplexed
+        ? new Http2Client({ endpoint: this.endpoint, tls, requestTimeoutMs: 10_000 })
+        : new HttpClient({ endpoints: [this.endpoint], tls, requestTimeoutMs: 10_000, proxy });
     } catch (err) {
       if (!(err instanceof TlsMaterialError)) throw err;
       const origin = credential.cert && err.part !== 'ca' ? credential.certOrigin : this.access.tlsOrigins[err.part];
@@ -149,7 +158,16 @@ export class KubeClient {
   }
 }
 
+/** The proxy for `endpoint`, or undefined where none applies or the setting is unusable (refused on first use). */
+function proxyOf(endpoint: URL): URL | undefined {
+  try {
+    return proxyFor(endpoint);
+  } catch {
+    return undefined;
+  }
+}
+
 /** A client for the API that `kubernetes.kubeconfig` or `kubernetes.k8s_api_root` names. */
-export async function openKubeClient(settings: KubernetesSettings): Promise<KubeClient> {
-  return new KubeClient(await apiAccess(settings));
+export async function openKubeClient(settings: KubernetesSettings, options: { multiplexed?: boolean } = {}): Promise<KubeClient> {
+  return new KubeClient(await apiAccess(settings), options);
 }

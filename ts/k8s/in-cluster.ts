@@ -9,7 +9,7 @@ import { KubeSettingsError } from './kubeconfig.ts';
 
 const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
-export function inClusterClient(env: NodeJS.ProcessEnv, user: string): KubeClient {
+export function inClusterClient(env: NodeJS.ProcessEnv, user: string, options: { multiplexed?: boolean } = {}): KubeClient {
   const host = env['KUBERNETES_SERVICE_HOST'];
   const port = env['KUBERNETES_SERVICE_PORT'];
   const fail = (message: string) => new KubeSettingsError('kubernetes', `in-cluster configuration: ${message}`);
@@ -20,11 +20,14 @@ export function inClusterClient(env: NodeJS.ProcessEnv, user: string): KubeClien
   } catch (err) {
     throw fail(`${SERVICE_ACCOUNT_DIR}/ca.crt: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
-  return new KubeClient({
-    server: new URL(`https://${host.includes(':') ? `[${host}]` : host}:${port}`),
-    tls: { ca },
-    tlsOrigins: { ca: `${SERVICE_ACCOUNT_DIR}/ca.crt` },
-    credentials: new TokenFile(`${SERVICE_ACCOUNT_DIR}/token`, undefined, fail),
-    user,
-  });
+  return new KubeClient(
+    {
+      server: new URL(`https://${host.includes(':') ? `[${host}]` : host}:${port}`),
+      tls: { ca },
+      tlsOrigins: { ca: `${SERVICE_ACCOUNT_DIR}/ca.crt` },
+      credentials: new TokenFile(`${SERVICE_ACCOUNT_DIR}/token`, undefined, fail),
+      user,
+    },
+    options,
+  );
 }

@@ -17,6 +17,7 @@ import { urgently } from '../../net/http-client.ts';
 import type { PluginServices } from '../../plugin/services.ts';
 import type { Store } from '../../store/store.ts';
 import { CNI_CONNECTIONS, StorePool } from './cni-store-pool.ts';
+import { KubeStore } from '../../store/kubernetes/store.ts';
 import { openNodeStore } from '../shared/open-datastore.ts';
 import type { NodeSettings } from '../shared/settings.ts';
 
@@ -47,7 +48,12 @@ export async function openAgentServices(
   { wrapStore = (s) => s, servedTogether, watchedPod, watched }: AgentServiceOptions = {},
 ): Promise<AgentServices> {
   const stores: Store[] = [];
-  for (let i = 0; i < CNI_CONNECTIONS[settings.datastoreType]; i++) stores.push(await openNodeStore(settings, env));
+  for (let i = 0; i < CNI_CONNECTIONS[settings.datastoreType]; i++) {
+    const store = await openNodeStore(settings, env);
+    stores.push(store);
+    // One HTTP/2 connection carries every command's requests at once (cni-store-pool.ts).
+    if (store instanceof KubeStore && store.client.multiplexed) break;
+  }
   const pool = new StorePool(stores, wrapStore);
   const kubes = new KubeClients();
   // On etcd every fact an ADD is decided on is a condition of its commit, and revisions are ordered.

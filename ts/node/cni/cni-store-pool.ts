@@ -1,19 +1,20 @@
-// The agent's datastore connections for the CNI commands it serves. On the Kubernetes API one
-// connection carries one request at a time (ts/net/http-client.ts), so a burst of pods on one node
-// would queue behind a single connection: the agent keeps a few and lends each command the least
-// busy one for its whole life; on etcd one gRPC connection carries them all. A connection opens
-// its socket only on first use, so idle ones cost nothing.
+// The agent's datastore connections for the CNI commands it serves. On etcd, and on the
+// Kubernetes API over HTTP/2 (ts/net/http2-client.ts), one connection carries every command's
+// requests at once. Where the API must be reached over HTTP/1.1 (through a proxy), a connection
+// carries one request at a time (ts/net/http-client.ts), so a burst of pods on one node would
+// queue behind it: the agent then keeps a few and lends each command the least busy one for its
+// whole life. A connection opens its socket only on first use, so idle ones cost nothing.
 // On the Kubernetes datastore each command gets a store of its own over the lent client: a
 // KubeStore remembers what it read for undoing a failed commit, which is per command (and would
-// otherwise grow for as long as the agent runs). The other connections are its spares: a commit's
-// writes before the last go out at once over them.
+// otherwise grow for as long as the agent runs). Over HTTP/1.1 the other connections are its
+// spares: a commit's writes before the last go out at once over them.
 import { KubeStore } from '../../store/kubernetes/store.ts';
 import type { Read, Store, Write } from '../../store/store.ts';
 
 /**
- * Connections kept per datastore: on the Kubernetes API (HTTP/1.1, one request at a time per
- * connection), enough that 100 concurrent ADDs do not wait on one; on etcd one, as gRPC carries
- * every call's requests at once over one HTTP/2 connection (more would only multiply etcd's
+ * Connections kept per datastore at most: on the Kubernetes API over HTTP/1.1 (one request at a
+ * time per connection), enough that 100 concurrent ADDs do not wait on one; over HTTP/2, and on
+ * etcd (gRPC), one carries every call's requests at once (more would only multiply the server's
  * connections by the nodes).
  */
 export const CNI_CONNECTIONS = { kubernetes: 8, etcdv3: 1 } as const;

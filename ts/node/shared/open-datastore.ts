@@ -4,9 +4,9 @@
 // pod); else the pod's service account is used, as client-go's in-cluster configuration does.
 import * as k8s from '@kubernetes/client-node';
 
+import { openKubeClient } from '../../k8s/client.ts';
 import { inClusterClient } from '../../k8s/in-cluster.ts';
 import { openGrpcStore } from '../../store/etcd/grpc.ts';
-import { openStore } from '../../store/open.ts';
 import { KubeStore } from '../../store/kubernetes/store.ts';
 import type { Store } from '../../store/store.ts';
 import type { NodeSettings } from './settings.ts';
@@ -21,6 +21,7 @@ export function kubeConfigOf(settings: NodeSettings): k8s.KubeConfig {
 export async function openNodeStore(settings: NodeSettings, env: NodeJS.ProcessEnv): Promise<Store> {
   // etcd over gRPC: a resident agent loads grpc-js once and every request is about half as long (grpc.ts).
   if (settings.datastoreType === 'etcdv3') return openGrpcStore(settings.etcd);
-  if (settings.kubeconfig) return openStore({ datastore_type: 'kubernetes', kubernetes: { kubeconfig: settings.kubeconfig } });
-  return new KubeStore(inClusterClient(env, 'netplug-node'));
+  // On the Kubernetes API, one HTTP/2 connection carries every request at once (ts/net/http2-client.ts).
+  if (settings.kubeconfig) return new KubeStore(await openKubeClient({ kubeconfig: settings.kubeconfig }, { multiplexed: true }));
+  return new KubeStore(inClusterClient(env, 'netplug-node', { multiplexed: true }));
 }

@@ -4,8 +4,9 @@
 // multi-object transaction, so a commit applies its writes one by one in the caller's order and,
 // when a condition fails part-way, undoes the ones already applied in reverse: callers see all or
 // nothing, and their ordering (the handle before the block it points into) keeps a crash between
-// two writes harmless. Given connections to spare (netplug-node's), a commit sends the writes
-// before its last at once, one per connection, and the last only once they all held: callers put
+// two writes harmless. Given one HTTP/2 connection or connections to spare (netplug-node's), a
+// commit sends the writes before its last at once (over HTTP/1.1 one per connection), and the
+// last only once they all held: callers put
 // last the write the others must precede (the block an allocation takes, the handle a release
 // frees), and a node's IPAM turn so costs two round trips instead of four.
 import type { KubeClient } from '../../k8s/client.ts';
@@ -106,7 +107,8 @@ export class KubeStore implements Store {
   /** The writes wave by wave (see waves), the revisions they made; undefined (all undone) if a condition failed. */
   private async applyAll(writes: readonly Write[]): Promise<Record<string, string> | undefined> {
     const done: Applied[] = [];
-    const clients = [this.client, ...this.spare];
+    // One multiplexed connection carries a wave's writes at once by itself.
+    const clients = this.client.multiplexed ? [this.client] : [this.client, ...this.spare];
     try {
       for (const wave of this.waves(writes)) {
         const outcomes = await Promise.allSettled(
@@ -140,7 +142,8 @@ export class KubeStore implements Store {
    */
   private waves(writes: readonly Write[]): (readonly Write[])[] {
     const before = writes.slice(0, -1);
-    const atOnce = this.spare.length > 0 && before.length > 1 && new Set(before.map((w) => w.key)).size === before.length;
+    const atOnce =
+      (this.spare.length > 0 || this.client.multiplexed) && before.length > 1 && new Set(before.map((w) => w.key)).size === before.length;
     return atOnce ? [before, writes.slice(-1)] : writes.map((write) => [write]);
   }
 
