@@ -1,8 +1,8 @@
 // The group commit (ts/ipam/waiting-adds.ts): ADDs queued for their node's turn in a resident agent
 // are allocated for by the ADD holding the turn, in its own commit. The core runs in-process as
 // netplug-node runs it, on a real etcd and a real kube-apiserver: a burst costs fewer commits of the
-// block than ADDs, every address is distinct and recorded in its own handle, and an ADD served so
-// that then fails gives its addresses back.
+// block than ADDs, every address is distinct and recorded in its own handle, and an ADD whose
+// endpoint cannot be written fails alone and holds no address.
 import test, { type ExecutionContext } from 'ava';
 
 import { KnownNodes } from '../../ts/ipam/known-nodes.ts';
@@ -36,7 +36,7 @@ function agentServices(
   refuse: (key: string) => boolean = () => false,
   beforeFirstBlockCommit?: (waiting: WaitingAdds) => Promise<void>,
 ) {
-  const counts = { blockCommits: 0, servedTogether: 0, refusedWithBlock: 0, refusedAlone: 0 };
+  const counts = { blockCommits: 0, otherCommits: 0, servedTogether: 0, refusedWithBlock: 0, refusedAlone: 0, refusedServing: 0 };
   let held: Promise<void> | undefined;
   const shared = new Proxy(store, {
     get(target, property) {
@@ -50,9 +50,11 @@ function agentServices(
         }
         if (writes.some((w) => refuse(w.key))) {
           counts[writes.some(isBlockWrite) ? 'refusedWithBlock' : 'refusedAlone']++;
+          // A commit that served others: it created more than one handle.
+          if (writes.filter((w) => w.key.startsWith(keys.handles) && 'create' in w).length > 1) counts.refusedServing++;
           return Promise.reject(new Error('refused for the test'));
         }
-        if (writes.some(isBlockWrite)) counts.blockCommits++;
+        counts[writes.some(isBlockWrite) ? 'blockCommits' : 'otherCommits']++;
         return value.apply(target, [writes, ...rest]);
       };
     },
@@ -158,6 +160,33 @@ test('Kubernetes datastore: a burst of ADDs on one node is committed in groups, 
   await burst(t, store, netconf);
 });
 
+test("etcd: ADDs of pods served by another's commit have their endpoints written in it, and write nothing after", async (t) => {
+  const etcd = await startEtcd(t);
+  const store = await openGrpcStore(etcd.netconf);
+  t.teardown(() => store.close());
+  await createPool(store, 'groupwep', '10.81.0.0/16');
+  const netconf = ipamNetconf(etcd, { node: 'node-group-wep', name: 'groupwep' });
+  const pods = Array.from({ length: 8 }, () => ({ id: containerId(), netns: createNetns(t, 'gwep') }));
+  // The first ADD's commit of the block waits until the others are queued: it serves them all.
+  const { services, counts } = agentServices(
+    store,
+    () => false,
+    (waiting) => queued(waiting, 'node-group-wep', pods.length - 1),
+  );
+  const adds = await Promise.all(pods.map((p) => run(services, 'netplug', netconf, 'ADD', p.id, p.netns.path)));
+  t.deepEqual(
+    adds.filter((a) => a.exitCode !== 0).map((a) => a.stdout),
+    [],
+  );
+  t.log(`${pods.length} ADDs: ${counts.blockCommits} commits of the block, ${counts.otherCommits} others, ${counts.servedTogether} served`);
+  t.true(counts.servedTogether > 0, "ADDs were served by another's commit");
+  t.is(counts.otherCommits, 0, 'no ADD committed anything outside a commit of the block');
+  t.is((await store.listKeys(keys.workloadEndpoints)).length, pods.length, 'an endpoint for each pod');
+  await Promise.all(pods.map((p) => run(services, 'netplug', netconf, 'DEL', p.id, p.netns.path)));
+  t.is(await allocated(store), 0);
+  t.deepEqual(await store.listKeys(keys.workloadEndpoints), []);
+});
+
 test('etcd: an ADD whose endpoint cannot be written fails and holds no address, whether served by another or in its own turn; the others are networked', async (t) => {
   const etcd = await startEtcd(t);
   const store = await openGrpcStore(etcd.netconf);
@@ -167,8 +196,9 @@ test('etcd: an ADD whose endpoint cannot be written fails and holds no address, 
   const pods = Array.from({ length: 8 }, () => ({ id: containerId(), netns: createNetns(t, 'gfail') }));
   const failing = pods.slice(2, 5).map((p) => p.id);
   // A failing ADD takes the node's turn first, and its commit of the block waits until every other
-  // ADD is queued: it is refused in its own turn, and the next turn's commit serves the other
-  // failing ADDs, whose own commits are refused (however the machine schedules them).
+  // ADD is queued: it is refused in its own turn, and the next turn's commit serves the others,
+  // failing ones included, with their endpoints: refused, it goes again serving nobody, and each
+  // failing ADD is refused in its own turn (however the machine schedules them).
   let commitReached = () => {};
   const reached = new Promise<void>((resolve) => (commitReached = resolve));
   const { services, counts } = agentServices(
@@ -183,9 +213,9 @@ test('etcd: an ADD whose endpoint cannot be written fails and holds no address, 
   const first = add(pods[2] as (typeof pods)[number]);
   await Promise.race([reached, first]);
   const adds = await Promise.all(pods.map((p, i) => (i === 2 ? first : add(p))));
-  t.log(`refused: ${counts.refusedAlone} served ADDs' own commits, ${counts.refusedWithBlock} commits in the turn`);
+  t.log(`refused: ${counts.refusedWithBlock} commits in the turn (${counts.refusedServing} serving others), ${counts.refusedAlone} others`);
   t.true(counts.refusedWithBlock > 0, "a commit in a failing ADD's own turn was refused");
-  t.true(counts.refusedAlone > 0, "a served ADD's own commit was among those refused");
+  t.true(counts.refusedServing > 0, 'a commit serving a failing ADD, its endpoint with it, was refused');
   for (const [i, p] of pods.entries()) {
     const handle = await store.get(keys.handle(`${netconf.name}.${p.id}`));
     if (failing.includes(p.id)) {

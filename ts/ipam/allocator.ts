@@ -7,7 +7,8 @@
 // together or not at all. The handle comes first in the commit, so that a datastore applying the
 // writes one by one (etcd applies them atomically anyway) never has an address without its handle.
 import type { Entry, Read, Write } from '../store/store.ts';
-import { retryOnConflict } from '../store/store.ts';
+import { retryOnConflict, StoreUnavailableError } from '../store/store.ts';
+import { KubeUnavailableError } from '../k8s/errors.ts';
 import { poolError } from './errors.ts';
 import { addressesOf, firstReads, knownFrom, type KnownState } from './known-state.ts';
 import { isBlockKey, keys } from '../model/keys.ts';
@@ -16,7 +17,7 @@ import { checkedBlock, checkedHandle, checkedOrAbsent, isPendingRequest } from '
 import { familyName, type Pool } from './pools.ts';
 import { releaseWhere, withdrawPendingRequest } from './release.ts';
 
-import type { AddressRequest, Allocation, Assignment, Companion } from './assignment.ts';
+import { companionWrite, type AddressRequest, type Allocation, type Assignment, type Companion } from './assignment.ts';
 import { Plan, SERVE_AT_MOST, sameInterface } from './plan.ts';
 import type { WaitingAdds } from './waiting-adds.ts';
 
@@ -174,12 +175,17 @@ async function allocateInOneCommit(
             first.companions?.[companion.key] !== undefined
               ? (first.companions[companion.key] ?? undefined)
               : await store.get(companion.key);
-          const value = companion.value(
+          return companionWrite(
+            companion,
             plan.allocations.map((a) => a.address),
-            current?.value,
+            current,
           );
-          return current ? { key: companion.key, update: value, revision: current.revision } : { key: companion.key, create: value };
         }),
+      );
+      // The served ADDs' own documents too, where they said what they would write: each is then
+      // done when the commit holds, with no write of its own after it.
+      const servedCompanionWrites = servedWaiting.flatMap(
+        ({ add, allocations }) => add.companionWrites?.(allocations.map((a) => a.address)) ?? [],
       );
       // The blocks last: a datastore without transactions applies the writes in this order, and a
       // block is the write most likely to lose a race. Losing it then undoes only writes nobody
@@ -192,6 +198,7 @@ async function allocateInOneCommit(
         ...plan.laterWrites,
         ...[own, ...stale].flatMap((p) => (p ? [{ key: p.key, remove: true as const, revision: p.revision }] : [])),
         ...companionWrites,
+        ...servedCompanionWrites,
         ...plan.writes.filter(isBlock),
       ];
       if (writes.length === 0) return plan.allocations;
@@ -222,7 +229,17 @@ async function allocateInOneCommit(
       prefer = plan.allocations.map((a) => a.address);
       const committing = store.commitElseRead(writes, refresh, wait ? [{ key: pendingKey, value: waitingRequest }] : []);
       options.planned?.(plan.allocations);
-      const outcome = await committing;
+      const outcome = await committing.catch((err: unknown) => {
+        // A served ADD's own document refused (not a conflict, which returns): that must fail only
+        // that ADD, so the commit goes again without serving anyone. Not when the datastore is away.
+        if (servedCompanionWrites.length === 0 || err instanceof StoreUnavailableError || err instanceof KubeUnavailableError) throw err;
+        return undefined;
+      });
+      if (outcome === undefined) {
+        serveWaiting = false;
+        for (const { add } of servedWaiting) options.waiting?.withdraw(add);
+        return undefined;
+      }
       if (outcome.committed) {
         waiting = false;
         options.committed?.(writes, outcome.revisions);
@@ -231,7 +248,11 @@ async function allocateInOneCommit(
           writes.flatMap((w) => (w.key.startsWith(keys.handles) && 'create' in w ? [w.key.slice(keys.handles.length)] : [])),
           servedWaiting.map(({ add, handle: write, allocations }) => ({
             add,
-            served: { handle: { key: write.key, value: write.create, revision: outcome.revisions[write.key] ?? '' }, allocations },
+            served: {
+              handle: { key: write.key, value: write.create, revision: outcome.revisions[write.key] ?? '' },
+              allocations,
+              companionsWritten: add.companionWrites !== undefined,
+            },
           })),
         );
         return plan.allocations;

@@ -1,7 +1,7 @@
 // What an allocation is asked for and what it yields: shared by the allocator (allocator.ts), one
 // attempt's plan (plan.ts) and the callers.
 import type { Family } from '../net/cidr.ts';
-import type { Store } from '../store/store.ts';
+import type { Entry, Store, Write } from '../store/store.ts';
 import type { Pool } from './pools.ts';
 
 export interface Allocation {
@@ -30,4 +30,10 @@ export interface Companion {
   key: string;
   /** The document, given the addresses allocated and the document as it stands (if it exists). */
   value(addresses: readonly string[], current: unknown): unknown;
+}
+
+/** The write of `companion` for `addresses`: an update of the document as it stands, else its creation. */
+export function companionWrite(companion: Companion, addresses: readonly string[], current: Entry<unknown> | undefined): Write {
+  const value = companion.value(addresses, current?.value);
+  return current ? { key: companion.key, update: value, revision: current.revision } : { key: companion.key, create: value };
 }

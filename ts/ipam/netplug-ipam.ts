@@ -34,7 +34,7 @@ import { addressesOf, knownFrom, nodeState, ownState, type KnownState } from './
 import { addReads, knownRelease, readAhead, readForRelease, type Prefetched, type ReadAhead } from './read-ahead.ts';
 import { poolsOf, type Pool } from './pools.ts';
 import { inTurnUnlessServed, underHostLock, type IpamTurns } from './turns.ts';
-import { pendingRequest, type Served, type WaitingAdds } from './waiting-adds.ts';
+import { ownWrites, pendingRequest, type Served, type WaitingAdds } from './waiting-adds.ts';
 
 export interface NetplugIpamContext {
   env: CniEnvironment;
@@ -173,7 +173,10 @@ export class NetplugIpam implements Ipam {
       !known?.handle(keys.handle(this.handle)) &&
       prefer.length === 0 &&
       requests.every((r) => 'family' in r)
-        ? { adds: this.context.waiting, add: this.context.waiting.wait(node, pendingRequest(request, requests)) }
+        ? {
+            adds: this.context.waiting,
+            add: this.context.waiting.wait(node, pendingRequest(request, requests), ownWrites(companions, knownOwn)),
+          }
         : undefined;
     const turnOrServed = inTurnUnlessServed(
       waiting,
@@ -223,8 +226,9 @@ export class NetplugIpam implements Ipam {
   }
 
   /**
-   * An ADD another's commit allocated for: it writes its own endpoint, outside the node's turn (no
-   * block changes), else gives its addresses back in a turn, as a failed ADD leaves nothing.
+   * An ADD another's commit allocated for: done if that commit wrote its endpoint too, else it
+   * writes it, outside the node's turn (no block changes), or gives its addresses back in a turn,
+   * as a failed ADD leaves nothing.
    */
   private async completeServed(
     request: Assignment,
@@ -233,6 +237,7 @@ export class NetplugIpam implements Ipam {
     { companions, pools, known, hooks }: { companions: readonly Companion[]; pools: readonly Pool[]; known: KnownState; hooks: AddHooks },
   ): Promise<Allocation[]> {
     hooks.planned?.(served.allocations.map((a) => a.address));
+    if (served.companionsWritten) return served.allocations;
     const { store, handle, node } = request;
     const committed = this.context.known?.committer(node);
     try {

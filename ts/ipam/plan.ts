@@ -12,7 +12,10 @@ import { blockInPool, familyName, type Pool } from './pools.ts';
 import type { Allocation, Assignment } from './assignment.ts';
 import type { WaitingAdd } from './waiting-adds.ts';
 
-/** How many waiting ADDs one commit serves at most (etcd allows 128 operations per transaction). */
+/**
+ * How many waiting ADDs one commit serves at most: each costs two operations (its handle, and its
+ * pending request's removal or its workload endpoint), and etcd allows 128 per transaction.
+ */
 export const SERVE_AT_MOST = 32;
 
 /** A waiting ADD's handle as a commit creates it, and the addresses it holds. */

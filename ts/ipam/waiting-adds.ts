@@ -1,31 +1,38 @@
 // ADDs queued for their node's turn in a resident agent (netplug-node). The ADD that holds the turn
 // allocates for them too, in its own commit: a group commit, so a burst of pods on one node costs a
-// few commits of the node's block instead of one each. Each ADD served so then writes only its own
-// workload endpoint, outside the turn. This is the in-memory counterpart of the pending requests
+// few commits of the node's block instead of one each. An ADD that says what its own documents
+// (its workload endpoint) would be has them written in that commit too, and is done when it holds;
+// one that cannot (it has not read them) writes them after, outside the turn. This is the in-memory counterpart of the pending requests
 // that separate plugin processes leave in the datastore (allocator.ts), and is served the same way
 // (Plan.serve). The turn, not this queue, keeps two commits of one node apart.
-import type { Entry } from '../store/store.ts';
-import type { AddressRequest, Allocation, Assignment } from './assignment.ts';
+import type { Entry, Write } from '../store/store.ts';
+import { companionWrite, type AddressRequest, type Allocation, type Assignment, type Companion } from './assignment.ts';
+import type { KnownState } from './known-state.ts';
 import type { Handle, PendingRequest } from '../model/ipam-documents.ts';
 
 /** What another ADD's commit allocated for a waiting one: its handle as written, and its addresses. */
 export interface Served {
   handle: Entry<Handle>;
   allocations: Allocation[];
+  /** The ADD's own documents went with the commit (WaitingAdd.companionWrites). */
+  companionsWritten: boolean;
 }
 
 /** One ADD waiting for its node's turn, with what it asks for. */
 export class WaitingAdd {
   readonly node: string;
   readonly request: PendingRequest;
+  /** The ADD's own documents given its addresses, for the commit that serves it to write too. */
+  readonly companionWrites: ((addresses: readonly string[]) => Write[]) | undefined;
   /** Resolves once another ADD's commit has allocated for this one; never rejects. */
   readonly whenServed: Promise<Served>;
   #served: Served | undefined;
   readonly #resolve: (served: Served) => void;
 
-  constructor(node: string, request: PendingRequest) {
+  constructor(node: string, request: PendingRequest, companionWrites?: (addresses: readonly string[]) => Write[]) {
     this.node = node;
     this.request = request;
+    this.companionWrites = companionWrites;
     let resolve: (served: Served) => void = () => undefined;
     this.whenServed = new Promise((r) => {
       resolve = r;
@@ -53,9 +60,12 @@ export class WaitingAdds {
     this.#onServed = onServed;
   }
 
-  /** Queues an ADD of `node`: a commit of the node may serve it until it is withdrawn. */
-  wait(node: string, request: PendingRequest): WaitingAdd {
-    const add = new WaitingAdd(node, request);
+  /**
+   * Queues an ADD of `node`: a commit of the node may serve it until it is withdrawn, and write
+   * `companionWrites` for it.
+   */
+  wait(node: string, request: PendingRequest, companionWrites?: (addresses: readonly string[]) => Write[]): WaitingAdd {
+    const add = new WaitingAdd(node, request, companionWrites);
     const waiting = this.#byNode.get(node) ?? new Set();
     waiting.add(add);
     this.#byNode.set(node, waiting);
@@ -98,3 +108,14 @@ export const pendingRequest = (request: Assignment, requests: readonly AddressRe
   requests: requests.flatMap((r) => ('family' in r ? [{ family: r.family, pools: r.pools.map((p) => p.name) }] : [])),
   created: new Date().toISOString(),
 });
+
+/**
+ * What a waiting ADD's commit writes for it besides its handle: `companions` as they would be
+ * written given the addresses, where the ADD knows how each stands now (read, or known absent);
+ * else nothing (undefined), and the ADD writes them itself once served.
+ */
+export function ownWrites(companions: readonly Companion[], known: KnownState): ((addresses: readonly string[]) => Write[]) | undefined {
+  const current = known.companions;
+  if (companions.length === 0 || !current || companions.some((c) => current[c.key] === undefined)) return undefined;
+  return (addresses) => companions.map((c) => companionWrite(c, addresses, current[c.key] ?? undefined));
+}
