@@ -1,7 +1,8 @@
 // The HTTP/2 connection of resident programs (ts/net/http2-client.ts) against a real
 // kube-apiserver: many requests at once over it with a client certificate, a DELETE with a body,
-// and the failures the Kubernetes client tells apart: no server (unavailable, CNI error 11) and a
-// server whose certificate is not trusted (a setting to fix).
+// and the failures the Kubernetes client tells apart: no server or no answer in time (unavailable,
+// CNI error 11) and a server whose certificate is not trusted (a setting to fix).
+import { createSecureServer } from 'node:http2';
 import { createServer } from 'node:net';
 import { readFileSync } from 'node:fs';
 
@@ -69,4 +70,25 @@ test('unusable TLS material is refused when the connection is made, naming the p
   t.is(ca?.part, 'ca');
   const key = t.throws(() => new Http2Client({ endpoint, tls: { key: Buffer.from('no key') } }), { instanceOf: TlsMaterialError });
   t.is(key?.part, 'key');
+});
+
+test('a request the server never answers is given up at its deadline, and the connection serves the next', async (t) => {
+  const certs = makeCerts(tempDir(t, 'h2silent'));
+  const server = createSecureServer({ cert: readFileSync(certs.serverCert), key: readFileSync(certs.serverKey) }, (request, response) => {
+    if (request.url === '/silent') return; // never answered
+    response.end('answered');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const { port } = server.address() as { port: number };
+  const http = new Http2Client({
+    endpoint: new URL(`https://127.0.0.1:${port}`),
+    tls: { ca: readFileSync(certs.ca) },
+    requestTimeoutMs: 300,
+  });
+  t.teardown(() => http.close());
+  const late = await t.throwsAsync(http.request({ method: 'GET', path: '/silent' }), { instanceOf: HttpUnavailableError });
+  t.regex(late?.message ?? '', /no answer within 0.3 s/);
+  const next = await http.request({ method: 'GET', path: '/other' });
+  t.is(next.body.toString(), 'answered');
 });

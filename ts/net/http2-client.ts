@@ -14,7 +14,7 @@ export interface Http2ClientOptions {
   endpoint: URL;
   tls?: TlsFiles;
   connectTimeoutMs?: number;
-  /** The deadline of each request as a whole. */
+  /** The deadline of each request as a whole (10 s unless given). */
   requestTimeoutMs?: number;
 }
 
@@ -69,9 +69,16 @@ export class Http2Client {
             : new HttpUnavailableError(`${origin} did not answer ${request.method} ${request.path}: ${(cause ?? err).message}`),
         );
       };
-      stream.setTimeout(this.options.requestTimeoutMs ?? 10_000, () => {
+      const deadlineMs = this.options.requestTimeoutMs ?? 10_000;
+      const deadline = setTimeout(() => {
         stream.close(constants.NGHTTP2_CANCEL);
-        fail(new Error(`no answer within ${(this.options.requestTimeoutMs ?? 10_000) / 1000} s`));
+        fail(new Error(`no answer within ${deadlineMs / 1000} s`));
+      }, deadlineMs);
+      // Whatever ends the stream settles the request (later settlements are no-ops): a stream
+      // reset without an error would otherwise leave it waiting for nothing.
+      stream.on('close', () => {
+        clearTimeout(deadline);
+        fail(new Error(`the stream closed before its answer ended (HTTP/2 code ${stream.rstCode})`));
       });
       stream.on('response', (answer) => {
         status = Number(answer[constants.HTTP2_HEADER_STATUS]);
