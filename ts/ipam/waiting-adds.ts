@@ -2,9 +2,10 @@
 // allocates for them too, in its own commit: a group commit, so a burst of pods on one node costs a
 // few commits of the node's block instead of one each. An ADD that says what its own documents
 // (its workload endpoint) would be has them written in that commit too, and is done when it holds;
-// one that cannot (it has not read them) writes them after, outside the turn. This is the in-memory counterpart of the pending requests
-// that separate plugin processes leave in the datastore (allocator.ts), and is served the same way
-// (Plan.serve). The turn, not this queue, keeps two commits of one node apart.
+// one that cannot (it has not read them) writes them after, outside the turn. This is the
+// in-memory counterpart of the pending requests that separate plugin processes leave in the
+// datastore (allocator.ts), and is served the same way (Plan.serve). The turn, not this queue,
+// keeps two commits of one node apart.
 import type { Entry, Write } from '../store/store.ts';
 import { companionWrite, type AddressRequest, type Allocation, type Assignment, type Companion } from './assignment.ts';
 import type { KnownState } from './known-state.ts';
