@@ -15,6 +15,8 @@ import { runMain } from '../../ts/plugin/main.ts';
 import type { PluginServices } from '../../ts/plugin/services.ts';
 import { openGrpcStore } from '../../ts/store/etcd/grpc.ts';
 import { openStore } from '../../ts/store/open.ts';
+import { openKubeClient } from '../../ts/k8s/client.ts';
+import { KubeStore } from '../../ts/store/kubernetes/store.ts';
 import type { Store, Write } from '../../ts/store/store.ts';
 import { startEtcd } from '../helpers/etcd.ts';
 import { ipamNetconf } from '../helpers/ipam.ts';
@@ -160,18 +162,13 @@ test('Kubernetes datastore: a burst of ADDs on one node is committed in groups, 
   await burst(t, store, netconf);
 });
 
-test("etcd: ADDs of pods served by another's commit have their endpoints written in it, and write nothing after", async (t) => {
-  const etcd = await startEtcd(t);
-  const store = await openGrpcStore(etcd.netconf);
-  t.teardown(() => store.close());
-  await createPool(store, 'groupwep', '10.81.0.0/16');
-  const netconf = ipamNetconf(etcd, { node: 'node-group-wep', name: 'groupwep' });
+/** Eight ADDs on `node`, the first commit of the block held until the others wait: it serves them, endpoints and all. */
+async function servedWithEndpoints(t: ExecutionContext, store: Store, netconf: object, node: string) {
   const pods = Array.from({ length: 8 }, () => ({ id: containerId(), netns: createNetns(t, 'gwep') }));
-  // The first ADD's commit of the block waits until the others are queued: it serves them all.
   const { services, counts } = agentServices(
     store,
     () => false,
-    (waiting) => queued(waiting, 'node-group-wep', pods.length - 1),
+    (waiting) => queued(waiting, node, pods.length - 1),
   );
   const adds = await Promise.all(pods.map((p) => run(services, 'netplug', netconf, 'ADD', p.id, p.netns.path)));
   t.deepEqual(
@@ -185,6 +182,36 @@ test("etcd: ADDs of pods served by another's commit have their endpoints written
   await Promise.all(pods.map((p) => run(services, 'netplug', netconf, 'DEL', p.id, p.netns.path)));
   t.is(await allocated(store), 0);
   t.deepEqual(await store.listKeys(keys.workloadEndpoints), []);
+}
+
+test("etcd: ADDs of pods served by another's commit have their endpoints written in it, and write nothing after", async (t) => {
+  const etcd = await startEtcd(t);
+  const store = await openGrpcStore(etcd.netconf);
+  t.teardown(() => store.close());
+  await createPool(store, 'groupwep', '10.81.0.0/16');
+  await servedWithEndpoints(t, store, ipamNetconf(etcd, { node: 'node-group-wep', name: 'groupwep' }), 'node-group-wep');
+});
+
+test("Kubernetes datastore, over HTTP/2 as netplug-node: served ADDs' endpoints go with the commit that serves them", async (t) => {
+  const kube = await startKube(t);
+  await installCrds(kube);
+  await kube.core.createNode({ body: { metadata: { name: 'node-group-wep-kdd' } } });
+  const kubeconfig = kube.server.admin.kubeconfig;
+  const client = await openKubeClient({ kubeconfig }, { multiplexed: true });
+  t.true(client.multiplexed);
+  const store = new KubeStore(client);
+  t.teardown(() => store.close());
+  await createPool(store, 'groupwep-kdd', '10.77.0.0/16');
+  const netconf = {
+    cniVersion: '1.1.0',
+    name: 'groupwepkdd',
+    type: 'netplug',
+    nodename: 'node-group-wep-kdd',
+    datastore_type: 'kubernetes',
+    kubernetes: { kubeconfig },
+    ipam: { type: 'netplug-ipam' },
+  };
+  await servedWithEndpoints(t, store, netconf, 'node-group-wep-kdd');
 });
 
 test('etcd: an ADD whose endpoint cannot be written fails and holds no address, whether served by another or in its own turn; the others are networked', async (t) => {
