@@ -32,10 +32,6 @@ export class Http2Client {
     this.options = options;
   }
 
-  get current(): URL {
-    return this.options.endpoint;
-  }
-
   request(request: HttpRequest): Promise<HttpResponse> {
     const origin = this.options.endpoint.origin;
     return new Promise<HttpResponse>((resolve, reject) => {
