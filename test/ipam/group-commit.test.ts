@@ -16,6 +16,7 @@ import type { PluginServices } from '../../ts/plugin/services.ts';
 import { openGrpcStore } from '../../ts/store/etcd/grpc.ts';
 import { openStore } from '../../ts/store/open.ts';
 import { openKubeClient } from '../../ts/k8s/client.ts';
+import { openHttp2 } from '../../ts/net/http2-client.ts';
 import { KubeStore } from '../../ts/store/kubernetes/store.ts';
 import type { Store, Write } from '../../ts/store/store.ts';
 import { startEtcd } from '../helpers/etcd.ts';
@@ -197,7 +198,7 @@ test("Kubernetes datastore, over HTTP/2 as netplug-node: served ADDs' endpoints 
   await installCrds(kube);
   await kube.core.createNode({ body: { metadata: { name: 'node-group-wep-kdd' } } });
   const kubeconfig = kube.server.admin.kubeconfig;
-  const client = await openKubeClient({ kubeconfig }, { multiplexed: true });
+  const client = await openKubeClient({ kubeconfig }, { multiplexWith: openHttp2 });
   t.true(client.multiplexed);
   const store = new KubeStore(client);
   t.teardown(() => store.close());

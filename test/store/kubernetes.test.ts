@@ -6,6 +6,7 @@ import test, { type ExecutionContext } from 'ava';
 
 import { keys } from '../../ts/model/keys.ts';
 import { openKubeClient } from '../../ts/k8s/client.ts';
+import { openHttp2 } from '../../ts/net/http2-client.ts';
 import { KubeStore } from '../../ts/store/kubernetes/store.ts';
 import { objectName } from '../../ts/store/kubernetes/resources.ts';
 import { installCrds, startKube } from '../helpers/kube.ts';
@@ -79,7 +80,7 @@ test.serial('create, update and delete only when the resourceVersion still holds
 );
 
 test.serial('over one HTTP/2 connection: the same, and a commit sends the writes before the last at once over it', async (t) => {
-  const client = await openKubeClient({ kubeconfig }, { multiplexed: true });
+  const client = await openKubeClient({ kubeconfig }, { multiplexWith: openHttp2 });
   t.teardown(() => client.close());
   t.true(client.multiplexed);
   const multiplexed = new KubeStore(client);

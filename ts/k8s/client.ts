@@ -12,7 +12,6 @@ import {
   type HttpResponse,
   type TlsFiles,
 } from '../net/http-client.ts';
-import { Http2Client } from '../net/http2-client.ts';
 import { proxyFor } from '../net/proxy.ts';
 import type { Credential } from './credentials.ts';
 import { KubeError, KubeSettingsError, KubeUnavailableError } from './errors.ts';
@@ -25,19 +24,29 @@ interface Status {
   reason?: string;
 }
 
+/** One connection to the API: the native HTTP/1.1 client, or what KubeClientOptions.multiplexWith opens. */
+export type ApiConnection = Pick<HttpClient, 'request' | 'warmUp' | 'close'>;
+
+export interface KubeClientOptions {
+  /**
+   * Opens one connection that carries every request at once (ts/net/http2-client.ts), used unless
+   * a proxy applies or the server is plain HTTP. Given by the resident programs only: the one-shot
+   * plugin does not load Node's HTTP/2 stack on its start-up (about 20 ms).
+   */
+  multiplexWith?: (options: { endpoint: URL; tls: TlsFiles; requestTimeoutMs: number }) => ApiConnection;
+}
+
 const TLS_PARTS = { ca: 'certificate authority', cert: 'client certificate', key: 'client key' } as const;
 
 export class KubeClient {
   readonly access: ApiAccess;
   /** The connection, for the client certificate it presents. */
-  private http: HttpClient | Http2Client | undefined;
+  private http: ApiConnection | undefined;
   private httpCert: Buffer | undefined;
   /** Connections left when an exec plugin's certificate changed, closed with the client. */
-  private readonly retired: (HttpClient | Http2Client)[] = [];
-  /**
-   * Requests go at once over one HTTP/2 connection (a resident program's), rather than one at a
-   * time over an HTTP/1.1 one; not through a proxy, nor to a plain-HTTP server.
-   */
+  private readonly retired: ApiConnection[] = [];
+  private readonly multiplexWith: KubeClientOptions['multiplexWith'];
+  /** Requests go at once over one connection (KubeClientOptions.multiplexWith), not one at a time. */
   readonly multiplexed: boolean;
   /** The server's path prefix ("" for none), put before every request path. */
   private readonly prefix: string;
@@ -46,9 +55,11 @@ export class KubeClient {
   /** Requests sent, for the benchmarks' count of API round trips. */
   requests = 0;
 
-  constructor(access: ApiAccess, { multiplexed = false }: { multiplexed?: boolean } = {}) {
+  constructor(access: ApiAccess, { multiplexWith }: KubeClientOptions = {}) {
     this.access = access;
-    this.multiplexed = multiplexed && access.server.protocol === 'https:' && proxyOf(new URL(access.server.origin)) === undefined;
+    this.multiplexed =
+      multiplexWith !== undefined && access.server.protocol === 'https:' && proxyOf(new URL(access.server.origin)) === undefined;
+    this.multiplexWith = multiplexWith;
     this.prefix = access.server.pathname === '/' ? '' : access.server.pathname;
     this.endpoint = new URL(access.server.origin);
     // A fixed identity connects now, so that unusable TLS material is reported before any request.
@@ -130,7 +141,7 @@ export class KubeClient {
   }
 
   /** The connection presenting `credential`'s client certificate, else the kubeconfig's fixed one. */
-  private connection(credential: Credential): HttpClient | Http2Client {
+  private connection(credential: Credential): ApiConnection {
     const cert = credential.cert ?? this.access.tls.cert;
     if (this.http && (this.httpCert === cert || (cert && this.httpCert?.equals(cert)))) return this.http;
     const tls: TlsFiles = credential.cert ? { ...this.access.tls, cert: credential.cert, key: credential.key as Buffer } : this.access.tls;
@@ -141,11 +152,12 @@ export class KubeClient {
       // A proxy variable of the node's environment that is not a usable URL: a setting to fix.
       throw new KubeSettingsError((err as Error).message.split(' ')[0] as string, (err as Error).message);
     }
-    let http: HttpClient | Http2Client;
+    let http: ApiConnection;
     try {
-      http = this.multiplexed
-        ? new Http2Client({ endpoint: this.endpoint, tls, requestTimeoutMs: 10_000 })
-        : new HttpClient({ endpoints: [this.endpoint], tls, requestTimeoutMs: 10_000, proxy });
+      http =
+        this.multiplexed && this.multiplexWith
+          ? this.multiplexWith({ endpoint: this.endpoint, tls, requestTimeoutMs: 10_000 })
+          : new HttpClient({ endpoints: [this.endpoint], tls, requestTimeoutMs: 10_000, proxy });
     } catch (err) {
       if (!(err instanceof TlsMaterialError)) throw err;
       const origin = credential.cert && err.part !== 'ca' ? credential.certOrigin : this.access.tlsOrigins[err.part];
@@ -168,6 +180,6 @@ function proxyOf(endpoint: URL): URL | undefined {
 }
 
 /** A client for the API that `kubernetes.kubeconfig` or `kubernetes.k8s_api_root` names. */
-export async function openKubeClient(settings: KubernetesSettings, options: { multiplexed?: boolean } = {}): Promise<KubeClient> {
+export async function openKubeClient(settings: KubernetesSettings, options: KubeClientOptions = {}): Promise<KubeClient> {
   return new KubeClient(await apiAccess(settings), options);
 }

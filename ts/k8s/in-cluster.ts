@@ -3,13 +3,13 @@
 // as the kubelet rotates it). For the long-running components' datastore clients.
 import { readFileSync } from 'node:fs';
 
-import { KubeClient } from './client.ts';
+import { KubeClient, type KubeClientOptions } from './client.ts';
 import { TokenFile } from './credentials.ts';
 import { KubeSettingsError } from './kubeconfig.ts';
 
 const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
-export function inClusterClient(env: NodeJS.ProcessEnv, user: string, options: { multiplexed?: boolean } = {}): KubeClient {
+export function inClusterClient(env: NodeJS.ProcessEnv, user: string, options: KubeClientOptions = {}): KubeClient {
   const host = env['KUBERNETES_SERVICE_HOST'];
   const port = env['KUBERNETES_SERVICE_PORT'];
   const fail = (message: string) => new KubeSettingsError('kubernetes', `in-cluster configuration: ${message}`);

@@ -141,3 +141,6 @@ function checkMaterial({ ca, cert, key }: TlsFiles): void {
     }
   }
 }
+
+/** KubeClientOptions.multiplexWith for the resident programs. */
+export const openHttp2 = (options: Http2ClientOptions): Http2Client => new Http2Client(options);

@@ -6,6 +6,7 @@ import * as k8s from '@kubernetes/client-node';
 
 import { openKubeClient } from '../../k8s/client.ts';
 import { inClusterClient } from '../../k8s/in-cluster.ts';
+import { openHttp2 } from '../../net/http2-client.ts';
 import { openGrpcStore } from '../../store/etcd/grpc.ts';
 import { KubeStore } from '../../store/kubernetes/store.ts';
 import type { Store } from '../../store/store.ts';
@@ -22,6 +23,6 @@ export async function openNodeStore(settings: NodeSettings, env: NodeJS.ProcessE
   // etcd over gRPC: a resident agent loads grpc-js once and every request is about half as long (grpc.ts).
   if (settings.datastoreType === 'etcdv3') return openGrpcStore(settings.etcd);
   // On the Kubernetes API, one HTTP/2 connection carries every request at once (ts/net/http2-client.ts).
-  if (settings.kubeconfig) return new KubeStore(await openKubeClient({ kubeconfig: settings.kubeconfig }, { multiplexed: true }));
-  return new KubeStore(inClusterClient(env, 'netplug-node', { multiplexed: true }));
+  if (settings.kubeconfig) return new KubeStore(await openKubeClient({ kubeconfig: settings.kubeconfig }, { multiplexWith: openHttp2 }));
+  return new KubeStore(inClusterClient(env, 'netplug-node', { multiplexWith: openHttp2 }));
 }
