@@ -11,6 +11,7 @@ import type { FlowRecord } from '../../ts/model/flow.ts';
 import {
   CONCURRENCY,
   CONN_ROUNDS,
+  CONTROL,
   CONN_SECONDS,
   INTERVAL_SECONDS,
   THROUGHPUT_ROUNDS,
@@ -97,7 +98,7 @@ async function connRound({ sides, aggregator }: Setup, variant: Variant): Promis
   const agentBefore = side.agent.cpuSeconds();
   const aggregatorBefore = cpuSecondsOf(aggregator.pid);
   const done = await connectFor(side, CONN_SECONDS, CONCURRENCY);
-  if (variant === 'on') await flushed(side);
+  if (variant === 'on' && !CONTROL) await flushed(side);
   else await sleep(2000);
   const agentCpu = side.agent.cpuSeconds() - agentBefore;
   const aggregatorCpu = cpuSecondsOf(aggregator.pid) - aggregatorBefore;

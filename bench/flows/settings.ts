@@ -9,6 +9,12 @@ export const CONN_SECONDS = Number(process.env['BENCH_CONN_SECONDS'] ?? 10);
 export const CONCURRENCY = Number(process.env['BENCH_CONCURRENCY'] ?? 4);
 /** NETPLUG_FLOW_LOGS_INTERVAL (seconds): netplug-node's default unless set. */
 export const INTERVAL_SECONDS = Number(process.env['BENCH_FLOW_INTERVAL'] ?? 15);
+/**
+ * BENCH_FLOWS_CONTROL=1: a control run, flow logs off on both nodes, so that the ratios it prints
+ * are the rig's own (its two nodes, their rounds' order and spread) rather than flow logs' cost.
+ * It writes nothing to bench/results.
+ */
+export const CONTROL = process.env['BENCH_FLOWS_CONTROL'] === '1';
 
 export const NAMESPACE = 'bench-flows';
 export const POLICY = 'server-from-client';

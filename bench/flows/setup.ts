@@ -20,7 +20,7 @@ import { hostInterfaceName } from '../../ts/dataplane/index.ts';
 import { Agent } from '../policy/agent.ts';
 import { collector, NETPLUG_NODE, scratch, until } from '../policy/session.ts';
 import { connectFor, deniedTries } from './traffic.ts';
-import { CONN_PORT, INTERVAL_SECONDS, IPERF_PORT, NAMESPACE, POLICY, SIDES, VARIANTS, WRITER, type Variant } from './settings.ts';
+import { CONN_PORT, CONTROL, INTERVAL_SECONDS, IPERF_PORT, NAMESPACE, POLICY, SIDES, VARIANTS, WRITER, type Variant } from './settings.ts';
 
 /** One variant's node, its agent and its pods. */
 export interface Side {
@@ -193,7 +193,7 @@ export async function setUp(): Promise<Setup> {
       NETPLUG_AGENT_SOCKET: join(node.varDir, 'run', 'cni.sock'),
       NETPLUG_ENDPOINT_STATUS_PATH_PREFIX: join(node.varDir, 'run'),
       NETPLUG_HEALTH_ADDR: '127.0.0.1:9099',
-      ...(variant === 'on'
+      ...(variant === 'on' && !CONTROL
         ? {
             NETPLUG_FLOW_LOGS: 'true',
             NETPLUG_FLOW_LOGS_INTERVAL: String(INTERVAL_SECONDS),
@@ -215,7 +215,7 @@ export async function setUp(): Promise<Setup> {
   for (const side of Object.values(sides)) side.agent.start();
   for (const side of Object.values(sides)) {
     await side.agent.ready();
-    if (side.variant === 'on' && !/flow logs: recording every/.test(side.agent.logText))
+    if (side.variant === 'on' && !CONTROL && !/flow logs: recording every/.test(side.agent.logText))
       throw new Error(`flow logs are not on: ${side.agent.logText.slice(-3000)}`);
     await listening(side.server.netns, IPERF_PORT);
     await listening(side.server.netns, CONN_PORT);
