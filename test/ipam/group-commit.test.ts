@@ -151,16 +151,19 @@ test('Kubernetes datastore: a burst of ADDs on one node is committed in groups, 
   const store = await openStore({ datastore_type: 'kubernetes', kubernetes: { kubeconfig } });
   t.teardown(() => store.close());
   await createPool(store, 'group-kdd', '10.78.0.0/16');
-  const netconf = {
-    cniVersion: '1.1.0',
-    name: 'groupkdd',
-    type: 'netplug',
-    nodename: 'node-group-kdd',
-    datastore_type: 'kubernetes',
-    kubernetes: { kubeconfig },
-    ipam: { type: 'netplug-ipam' },
-  };
+  const netconf = kddNetconf('groupkdd', 'node-group-kdd', kubeconfig);
   await burst(t, store, netconf);
+});
+
+/** netplug on the Kubernetes datastore that `kubeconfig` reaches, as node `node`. */
+const kddNetconf = (name: string, node: string, kubeconfig: string) => ({
+  cniVersion: '1.1.0',
+  name,
+  type: 'netplug',
+  nodename: node,
+  datastore_type: 'kubernetes',
+  kubernetes: { kubeconfig },
+  ipam: { type: 'netplug-ipam' },
 });
 
 /** Eight ADDs on `node`, the first commit of the block held until the others wait: it serves them, endpoints and all. */
@@ -203,15 +206,7 @@ test("Kubernetes datastore, over HTTP/2 as netplug-node: served ADDs' endpoints 
   const store = new KubeStore(client);
   t.teardown(() => store.close());
   await createPool(store, 'groupwep-kdd', '10.77.0.0/16');
-  const netconf = {
-    cniVersion: '1.1.0',
-    name: 'groupwepkdd',
-    type: 'netplug',
-    nodename: 'node-group-wep-kdd',
-    datastore_type: 'kubernetes',
-    kubernetes: { kubeconfig },
-    ipam: { type: 'netplug-ipam' },
-  };
+  const netconf = kddNetconf('groupwepkdd', 'node-group-wep-kdd', kubeconfig);
   await servedWithEndpoints(t, store, netconf, 'node-group-wep-kdd');
 });
 

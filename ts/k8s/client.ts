@@ -45,9 +45,8 @@ export class KubeClient {
   private httpCert: Buffer | undefined;
   /** Connections left when an exec plugin's certificate changed, closed with the client. */
   private readonly retired: ApiConnection[] = [];
+  /** The opener of a multiplexed connection, where one applies: not through a proxy, nor to plain HTTP. */
   private readonly multiplexWith: KubeClientOptions['multiplexWith'];
-  /** Requests go at once over one connection (KubeClientOptions.multiplexWith), not one at a time. */
-  readonly multiplexed: boolean;
   /** The server's path prefix ("" for none), put before every request path. */
   private readonly prefix: string;
   /** The server without its prefix: the HTTP layer is given whole paths. */
@@ -57,13 +56,17 @@ export class KubeClient {
 
   constructor(access: ApiAccess, { multiplexWith }: KubeClientOptions = {}) {
     this.access = access;
-    this.multiplexed =
-      multiplexWith !== undefined && access.server.protocol === 'https:' && proxyOf(new URL(access.server.origin)) === undefined;
-    this.multiplexWith = multiplexWith;
+    const direct = access.server.protocol === 'https:' && proxyOf(new URL(access.server.origin)) === undefined;
+    this.multiplexWith = direct ? multiplexWith : undefined;
     this.prefix = access.server.pathname === '/' ? '' : access.server.pathname;
     this.endpoint = new URL(access.server.origin);
     // A fixed identity connects now, so that unusable TLS material is reported before any request.
     if (!access.credentials.suppliesCertificates) this.connection({});
+  }
+
+  /** Requests go at once over one connection (KubeClientOptions.multiplexWith), not one at a time. */
+  get multiplexed(): boolean {
+    return this.multiplexWith !== undefined;
   }
 
   /** The API's URL for messages: origin and path prefix. */
@@ -154,10 +157,9 @@ export class KubeClient {
     }
     let http: ApiConnection;
     try {
-      http =
-        this.multiplexed && this.multiplexWith
-          ? this.multiplexWith({ endpoint: this.endpoint, tls, requestTimeoutMs: 10_000 })
-          : new HttpClient({ endpoints: [this.endpoint], tls, requestTimeoutMs: 10_000, proxy });
+      http = this.multiplexWith
+        ? this.multiplexWith({ endpoint: this.endpoint, tls, requestTimeoutMs: 10_000 })
+        : new HttpClient({ endpoints: [this.endpoint], tls, requestTimeoutMs: 10_000, proxy });
     } catch (err) {
       if (!(err instanceof TlsMaterialError)) throw err;
       const origin = credential.cert && err.part !== 'ca' ? credential.certOrigin : this.access.tlsOrigins[err.part];
