@@ -5,7 +5,7 @@
 // Deployment reports ready; a spec netplug-flows cannot use is Degraded naming the field; deleting
 // it removes them and turns the flow logs off; without the Installation it is Degraded and its
 // objects go. FlowViewer "default" runs netplug-flow-viewer beside it (Degraded, NoAggregator,
-// without one). Another name is refused by the
+// without one; NoInstallation without the Installation, its objects gone). Another name is refused by the
 // API server for both kinds. No kubelet and no controller manager run: the Deployment's status is
 // what the test reports for it.
 import test from 'ava';
@@ -220,24 +220,39 @@ test.serial(
   },
 );
 
-test.serial('without Installation default a FlowLogAggregator is Degraded, and what it made goes', async (t) => {
+test.serial('without Installation default a FlowLogAggregator and a FlowViewer are Degraded, and what they made goes', async (t) => {
   t.teardown(async () => {
+    await cluster.custom.deleteClusterCustomObject(viewerRef()).catch(() => undefined);
     await cluster.custom.deleteClusterCustomObject(aggregatorRef()).catch(() => undefined);
     await removeInstallation(cluster);
   });
   await create(aggregatorRef(), 'FlowLogAggregator', {});
+  await create(viewerRef(), 'FlowViewer', {});
   await eventually('NoInstallation', async () => condition(await read(aggregatorRef()), 'Degraded')?.reason === 'NoInstallation');
+  await eventually('the viewer NoInstallation', async () => condition(await read(viewerRef()), 'Degraded')?.reason === 'NoInstallation');
+  t.regex(
+    condition(await read(viewerRef()), 'Degraded')?.message ?? '',
+    /netplug-flow-viewer runs beside netplug installed by the operator/,
+  );
   t.deepEqual(await flowsObjects(), []);
+  t.deepEqual(await viewerObjects(), []);
 
   await createInstallation(cluster, { calicoNetwork: { ipPools: [{ cidr: '10.244.0.0/16' }] } });
   await eventually('netplug-flows', async () => (await flowsObjects()).length === ALL.length);
+  await eventually('netplug-flow-viewer', async () => (await viewerObjects()).length === 3);
   t.like(condition(await read(aggregatorRef()), 'Degraded'), { status: 'False' });
   await eventually('flow logs on netplug-node, every 15 s', async () => (await agentEnv())['NETPLUG_FLOW_LOGS_INTERVAL'] === '15');
 
-  // The Installation deleted: its clean-up and the aggregator's remove netplug-flows.
+  // The Installation deleted: its clean-up and the two reconciles remove netplug-flows and the viewer.
   await removeInstallation(cluster);
   await eventually('netplug-flows removed', async () => (await flowsObjects()).length === 0);
+  await eventually('the viewer removed', async () => (await viewerObjects()).length === 0);
   await eventually('the Degraded message', async () =>
-    /there is no Installation "default"/.test(condition(await read(aggregatorRef()), 'Degraded')?.message ?? ''),
+    /there is no Installation "default": netplug-flows runs beside/.test(condition(await read(aggregatorRef()), 'Degraded')?.message ?? ''),
+  );
+  await eventually('the viewer Degraded message', async () =>
+    /there is no Installation "default": netplug-flow-viewer runs beside/.test(
+      condition(await read(viewerRef()), 'Degraded')?.message ?? '',
+    ),
   );
 });

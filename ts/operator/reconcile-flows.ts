@@ -85,9 +85,44 @@ async function removeFlows(op: Operator, memory: FlowsMemory, why: string): Prom
 
 export const cluster = (plural: string, name: string) => ({ group: GROUP, version: VERSION, plural, name });
 
+/** Writes a resource's status; logs a problem once, when it first differs from the last one logged. */
+export type Report = (state: ComponentState, problem: Problem | undefined) => Promise<void>;
+
+export function reporter(op: Operator, kind: string, memory: FlowsMemory, write: Report): Report {
+  return async (state, problem) => {
+    if (problem?.message !== memory.warned && problem) op.log.warning(`${kind} "${FLOWS_RESOURCE}": ${problem.message}`);
+    memory.warned = problem?.message;
+    await write(state, problem);
+  };
+}
+
+/**
+ * Whether Installation "default" stands (present and not being deleted), which `component` runs
+ * beside. When it does not: the component's objects removed and NoInstallation reported; unless the
+ * cache is only behind (a fresh read finds it, and its event brings the key back).
+ */
+export async function installationStands(
+  op: Operator,
+  component: string,
+  removeComponent: (why: string) => Promise<void>,
+  report: Report,
+): Promise<boolean> {
+  const installation = op.caches.installations.get(INSTALLATION);
+  const deleting = Boolean(installation?.metadata.deletionTimestamp);
+  if (installation && !deleting) return true;
+  if (!installation && (await readOrNothing(() => op.kube.custom.getClusterCustomObject(cluster(INSTALLATION_PLURAL, INSTALLATION)))))
+    return false;
+  const message = deleting
+    ? `Installation "${INSTALLATION}" is being deleted: ${component} is removed with netplug`
+    : `there is no Installation "${INSTALLATION}": ${component} runs beside netplug installed by the operator`;
+  await removeComponent(message);
+  await report(NOTHING, { reason: 'NoInstallation', message });
+  return false;
+}
+
 /** Reconciles FlowLogAggregator "default"; resolves to how soon to look again (ms), or undefined when an event will say. */
 export async function reconcileAggregator(op: Operator, memory: FlowsMemory): Promise<number | undefined> {
-  const { kube, caches, log } = op;
+  const { kube, caches } = op;
   const aggregator = caches.flowLogAggregators.get(FLOWS_RESOURCE);
   if (!aggregator) {
     // Gone, or the cache behind: a fresh read says which (its event brings the key back).
@@ -96,25 +131,10 @@ export async function reconcileAggregator(op: Operator, memory: FlowsMemory): Pr
     memory.warned = undefined;
     return undefined;
   }
-  const report = async (state: ComponentState, problem: Problem | undefined) => {
-    if (problem?.message !== memory.warned && problem) log.warning(`FlowLogAggregator "${FLOWS_RESOURCE}": ${problem.message}`);
-    memory.warned = problem?.message;
-    await writeStatus(kube, aggregator, state, problem);
-  };
+  const report = reporter(op, 'FlowLogAggregator', memory, (state, problem) => writeStatus(kube, aggregator, state, problem));
 
   // 1. Beside Installation "default" only.
-  const installation = caches.installations.get(INSTALLATION);
-  const deleting = Boolean(installation?.metadata.deletionTimestamp);
-  if (!installation || deleting) {
-    if (!installation && (await readOrNothing(() => kube.custom.getClusterCustomObject(cluster(INSTALLATION_PLURAL, INSTALLATION)))))
-      return undefined;
-    const message = deleting
-      ? `Installation "${INSTALLATION}" is being deleted: netplug-flows is removed with netplug`
-      : `there is no Installation "${INSTALLATION}": netplug-flows runs beside netplug installed by the operator`;
-    await removeFlows(op, memory, message);
-    await report(NOTHING, { reason: 'NoInstallation', message });
-    return undefined;
-  }
+  if (!(await installationStands(op, FLOWS, (why) => removeFlows(op, memory, why), report))) return undefined;
 
   // 2. A spec netplug-flows can use; else nothing that runs changes.
   const spec = aggregator.spec ?? {};

@@ -16,12 +16,11 @@ import { FLOWS } from '../render/flows.ts';
 import { apiStatus, describeError } from '../runtime/errors.ts';
 import { combine, type ComponentState, conditionsOf, deploymentState, failingPods, newest, type Problem } from './compute-conditions.ts';
 import { AGGREGATOR_PLURAL, FLOWS_RESOURCE, type FlowViewer, VIEWER_PLURAL, writeFlowsStatus } from './flow-resources.ts';
-import { INSTALLATION, SYSTEM_NAMESPACE } from './installation.ts';
+import { SYSTEM_NAMESPACE } from './installation.ts';
 import { type Applied, applyAll, readOrNothing } from './open-kube.ts';
-import { cluster, type FlowsMemory, NOTHING, removeOurs } from './reconcile-flows.ts';
+import { cluster, type FlowsMemory, installationStands, NOTHING, removeOurs, reporter } from './reconcile-flows.ts';
 import type { Operator } from './reconcile-installation.ts';
 import { renderViewerSystem } from './render-system.ts';
-import { INSTALLATION_PLURAL } from './write-status.ts';
 
 const isViewerPod = (pod: { metadata?: { labels?: Record<string, string> } }) => pod.metadata?.labels?.['k8s-app'] === FLOW_VIEWER;
 
@@ -38,7 +37,7 @@ async function removeViewer(op: Operator, memory: FlowsMemory, why: string): Pro
 
 /** Reconciles FlowViewer "default"; resolves to how soon to look again (ms), or undefined when an event will say. */
 export async function reconcileViewer(op: Operator, memory: FlowsMemory): Promise<number | undefined> {
-  const { kube, caches, log } = op;
+  const { kube, caches } = op;
   const viewer = caches.flowViewers.get(FLOWS_RESOURCE);
   if (!viewer) {
     if (await readOrNothing(() => kube.custom.getClusterCustomObject(cluster(VIEWER_PLURAL, FLOWS_RESOURCE)))) return undefined;
@@ -46,25 +45,10 @@ export async function reconcileViewer(op: Operator, memory: FlowsMemory): Promis
     memory.warned = undefined;
     return undefined;
   }
-  const report = async (state: ComponentState, problem: Problem | undefined) => {
-    if (problem?.message !== memory.warned && problem) log.warning(`FlowViewer "${FLOWS_RESOURCE}": ${problem.message}`);
-    memory.warned = problem?.message;
-    await writeStatus(op, viewer, state, problem);
-  };
+  const report = reporter(op, 'FlowViewer', memory, (state, problem) => writeStatus(op, viewer, state, problem));
 
   // 1. Beside Installation "default" and FlowLogAggregator "default" only.
-  const installation = caches.installations.get(INSTALLATION);
-  const deleting = Boolean(installation?.metadata.deletionTimestamp);
-  if (!installation || deleting) {
-    if (!installation && (await readOrNothing(() => kube.custom.getClusterCustomObject(cluster(INSTALLATION_PLURAL, INSTALLATION)))))
-      return undefined;
-    const message = deleting
-      ? `Installation "${INSTALLATION}" is being deleted: ${FLOW_VIEWER} is removed with netplug`
-      : `there is no Installation "${INSTALLATION}": ${FLOW_VIEWER} runs beside netplug installed by the operator`;
-    await removeViewer(op, memory, message);
-    await report(NOTHING, { reason: 'NoInstallation', message });
-    return undefined;
-  }
+  if (!(await installationStands(op, FLOW_VIEWER, (why) => removeViewer(op, memory, why), report))) return undefined;
   if (!caches.flowLogAggregators.get(FLOWS_RESOURCE)) {
     if (await readOrNothing(() => kube.custom.getClusterCustomObject(cluster(AGGREGATOR_PLURAL, FLOWS_RESOURCE)))) return undefined;
     const message = `there is no FlowLogAggregator "${FLOWS_RESOURCE}": the viewer shows the flow logs it collects; create it first`;
