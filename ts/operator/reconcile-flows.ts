@@ -64,30 +64,43 @@ function nodesSending(caches: OperatorCaches, intervalSeconds: number): Componen
 export const NOTHING: ComponentState = { available: false, progressing: false, reason: 'NotReconciled', message: '' };
 
 /** Removes `object` if it is there and labelled as the operator's; whether it did. */
-export async function removeOurs(kube: OperatorKube, object: KubeObject): Promise<boolean> {
+async function removeOurs(kube: OperatorKube, object: KubeObject): Promise<boolean> {
   const live = await readOrNothing(() => kube.objects.read(object as Parameters<typeof kube.objects.read>[0]));
   const labels = live?.metadata?.labels ?? {};
   if (!live || !Object.entries(MANAGED_BY).every(([key, value]) => labels[key] === value)) return false;
   return remove(kube, object);
 }
 
-/** Removes netplug-flows' objects once per run, or whenever its Deployment is seen again. */
-async function removeFlows(op: Operator, memory: FlowsMemory, why: string): Promise<void> {
-  if (memory.removed && !op.caches.deployments.get(FLOWS, SYSTEM_NAMESPACE)) return;
+/**
+ * Removes a component's objects (`objects`, its Deployment `deployment` last of them) once per run,
+ * or whenever its Deployment is seen again.
+ */
+export async function removeComponent(
+  op: Operator,
+  memory: FlowsMemory,
+  deployment: string,
+  objects: KubeObject[],
+  why: string,
+): Promise<void> {
+  if (memory.removed && !op.caches.deployments.get(deployment, SYSTEM_NAMESPACE)) return;
   const removed: string[] = [];
   // The Deployment first: its pods stop while the rest goes.
-  for (const object of renderFlowsSystem({}, op.image).reverse())
+  for (const object of [...objects].reverse())
     if (await removeOurs(op.kube, object))
       removed.push(`${object.kind} ${object.metadata.namespace ? `${object.metadata.namespace}/` : ''}${object.metadata.name}`);
   if (removed.length > 0) op.log.info(`${why}: deleted ${removed.join(', ')}`);
   memory.removed = true;
 }
 
+const removeFlows = (op: Operator, memory: FlowsMemory, why: string) =>
+  removeComponent(op, memory, FLOWS, renderFlowsSystem({}, op.image), why);
+
 export const cluster = (plural: string, name: string) => ({ group: GROUP, version: VERSION, plural, name });
 
-/** Writes a resource's status; logs a problem once, when it first differs from the last one logged. */
+/** Writes a resource's status: its component's state, and what is wrong if anything. */
 export type Report = (state: ComponentState, problem: Problem | undefined) => Promise<void>;
 
+/** `write`, with a problem logged once, when it first differs from the last one logged. */
 export function reporter(op: Operator, kind: string, memory: FlowsMemory, write: Report): Report {
   return async (state, problem) => {
     if (problem?.message !== memory.warned && problem) op.log.warning(`${kind} "${FLOWS_RESOURCE}": ${problem.message}`);

@@ -18,22 +18,14 @@ import { combine, type ComponentState, conditionsOf, deploymentState, failingPod
 import { AGGREGATOR_PLURAL, FLOWS_RESOURCE, type FlowViewer, VIEWER_PLURAL, writeFlowsStatus } from './flow-resources.ts';
 import { SYSTEM_NAMESPACE } from './installation.ts';
 import { type Applied, applyAll, readOrNothing } from './open-kube.ts';
-import { cluster, type FlowsMemory, installationStands, NOTHING, removeOurs, reporter } from './reconcile-flows.ts';
+import { cluster, type FlowsMemory, installationStands, NOTHING, removeComponent, reporter } from './reconcile-flows.ts';
 import type { Operator } from './reconcile-installation.ts';
 import { renderViewerSystem } from './render-system.ts';
 
 const isViewerPod = (pod: { metadata?: { labels?: Record<string, string> } }) => pod.metadata?.labels?.['k8s-app'] === FLOW_VIEWER;
 
-/** Removes the viewer's objects once per run, or whenever its Deployment is seen again. */
-async function removeViewer(op: Operator, memory: FlowsMemory, why: string): Promise<void> {
-  if (memory.removed && !op.caches.deployments.get(FLOW_VIEWER, SYSTEM_NAMESPACE)) return;
-  const removed: string[] = [];
-  // The Deployment first: its pods stop while the rest goes.
-  for (const object of renderViewerSystem(op.image).reverse())
-    if (await removeOurs(op.kube, object)) removed.push(`${object.kind} ${object.metadata.namespace}/${object.metadata.name}`);
-  if (removed.length > 0) op.log.info(`${why}: deleted ${removed.join(', ')}`);
-  memory.removed = true;
-}
+const removeViewer = (op: Operator, memory: FlowsMemory, why: string) =>
+  removeComponent(op, memory, FLOW_VIEWER, renderViewerSystem(op.image), why);
 
 /** Reconciles FlowViewer "default"; resolves to how soon to look again (ms), or undefined when an event will say. */
 export async function reconcileViewer(op: Operator, memory: FlowsMemory): Promise<number | undefined> {
