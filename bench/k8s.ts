@@ -24,6 +24,7 @@ import { statusFileName } from '../ts/plugin/policy-wait.ts';
 import { launchKubeApiserver, type KubeServer } from '../scripts/lib/kube-server.ts';
 import { installCrds } from '../scripts/lib/netplug-crds.ts';
 import { launchEtcd, type EtcdServer } from '../scripts/lib/etcd-server.ts';
+import { requestCounts, totalRequests } from './lib/api-requests.ts';
 import { medianOf, writeReport, type Series } from './lib/report.ts';
 import { addDelSamples, runChecked, runtimeEnv, stopNativeRuns } from './lib/run-plugin.ts';
 import { elapsedMs } from './lib/stats.ts';
@@ -105,14 +106,7 @@ function apiRequests(server: KubeServer): Promise<number> {
       (response) => {
         let text = '';
         response.on('data', (chunk: Buffer) => (text += chunk));
-        response.on('end', () =>
-          resolve(
-            text
-              .split('\n')
-              .filter((l) => l.startsWith('apiserver_request_total{'))
-              .reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0),
-          ),
-        );
+        response.on('end', () => resolve(totalRequests(requestCounts(text))));
       },
     )
       .on('error', reject)

@@ -5,6 +5,7 @@
 import { cpus } from 'node:os';
 
 import { writeUnitReport, type UnitSeries } from '../lib/unit-report.ts';
+import { totalRequests } from '../lib/api-requests.ts';
 import { describeCpu } from '../lib/cpu-usage.ts';
 import { summarize } from '../lib/stats.ts';
 import type { Cni } from './clusters.ts';
@@ -28,6 +29,16 @@ const PATH_LABEL: Record<Path, string> = { pod: 'pod to pod', node: 'node to nod
 const CNI_LABEL: Record<Cni, string> = { netplug: 'netplug (Kubernetes datastore, fast path)', ptp: 'ptp + host-local' };
 
 const median = (samples: readonly number[]) => summarize(samples).medianMs;
+
+/** The requests' total, then those on netplug's resources (its CRDs' groups), ten or more of a kind by name. */
+function describeRequests(requests: [string, number][]): string {
+  const ours = requests.filter(([key]) => /^\S+ (crd\.)?projectnet\.org\//.test(key));
+  // The few requests of start-up's watches and lists would drown the per-pod ones.
+  const shown = ours.filter(([, n]) => n >= 10);
+  const rest = totalRequests(ours) - totalRequests(shown);
+  const listed = [...shown.map(([key, n]) => `${key} ${n}`), ...(rest > 0 ? [`${rest} others`] : [])].join(', ');
+  return `${totalRequests(requests)} (on netplug's resources: ${listed || 'none'})`;
+}
 
 export function report(results: NodesResults): void {
   const { traffic, deployments } = results;
@@ -74,7 +85,7 @@ export function report(results: NodesResults): void {
   const describeDeployed = (cni: Cni) =>
     deployments[cni].map(
       (d, i) =>
-        `${CNI_LABEL[cni]}, round ${i + 1}: ${d.seconds.toFixed(1)} s, replicas by node ${Object.values(d.perNode).join(' / ')}; CPU: ${describeCpu(d.cpu)}`,
+        `${CNI_LABEL[cni]}, round ${i + 1}: ${d.seconds.toFixed(1)} s, replicas by node ${Object.values(d.perNode).join(' / ')}; CPU: ${describeCpu(d.cpu)}; API requests: ${describeRequests(d.apiRequests)}`,
     );
   const notes = [
     "One machine, three nodes (scripts/lib/cluster.ts, startCluster({ nodes: 3 })): each node a network namespace and mount namespace of its own with its own containerd, kubelet and kube-proxy (node 1 also runs etcd and the control plane), built from the Go module proxy; nodes 1 and 2 on subnet A (10.250.0.0/24), node 3 on subnet B behind a router namespace, each node's eth0 a veth on the router's bridge for its subnet.",
@@ -85,7 +96,7 @@ export function report(results: NodesResults): void {
         `${MODE_TITLE[f.mode]}: MTU files on nodes 1 and 2 ${f.mtu.nodes.join(' / ')}, the pods' eth0 ${f.mtu.pods.join(' / ')}; node 1's route to the server pod: \`${f.route}\`; iperf3 retransmits per round, median: pod to pod ${retransmits(f.mode, 'pod')}, node to node ${retransmits(f.mode, 'node')}; echo requests unanswered: pod to pod ${lost(f.mode, 'pod')}, node to node ${lost(f.mode, 'node')}.`,
     ),
     `Deployment: ${REPLICAS} replicas of busybox (sleep, the image never pulled) with a topology spread constraint (maxSkew 1 over kubernetes.io/hostname, DoNotSchedule), timed from kubectl create of the Deployment until ${REPLICAS} replicas are Running with a pod IP (polled each second), every Node Ready before. ${DEPLOY_ROUNDS} round(s) per variant, each on a fresh three-node cluster, the variants' order alternated per round. netplug: deploy/manifests/netplug.yaml (Kubernetes datastore, fast path on: the default, its default pool VXLAN CrossSubnet). ptp + host-local: Debian's reference plugins, one conflist per node, host-local's range that Node's spec.podCIDR (kube-controller-manager allocates one per node); no routes between nodes, which the timing does not need (pods Running with an address, not reaching each other).`,
-    "CPU seconds spent meanwhile, by program (/proc, children counted in the parent that waited for them: containerd includes the CNI plugins, containerd-shim the pods' processes; every process on the machine, the three nodes' together and whatever else ran meanwhile):",
+    "CPU seconds spent meanwhile, by program (/proc, children counted in the parent that waited for them: containerd includes the CNI plugins, containerd-shim the pods' processes; every process on the machine, the three nodes' together and whatever else ran meanwhile), and the requests the API server handled meanwhile (apiserver_request_total, read before the clock starts and after it stops; netplug's own are its IPAM objects and workload endpoints on the Kubernetes datastore):",
     ...describeDeployed('netplug'),
     ...describeDeployed('ptp'),
     `The machine has ${cpus().length} cores (load average ${results.loadBefore.toFixed(2)} at the start), shared by the three nodes, the control plane, iperf3 at both ends and the kernel's packet path of both nodes: throughput is bound by CPU, node to node as pod to pod, and every figure carries noise. The run took ${(results.runSeconds / 60).toFixed(1)} min.`,
