@@ -81,6 +81,11 @@ export function nodeAddresses(parts: NodeParts, address: LocalAddress, startedUp
       settleMs: SETTLE_MS,
     });
   for (const key of keys) controller.enqueue(key);
+  // The node's address moved: what is published and the tunnels' addresses are planned again from it.
+  const unfollowAddress = address.onChange(() => {
+    if (trigger) trigger.check();
+    else for (const key of keys) controller.enqueue(key);
+  });
   manager.health.add('addresses', () =>
     failing.size > 0 ? [...failing.values()].join('; ') : published ? undefined : "the node's addresses are not published yet",
   );
@@ -88,6 +93,7 @@ export function nodeAddresses(parts: NodeParts, address: LocalAddress, startedUp
   return {
     async run(signal) {
       await aborted(signal);
+      unfollowAddress();
       trigger?.stop();
     },
   };

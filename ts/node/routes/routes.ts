@@ -80,11 +80,14 @@ export function routesToOtherNodes(parts: NodeParts, address: LocalAddress, star
   const trigger =
     feed && triggerOnFeed(feed, controller, { [KEY]: (cluster) => JSON.stringify(stateOf(cluster)) }, { settleMs: SETTLE_MS });
   controller.enqueue(KEY);
+  // The node's address moved: the routes are made again from it (if they change).
+  const unfollowAddress = address.onChange(() => (trigger ? trigger.check() : controller.enqueue(KEY)));
   manager.health.add('routes', () => problem);
   manager.add(controller, { waitFor: [startedUp, address] });
   return {
     async run(signal) {
       await aborted(signal);
+      unfollowAddress();
       trigger?.stop();
     },
   };

@@ -3,7 +3,7 @@
 // address with its prefix length; IPv6 likewise from `IP6`, `none` by default (as the reference's:
 // a node has an IPv6 address for routes only when asked). The prefix tells same-subnet peers
 // (reached directly) from cross-subnet ones (CrossSubnet encapsulation).
-import { networkInterfaces, type NetworkInterfaceInfo } from 'node:os';
+import type { NetworkInterfaceInfo } from 'node:os';
 
 import { parseIp, parsePrefix } from '../../net/cidr.ts';
 
@@ -74,20 +74,12 @@ export type Interfaces = NodeJS.Dict<NetworkInterfaceInfo[]>;
  * the interface holding it), else the first global IPv4 address of an up, non-virtual interface
  * (node:os lists only interfaces that are up). Throws a one-line message when there is none.
  */
-export function nodeAddress(
-  setting: AddressSetting,
-  internalIps: readonly string[],
-  interfaces: Interfaces = networkInterfaces(),
-): NodeAddress {
+export function nodeAddress(setting: AddressSetting, internalIps: readonly string[], interfaces: Interfaces): NodeAddress {
   return findAddress(4, setting, internalIps, interfaces);
 }
 
 /** The address `IP6` names, or autodetected as `IP` is (IPv6, link-local ones skipped); undefined when IP6 is none. */
-export function nodeAddress6(
-  setting: Address6Setting,
-  internalIps: readonly string[],
-  interfaces: Interfaces = networkInterfaces(),
-): NodeAddress | undefined {
+export function nodeAddress6(setting: Address6Setting, internalIps: readonly string[], interfaces: Interfaces): NodeAddress | undefined {
   return 'none' in setting ? undefined : findAddress(6, setting, internalIps, interfaces);
 }
 

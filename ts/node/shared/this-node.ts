@@ -3,7 +3,7 @@
 // its pod CIDRs (host-local), its InternalIP (the node address's autodetection). A list narrowed
 // by name, not a get: a Node that does not exist yet is no error, and one permission (list, watch)
 // covers every reader.
-import { networkInterfaces } from 'node:os';
+import { performance } from 'node:perf_hooks';
 
 import * as k8s from '@kubernetes/client-node';
 
@@ -18,6 +18,7 @@ import {
   type Interfaces,
   type NodeAddress,
 } from './node-address.ts';
+import { listInterfaces } from './list-interfaces.ts';
 
 export function thisNodeInformer(informers: Informers, kube: k8s.KubeConfig, name: string): Informer<k8s.V1Node> {
   const core = kube.makeApiClient(k8s.CoreV1Api);
@@ -30,16 +31,20 @@ export function thisNodeInformer(informers: Informers, kube: k8s.KubeConfig, nam
   });
 }
 
+/** How old a listing of the interfaces may be when read: a read after that lists them again (off the event loop). */
+const LISTING_MAX_AGE_MS = 1000;
+
 /**
  * The node's underlay addresses as the `IP` and `IP6` settings give them, or autodetected from the
  * Kubernetes Node's InternalIPs and the interfaces (node-address.ts). One per agent, read by the
  * subsystems that route and publish them: a change is logged once.
  *
- * The interfaces are listed, and each family's address found in them, once per turn of the event
- * loop, whoever asks: a settled burst of datastore changes has each subsystem's trigger make every
- * key's view in one turn (the addresses subsystem alone reads both families for four keys), and a
- * listing walks every link of the node, a veth per pod, through netlink dumps. The next turn lists
- * them again, so no answer is older than the work that asked.
+ * Reads are synchronous (a subsystem's trigger makes every key's view at once) and answer from the
+ * last listing of the interfaces, which is made on a worker thread (list-interfaces.ts): a listing
+ * walks every link of the node, a veth per pod, and can wait on the kernel. A read finding the
+ * listing older than LISTING_MAX_AGE_MS starts the next one, so a burst of datastore changes lists
+ * the interfaces at most about once a second; a listing that finds the addresses changed tells
+ * `onChange`'s listeners, whose subsystems then look again with it.
  */
 export class LocalAddress {
   readonly #setting: AddressSetting;
@@ -51,9 +56,17 @@ export class LocalAddress {
   #read = false;
   #last: string | undefined;
   #last6: string | undefined;
-  readonly #listInterfaces: () => Interfaces;
-  /** This turn's listing and what was found in it (by family and InternalIPs), dropped at the next turn. */
-  #turn: { interfaces: Interfaces; found: Map<string, NodeAddress | undefined | Error> } | undefined;
+  readonly #listInterfaces: () => Interfaces | Promise<Interfaces>;
+  readonly #now: () => number;
+  /** The last listing, its text (to tell a change), and what was found in it (by family and InternalIPs). */
+  #listing: { interfaces: Interfaces; text: string; found: Map<string, NodeAddress | undefined | Error> } | undefined;
+  /** When the last listing was asked for (none after a failure: the next read asks again). */
+  #listedAt = Number.NEGATIVE_INFINITY;
+  /** The listing under way. */
+  #listingNow: Promise<void> | undefined;
+  /** Why the last listing failed, while there is none to answer from. */
+  #failure: Error | undefined;
+  readonly #listeners = new Set<() => void>();
 
   constructor(options: {
     setting: AddressSetting;
@@ -63,10 +76,13 @@ export class LocalAddress {
     log: Log;
     informers: Informers;
     kube: k8s.KubeConfig;
-    /** What lists the interfaces (node:os's networkInterfaces; a stand-in in tests). */
-    interfaces?: () => Interfaces;
+    /** What lists the interfaces (list-interfaces.ts; a stand-in in tests). */
+    interfaces?: () => Interfaces | Promise<Interfaces>;
+    /** The clock of the listing's age (performance.now; a stand-in in tests). */
+    now?: () => number;
   }) {
-    this.#listInterfaces = options.interfaces ?? networkInterfaces;
+    this.#listInterfaces = options.interfaces ?? listInterfaces;
+    this.#now = options.now ?? (() => performance.now());
     this.#setting = options.setting;
     this.#setting6 = options.setting6 ?? { none: true };
     this.#name = options.name;
@@ -77,9 +93,15 @@ export class LocalAddress {
     }
   }
 
-  /** Resolves once the address can be had: with autodetection, once the Node was read. */
-  whenSynced(): Promise<void> {
-    return this.#node?.whenSynced() ?? Promise.resolve();
+  /** Resolves once the address can be had: the interfaces listed once and, with autodetection, the Node read. */
+  async whenSynced(): Promise<void> {
+    await Promise.all([this.#node?.whenSynced(), this.#list()]);
+  }
+
+  /** Calls `listener` when a listing finds the interfaces' addresses changed; returns its removal. */
+  onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
   }
 
   /** The IPv4 address now; throws a one-line message when there is none (or the Node has not been read yet). */
@@ -104,13 +126,39 @@ export class LocalAddress {
     return found;
   }
 
-  /** What `find` makes of this turn's listing, made once per turn (a failure too, thrown to each reader). */
-  #find(key: string, find: (interfaces: Interfaces) => NodeAddress | undefined): NodeAddress | undefined {
-    if (!this.#turn) {
-      this.#turn = { interfaces: this.#listInterfaces(), found: new Map() };
-      setImmediate(() => (this.#turn = undefined));
+  /** Lists the interfaces (one listing at a time); never rejects: a failure is kept for the reads. */
+  #list(): Promise<void> {
+    this.#listingNow ??= this.#listOnce();
+    return this.#listingNow;
+  }
+
+  async #listOnce(): Promise<void> {
+    this.#listedAt = this.#now();
+    // After the caller's turn: `#listingNow` is set before this ends, however the lister returns.
+    await Promise.resolve();
+    try {
+      const interfaces = await this.#listInterfaces();
+      const text = JSON.stringify(interfaces);
+      const before = this.#listing;
+      this.#failure = undefined;
+      if (before?.text === text) return;
+      this.#listing = { interfaces, text, found: new Map() };
+      if (before) for (const listener of this.#listeners) listener();
+    } catch (err) {
+      // The last listing, if any, still answers; the next read past its age tries again.
+      this.#failure = err instanceof Error ? err : new Error(String(err));
+      this.#listedAt = Number.NEGATIVE_INFINITY;
+    } finally {
+      this.#listingNow = undefined;
     }
-    const { interfaces, found } = this.#turn;
+  }
+
+  /** What `find` makes of the last listing, made once per listing (a failure too, thrown to each reader). */
+  #find(key: string, find: (interfaces: Interfaces) => NodeAddress | undefined): NodeAddress | undefined {
+    if (this.#now() - this.#listedAt > LISTING_MAX_AGE_MS) void this.#list();
+    const listing = this.#listing;
+    if (!listing) throw this.#failure ?? new Error("the node's interfaces are not listed yet");
+    const { interfaces, found } = listing;
     if (!found.has(key)) {
       try {
         found.set(key, find(interfaces));
