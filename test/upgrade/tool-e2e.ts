@@ -34,6 +34,7 @@ import {
   runNetplugctl,
 } from './install-previous.ts';
 import { checkAllowAllUpgradeKept, reviewAndDeleteAllowAllUpgrade, startLegacyPolicy } from './legacy-policy.ts';
+import { Whereabouts, withinLimit } from './overrun-report.ts';
 import {
   checkAfterUpgrade,
   checkNewPodGetsTraffic,
@@ -222,13 +223,20 @@ export interface KilledApply {
  * announces a step no earlier run was killed in: every step is interrupted once, and the record
  * must then say that step is running (or done, when it finished before the signal landed).
  */
-async function applyKilledAtEachStep(t: ExecutionContext, cluster: Cluster, namespace: string, starter: Starter): Promise<KilledApply> {
+async function applyKilledAtEachStep(
+  t: ExecutionContext,
+  cluster: Cluster,
+  namespace: string,
+  starter: Starter,
+  where: Whereabouts,
+): Promise<KilledApply> {
   const killedSteps = new Set<number>();
   const killed: string[] = [];
   for (let runs = 1; runs <= 12; runs++) {
     const child = starter.start();
     let out = '';
     let err = '';
+    where.enter(`netplugctl upgrade apply, run ${runs}`, () => out + err);
     let killedAt: string | undefined;
     child.stdout?.on('data', (chunk: Buffer) => {
       out += chunk.toString();
@@ -366,88 +374,95 @@ export function toolUpgrade(test: TestFn, method: ToolMethod, options: { nodes?:
   test.serial(
     `${method}: plan, then apply killed once in each step and resumed, upgrades v3.30.0 to ${NETPLUG_VERSION} with the workload kept`,
     async (t) => {
-      t.timeout(10 * 60_000);
-      const c = cluster();
-      if (c.router) underlay = routePodBlocksThroughout(c, c.router);
-      const installStarted = Date.now();
-      installed = await installPrevious(c, method);
-      t.log(`v3.30.0 installed by ${method} in ${((Date.now() - installStarted) / 1000).toFixed(1)} s`);
-      await startWorkload(c);
-      if (legacyPolicy) await startLegacyPolicy(t, c);
-      await c.importImage(imageArchive());
-      how = invocation(c, installed, method);
-      const invoked = how;
-      const page = method === 'host-local' ? undefined : docsProcedure(c, installed, method, how);
-      docs = page;
-      if (page) await runCommands(t, page.shell, page.before);
+      const where = new Whereabouts();
+      await withinLimit(t, 9 * 60_000, cluster, where, async () => {
+        const c = cluster();
+        if (c.router) underlay = routePodBlocksThroughout(c, c.router);
+        const installStarted = Date.now();
+        where.enter(`installing v3.30.0 by ${method}`);
+        installed = await installPrevious(c, method);
+        t.log(`v3.30.0 installed by ${method} in ${((Date.now() - installStarted) / 1000).toFixed(1)} s`);
+        where.enter('starting the workload, importing the image');
+        await startWorkload(c);
+        if (legacyPolicy) await startLegacyPolicy(t, c);
+        await c.importImage(imageArchive());
+        how = invocation(c, installed, method);
+        const invoked = how;
+        const page = method === 'host-local' ? undefined : docsProcedure(c, installed, method, how);
+        docs = page;
+        where.enter('netplugctl upgrade plan');
+        if (page) await runCommands(t, page.shell, page.before);
 
-      const plan = page ? await viaDocs(page.shell, page.plan) : await netplugctl(how, 'upgrade', 'plan', ...how.flags);
-      t.log(plan.stdout);
-      t.is(plan.code, 0, plan.stderr);
-      const manifest = method.startsWith('manifest') || method === 'host-local';
-      t.regex(plan.stdout, new RegExp(`method: ${manifest ? 'manifest' : method}`));
-      t.regex(plan.stdout, new RegExp(`datastore: ${method === 'manifest-etcd' ? 'etcdv3' : 'kubernetes'}`));
-      for (const node of c.nodes) t.regex(plan.stdout, new RegExp(`node ${node.name}: v3\\.30\\.0`));
-      if (manifest) t.regex(plan.stdout, /kubectl-create\): .*NETPLUG_LEGACY_STATUS_FILE/);
-      if (method === 'host-local')
-        t.regex(plan.stdout, /1\. Host-local install: USE_POD_CIDR=true on netplug-node, the init container upgrade-ipam removed/);
-      t.regex(
-        plan.stdout,
-        legacyPolicy
-          ? /allow-all-upgrade: created before the new netplug-node starts \(v3\.30\.0 enforced no network policy, .*NetworkPolicy legacy-policy\/servers-deny-ingress/
-          : /allow-all-upgrade: not needed \(no network policy or host endpoint in the cluster/,
-      );
-      const steps = JSON.parse((await netplugctl(how, 'upgrade', 'plan', '-o', 'json', ...how.flags)).stdout).steps.length;
+        const plan = page ? await viaDocs(page.shell, page.plan) : await netplugctl(how, 'upgrade', 'plan', ...how.flags);
+        t.log(plan.stdout);
+        t.is(plan.code, 0, plan.stderr);
+        const manifest = method.startsWith('manifest') || method === 'host-local';
+        t.regex(plan.stdout, new RegExp(`method: ${manifest ? 'manifest' : method}`));
+        t.regex(plan.stdout, new RegExp(`datastore: ${method === 'manifest-etcd' ? 'etcdv3' : 'kubernetes'}`));
+        for (const node of c.nodes) t.regex(plan.stdout, new RegExp(`node ${node.name}: v3\\.30\\.0`));
+        if (manifest) t.regex(plan.stdout, /kubectl-create\): .*NETPLUG_LEGACY_STATUS_FILE/);
+        if (method === 'host-local')
+          t.regex(plan.stdout, /1\. Host-local install: USE_POD_CIDR=true on netplug-node, the init container upgrade-ipam removed/);
+        t.regex(
+          plan.stdout,
+          legacyPolicy
+            ? /allow-all-upgrade: created before the new netplug-node starts \(v3\.30\.0 enforced no network policy, .*NetworkPolicy legacy-policy\/servers-deny-ingress/
+            : /allow-all-upgrade: not needed \(no network policy or host endpoint in the cluster/,
+        );
+        const steps = JSON.parse((await netplugctl(how, 'upgrade', 'plan', '-o', 'json', ...how.flags)).stdout).steps.length;
 
-      const addresses = await snapshotAddresses(c);
-      const probes = await startRolloutProbes(c);
-      const started = Date.now();
-      const starter: Starter = page
-        ? // The page's command in its own process group: the kill takes the shell and netplugctl.
-          { start: () => page.shell.spawn(page.apply), kill: (child) => process.kill(-(child.pid as number), 'SIGKILL') }
-        : {
-            start: () => {
-              const [command, argv] = invoked.wrap(NETPLUGCTL, ['upgrade', 'apply', '--yes', '--timeout', '10m', ...invoked.flags]);
-              return spawn(command, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: invoked.env });
-            },
-            kill: (child) => child.kill('SIGKILL'),
-          };
-      const watch = c.nodes.length > 1 ? watchMixedRollout(t, c, installed, invoked) : undefined;
-      const applied = await applyKilledAtEachStep(t, c, installed.namespace, starter).finally(() => watch?.stop());
-      const seconds = (Date.now() - started) / 1000;
-      const stats = await probes.stop();
-      if (watch) t.true((await watch.stop()) > 0, 'netplugctl version and upgrade status checked while the nodes ran both releases');
-      t.log(
-        `${method} with netplugctl upgrade apply (${applied.runs} runs; killed in ${applied.killed.join(', ')}): ${describeRollout(seconds, stats)}`,
-      );
-      t.is(applied.killed.length, steps, `killed once in each of the ${steps} steps`);
-      await checkAfterUpgrade(t, c, installed, addresses, stats);
-      if (legacyPolicy) await checkAllowAllUpgradeKept(t, c, installed);
-      upgraded = true;
+        const addresses = await snapshotAddresses(c);
+        const probes = await startRolloutProbes(c);
+        const started = Date.now();
+        const starter: Starter = page
+          ? // The page's command in its own process group: the kill takes the shell and netplugctl.
+            { start: () => page.shell.spawn(page.apply), kill: (child) => process.kill(-(child.pid as number), 'SIGKILL') }
+          : {
+              start: () => {
+                // A wait that never ends gives up with netplugctl's own account of it, inside the test's limit.
+                const [command, argv] = invoked.wrap(NETPLUGCTL, ['upgrade', 'apply', '--yes', '--timeout', '4m', ...invoked.flags]);
+                return spawn(command, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: invoked.env });
+              },
+              kill: (child) => child.kill('SIGKILL'),
+            };
+        const watch = c.nodes.length > 1 ? watchMixedRollout(t, c, installed, invoked) : undefined;
+        const applied = await applyKilledAtEachStep(t, c, installed.namespace, starter, where).finally(() => watch?.stop());
+        const seconds = (Date.now() - started) / 1000;
+        const stats = await probes.stop();
+        if (watch) t.true((await watch.stop()) > 0, 'netplugctl version and upgrade status checked while the nodes ran both releases');
+        t.log(
+          `${method} with netplugctl upgrade apply (${applied.runs} runs; killed in ${applied.killed.join(', ')}): ${describeRollout(seconds, stats)}`,
+        );
+        t.is(applied.killed.length, steps, `killed once in each of the ${steps} steps`);
+        where.enter('the checks after the upgrade');
+        await checkAfterUpgrade(t, c, installed, addresses, stats);
+        if (legacyPolicy) await checkAllowAllUpgradeKept(t, c, installed);
+        upgraded = true;
 
-      // What the literal server-side apply leaves behind (literal-upgrade.ts), the tool pruned.
-      const ds = await nodeDaemonSet();
-      t.false(legacyEnv(ds), 'NETPLUG_LEGACY_STATUS_FILE is gone');
-      t.is(ds.spec.template.spec.initContainers, undefined, 'no upgrade-ipam');
+        // What the literal server-side apply leaves behind (literal-upgrade.ts), the tool pruned.
+        const ds = await nodeDaemonSet();
+        t.false(legacyEnv(ds), 'NETPLUG_LEGACY_STATUS_FILE is gone');
+        t.is(ds.spec.template.spec.initContainers, undefined, 'no upgrade-ipam');
 
-      const status = page ? await viaDocs(page.shell, page.status) : await netplugctl(how, 'upgrade', 'status', ...how.flags.slice(0, 2));
-      t.log(status.stdout);
-      t.is(status.code, 0, status.stderr);
-      t.regex(status.stdout, /: done$/m);
-      for (const node of c.nodes)
-        t.regex(status.stdout, new RegExp(`^  ${node.name}: ${escaped(NETPLUG_VERSION)} \\(pod netplug-node-\\w+, Ready\\)$`, 'm'));
-      t.regex(status.stdout, new RegExp(`^Cluster Version: ${escaped(NETPLUG_VERSION)}$`, 'm'));
-      if (legacyPolicy) t.regex(status.stdout, /^Next: GlobalNetworkPolicy allow-all-upgrade lets every connection through/m);
-      // netplugctl version: every node records this release.
-      const versions = JSON.parse(await runNetplugctl(c, installed, NETPLUGCTL, 'version', '-o', 'json'));
-      t.deepEqual(
-        versions.nodes.map((node: any) => `${node.name} ${node.version}`).sort(),
-        c.nodes.map((node) => `${node.name} ${NETPLUG_VERSION}`).sort(),
-      );
+        const status = page ? await viaDocs(page.shell, page.status) : await netplugctl(how, 'upgrade', 'status', ...how.flags.slice(0, 2));
+        t.log(status.stdout);
+        t.is(status.code, 0, status.stderr);
+        t.regex(status.stdout, /: done$/m);
+        for (const node of c.nodes)
+          t.regex(status.stdout, new RegExp(`^  ${node.name}: ${escaped(NETPLUG_VERSION)} \\(pod netplug-node-\\w+, Ready\\)$`, 'm'));
+        t.regex(status.stdout, new RegExp(`^Cluster Version: ${escaped(NETPLUG_VERSION)}$`, 'm'));
+        if (legacyPolicy) t.regex(status.stdout, /^Next: GlobalNetworkPolicy allow-all-upgrade lets every connection through/m);
+        // netplugctl version: every node records this release.
+        const versions = JSON.parse(await runNetplugctl(c, installed, NETPLUGCTL, 'version', '-o', 'json'));
+        t.deepEqual(
+          versions.nodes.map((node: any) => `${node.name} ${node.version}`).sort(),
+          c.nodes.map((node) => `${node.name} ${NETPLUG_VERSION}`).sort(),
+        );
 
-      const again = page ? await viaDocs(page.shell, page.apply) : await netplugctl(how, 'upgrade', 'apply', '--yes', ...how.flags);
-      t.is(again.code, 0, again.stderr);
-      t.regex(again.stdout, /nothing to do/);
+        const again = page ? await viaDocs(page.shell, page.apply) : await netplugctl(how, 'upgrade', 'apply', '--yes', ...how.flags);
+        t.is(again.code, 0, again.stderr);
+        t.regex(again.stdout, /nothing to do/);
+      });
     },
   );
 
@@ -455,52 +470,58 @@ export function toolUpgrade(test: TestFn, method: ToolMethod, options: { nodes?:
     test.serial(
       'manifest-kdd: the review of allow-all-upgrade as docs/upgrade.md gives it: flow logs, a reviewed policy, the policy deleted',
       async (t) => {
-        t.timeout(10 * 60_000);
         if (!docs || !upgraded) return t.fail('not upgraded (see the test before)');
-        await reviewAndDeleteAllowAllUpgrade(t, cluster(), docs.shell);
+        const shell = docs.shell;
+        const where = new Whereabouts();
+        where.enter('the review of allow-all-upgrade');
+        await withinLimit(t, 9 * 60_000, cluster, where, () => reviewAndDeleteAllowAllUpgrade(t, cluster(), shell));
       },
     );
 
   test.serial(
     `${method}: rollback turns network policy off, then puts v3.30.0 back; its pods run, new ones get traffic, the cluster says v3.30.0`,
     async (t) => {
-      t.timeout(6 * 60_000);
-      const c = cluster();
-      if (!installed || !how || !upgraded) return t.fail('not upgraded (see the test before)');
-      const operated = method === 'operator' || method === 'helm';
-      // This release's operator wrote its default (Enabled) into the spec: the rollback puts it back after turning it off.
-      const enforcement = async () => (await getJson(c, 'installation', 'default')).spec.policy?.enforcement;
-      const before = operated ? await enforcement() : undefined;
-      const started = Date.now();
-      const rollback = docs
-        ? await viaDocs(docs.shell, docs.rollback)
-        : await netplugctl(
-            how,
-            'upgrade',
-            'rollback',
-            ...how.flags.slice(0, 2),
-            ...how.flags.filter((f, i, all) => f === '--helm' || all[i - 1] === '--helm'),
-          );
-      t.log(rollback.stdout);
-      t.is(rollback.code, 0, rollback.stderr);
-      t.log(`${method}: rollback took ${((Date.now() - started) / 1000).toFixed(1)} s`);
-      t.regex(rollback.stdout, /policy: enforcement off \(.*\); DaemonSet \S+\/netplug-node rolled out/);
-      // Deleted by the rollback (etcd), or by the review before it (Kubernetes datastore).
-      if (method === 'manifest-etcd') t.regex(rollback.stdout, /allow-all-upgrade: GlobalNetworkPolicy allow-all-upgrade deleted/);
-      if (method === 'manifest-kdd') t.regex(rollback.stdout, /allow-all-upgrade: GlobalNetworkPolicy allow-all-upgrade is gone already/);
-      const ds = await nodeDaemonSet();
-      t.true(ds.spec.template.spec.containers.every((container: any) => container.image === 'localhost/netplug:v3.30.0'));
-      if (method !== 'operator' && method !== 'helm') t.true(legacyEnv(ds), 'the v3.30.0 template, as it was');
-      const pods = (await getJson(c, '-n', installed.namespace, 'pods', '-l', 'k8s-app=netplug-node')).items;
-      t.true(
-        pods.every((pod: any) => pod.status.phase === 'Running' && pod.spec.containers.every((x: any) => x.image.endsWith(':v3.30.0'))),
-      );
-      // The v3.30.0 node agent wrote its version back.
-      t.regex(await runNetplugctl(c, installed, installed.release.netplugctl, 'version'), /Cluster Version:\s+v3\.30\.0\n/);
-      // And the records of this release are gone from every node (the plan's last step), as this release's netplugctl lists them.
-      t.regex(await runNetplugctl(c, installed, NETPLUGCTL, 'version'), /\nNODE +VERSION\n(\S+ +\(none recorded\)\n)+$/);
-      await checkNewPodGetsTraffic(t, c);
-      if (operated) t.is(await enforcement(), before, "the Installation's setting as it was");
+      const where = new Whereabouts();
+      where.enter('netplugctl upgrade rollback');
+      await withinLimit(t, 5 * 60_000, cluster, where, async () => {
+        const c = cluster();
+        if (!installed || !how || !upgraded) return t.fail('not upgraded (see the test before)');
+        const operated = method === 'operator' || method === 'helm';
+        // This release's operator wrote its default (Enabled) into the spec: the rollback puts it back after turning it off.
+        const enforcement = async () => (await getJson(c, 'installation', 'default')).spec.policy?.enforcement;
+        const before = operated ? await enforcement() : undefined;
+        const started = Date.now();
+        const rollback = docs
+          ? await viaDocs(docs.shell, docs.rollback)
+          : await netplugctl(
+              how,
+              'upgrade',
+              'rollback',
+              ...how.flags.slice(0, 2),
+              ...how.flags.filter((f, i, all) => f === '--helm' || all[i - 1] === '--helm'),
+            );
+        t.log(rollback.stdout);
+        t.is(rollback.code, 0, rollback.stderr);
+        where.enter('the checks after the rollback');
+        t.log(`${method}: rollback took ${((Date.now() - started) / 1000).toFixed(1)} s`);
+        t.regex(rollback.stdout, /policy: enforcement off \(.*\); DaemonSet \S+\/netplug-node rolled out/);
+        // Deleted by the rollback (etcd), or by the review before it (Kubernetes datastore).
+        if (method === 'manifest-etcd') t.regex(rollback.stdout, /allow-all-upgrade: GlobalNetworkPolicy allow-all-upgrade deleted/);
+        if (method === 'manifest-kdd') t.regex(rollback.stdout, /allow-all-upgrade: GlobalNetworkPolicy allow-all-upgrade is gone already/);
+        const ds = await nodeDaemonSet();
+        t.true(ds.spec.template.spec.containers.every((container: any) => container.image === 'localhost/netplug:v3.30.0'));
+        if (method !== 'operator' && method !== 'helm') t.true(legacyEnv(ds), 'the v3.30.0 template, as it was');
+        const pods = (await getJson(c, '-n', installed.namespace, 'pods', '-l', 'k8s-app=netplug-node')).items;
+        t.true(
+          pods.every((pod: any) => pod.status.phase === 'Running' && pod.spec.containers.every((x: any) => x.image.endsWith(':v3.30.0'))),
+        );
+        // The v3.30.0 node agent wrote its version back.
+        t.regex(await runNetplugctl(c, installed, installed.release.netplugctl, 'version'), /Cluster Version:\s+v3\.30\.0\n/);
+        // And the records of this release are gone from every node (the plan's last step), as this release's netplugctl lists them.
+        t.regex(await runNetplugctl(c, installed, NETPLUGCTL, 'version'), /\nNODE +VERSION\n(\S+ +\(none recorded\)\n)+$/);
+        await checkNewPodGetsTraffic(t, c);
+        if (operated) t.is(await enforcement(), before, "the Installation's setting as it was");
+      });
     },
   );
 }
