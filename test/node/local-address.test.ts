@@ -1,12 +1,13 @@
 // The node's addresses as its subsystems read them (LocalAddress; the interfaces a stand-in and
 // the clock a counter): reads answer from the last listing, a read past its age starts the next,
-// a listing that finds the addresses moved tells the listeners, and a failed listing is named.
-// And the listing itself, on its worker thread, against node:os's in this process.
+// a listing that finds the addresses moved tells the listeners (one that finds a pod's veth more
+// does not), and a failed listing is named. And the listing itself, on its worker thread, against
+// node:os's in this process; a thread that does not answer is stopped at its deadline.
 import { networkInterfaces, type NetworkInterfaceInfo } from 'node:os';
 
 import test from 'ava';
 
-import { listInterfaces } from '../../ts/node/shared/list-interfaces.ts';
+import { InterfaceLister, listInterfaces } from '../../ts/node/shared/list-interfaces.ts';
 import type { Interfaces } from '../../ts/node/shared/node-address.ts';
 import { LocalAddress } from '../../ts/node/shared/this-node.ts';
 
@@ -72,16 +73,23 @@ test('reads answer from the last listing; one past its age lists again, and a mo
   t.is(address.current().interface, 'eth1');
   t.is(address.current6()?.interface, 'eth1');
 
-  // The same addresses listed again tell no one.
+  // The same addresses listed again tell no one, nor does a pod's veth come or gone.
   clock.ms = 2200;
   address.current();
   await settled();
   t.is(listings, 3);
   t.is(changes, 1);
+  now = { ...now, cali1234567890a: [held('fe80::ecee:eeff:feee:eeee', 'IPv6', 64)] };
+  clock.ms = 3300;
+  address.current();
+  await settled();
+  t.is(listings, 4);
+  t.is(changes, 1, 'a veth is no move');
+  t.is(address.current6()?.interface, 'eth1');
 
   // The IPv6 address gone: the read after the listing says so, naming the setting.
   now = { eth1: [held('10.0.0.5', 'IPv4', 24)] };
-  clock.ms = 3300;
+  clock.ms = 4400;
   address.current();
   await settled();
   t.is(changes, 2);
@@ -114,4 +122,19 @@ test('the interfaces listed on the worker thread are those node:os lists in this
   const [first, second] = await Promise.all([listInterfaces(), listInterfaces()]);
   t.deepEqual(first, networkInterfaces());
   t.deepEqual(second, first);
+});
+
+test('a listing thread that does not answer is stopped at the deadline, and the next listing has a thread of its own', async (t) => {
+  // Its first listing is never answered; any later one is (on a thread started again).
+  const lister = new InterfaceLister({
+    deadlineMs: 200,
+    source: `
+const { parentPort } = require('node:worker_threads');
+parentPort.on('message', (id) => { if (id > 0) parentPort.postMessage({ id, interfaces: { lo: [] } }); });
+`,
+  });
+  await t.throwsAsync(lister.list(), {
+    message: "cannot list the node's interfaces: no answer in 0.2 s (the listing thread was stopped)",
+  });
+  t.deepEqual(await lister.list(), { lo: [] });
 });

@@ -29,42 +29,80 @@ interface Reply {
   error?: string;
 }
 
-let worker: Worker | undefined;
-let nextId = 0;
-const waiting = new Map<number, { resolve(interfaces: Interfaces): void; reject(err: Error): void }>();
-
-function failAll(err: Error): void {
-  for (const pending of waiting.values()) pending.reject(err);
-  waiting.clear();
-  worker = undefined;
+interface Pending {
+  resolve(interfaces: Interfaces): void;
+  reject(err: Error): void;
+  timer: NodeJS.Timeout;
 }
 
-function listingWorker(): Worker {
-  if (worker) return worker;
-  const made = new Worker(WORKER_SOURCE, { eval: true, name: 'netplug-interfaces' });
-  made.on('message', (reply: Reply) => {
-    const pending = waiting.get(reply.id);
-    if (!pending) return;
-    waiting.delete(reply.id);
-    if (waiting.size === 0) made.unref();
-    if (reply.interfaces) pending.resolve(reply.interfaces);
-    else pending.reject(new Error(`cannot list the node's interfaces: ${reply.error}`));
-  });
-  // A worker that failed or ended is made again by the next listing.
-  made.on('error', (err) => failAll(new Error(`cannot list the node's interfaces: ${err.message}`)));
-  made.on('exit', (code) => failAll(new Error(`cannot list the node's interfaces: the listing thread ended (${code})`)));
-  worker = made;
-  return made;
+/** How long a listing may take before its thread is stopped and the listing fails (the next read starts another). */
+const LISTING_DEADLINE_MS = 30_000;
+
+/** Listings on one thread at a time, made at the first listing and again after one failed or ended. */
+export class InterfaceLister {
+  readonly #source: string;
+  readonly #deadlineMs: number;
+  #worker: Worker | undefined;
+  #nextId = 0;
+  readonly #waiting = new Map<number, Pending>();
+
+  /** The thread's script and the deadline are the agent's own; tests give others. */
+  constructor(options: { source?: string; deadlineMs?: number } = {}) {
+    this.#source = options.source ?? WORKER_SOURCE;
+    this.#deadlineMs = options.deadlineMs ?? LISTING_DEADLINE_MS;
+  }
+
+  /** node:os's networkInterfaces(), listed on the thread; rejects with a one-line message. */
+  list(): Promise<Interfaces> {
+    return new Promise((resolve, reject) => {
+      const id = this.#nextId++;
+      const thread = this.#thread();
+      // Held while a listing is under way, as any I/O holds the process; not between listings.
+      if (this.#waiting.size === 0) thread.ref();
+      // A thread that never answers would leave the node's address unknown for good: it is stopped.
+      const timer = setTimeout(() => {
+        this.#failAll(thread, `no answer in ${this.#deadlineMs / 1000} s (the listing thread was stopped)`);
+        void thread.terminate();
+      }, this.#deadlineMs);
+      timer.unref();
+      this.#waiting.set(id, { resolve, reject, timer });
+      thread.postMessage(id);
+    });
+  }
+
+  #thread(): Worker {
+    if (this.#worker) return this.#worker;
+    const made = new Worker(this.#source, { eval: true, name: 'netplug-interfaces' });
+    made.on('message', (reply: Reply) => {
+      const pending = this.#waiting.get(reply.id);
+      if (!pending) return;
+      this.#waiting.delete(reply.id);
+      clearTimeout(pending.timer);
+      if (this.#waiting.size === 0) made.unref();
+      if (reply.interfaces) pending.resolve(reply.interfaces);
+      else pending.reject(new Error(`cannot list the node's interfaces: ${reply.error}`));
+    });
+    made.on('error', (err) => this.#failAll(made, err.message));
+    made.on('exit', (code) => this.#failAll(made, `the listing thread ended (${code})`));
+    this.#worker = made;
+    return made;
+  }
+
+  /** Fails every listing under way on `made`, if it is still the thread. */
+  #failAll(made: Worker, why: string): void {
+    if (this.#worker !== made) return;
+    this.#worker = undefined;
+    for (const pending of this.#waiting.values()) {
+      clearTimeout(pending.timer);
+      pending.reject(new Error(`cannot list the node's interfaces: ${why}`));
+    }
+    this.#waiting.clear();
+  }
 }
 
-/** node:os's networkInterfaces(), listed on a worker thread. */
+const agentLister = new InterfaceLister();
+
+/** node:os's networkInterfaces(), listed on the agent's listing thread. */
 export function listInterfaces(): Promise<Interfaces> {
-  return new Promise((resolve, reject) => {
-    const id = nextId++;
-    const listing = listingWorker();
-    // Held while a listing is under way, as any I/O holds the process; not between listings.
-    if (waiting.size === 0) listing.ref();
-    waiting.set(id, { resolve, reject });
-    listing.postMessage(id);
-  });
+  return agentLister.list();
 }

@@ -43,8 +43,8 @@ const LISTING_MAX_AGE_MS = 1000;
  * last listing of the interfaces, which is made on a worker thread (list-interfaces.ts): a listing
  * walks every link of the node, a veth per pod, and can wait on the kernel. A read finding the
  * listing older than LISTING_MAX_AGE_MS starts the next one, so a burst of datastore changes lists
- * the interfaces at most about once a second; a listing that finds the addresses changed tells
- * `onChange`'s listeners, whose subsystems then look again with it.
+ * the interfaces at most about once a second; a listing in which a read's answer differs (not
+ * merely another pod's veth) tells `onChange`'s listeners, whose subsystems then look again with it.
  */
 export class LocalAddress {
   readonly #setting: AddressSetting;
@@ -59,7 +59,7 @@ export class LocalAddress {
   readonly #listInterfaces: () => Interfaces | Promise<Interfaces>;
   readonly #now: () => number;
   /** The last listing, its text (to tell a change), and what was found in it (by family and InternalIPs). */
-  #listing: { interfaces: Interfaces; text: string; found: Map<string, NodeAddress | undefined | Error> } | undefined;
+  #listing: { interfaces: Interfaces; text: string; found: Map<string, Found> } | undefined;
   /** When the last listing was asked for (none after a failure: the next read asks again). */
   #listedAt = Number.NEGATIVE_INFINITY;
   /** The listing under way. */
@@ -98,7 +98,7 @@ export class LocalAddress {
     await Promise.all([this.#node?.whenSynced(), this.#list()]);
   }
 
-  /** Calls `listener` when a listing finds the interfaces' addresses changed; returns its removal. */
+  /** Calls `listener` when a listing changes an address read before (or its error); returns its removal. */
   onChange(listener: () => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
@@ -142,8 +142,17 @@ export class LocalAddress {
       const before = this.#listing;
       this.#failure = undefined;
       if (before?.text === text) return;
-      this.#listing = { interfaces, text, found: new Map() };
-      if (before) for (const listener of this.#listeners) listener();
+      // Every pod's veth is in the listing: what was found is looked for again, and only a
+      // different answer is a move the listeners hear of.
+      const found = new Map<string, Found>();
+      let moved = false;
+      for (const [key, was] of before?.found ?? []) {
+        const now = search(was.find, interfaces);
+        found.set(key, now);
+        moved ||= now.text !== was.text;
+      }
+      this.#listing = { interfaces, text, found };
+      if (moved) for (const listener of this.#listeners) listener();
     } catch (err) {
       // The last listing, if any, still answers; the next read past its age tries again.
       this.#failure = err instanceof Error ? err : new Error(String(err));
@@ -159,16 +168,13 @@ export class LocalAddress {
     const listing = this.#listing;
     if (!listing) throw this.#failure ?? new Error("the node's interfaces are not listed yet");
     const { interfaces, found } = listing;
-    if (!found.has(key)) {
-      try {
-        found.set(key, find(interfaces));
-      } catch (err) {
-        found.set(key, err as Error);
-      }
+    let result = found.get(key);
+    if (!result) {
+      result = search(find, interfaces);
+      found.set(key, result);
     }
-    const result = found.get(key);
-    if (result instanceof Error) throw result;
-    return result;
+    if (result.answer instanceof Error) throw result.answer;
+    return result.answer;
   }
 
   #internalIps(setting: 'IP' | 'IP6'): string[] {
@@ -177,4 +183,22 @@ export class LocalAddress {
       throw new Error(`${setting} is autodetect: waiting for the Kubernetes Node "${this.#name}" to be read for its InternalIP`);
     return (node?.get(this.#name)?.status?.addresses ?? []).filter((a) => a.type === 'InternalIP').map((a) => a.address);
   }
+}
+
+/** What a search of a listing found (or the error it threw), its text to tell a move, and the search, to search the next listing. */
+interface Found {
+  find: (interfaces: Interfaces) => NodeAddress | undefined;
+  answer: NodeAddress | undefined | Error;
+  text: string;
+}
+
+function search(find: Found['find'], interfaces: Interfaces): Found {
+  let answer: Found['answer'];
+  try {
+    answer = find(interfaces);
+  } catch (err) {
+    answer = err instanceof Error ? err : new Error(String(err));
+  }
+  const text = answer instanceof Error ? `error ${answer.message}` : answer ? `${formatNodeAddress(answer)} ${answer.interface}` : 'none';
+  return { find, answer, text };
 }
