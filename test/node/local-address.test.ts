@@ -1,15 +1,18 @@
 // The node's addresses as its subsystems read them (LocalAddress; the interfaces a stand-in and
 // the clock a counter): reads answer from the last listing, a read past its age starts the next,
 // a listing that finds the addresses moved tells the listeners (one that finds a pod's veth more
-// does not), and a failed listing is named. And the listing itself, on its worker thread, against
-// node:os's in this process; a thread that does not answer is stopped at its deadline.
+// does not), and a failed listing is named. And the listing itself, by the addon, against
+// node:os's in this process; a listing that does not answer fails at its deadline.
 import { networkInterfaces, type NetworkInterfaceInfo } from 'node:os';
+
+import { execFileSync } from 'node:child_process';
 
 import test from 'ava';
 
-import { InterfaceLister, listInterfaces } from '../../ts/node/shared/list-interfaces.ts';
+import { listInterfaces } from '../../ts/node/shared/list-interfaces.ts';
 import type { Interfaces } from '../../ts/node/shared/node-address.ts';
 import { LocalAddress } from '../../ts/node/shared/this-node.ts';
+import { createNetns, ip } from '../helpers/kernel.ts';
 
 const held = (address: string, family: 'IPv4' | 'IPv6', prefix: number): NetworkInterfaceInfo =>
   ({
@@ -118,23 +121,62 @@ test('a failed listing is named to the reads while there is none, and the last o
   t.is(address.current().address, '10.0.0.5');
 });
 
-test('the interfaces listed on the worker thread are those node:os lists in this process', async (t) => {
+test('the interfaces the addon lists are those node:os lists in this process', async (t) => {
+  // As much of node:os's form as autodetection reads, in one order for both.
+  const comparable = (interfaces: Interfaces) =>
+    Object.entries(interfaces)
+      .map(
+        ([name, infos]) =>
+          [name, (infos ?? []).map(({ address, family, internal, cidr }) => ({ address, family, internal, cidr }))] as const,
+      )
+      .sort(([a], [b]) => a.localeCompare(b));
   const [first, second] = await Promise.all([listInterfaces(), listInterfaces()]);
-  t.deepEqual(first, networkInterfaces());
+  t.deepEqual(comparable(first), comparable(networkInterfaces()));
   t.deepEqual(second, first);
 });
 
-test('a listing thread that does not answer is stopped at the deadline, and the next listing has a thread of its own', async (t) => {
-  // Its first listing is never answered; any later one is (on a thread started again).
-  const lister = new InterfaceLister({
-    deadlineMs: 200,
-    source: `
-const { parentPort } = require('node:worker_threads');
-parentPort.on('message', (id) => { if (id > 0) parentPort.postMessage({ id, interfaces: { lo: [] } }); });
-`,
-  });
-  await t.throwsAsync(lister.list(), {
-    message: "cannot list the node's interfaces: no answer in 0.2 s (the listing thread was stopped)",
-  });
-  t.deepEqual(await lister.list(), { lo: [] });
+test('in a namespace of its own: up interfaces only, both families, the loopback internal, a point-to-point address its local end', async (t) => {
+  const netns = createNetns(t, 'listing');
+  ip(['link', 'set', 'lo', 'up'], netns);
+  ip(['link', 'add', 'eth0', 'type', 'veth', 'peer', 'name', 'peer0'], netns);
+  ip(['address', 'add', '10.20.0.5/24', 'dev', 'eth0'], netns);
+  ip(['address', 'add', '10.20.0.6/24', 'dev', 'eth0'], netns);
+  ip(['address', 'add', 'fd00:20::5/64', 'dev', 'eth0', 'nodad'], netns);
+  ip(['address', 'add', '10.30.0.1', 'peer', '10.30.0.2/32', 'dev', 'eth0'], netns);
+  ip(['link', 'set', 'eth0', 'up'], netns);
+  ip(['link', 'set', 'peer0', 'up'], netns);
+  ip(['link', 'add', 'down0', 'type', 'veth', 'peer', 'name', 'down1'], netns);
+  ip(['address', 'add', '10.40.0.5/24', 'dev', 'down0'], netns);
+  // node:os's listing and the addon's, made in that namespace by a process of its own.
+  const script = `
+    import { networkInterfaces } from 'node:os';
+    import { listInterfaces } from ${JSON.stringify(new URL('../../ts/node/shared/list-interfaces.ts', import.meta.url).pathname)};
+    const comparable = (interfaces) => Object.fromEntries(Object.entries(interfaces).sort(([a], [b]) => a.localeCompare(b))
+      .map(([name, infos]) => [name, infos.map(({ address, family, internal, cidr }) => ({ address, family, internal, cidr }))]));
+    console.log(JSON.stringify({ os: comparable(networkInterfaces()), addon: comparable(await listInterfaces()) }));
+  `;
+  const { os, addon } = JSON.parse(
+    execFileSync('ip', ['netns', 'exec', netns.name, process.execPath, '--input-type=module', '-e', script], { encoding: 'utf8' }),
+  );
+  t.deepEqual(addon, os);
+  t.false('down0' in addon, 'down0 is down: not listed');
+  t.deepEqual(
+    addon.eth0
+      .map((info: { cidr: string }) => info.cidr)
+      .filter((cidr: string) => !cidr.startsWith('fe80:'))
+      .sort(),
+    ['10.20.0.5/24', '10.20.0.6/24', '10.30.0.1/32', 'fd00:20::5/64'],
+  );
+  t.true(addon.lo.every((info: { internal: boolean }) => info.internal));
+});
+
+test('a listing that does not answer fails at its deadline, naming it', async (t) => {
+  await t.throwsAsync(
+    listInterfaces(() => new Promise(() => undefined), 200),
+    { message: "cannot list the node's interfaces: no answer in 0.2 s" },
+  );
+  await t.throwsAsync(
+    listInterfaces(() => Promise.reject(new Error("EPERM: list the interfaces' addresses")), 200),
+    { message: "cannot list the node's interfaces: EPERM: list the interfaces' addresses" },
+  );
 });

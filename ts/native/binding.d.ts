@@ -287,6 +287,22 @@ export interface HttpRequestSpec {
   body?: Buffer
 }
 
+export interface InterfaceAddressesOutcome {
+  addresses?: Array<InterfaceAddressInfo>
+  error?: KernelError
+}
+
+export interface InterfaceAddressInfo {
+  /** The interface's name. */
+  interface: string
+  address: string
+  /** 4 or 6. */
+  family: number
+  prefixLength: number
+  /** A loopback interface's. */
+  internal: boolean
+}
+
 export interface InterfaceInfo {
   name: string
   index: number
@@ -321,6 +337,12 @@ export interface KernelError {
  * namespace.
  */
 export declare function lendNetns(path: string, fd: number): NetnsLoan | null
+
+/**
+ * Every address of the interfaces that are up and running in the process's namespace, as
+ * node:os's `networkInterfaces()` lists them.
+ */
+export declare function listInterfaces(): Promise<InterfaceAddressesOutcome>
 
 /**
  * Takes the host-wide lock on the file at `path` (flock), waiting on a thread of its own while

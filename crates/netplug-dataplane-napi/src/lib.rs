@@ -2,7 +2,8 @@
 //! the routes between nodes), in [`nftables`], `netplug-nftables` (netplug's nftables table and
 //! NFLOG), in [`conntrack`], its conntrack dump and the accounting sysctls, in [`http`],
 //! `netplug-http` (HTTP for etcd, the Kubernetes API and readiness gates), and in
-//! [`cni_socket`], `netplug-cni-socket` (netplug-node's CNI socket).
+//! [`cni_socket`], `netplug-cni-socket` (netplug-node's CNI socket); in [`interfaces`], the
+//! addresses of the process's interfaces.
 //!
 //! Each call runs on a thread of the binding's own pool (`netns::submit`; namespaces are per
 //! thread), returns a promise at once, and settles it from that thread: neither the JS thread nor
@@ -14,6 +15,7 @@ pub mod cni_socket;
 pub mod conntrack;
 pub mod flow_tracking;
 mod http;
+pub mod interfaces;
 pub mod nftables;
 pub mod routes;
 

@@ -1,8 +1,10 @@
 //! Interface addresses.
 
+use std::collections::HashMap;
 use std::net::IpAddr;
 
 use netlink_packet_route::address::{AddressAttribute, AddressFlags, AddressMessage};
+use netlink_packet_route::link::{LinkAttribute, LinkFlags, LinkMessage};
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 
 use crate::netlink::{CREATE_EXCL, NetlinkResult, Rtnl};
@@ -44,6 +46,60 @@ pub fn list_addresses(rtnl: &mut Rtnl, index: u32) -> NetlinkResult<Vec<Address>
         .filter_map(|reply| match reply {
             RouteNetlinkMessage::NewAddress(message) if message.header.index == index => parse(message),
             _ => None,
+        })
+        .collect())
+}
+
+/// An address of an interface that is up and running, as node:os's `networkInterfaces()` lists
+/// them (libuv skips the others): the interface's name and whether it is a loopback.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InterfaceAddress {
+    pub interface: String,
+    pub ip: IpAddr,
+    pub prefix_len: u8,
+    pub loopback: bool,
+}
+
+/// Every address of the interfaces that are up and running in the calling thread's namespace:
+/// the links dumped (names, flags), then the addresses, each dump retried if a change interrupted
+/// it. An address's own local end (`IFA_LOCAL`) is the address where it differs from the peer's
+/// (point-to-point links), as the C library's listing has it.
+pub fn list_interface_addresses(rtnl: &mut Rtnl) -> NetlinkResult<Vec<InterfaceAddress>> {
+    let mut links = HashMap::new();
+    for reply in rtnl.dump(RouteNetlinkMessage::GetLink(LinkMessage::default()))? {
+        let RouteNetlinkMessage::NewLink(message) = reply else { continue };
+        let flags = message.header.flags;
+        if !flags.contains(LinkFlags::Up) || !flags.contains(LinkFlags::Running) {
+            continue;
+        }
+        let name = message.attributes.into_iter().find_map(|attribute| match attribute {
+            LinkAttribute::IfName(name) => Some(name),
+            _ => None,
+        });
+        if let Some(name) = name {
+            links.insert(message.header.index, (name, flags.contains(LinkFlags::Loopback)));
+        }
+    }
+    let replies = rtnl.dump(RouteNetlinkMessage::GetAddress(AddressMessage::default()))?;
+    Ok(replies
+        .into_iter()
+        .filter_map(|reply| {
+            let RouteNetlinkMessage::NewAddress(message) = reply else { return None };
+            let (name, loopback) = links.get(&message.header.index)?;
+            let (mut local, mut address) = (None, None);
+            for attribute in &message.attributes {
+                match attribute {
+                    AddressAttribute::Local(ip) => local = Some(*ip),
+                    AddressAttribute::Address(ip) => address = Some(*ip),
+                    _ => {}
+                }
+            }
+            Some(InterfaceAddress {
+                interface: name.clone(),
+                ip: local.or(address)?,
+                prefix_len: message.header.prefix_len,
+                loopback: *loopback,
+            })
         })
         .collect())
 }

@@ -67,7 +67,11 @@ const VIRTUAL = [
   /^wg/,
 ];
 
-export type Interfaces = NodeJS.Dict<NetworkInterfaceInfo[]>;
+/** An interface's address, as much of node:os's form of it as autodetection reads. */
+type InterfaceAddress = Pick<NetworkInterfaceInfo, 'address' | 'family' | 'internal' | 'cidr'>;
+
+/** The addresses by interface name (node:os's networkInterfaces() is one). */
+export type Interfaces = NodeJS.Dict<InterfaceAddress[]>;
 
 /**
  * The address `IP` names, or autodetected: the Kubernetes Node's InternalIP (with the prefix of
@@ -123,7 +127,7 @@ function findAddress(family: 4 | 6, setting: AddressSetting, internalIps: readon
 /** 169.254.0.0/16 and fe80::/10: never a node's address for routes. */
 const isLinkLocal = (address: string): boolean => address.startsWith('169.254.') || /^fe[89ab]/i.test(address);
 
-const prefixLengthOf = (info: NetworkInterfaceInfo): number => Number(info.cidr?.split('/')[1] ?? (info.family === 'IPv4' ? 32 : 128));
+const prefixLengthOf = (info: InterfaceAddress): number => Number(info.cidr?.split('/')[1] ?? (info.family === 'IPv4' ? 32 : 128));
 
 export const formatNodeAddress = (address: { address: string; prefixLength: number }): string =>
   `${address.address}/${address.prefixLength}`;

@@ -40,11 +40,12 @@ const LISTING_MAX_AGE_MS = 1000;
  * subsystems that route and publish them: a change is logged once.
  *
  * Reads are synchronous (a subsystem's trigger makes every key's view at once) and answer from the
- * last listing of the interfaces, which is made on a worker thread (list-interfaces.ts): a listing
- * walks every link of the node, a veth per pod, and can wait on the kernel. A read finding the
- * listing older than LISTING_MAX_AGE_MS starts the next one, so a burst of datastore changes lists
- * the interfaces at most about once a second; a listing in which a read's answer differs (not
- * merely another pod's veth) tells `onChange`'s listeners, whose subsystems then look again with it.
+ * last listing of the interfaces, which the data-plane addon makes on one of its threads
+ * (list-interfaces.ts): a listing walks every link of the node, a veth per pod, and can wait on
+ * the kernel. A read finding the listing older than LISTING_MAX_AGE_MS starts the next one, so a
+ * burst of datastore changes lists the interfaces at most about once a second; a listing in which
+ * a read's answer differs (not merely another pod's veth) tells `onChange`'s listeners, whose
+ * subsystems then look again with it.
  */
 export class LocalAddress {
   readonly #setting: AddressSetting;
