@@ -170,6 +170,39 @@ test('in a namespace of its own: up interfaces only, both families, the loopback
   t.true(addon.lo.every((info: { internal: boolean }) => info.internal));
 });
 
+test('in a namespace of its own: the node address moved to another interface is told to the listeners and read there', async (t) => {
+  const netns = createNetns(t, 'moving');
+  ip(['link', 'add', 'eth0', 'type', 'veth', 'peer', 'name', 'eth1'], netns);
+  ip(['address', 'add', '10.20.0.5/24', 'dev', 'eth0'], netns);
+  ip(['link', 'set', 'eth0', 'up'], netns);
+  ip(['link', 'set', 'eth1', 'up'], netns);
+  // The agent's LocalAddress in a process of that namespace, with IP set: it reads, the address
+  // moves (ip, in the same namespace), it reads until a listing has told it.
+  const script = `
+    import { execFileSync } from 'node:child_process';
+    import { LocalAddress } from ${JSON.stringify(new URL('../../ts/node/shared/this-node.ts', import.meta.url).pathname)};
+    const quiet = { error() {}, warning() {}, info() {}, debug() {} };
+    const address = new LocalAddress({ setting: { address: '10.20.0.5', prefixLength: 24 }, name: 'n1', log: quiet });
+    await address.whenSynced();
+    const before = address.current().interface;
+    let changes = 0;
+    address.onChange(() => changes++);
+    execFileSync('ip', ['address', 'del', '10.20.0.5/24', 'dev', 'eth0']);
+    execFileSync('ip', ['address', 'add', '10.20.0.5/24', 'dev', 'eth1']);
+    for (let tries = 0; changes === 0 && tries < 300; tries++) {
+      address.current();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    console.log(JSON.stringify({ before, changes, after: address.current().interface }));
+  `;
+  const seen = JSON.parse(
+    execFileSync('ip', ['netns', 'exec', netns.name, process.execPath, '--input-type=module', '-e', script], { encoding: 'utf8' }),
+  );
+  t.is(seen.before, 'eth0');
+  t.true(seen.changes >= 1, 'the move was told');
+  t.is(seen.after, 'eth1');
+});
+
 test('a listing that does not answer fails at its deadline, naming it', async (t) => {
   await t.throwsAsync(
     listInterfaces(() => new Promise(() => undefined), 200),
