@@ -59,8 +59,8 @@ export class LocalAddress {
   #last6: string | undefined;
   readonly #listInterfaces: () => Interfaces | Promise<Interfaces>;
   readonly #now: () => number;
-  /** The last listing, its text (to tell a change), and what was found in it (by family and InternalIPs). */
-  #listing: { interfaces: Interfaces; text: string; found: Map<string, Found> } | undefined;
+  /** The last listing and what was found in it (by family and InternalIPs). */
+  #listing: { interfaces: Interfaces; found: Map<string, Found> } | undefined;
   /** When the last listing was asked for (none after a failure: the next read asks again). */
   #listedAt = Number.NEGATIVE_INFINITY;
   /** The listing under way. */
@@ -139,10 +139,8 @@ export class LocalAddress {
     await Promise.resolve();
     try {
       const interfaces = await this.#listInterfaces();
-      const text = JSON.stringify(interfaces);
       const before = this.#listing;
       this.#failure = undefined;
-      if (before?.text === text) return;
       // Every pod's veth is in the listing: what was found is looked for again, and only a
       // different answer is a move the listeners hear of.
       const found = new Map<string, Found>();
@@ -152,7 +150,7 @@ export class LocalAddress {
         found.set(key, now);
         moved ||= now.text !== was.text;
       }
-      this.#listing = { interfaces, text, found };
+      this.#listing = { interfaces, found };
       if (moved) for (const listener of this.#listeners) listener();
     } catch (err) {
       // The last listing, if any, still answers; the next read past its age tries again.
