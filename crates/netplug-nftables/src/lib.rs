@@ -25,6 +25,7 @@ pub mod legacy;
 pub mod model;
 pub mod nflog;
 pub mod plan;
+mod read;
 pub mod rule;
 pub mod selector;
 pub mod socket;

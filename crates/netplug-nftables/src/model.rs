@@ -208,7 +208,7 @@ impl DataType {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum OneOrMany<T> {
     One(T),
@@ -244,7 +244,7 @@ impl From<KeyType> for OneOrMany<DataType> {
 
 /// A value as written in JSON: a number (ports, protocol numbers, marks) or text (addresses,
 /// prefixes `10.0.0.0/8`, ranges `1000-2000`, names `tcp`, `echo-request`, interface names).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(untagged)]
 pub enum Atom {
     Number(u64),
@@ -260,8 +260,9 @@ impl std::fmt::Display for Atom {
     }
 }
 
-/// A set element: one value, or one per component of a concatenation.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// A set element: one value, or one per component of a concatenation. Read by crate::read, as
+/// are the other either-or values.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 #[serde(untagged)]
 pub enum Element {
     One(Atom),

@@ -149,11 +149,10 @@ impl Op {
 }
 
 /// The right-hand side: a named set (`{"set": "name"}`, `@name`), an anonymous set (a list), or
-/// one value. For `ct state` a list is the states any of which matches.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// one value. For `ct state` a list is the states any of which matches. Read by crate::read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum MatchValue {
-    // List first: serde would read a one-element array as a SetRef (structs deserialize from sequences).
     List(Vec<Atom>),
     Set(SetRef),
     One(Atom),
@@ -317,7 +316,8 @@ pub struct NatAddress {
 }
 
 /// Where the packet goes next. `vmap` dispatches on the interface name through a verdict map.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// Read by crate::read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum Verdict {
     Simple(SimpleVerdict),
