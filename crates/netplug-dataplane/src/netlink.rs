@@ -32,12 +32,29 @@ impl NetlinkError {
     fn io(err: std::io::Error) -> Self {
         Self { errno: err.raw_os_error().map(Errno::from_raw).unwrap_or(Errno::EIO), kernel_text: None }
     }
+
+    /// A read of replies: one that waited out the socket's patience says so.
+    fn reply(err: std::io::Error) -> Self {
+        if err.kind() == std::io::ErrorKind::WouldBlock {
+            return Self { errno: Errno::ETIMEDOUT, kernel_text: Some(REPLY_PATIENCE_TEXT.into()) };
+        }
+        Self::io(err)
+    }
 }
 
 pub type NetlinkResult<T> = std::result::Result<T, NetlinkError>;
 
 /// Flags added to a request that creates an object that must not exist yet.
 pub const CREATE_EXCL: u16 = netlink_packet_core::NLM_F_CREATE | netlink_packet_core::NLM_F_EXCL;
+
+/// How long a read of the kernel's replies waits. The kernel answers a request inside its send,
+/// and a dump's next part as the reader reads, so a read this long without a message means the
+/// answer was lost: the call fails, naming it, instead of holding its thread for good.
+#[cfg(not(test))]
+const REPLY_PATIENCE: libc::timeval = libc::timeval { tv_sec: 30, tv_usec: 0 };
+#[cfg(test)]
+const REPLY_PATIENCE: libc::timeval = libc::timeval { tv_sec: 0, tv_usec: 200_000 };
+const REPLY_PATIENCE_TEXT: &str = "no answer from the kernel in 30 s";
 
 /// How often a dump interrupted by a concurrent change is retried (as containernetworking's
 /// netlinksafe does).
@@ -70,6 +87,19 @@ impl Rtnl {
         let _ = socket.set_ext_ack(true);
         let _ = socket.set_cap_ack(true);
         let _ = socket.set_netlink_get_strict_chk(true);
+        // SAFETY: a valid socket descriptor and a pointer to a timeval of the size given.
+        let rc = unsafe {
+            libc::setsockopt(
+                socket.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVTIMEO,
+                (&REPLY_PATIENCE as *const libc::timeval).cast(),
+                std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+            )
+        };
+        if rc != 0 {
+            return Err(NetlinkError::io(std::io::Error::last_os_error()));
+        }
         Ok(Self { socket, sequence: 0, rx: Vec::with_capacity(64 * 1024), tx: Vec::with_capacity(1024) })
     }
 
@@ -142,7 +172,7 @@ impl Rtnl {
         let mut interrupted = false;
         loop {
             self.rx.clear();
-            self.socket.recv(&mut self.rx, 0).map_err(NetlinkError::io)?;
+            self.socket.recv(&mut self.rx, 0).map_err(NetlinkError::reply)?;
             let mut offset = 0;
             while let Some((header, end)) = next_message(&self.rx, offset) {
                 let message = &self.rx[offset..end];
@@ -232,4 +262,18 @@ fn parse_error(message: &[u8], flags: u16) -> Option<NetlinkError> {
         }
     }
     Some(NetlinkError { errno, kernel_text })
+}
+
+#[cfg(test)]
+mod patience_tests {
+    use super::*;
+
+    #[test]
+    fn a_reply_that_never_comes_fails_naming_it() {
+        let mut rtnl = Rtnl::open().expect("an rtnetlink socket");
+        // No request was sent with this sequence number: nothing will answer it.
+        let err = rtnl.collect(u32::MAX, |_| {}).expect_err("no reply");
+        assert_eq!(err.errno, Errno::ETIMEDOUT);
+        assert_eq!(err.kernel_text.as_deref(), Some(REPLY_PATIENCE_TEXT));
+    }
 }

@@ -22,6 +22,14 @@ const NLMSGERR_ATTR_MSG: u16 = 1;
 const NLMSGERR_ATTR_OFFS: u16 = 2;
 const NLM_F_CAPPED: u16 = 0x100;
 const NLM_F_ACK_TLVS: u16 = 0x200;
+/// How long a read of the kernel's replies waits. The kernel answers a request inside its send,
+/// and a dump's next part as the reader reads, so a read this long without a message means the
+/// answer was lost: the call fails, naming it, instead of holding its thread for good.
+#[cfg(not(test))]
+const REPLY_PATIENCE: libc::timeval = libc::timeval { tv_sec: 30, tv_usec: 0 };
+#[cfg(test)]
+const REPLY_PATIENCE: libc::timeval = libc::timeval { tv_sec: 0, tv_usec: 200_000 };
+
 /// How often a dump interrupted by a concurrent change is retried.
 const DUMP_ATTEMPTS: usize = 5;
 
@@ -49,6 +57,19 @@ impl NfSocket {
         // Best effort: without them only the kernel's explanation of an error is lost.
         let _ = socket.set_ext_ack(true);
         let _ = socket.set_cap_ack(true);
+        // SAFETY: a valid socket descriptor and a pointer to a timeval of the size given.
+        let rc = unsafe {
+            libc::setsockopt(
+                socket.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVTIMEO,
+                (&REPLY_PATIENCE as *const libc::timeval).cast(),
+                std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+            )
+        };
+        if rc != 0 {
+            return Err(NftError::from_io(op, &std::io::Error::last_os_error()));
+        }
         Ok(Self { socket, sequence: 0, rx: Vec::with_capacity(256 * 1024) })
     }
 
@@ -186,7 +207,13 @@ impl NfSocket {
         let mut interrupted = false;
         loop {
             self.rx.clear();
-            self.socket.recv(&mut self.rx, 0).map_err(|e| NftError::from_io(op, &e))?;
+            match self.socket.recv(&mut self.rx, 0) {
+                Ok(_) => {}
+                Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => {
+                    return Err(NftError::new(op, Errno::ETIMEDOUT, "no answer from the kernel in 30 s"));
+                }
+                Err(err) => return Err(NftError::from_io(op, &err)),
+            }
             let mut offset = 0;
             while let Some((header, end)) = next_message(&self.rx, offset) {
                 let message = &self.rx[offset..end];
@@ -322,4 +349,18 @@ pub(crate) fn describe_offset(message: &[u8], offset: u32) -> Option<String> {
         at += aligned(len);
     }
     None
+}
+
+#[cfg(test)]
+mod patience_tests {
+    use super::*;
+
+    #[test]
+    fn a_reply_that_never_comes_fails_naming_it() {
+        let mut socket = NfSocket::open().expect("a netfilter netlink socket");
+        // No request was sent with this sequence number: nothing will answer it.
+        let err = socket.collect(u32::MAX, false, "read a reply", &mut |_| Ok(())).expect_err("no reply");
+        assert_eq!(err.errno, Errno::ETIMEDOUT);
+        assert!(err.to_string().contains("no answer from the kernel in 30 s"), "{err}");
+    }
 }

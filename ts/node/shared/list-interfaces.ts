@@ -17,6 +17,8 @@ export async function listInterfaces(
 ): Promise<Interfaces> {
   let timer: NodeJS.Timeout | undefined;
   // A dump that never ends would leave the node's address unknown for good: the listing gives up.
+  // (A netlink read with no answer fails in the addon after 30 s too, ending its thread; this also
+  // bounds a dump that keeps answering and never finishes.)
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`no answer in ${deadlineMs / 1000} s`)), deadlineMs);
   });
