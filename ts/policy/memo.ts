@@ -8,7 +8,9 @@
 export function keeper(limit = 20_000): <T>(key: string, make: () => T) => T {
   const kept = new Map<string, unknown>();
   return <T>(key: string, make: () => T): T => {
-    if (kept.has(key)) return kept.get(key) as T;
+    const held = kept.get(key);
+    // One lookup for a value kept (has() only for one that is undefined).
+    if (held !== undefined || kept.has(key)) return held as T;
     const value = make();
     if (kept.size >= limit) kept.clear();
     kept.set(key, value);

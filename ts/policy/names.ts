@@ -2,7 +2,7 @@
 // dispatch chains and maps; per endpoint its host interface; per policy, profile and set a hash
 // of what it is (its key, or its content), so a name stays the same while the thing does, and the
 // writer's difference of two parts is small.
-import { createHash } from 'node:crypto';
+import { hash as digest } from 'node:crypto';
 
 import type { Direction } from './program.ts';
 
@@ -33,7 +33,7 @@ const hashes = new Map<string, string>();
 export function hashOf(text: string): string {
   let hash = hashes.get(text);
   if (hash === undefined) {
-    hash = createHash('sha256').update(text).digest('hex').slice(0, 16);
+    hash = digest('sha256', text, 'hex').slice(0, 16);
     if (hashes.size > 200_000) hashes.clear();
     hashes.set(text, hash);
   }
@@ -52,7 +52,7 @@ export function policyChainName(key: string, direction: Direction): string {
  * (hashed each time: the texts are long and short-lived, not worth keeping).
  */
 export function policyListChainName(direction: Direction, rulesText: string): string {
-  return `${direction === 'ingress' ? 'pli' : 'plo'}-${createHash('sha256').update(rulesText).digest('hex').slice(0, 16)}`;
+  return `${direction === 'ingress' ? 'pli' : 'plo'}-${digest('sha256', rulesText, 'hex').slice(0, 16)}`;
 }
 
 /** The named counter of the packets a policy's Deny rules dropped. */
