@@ -14,6 +14,8 @@ use netlink_packet_core::{
 use netlink_packet_route::RouteNetlinkMessage;
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
 use nix::errno::Errno;
+use nix::sys::socket::{setsockopt, sockopt};
+use nix::sys::time::TimeVal;
 
 use crate::error::DataplaneError;
 
@@ -87,19 +89,8 @@ impl Rtnl {
         let _ = socket.set_ext_ack(true);
         let _ = socket.set_cap_ack(true);
         let _ = socket.set_netlink_get_strict_chk(true);
-        // SAFETY: a valid socket descriptor and a pointer to a timeval of the size given.
-        let rc = unsafe {
-            libc::setsockopt(
-                socket.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_RCVTIMEO,
-                (&REPLY_PATIENCE as *const libc::timeval).cast(),
-                std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-            )
-        };
-        if rc != 0 {
-            return Err(NetlinkError::io(std::io::Error::last_os_error()));
-        }
+        setsockopt(&socket, sockopt::ReceiveTimeout, &TimeVal::from(REPLY_PATIENCE))
+            .map_err(|errno| NetlinkError { errno, kernel_text: None })?;
         Ok(Self { socket, sequence: 0, rx: Vec::with_capacity(64 * 1024), tx: Vec::with_capacity(1024) })
     }
 

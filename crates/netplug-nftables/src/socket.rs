@@ -14,6 +14,8 @@ use netlink_packet_core::{
 use netlink_packet_netfilter::NetfilterMessage;
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_NETFILTER};
 use nix::errno::Errno;
+use nix::sys::socket::{setsockopt, sockopt};
+use nix::sys::time::TimeVal;
 
 use crate::batch::Sealed;
 use crate::error::{NftError, Result};
@@ -57,19 +59,8 @@ impl NfSocket {
         // Best effort: without them only the kernel's explanation of an error is lost.
         let _ = socket.set_ext_ack(true);
         let _ = socket.set_cap_ack(true);
-        // SAFETY: a valid socket descriptor and a pointer to a timeval of the size given.
-        let rc = unsafe {
-            libc::setsockopt(
-                socket.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_RCVTIMEO,
-                (&REPLY_PATIENCE as *const libc::timeval).cast(),
-                std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-            )
-        };
-        if rc != 0 {
-            return Err(NftError::from_io(op, &std::io::Error::last_os_error()));
-        }
+        setsockopt(&socket, sockopt::ReceiveTimeout, &TimeVal::from(REPLY_PATIENCE))
+            .map_err(|err| NftError::from_errno(op, err, None))?;
         Ok(Self { socket, sequence: 0, rx: Vec::with_capacity(256 * 1024) })
     }
 
