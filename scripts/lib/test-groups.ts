@@ -12,6 +12,7 @@ const CLUSTERS = ['test/upgrade/', 'test/e2e/', 'test/fuzz/executable'];
 // Files under those folders that start no cluster (a kube-apiserver, an etcd at most): the others'.
 const NOT_CLUSTERS = [
   'upgrade/allow-all-upgrade-plan',
+  'upgrade/overrun-report',
   'upgrade/previous-release',
   'upgrade/tool-apply',
   'upgrade/tool-plan',

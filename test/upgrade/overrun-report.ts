@@ -11,8 +11,11 @@ export class Whereabouts {
   phase = 'starting';
   since = Date.now();
   output: (() => string) | undefined;
+  /** Set when the test overran: the body stops at its next phase instead of going on after the failure. */
+  overran = false;
 
   enter(phase: string, output?: () => string): void {
+    if (this.overran) throw new Error(`stopped before "${phase}": the test overran in "${this.phase}"`);
     this.phase = phase;
     this.since = Date.now();
     this.output = output;
@@ -20,8 +23,9 @@ export class Whereabouts {
 }
 
 /**
- * Runs `body`; if it has not ended after `limitMs`, rejects with the report instead (the body's
- * promise is left to settle, or not, while the after hooks stop the cluster).
+ * Runs `body`; if it has not ended after `limitMs`, rejects with the report instead. The body
+ * stops at its next `where.enter` (what it awaits then is left to settle while the after hooks
+ * stop the cluster).
  */
 export async function withinLimit<T>(
   t: ExecutionContext,
@@ -34,6 +38,7 @@ export async function withinLimit<T>(
   let timer: NodeJS.Timeout | undefined;
   const overrun = new Promise<never>((_, reject) => {
     timer = setTimeout(async () => {
+      where.overran = true;
       const seconds = Math.round((Date.now() - where.since) / 1000);
       const output = where.output?.().trim();
       const state = await clusterState(cluster()).catch((err) => `(the cluster's state could not be read: ${err})`);
@@ -46,7 +51,9 @@ export async function withinLimit<T>(
     }, limitMs);
   });
   try {
-    return await Promise.race([body(), overrun]);
+    // Stopped by the overrun (at its next phase): the report, still being gathered, is the failure.
+    const running = body().catch((err: unknown) => (where.overran ? overrun : Promise.reject(err)));
+    return await Promise.race([running, overrun]);
   } finally {
     clearTimeout(timer);
   }
