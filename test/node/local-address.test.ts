@@ -2,7 +2,8 @@
 // the clock a counter): reads answer from the last listing, a read past its age starts the next,
 // a listing that finds the addresses moved tells the listeners (one that finds a pod's veth more
 // does not), and a failed listing is named. And the listing itself, by the addon, against
-// node:os's in this process; a listing that does not answer fails at its deadline.
+// node:os's in this process; a failed listing is named (one that gets no answer fails in the addon:
+// the netlink sockets' patience, crates/netplug-dataplane/src/netlink.rs).
 import { networkInterfaces, type NetworkInterfaceInfo } from 'node:os';
 
 import { execFileSync } from 'node:child_process';
@@ -203,13 +204,9 @@ test('in a namespace of its own: the node address moved to another interface is 
   t.is(seen.after, 'eth1');
 });
 
-test('a listing that does not answer fails at its deadline, naming it', async (t) => {
+test("a listing that fails is named: the addon's error in one line", async (t) => {
   await t.throwsAsync(
-    listInterfaces(() => new Promise(() => undefined), 200),
-    { message: "cannot list the node's interfaces: no answer in 0.2 s" },
-  );
-  await t.throwsAsync(
-    listInterfaces(() => Promise.reject(new Error("EPERM: list the interfaces' addresses")), 200),
+    listInterfaces(() => Promise.reject(new Error("EPERM: list the interfaces' addresses"))),
     { message: "cannot list the node's interfaces: EPERM: list the interfaces' addresses" },
   );
 });

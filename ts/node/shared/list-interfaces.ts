@@ -7,28 +7,17 @@
 import { listInterfaceAddresses, type InterfaceAddressInfo } from '../../dataplane/interfaces.ts';
 import type { Interfaces } from './node-address.ts';
 
-/** How long a listing may take before it fails (the next read starts another, on another of the addon's threads). */
-const LISTING_DEADLINE_MS = 30_000;
-
-/** The interfaces that are up and running, by name, in node:os's form; rejects with a one-line message. */
-export async function listInterfaces(
-  list: () => Promise<InterfaceAddressInfo[]> = listInterfaceAddresses,
-  deadlineMs = LISTING_DEADLINE_MS,
-): Promise<Interfaces> {
-  let timer: NodeJS.Timeout | undefined;
-  // A dump that never ends would leave the node's address unknown for good: the listing gives up.
-  // (A netlink read with no answer fails in the addon after 30 s too, ending its thread; this also
-  // bounds a dump that keeps answering and never finishes.)
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer in ${deadlineMs / 1000} s`)), deadlineMs);
-  });
+/**
+ * The interfaces that are up and running, by name, in node:os's form; rejects with a one-line
+ * message. A listing that gets no answer fails in the addon after 30 s (its netlink sockets'
+ * patience), so the node's address is never left unknown for good.
+ */
+export async function listInterfaces(list: () => Promise<InterfaceAddressInfo[]> = listInterfaceAddresses): Promise<Interfaces> {
   let listed: InterfaceAddressInfo[];
   try {
-    listed = await Promise.race([list(), deadline]);
+    listed = await list();
   } catch (err) {
     throw new Error(`cannot list the node's interfaces: ${err instanceof Error ? err.message : String(err)}`);
-  } finally {
-    clearTimeout(timer);
   }
   const interfaces: Interfaces = {};
   for (const { interface: name, address, family, prefixLength, internal } of listed) {
